@@ -1,0 +1,54 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "fieldcap",
+    products: [
+        // The Linux counterpart of the SyncField Swift SDK 0.1: same API, same bytes.
+        .library(name: "SyncField", targets: ["SyncField"]),
+        .executable(name: "fieldcap", targets: ["fieldcap"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Percentiles for the benchmarks: the histogram the latency field trusts.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        // Counts malloc calls so a test can prove the fixed-shape hot path allocates nothing.
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.0"),
+    ],
+    targets: [
+        .target(name: "SyncField"),
+        .executableTarget(
+            name: "fieldcap",
+            dependencies: [
+                "SyncField",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "SyncFieldBench",
+            dependencies: [
+                "SyncField",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/SyncFieldBench"
+        ),
+        .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
+        .testTarget(
+            name: "FieldcapCLITests",
+            dependencies: ["fieldcap", "SyncField"]
+        ),
+        // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
+        .testTarget(
+            name: "SyncFieldREADMETests",
+            dependencies: ["SyncField"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "SyncFieldAllocationTests",
+            dependencies: [
+                "SyncField",
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ]
+        ),
+    ]
+)

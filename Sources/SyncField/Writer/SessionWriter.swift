@@ -1,0 +1,147 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The writer thread of one run: drains the queue, encodes lines, writes them in batches and
+/// makes them durable at least once per `syncIntervalNs`.
+///
+/// Thread-bound (writer) between `start` and `finish`; `finish` joins the thread, after which
+/// the caller may read `lineCounts` and `failure`.
+final class SessionWriter: @unchecked Sendable {
+    /// The writer's view of one stream in this run.
+    private final class StreamFiles {
+        var timestamps: OutputFile?
+        var sensor: OutputFile?
+        var lineCount = 0
+        let planCache = ChannelEncoder.PlanCache()
+    }
+
+    private let queue: EntryQueue
+    private let registry: StreamRegistry
+    private let encoder: LineEncoder
+    private let directory: String
+    private let options: SyncSession.Options
+    private var streams: [StreamFiles?] = []
+    private let scratch = ByteBuffer(capacity: 4096)
+    private lazy var channelEncoder = ChannelEncoder(out: scratch)
+    private var thread: DedicatedThread?
+
+    /// Set by `finish`: the position after the last accepted entry. -1 while running.
+    private let finalPosition = Atomic<Int>(-1)
+    /// Raised once a file fails, so callers learn of it on their next call.
+    private let failureFlag: SyncSession.FailureFlag
+
+    private(set) var failure: SyncFieldError?
+    private(set) var lineCounts: [Int: Int] = [:]
+
+    init(
+        queue: EntryQueue, registry: StreamRegistry, hostId: String, directory: String,
+        options: SyncSession.Options, failureFlag: SyncSession.FailureFlag
+    ) {
+        self.failureFlag = failureFlag
+        self.queue = queue
+        self.registry = registry
+        self.encoder = LineEncoder(hostId: hostId)
+        self.directory = directory
+        self.options = options
+    }
+
+    func start() {
+        thread = DedicatedThread(name: "fc-syncfield") { [self] in run() }
+    }
+
+    /// Waits until every entry before `position` is written, closes the files and joins.
+    func finish(at position: Int) {
+        finalPosition.store(position, ordering: .releasing)
+        thread?.join()
+        thread = nil
+    }
+
+    private func run() {
+        var lastSync = MonotonicClock.now()
+        while true {
+            let taken = queue.drain(limit: 4096) { entry, channels in handle(entry, channels: channels) }
+            let now = MonotonicClock.now()
+            if now &- lastSync >= options.syncIntervalNs {
+                forEachFile { $0.writePending(); $0.sync() }
+                noteFailures()
+                lastSync = now
+            }
+            if taken == 0 {
+                let final = finalPosition.load(ordering: .acquiring)
+                if final >= 0 && queue.head >= final { break }
+                var idle = timespec(tv_sec: 0, tv_nsec: Int(options.idlePollNs))
+                nanosleep(&idle, nil)
+            }
+        }
+        forEachFile { $0.close() }
+        noteFailures()
+        for (index, files) in streams.enumerated() {
+            guard let files, files.timestamps != nil else { continue }
+            lineCounts[index] = files.lineCount
+        }
+    }
+
+    private func forEachFile(_ body: (OutputFile) -> Void) {
+        for files in streams {
+            if let file = files?.timestamps { body(file) }
+            if let file = files?.sensor { body(file) }
+        }
+    }
+
+    private func noteFailures() {
+        guard failure == nil else { return }
+        forEachFile { file in
+            if failure == nil, let fileFailure = file.failure { failure = fileFailure }
+        }
+        if let failure { failureFlag.raise(failure) }
+    }
+
+    private func files(for index: Int) -> StreamFiles {
+        while streams.count <= index { streams.append(nil) }
+        if let files = streams[index] { return files }
+        let files = StreamFiles()
+        streams[index] = files
+        return files
+    }
+
+    @inline(__always)
+    private func handle(_ entry: borrowing QueueEntry, channels: consuming [String: Any]?) {
+        guard entry.kind != .void else { return }
+        let index = Int(entry.streamIndex)
+        let files = files(for: index)
+        let state = registry.table.all[index]
+        if files.timestamps == nil {
+            files.timestamps = OutputFile(
+                path: "\(directory)/\(state.id).timestamps.jsonl", fd: state.timestampsFD,
+                batchBytes: options.batchBytes)
+        }
+        let timestamps = files.timestamps!
+        encoder.appendTimestampLine(
+            to: timestamps.pending, captureNs: entry.captureNs, frameNumber: entry.frameNumber,
+            uncertaintyNs: entry.uncertaintyNs)
+        files.lineCount += 1
+        if timestamps.pending.count >= options.batchBytes { timestamps.writePending() }
+
+        guard entry.kind != .stamp else { return }
+        if files.sensor == nil {
+            files.sensor = OutputFile(
+                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes)
+        }
+        let sensor = files.sensor!
+        encoder.appendSensorHead(to: sensor.pending, captureNs: entry.captureNs)
+        if entry.kind == .recordFixed {
+            state.fixedLayout!.appendObject(values: entry.values, to: sensor.pending)
+        } else {
+            scratch.removeAll()
+            channelEncoder.encode(channels!, cache: files.planCache)
+            sensor.pending.append(contentsOf: scratch)
+        }
+        encoder.appendTail(to: sensor.pending, frameNumber: entry.frameNumber, uncertaintyNs: entry.uncertaintyNs)
+        if sensor.pending.count >= options.batchBytes { sensor.writePending() }
+    }
+}
