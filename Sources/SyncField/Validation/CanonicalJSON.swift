@@ -1,0 +1,65 @@
+/// What the SDK would have written for a parsed value: Foundation's key order, Foundation's
+/// number spellings, Foundation's escaping, no whitespace.
+enum CanonicalJSON {
+    /// The spellings the SDK can produce for the number spelled `text`: as an integer, as a
+    /// `Double`, or as a `Float` (each by `description`, minus a trailing `.0`).
+    static func spellings(ofNumber text: String) -> [String] {
+        var result: [String] = []
+        if let integer = Int64(text) { result.append(String(integer)) }
+        if let unsigned = UInt64(text) { result.append(String(unsigned)) }
+        if let double = Double(text), double.isFinite {
+            let out = ByteBuffer(capacity: 32)
+            out.appendJSONNumber(double)
+            result.append(String(decoding: out.bytes, as: UTF8.self))
+            if let single = Float(text), single.isFinite {
+                out.removeAll()
+                out.appendJSONNumber(single)
+                result.append(String(decoding: out.bytes, as: UTF8.self))
+            }
+        }
+        return result
+    }
+
+    static func isCanonical(number text: String) -> Bool { spellings(ofNumber: text).contains(text) }
+
+    /// Appends the canonical compact spelling of `value`.
+    static func append(_ value: ParsedJSON, to out: ByteBuffer) {
+        switch value {
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            let byKey = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+            for (position, key) in JSONKeyOrder.sorted(byKey.keys).enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                out.appendJSONString(key)
+                out.append(UInt8(ascii: ":"))
+                append(byKey[key]!, to: out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                append(element, to: out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .string(let text):
+            out.appendJSONString(text)
+        case .number(let text):
+            if isCanonical(number: text) {
+                out.append(Array(text.utf8))
+            } else {
+                out.append(Array((spellings(ofNumber: text).last ?? text).utf8))
+            }
+        case .bool(let flag):
+            out.append(flag ? "true" : "false")
+        case .null:
+            out.append("null")
+        }
+    }
+
+    static func bytes(_ value: ParsedJSON) -> [UInt8] {
+        let out = ByteBuffer(capacity: 256)
+        append(value, to: out)
+        return out.array
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import SyncField
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a session directory against every rule of the SyncField 0.1 format.",
+        discussion: """
+            Parses every line of every stream file and checks keys, their order and types, the \
+            number and string spellings the SDK produces, non-decreasing capture_ns, \
+            clock_domain == host_id, sensor lines against their timestamp lines, and the \
+            manifest and sync point against the files.
+
+            Each problem is printed as FILE:LINE: MESSAGE. Exit status: 0 when the session is \
+            valid, 1 when it has problems, 64 for a usage error.
+            """
+    )
+
+    @Argument(help: "The session directory (the one holding manifest.json).", completion: .directory)
+    var directory: String
+
+    @Flag(name: .shortAndLong, help: "Print only problems, not the summary line.")
+    var quiet = false
+
+    func validate() throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw ValidationError("\(directory) does not exist; give the session directory (the one holding manifest.json)")
+        }
+        guard isDirectory.boolValue else {
+            throw ValidationError("\(directory) is a file; give the session directory (the one holding manifest.json)")
+        }
+    }
+
+    func run() throws {
+        let report = SessionValidator.validate(directory: directory)
+        for problem in report.problems { print("\(directory)/\(problem)") }
+        for warning in report.warnings where !quiet { print("\(directory)/\(warning) (warning)") }
+        if report.isValid {
+            if !quiet {
+                print("\(directory): valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines")
+            }
+        } else {
+            print("\(directory): \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s")")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+@testable import SyncField
+
+@Suite("Session validator")
+struct ValidatorTests {
+    /// A valid two-stream session: a linked camera and a recorded IMU.
+    static func makeSession() throws -> TemporaryDirectory {
+        let directory = TemporaryDirectory("validator")
+        let session = SyncSession(hostId: "rig_01", outputDir: directory.path)
+        try session.start()
+        for frame in 0..<5 {
+            try session.stamp("cam", frameNumber: frame, captureNs: UInt64(1000 + frame * 10))
+            try session.record(
+                "imu", frameNumber: frame, channels: ["accel_x": 0.5 * Double(frame), "g": [1, 2], "n": ["b": 1.5, "a": Float(0.1)]],
+                captureNs: UInt64(1001 + frame * 10))
+        }
+        session.link("cam", path: "/data/cam.mp4")
+        try session.stop()
+        return directory
+    }
+
+    /// Replaces `old` with `new` in one file (the first occurrence on line `line`, or anywhere).
+    static func edit(_ directory: TemporaryDirectory, _ name: String, line: Int? = nil, _ old: String, _ new: String) {
+        var text = directory.read(name)!
+        if let line {
+            var lines = text.components(separatedBy: "\n")
+            let index = lines[line - 1].range(of: old)!
+            lines[line - 1].replaceSubrange(index, with: new)
+            text = lines.joined(separator: "\n")
+        } else {
+            text = text.replacingOccurrences(of: old, with: new)
+        }
+        try! text.write(toFile: directory.file(name), atomically: true, encoding: .utf8)
+    }
+
+    @Test("a session written by SyncSession is valid")
+    func validSession() throws {
+        let directory = try Self.makeSession()
+        let report = SessionValidator.validate(directory: directory.path)
+        #expect(report.problems == [])
+        #expect(report.streamCount == 2)
+        #expect(report.lineCount == 10)
+        #expect(report.warnings.isEmpty)
+    }
+
+    /// One broken rule each, with the file, line and words the report must name.
+    struct Breakage: CustomTestStringConvertible, Sendable {
+        var name: String
+        var file: String
+        var line: Int?
+        var expect: String
+        var apply: @Sendable (TemporaryDirectory) -> Void
+        var testDescription: String { name }
+    }
+
+    static let breakages: [Breakage] = [
+        Breakage(name: "not JSON", file: "cam.timestamps.jsonl", line: 2, expect: "not valid JSON") {
+            edit($0, "cam.timestamps.jsonl", line: 2, "{", "[")
+        },
+        Breakage(name: "truncated last line", file: "cam.timestamps.jsonl", line: 5, expect: "incomplete") {
+            let path = $0.file("cam.timestamps.jsonl")
+            let data = FileManager.default.contents(atPath: path)!
+            try! data.dropLast(9).write(to: URL(fileURLWithPath: path))
+        },
+        Breakage(name: "empty line", file: "cam.timestamps.jsonl", line: 3, expect: "empty") {
+            edit($0, "cam.timestamps.jsonl", line: 3, "{", "\n{")
+        },
+        Breakage(name: "missing key", file: "cam.timestamps.jsonl", line: 1, expect: "lacks uncertainty_ns") {
+            edit($0, "cam.timestamps.jsonl", line: 1, #","uncertainty_ns":5000000"#, "")
+        },
+        Breakage(name: "extra key", file: "imu.timestamps.jsonl", line: 4, expect: "unexpected keys extra") {
+            edit($0, "imu.timestamps.jsonl", line: 4, "}", #","extra":1}"#)
+        },
+        Breakage(name: "keys out of order", file: "cam.timestamps.jsonl", line: 2, expect: "order") {
+            edit($0, "cam.timestamps.jsonl", line: 2, #""clock_domain":"rig_01","clock_source":"host_monotonic""#,
+                 #""clock_source":"host_monotonic","clock_domain":"rig_01""#)
+        },
+        Breakage(name: "capture_ns not an integer", file: "cam.timestamps.jsonl", line: 1, expect: "capture_ns must be") {
+            edit($0, "cam.timestamps.jsonl", line: 1, #""capture_ns":1000"#, #""capture_ns":"1000""#)
+        },
+        Breakage(name: "negative capture_ns", file: "cam.timestamps.jsonl", line: 1, expect: "capture_ns must be") {
+            edit($0, "cam.timestamps.jsonl", line: 1, #""capture_ns":1000"#, #""capture_ns":-1000"#)
+        },
+        Breakage(name: "capture_ns decreasing", file: "cam.timestamps.jsonl", line: 3, expect: "never decrease") {
+            edit($0, "cam.timestamps.jsonl", line: 3, #""capture_ns":1020"#, #""capture_ns":1005"#)
+        },
+        Breakage(name: "frame_number not an integer", file: "cam.timestamps.jsonl", line: 2, expect: "frame_number must be") {
+            edit($0, "cam.timestamps.jsonl", line: 2, #""frame_number":1"#, #""frame_number":1.5"#)
+        },
+        Breakage(name: "clock_domain not the host", file: "cam.timestamps.jsonl", line: 4, expect: "not the session's host_id") {
+            edit($0, "cam.timestamps.jsonl", line: 4, #""clock_domain":"rig_01""#, #""clock_domain":"rig_02""#)
+        },
+        Breakage(name: "clock_source wrong", file: "imu.timestamps.jsonl", line: 2, expect: "clock_source") {
+            edit($0, "imu.timestamps.jsonl", line: 2, "host_monotonic", "device")
+        },
+        Breakage(name: "number not spelled as the SDK", file: "imu.jsonl", line: 2, expect: "spelled 0.50") {
+            edit($0, "imu.jsonl", line: 2, #""accel_x":0.5"#, #""accel_x":0.50"#)
+        },
+        Breakage(name: "whitespace in a line", file: "cam.timestamps.jsonl", line: 2, expect: "not spelled as the SDK writes it") {
+            edit($0, "cam.timestamps.jsonl", line: 2, #""frame_number":1"#, #""frame_number": 1"#)
+        },
+        Breakage(name: "channel keys unsorted", file: "imu.jsonl", line: 3, expect: "Foundation's sorted order") {
+            edit($0, "imu.jsonl", line: 3, #""a":0.1,"b":1.5"#, #""b":1.5,"a":0.1"#)
+        },
+        Breakage(name: "channel leaf not a number", file: "imu.jsonl", line: 1, expect: "channels.g.0 is a string") {
+            edit($0, "imu.jsonl", line: 1, #""g":[1,"#, #""g":["1","#)
+        },
+        Breakage(name: "sensor line without its timestamp line", file: "imu.jsonl", line: 5, expect: "no matching line") {
+            edit($0, "imu.jsonl", line: 5, #""frame_number":4"#, #""frame_number":7"#)
+        },
+        Breakage(name: "sensor file without timestamps file", file: "imu.jsonl", line: nil, expect: "has no imu.timestamps.jsonl") {
+            try! FileManager.default.removeItem(atPath: $0.file("imu.timestamps.jsonl"))
+        },
+        Breakage(name: "manifest missing", file: "manifest.json", line: nil, expect: "missing") {
+            try! FileManager.default.removeItem(atPath: $0.file("manifest.json"))
+        },
+        Breakage(name: "manifest frame_count wrong", file: "manifest.json", line: nil, expect: "frame_count is 6") {
+            edit($0, "manifest.json", #""frame_count": 5,\#n      "path""#, #""frame_count": 6,\#n      "path""#)
+        },
+        Breakage(name: "manifest host differs", file: "manifest.json", line: nil, expect: "differs from sync_point.json") {
+            edit($0, "manifest.json", #""host_id": "rig_01""#, #""host_id": "rig_02""#)
+        },
+        Breakage(name: "manifest misses a stream", file: "manifest.json", line: nil, expect: "does not list stream 'extra'") {
+            let source = $0.file("cam.timestamps.jsonl")
+            try! FileManager.default.copyItem(atPath: source, toPath: $0.file("extra.timestamps.jsonl"))
+        },
+        Breakage(name: "sensor typed as video", file: "manifest.json", line: nil, expect: "type must be \"sensor\"") {
+            edit($0, "manifest.json", #""type": "sensor""#, #""type": "video""#)
+        },
+        Breakage(name: "manifest layout differs", file: "manifest.json", line: nil, expect: "not laid out") {
+            edit($0, "manifest.json", #""host_id": "rig_01""#, #""host_id" : "rig_01""#)
+        },
+        Breakage(name: "sync point missing", file: "sync_point.json", line: nil, expect: "missing") {
+            try! FileManager.default.removeItem(atPath: $0.file("sync_point.json"))
+        },
+        Breakage(name: "sync point timestamp_ms inconsistent", file: "sync_point.json", line: nil, expect: "timestamp_ms") {
+            edit($0, "sync_point.json", #""timestamp_ms": "#, #""timestamp_ms": 1"#)
+        },
+        Breakage(name: "sync point iso_datetime malformed", file: "sync_point.json", line: nil, expect: "iso_datetime") {
+            edit($0, "sync_point.json", "Z\"", "+00:00\"")
+        },
+        Breakage(name: "sync point sdk_version", file: "sync_point.json", line: nil, expect: "sdk_version") {
+            edit($0, "sync_point.json", "0.1.0", "0.2.0")
+        },
+    ]
+
+    @Test("each broken rule is reported with its file and line", arguments: breakages)
+    func brokenRule(_ breakage: Breakage) throws {
+        let directory = try Self.makeSession()
+        breakage.apply(directory)
+        let report = SessionValidator.validate(directory: directory.path)
+        #expect(!report.isValid)
+        let match = report.problems.first { $0.file == breakage.file && $0.line == breakage.line && $0.message.contains(breakage.expect) }
+        #expect(match != nil, "expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") '\(breakage.expect)', got \(report.problems)")
+    }
+
+    @Test("a one-stream session is valid, with a warning that the service would drop it")
+    func singleStreamWarning() throws {
+        let directory = TemporaryDirectory()
+        let session = SyncSession(hostId: "h", outputDir: directory.path)
+        try session.start()
+        try session.stamp("cam", frameNumber: 0)
+        try session.stop()
+        let report = SessionValidator.validate(directory: directory.path)
+        #expect(report.isValid)
+        #expect(report.warnings.first?.message.contains("fewer than two") == true)
+    }
+
+    @Test("the strict parser rejects what JSON does not allow", arguments: [
+        "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":1e}", "{\"a\":\"\u{01}\"}", "{\"a\":\"\\x\"}",
+        "{\"a\":1,}", "{\"a\" 1}", "[1,]", "{\"a\":\"\\ud800\"}", "{} {}", "nul", "{\"a\":tru}",
+    ])
+    func parserRejects(text: String) {
+        #expect(throws: JSONTextParser.Failure.self) { try JSONTextParser.parse(Array(text.utf8)) }
+    }
+
+    @Test("the strict parser keeps member order and number spellings")
+    func parserKeepsSpelling() throws {
+        let value = try JSONTextParser.parse(Array(#"{"b":1.50,"a":[1e+16,-0],"c":"\u00e9\ud83d\ude00\/"}"#.utf8))
+        #expect(value.keys == ["b", "a", "c"])
+        #expect(value["b"] == .number("1.50"))
+        #expect(value["a"] == .array([.number("1e+16"), .number("-0")]))
+        #expect(value["c"] == .string("é😀/"))
+    }
+}
