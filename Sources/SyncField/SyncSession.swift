@@ -114,6 +114,13 @@ public final class SyncSession: @unchecked Sendable {
     /// session's life. Zero means the writer always kept up.
     public var queueFullWaits: Int { queue.fullWaits.load(ordering: .relaxed) }
 
+    /// The writer thread of the current run (for tests that watch what it does).
+    var writerThread: pthread_t? {
+        lock.lock()
+        defer { lock.unlock() }
+        return locked.writer?.pthread
+    }
+
     // MARK: - Lifecycle
 
     /// Begins a run: creates the output directory and captures the sync point.

@@ -14,7 +14,7 @@ final class DedicatedThread {
         init(name: String, body: @escaping () -> Void) { self.name = name; self.body = body }
     }
 
-    private var thread = pthread_t()
+    private(set) var thread = pthread_t()
     private var joined = false
 
     /// Starts the thread. `name` is cut to the kernel's 15-byte limit.

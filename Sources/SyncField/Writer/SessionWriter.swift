@@ -50,6 +50,9 @@ final class SessionWriter: @unchecked Sendable {
         self.options = options
     }
 
+    /// The writer's POSIX thread while it runs (for tests that watch what it does).
+    var pthread: pthread_t? { thread?.thread }
+
     func start() {
         thread = DedicatedThread(name: "fc-syncfield") { [self] in run() }
     }

@@ -1,0 +1,90 @@
+import Foundation
+import SyncField
+import Testing
+
+/// Runs the built `fieldcap` binary, as a user would.
+struct FieldcapProcess {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    /// The `fieldcap` executable SwiftPM built next to this test bundle.
+    static var executable: URL {
+        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [bundleDirectory, bundleDirectory.deletingLastPathComponent()] {
+            let url = candidate.appendingPathComponent("fieldcap")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return bundleDirectory.appendingPathComponent("fieldcap")
+    }
+
+    static func run(_ arguments: [String]) throws -> FieldcapProcess {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return FieldcapProcess(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+func makeSession(streams: [String]) throws -> String {
+    let path = NSTemporaryDirectory() + "/cli-\(UUID().uuidString)"
+    let session = SyncSession(hostId: "rig_01", outputDir: path)
+    try session.start()
+    for frame in 0..<3 {
+        for id in streams { try session.stamp(id, frameNumber: frame) }
+    }
+    try session.stop()
+    return path
+}
+
+@Suite("fieldcap validate")
+struct ValidateCommandTests {
+    @Test("a valid session exits 0 with a summary")
+    func validSession() throws {
+        let path = try makeSession(streams: ["cam_left", "cam_right"])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = try FieldcapProcess.run(["validate", path])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("valid SyncField 0.1 session, 2 streams, 6 timestamp lines"))
+    }
+
+    @Test("a broken session exits 1 and names the file and line")
+    func brokenSession() throws {
+        let path = try makeSession(streams: ["cam_left", "cam_right"])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = path + "/cam_left.timestamps.jsonl"
+        var text = try String(contentsOfFile: file, encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"clock_domain\":\"rig_01\",\"clock_source\":\"host_monotonic\",\"frame_number\":2",
+                                         with: "\"clock_domain\":\"other\",\"clock_source\":\"host_monotonic\",\"frame_number\":2")
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try FieldcapProcess.run(["validate", path])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("cam_left.timestamps.jsonl:3: clock_domain \"other\" is not the session's host_id"))
+        #expect(result.stdout.contains("1 problem"))
+    }
+
+    @Test("a path that is not a directory is one clear line and exit 64", arguments: ["/nonexistent/session", "/etc/hostname"])
+    func notADirectory(path: String) throws {
+        let result = try FieldcapProcess.run(["validate", path])
+        #expect(result.status == 64)
+        let firstLine = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(firstLine.contains(path) && firstLine.contains("session directory"))
+    }
+
+    @Test("--help teaches what is checked")
+    func help() throws {
+        let result = try FieldcapProcess.run(["validate", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("capture_ns"))
+        #expect(result.stdout.contains("FILE:LINE"))
+    }
+}
