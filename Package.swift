@@ -32,6 +32,7 @@ let package = Package(
             ],
             path: "Benchmarks/SyncFieldBench"
         ),
+        .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
         .testTarget(
             name: "FieldcapCLITests",

@@ -26,6 +26,7 @@ public final class ByteBuffer {
         if count + extra > capacity { grow(to: count + extra) }
     }
 
+    @inline(never)
     private func grow(to needed: Int) {
         var newCapacity = capacity
         while newCapacity < needed { newCapacity *= 2 }
@@ -56,10 +57,12 @@ public final class ByteBuffer {
         bytes.withUnsafeBufferPointer { append($0) }
     }
 
+    @inline(__always)
     public func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    @inline(__always)
     public func append(contentsOf other: ByteBuffer) {
         append(other.bytes)
     }

@@ -13,6 +13,7 @@ struct ByteBufferStream: TextOutputStream {
         string.withUTF8 { out.append($0) }
     }
 
+    @inline(__always)
     mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
         out.append(buffer)
     }

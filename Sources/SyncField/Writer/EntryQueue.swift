@@ -117,7 +117,7 @@ final class EntryQueue: @unchecked Sendable {
         var spins = 0
         while slot.pointee.sequence.load(ordering: .acquiring) != position {
             spins += 1
-            if spins < 64 {
+            if spins < 4 {
                 sched_yield()
             } else {
                 var pause = timespec(tv_sec: 0, tv_nsec: 50_000)

@@ -14,10 +14,13 @@ import Musl
 final class SessionWriter: @unchecked Sendable {
     /// The writer's view of one stream in this run.
     private final class StreamFiles {
+        let state: StreamState
         var timestamps: OutputFile?
         var sensor: OutputFile?
         var lineCount = 0
         let planCache = ChannelEncoder.PlanCache()
+
+        init(state: StreamState) { self.state = state }
     }
 
     private let queue: EntryQueue
@@ -107,7 +110,7 @@ final class SessionWriter: @unchecked Sendable {
     private func files(for index: Int) -> StreamFiles {
         while streams.count <= index { streams.append(nil) }
         if let files = streams[index] { return files }
-        let files = StreamFiles()
+        let files = StreamFiles(state: registry.table.all[index])
         streams[index] = files
         return files
     }
@@ -117,7 +120,7 @@ final class SessionWriter: @unchecked Sendable {
         guard entry.kind != .void else { return }
         let index = Int(entry.streamIndex)
         let files = files(for: index)
-        let state = registry.table.all[index]
+        let state = files.state
         if files.timestamps == nil {
             files.timestamps = OutputFile(
                 path: "\(directory)/\(state.id).timestamps.jsonl", fd: state.timestampsFD,
