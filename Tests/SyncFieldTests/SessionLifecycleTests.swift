@@ -184,7 +184,9 @@ struct SessionLifecycleTests {
         try session.record("imu", frameNumber: 0, channels: ["a": 1])
         // Bounded wait, not a timing assertion: the lines must appear well before the deadline.
         let deadline = MonotonicClock.now() + 10_000_000_000
-        while directory.lines("cam.timestamps.jsonl").count < 10 && MonotonicClock.now() < deadline {
+        while (directory.lines("cam.timestamps.jsonl").count < 10 || directory.lines("imu.jsonl").count < 1)
+            && MonotonicClock.now() < deadline
+        {
             usleep(20_000)
         }
         #expect(directory.lines("cam.timestamps.jsonl").count == 10)

@@ -24,3 +24,22 @@ public enum JSONKeyOrder {
         keys.sorted(by: precedes)
     }
 }
+
+/// Remembers Foundation's order for key lists already seen. Sorting with Foundation's
+/// comparison costs microseconds per key pair; a session repeats the same few key lists on every
+/// line, so a reader of millions of lines sorts each list once.
+///
+/// Thread-bound.
+public final class KeyOrderCache {
+    private var sortedByKeys: [[String]: [String]] = [:]
+
+    public init() {}
+
+    /// `keys` in Foundation's order.
+    public func sorted(_ keys: [String]) -> [String] {
+        if let known = sortedByKeys[keys] { return known }
+        let sorted = JSONKeyOrder.sorted(keys)
+        if sortedByKeys.count < 10_000 { sortedByKeys[keys] = sorted }
+        return sorted
+    }
+}

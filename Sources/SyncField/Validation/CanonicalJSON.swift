@@ -23,23 +23,28 @@ enum CanonicalJSON {
     static func isCanonical(number text: String) -> Bool { spellings(ofNumber: text).contains(text) }
 
     /// Appends the canonical compact spelling of `value`.
-    static func append(_ value: ParsedJSON, to out: ByteBuffer) {
+    static func append(_ value: ParsedJSON, to out: ByteBuffer, keyOrder: KeyOrderCache) {
         switch value {
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            let byKey = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
-            for (position, key) in JSONKeyOrder.sorted(byKey.keys).enumerated() {
+            let keys = members.map(\.key)
+            let sorted = keyOrder.sorted(keys)
+            // Already in order (the usual case): no need to look members up by key.
+            let ordered = sorted == keys
+                ? members.map(\.value)
+                : sorted.map { key in members.first { $0.key == key }!.value }
+            for (position, key) in sorted.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 out.appendJSONString(key)
                 out.append(UInt8(ascii: ":"))
-                append(byKey[key]!, to: out)
+                append(ordered[position], to: out, keyOrder: keyOrder)
             }
             out.append(UInt8(ascii: "}"))
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (position, element) in elements.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
-                append(element, to: out)
+                append(element, to: out, keyOrder: keyOrder)
             }
             out.append(UInt8(ascii: "]"))
         case .string(let text):
@@ -57,9 +62,9 @@ enum CanonicalJSON {
         }
     }
 
-    static func bytes(_ value: ParsedJSON) -> [UInt8] {
+    static func bytes(_ value: ParsedJSON, keyOrder: KeyOrderCache) -> [UInt8] {
         let out = ByteBuffer(capacity: 256)
-        append(value, to: out)
+        append(value, to: out, keyOrder: keyOrder)
         return out.array
     }
 }

@@ -32,6 +32,7 @@ public struct SessionValidator {
 
     public let directory: String
     private var report = Report()
+    private let keyOrder = KeyOrderCache()
 
     public init(directory: String) { self.directory = directory }
 
@@ -194,8 +195,8 @@ public struct SessionValidator {
         if let channels = parsed["channels"] {
             healthy = checkChannels(channels, path: "channels", file: file, line: line) && healthy
         }
-        if healthy && CanonicalJSON.bytes(parsed) != Array(raw) {
-            let canonical = CanonicalJSON.bytes(parsed)
+        let canonical = healthy ? CanonicalJSON.bytes(parsed, keyOrder: keyOrder) : []
+        if healthy && canonical != Array(raw) {
             let column = zip(canonical, raw).enumerated().first { $0.element.0 != $0.element.1 }?.offset
                 ?? min(canonical.count, raw.count)
             problem(file, line, "is not spelled as the SDK writes it (first difference at column \(column + 1))")
@@ -214,8 +215,8 @@ public struct SessionValidator {
             if Set(keys).count != keys.count {
                 problem(file, line, "\(path) repeats a key")
                 healthy = false
-            } else if keys != JSONKeyOrder.sorted(keys) {
-                problem(file, line, "\(path) keys are not in Foundation's sorted order (expected \(JSONKeyOrder.sorted(keys).joined(separator: ", ")))")
+            } else if keys != keyOrder.sorted(keys) {
+                problem(file, line, "\(path) keys are not in Foundation's sorted order (expected \(keyOrder.sorted(keys).joined(separator: ", ")))")
                 healthy = false
             }
             for member in members {
