@@ -98,4 +98,43 @@ struct GoldenBytesTests {
         #expect(String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self) == expected)
         #expect(expected.contains("\"streams\": {\n\n  }"))
     }
+
+    @Test("the SDK README's format specification lines")
+    func sdkReadmeLines() throws {
+        let directory = TemporaryDirectory()
+        let session = SyncSession(hostId: "iphone_01", outputDir: directory.path)
+        try session.start()
+        try session.stamp("cam_ego", frameNumber: 0, captureNs: 1_234_567_890_123_456_789)
+        try session.stamp("cam_ego", frameNumber: 1, captureNs: 1_234_567_890_156_789_012)
+        try session.record("imu", frameNumber: 0, channels: ["accel_x": 0.12, "accel_y": -9.8, "accel_z": 0.05],
+                           captureNs: 1_234_567_890_123_456_789)
+        try session.stop()
+        #expect(directory.lines("cam_ego.timestamps.jsonl") == [
+            #"{"capture_ns":1234567890123456789,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#,
+            #"{"capture_ns":1234567890156789012,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":5000000}"#,
+        ])
+        #expect(directory.lines("imu.jsonl") == [
+            #"{"capture_ns":1234567890123456789,"channels":{"accel_x":0.12,"accel_y":-9.8,"accel_z":0.05},"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
+        ])
+    }
+
+    @Test("the SDK README's manifest example, in the order the SDK's code writes it")
+    func sdkReadmeManifest() throws {
+        let manifest = SessionManifest(
+            hostId: "iphone_01", timestampCounts: ["cam_ego": 900, "cam_wrist": 900, "imu": 9000], recorded: ["imu"],
+            links: ["cam_ego": "/data/cam_ego.mp4", "cam_wrist": "/data/cam_wrist.mp4"])
+        let text = String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self)
+        // The README lists the fields unsorted; JSONSerialization with .sortedKeys, as the SDK
+        // calls it, sorts them. Same content, the SDK's layout.
+        let reference: [String: Any] = [
+            "sdk_version": "0.1.0", "host_id": "iphone_01",
+            "streams": [
+                "cam_ego": ["type": "video", "timestamps_path": "cam_ego.timestamps.jsonl", "frame_count": 900, "path": "/data/cam_ego.mp4"],
+                "cam_wrist": ["type": "video", "timestamps_path": "cam_wrist.timestamps.jsonl", "frame_count": 900, "path": "/data/cam_wrist.mp4"],
+                "imu": ["type": "sensor", "sensor_path": "imu.jsonl", "timestamps_path": "imu.timestamps.jsonl", "frame_count": 9000],
+            ] as [String: Any],
+        ]
+        #expect(text == (try foundationPretty(reference)))
+        #expect(text.hasPrefix("{\n  \"host_id\": \"iphone_01\",\n  \"sdk_version\": \"0.1.0\",\n  \"streams\": {\n    \"cam_ego\": {\n      \"frame_count\": 900,"))
+    }
 }
