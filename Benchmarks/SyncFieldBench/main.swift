@@ -183,8 +183,17 @@ for result in throughput { print(row(result, among: throughput)) }
 print("")
 print("Caller latency: each thread calls record() \(Int(options.rate)) times a second, sleeping between calls as a capture thread does.")
 print("")
-print(header)
-for result in latency { print(row(result, among: latency)) }
+print("""
+    | threads | writer | p50 | p99 | p99.9 | max | SDK p99 / this p99 |
+    |---:|---|---:|---:|---:|---:|---:|
+    """)
+for result in latency {
+    let baseline = latency.first { $0.threads == result.threads && $0.name.hasPrefix("SDK") }!
+    print(String(format: "| %d | %@ | %@ | %@ | %@ | %@ | %.0fx |", result.threads, result.name,
+        format(result.latency.valueAtPercentile(50)), format(result.latency.valueAtPercentile(99)),
+        format(result.latency.valueAtPercentile(99.9)), format(result.latency.max),
+        Double(baseline.latency.valueAtPercentile(99)) / Double(max(1, result.latency.valueAtPercentile(99)))))
+}
 
 if let jsonPath = options.jsonPath {
     func rows(_ results: [Result]) -> [[String: Any]] {

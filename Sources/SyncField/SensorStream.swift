@@ -37,7 +37,8 @@ public final class SensorStream: @unchecked Sendable {
             throw SyncFieldError.invalidChannelLayout(
                 streamId: id, reason: "record has \(values.count) values for \(count) channels")
         }
-        var entry = QueueEntry()
+        var entry = QueueEntry(
+            kind: .recordFixed, streamIndex: state.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
         for index in 0..<count {
             let value = values[index]
             guard value.isFinite else {
@@ -49,12 +50,6 @@ public final class SensorStream: @unchecked Sendable {
         }
         let run = session.currentRun
         try session.openFixed(state, run: run)
-        entry.kind = .recordFixed
-        entry.valueCount = UInt8(count)
-        entry.streamIndex = Int32(state.index)
-        entry.frameNumber = frameNumber
-        entry.captureNs = ns
-        entry.uncertaintyNs = uncertaintyNs
         try session.enqueue(run: run, entry, channels: nil)
         return ns
     }

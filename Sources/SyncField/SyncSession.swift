@@ -210,12 +210,8 @@ public final class SyncSession: @unchecked Sendable {
         let ns = captureNs ?? MonotonicClock.now()
         let run = epoch.load(ordering: .acquiring)
         let stream = try openStream(streamId, sensor: false, run: run)
-        var entry = QueueEntry()
-        entry.kind = .stamp
-        entry.streamIndex = Int32(stream.index)
-        entry.frameNumber = frameNumber
-        entry.captureNs = ns
-        entry.uncertaintyNs = uncertaintyNs
+        let entry = QueueEntry(
+            kind: .stamp, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
         try enqueue(run: run, entry, channels: nil)
         return ns
     }
@@ -240,12 +236,8 @@ public final class SyncSession: @unchecked Sendable {
         }
         let run = epoch.load(ordering: .acquiring)
         let stream = try openStream(streamId, sensor: true, run: run)
-        var entry = QueueEntry()
-        entry.kind = .record
-        entry.streamIndex = Int32(stream.index)
-        entry.frameNumber = frameNumber
-        entry.captureNs = ns
-        entry.uncertaintyNs = uncertaintyNs
+        let entry = QueueEntry(
+            kind: .record, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
         try enqueue(run: run, entry, channels: channels)
         return ns
     }

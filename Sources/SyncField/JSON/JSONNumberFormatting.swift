@@ -26,16 +26,19 @@ extension ByteBuffer {
     @inline(__always)
     public func appendJSONNumber(_ value: Double) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
-        let start = count
-        var stream = ByteBufferStream(out: self)
-        value.write(to: &stream)
-        stripPointZero(from: start)
+        appendShortestSpelling(value)
     }
 
     /// Appends a finite `Float` as `Float.description` spells it, minus a trailing `.0`.
     @inline(__always)
     public func appendJSONNumber(_ value: Float) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
+        appendShortestSpelling(value)
+    }
+
+    /// `description`'s digits through `write(to:)`, minus a trailing `.0`.
+    @inline(__always)
+    private func appendShortestSpelling(_ value: some TextOutputStreamable) {
         let start = count
         var stream = ByteBufferStream(out: self)
         value.write(to: &stream)

@@ -18,10 +18,19 @@ struct QueueEntry {
     static let inlineValueCapacity = 16
 
     var kind: Kind = .void
-    var valueCount: UInt8 = 0
     var streamIndex: Int32 = 0
     var frameNumber: Int = 0
     var captureNs: UInt64 = 0
     var uncertaintyNs: UInt64 = 0
     var values = InlineArray<16, Double>(repeating: 0)
+
+    init() {}
+
+    init(kind: Kind, streamIndex: Int, frameNumber: Int, captureNs: UInt64, uncertaintyNs: UInt64) {
+        self.kind = kind
+        self.streamIndex = Int32(streamIndex)
+        self.frameNumber = frameNumber
+        self.captureNs = captureNs
+        self.uncertaintyNs = uncertaintyNs
+    }
 }
