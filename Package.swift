@@ -17,6 +17,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "SyncField"),
+        // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
+        .target(name: "FieldcapCore"),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
@@ -33,7 +35,9 @@ let package = Package(
             path: "Benchmarks/SyncFieldBench"
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
+        .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
+        .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]
