@@ -18,7 +18,7 @@ let package = Package(
     targets: [
         .target(name: "SyncField"),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
-        .target(name: "FieldcapCore"),
+        .target(name: "FieldcapCore", dependencies: ["SyncField"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
@@ -37,7 +37,7 @@ let package = Package(
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
-        .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore"]),
+        .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]

@@ -7,7 +7,7 @@ import Musl
 /// A named POSIX thread that runs one closure, for work that blocks or loops for the life of a
 /// session (the writer). Not a Dispatch queue: the thread must exist for the whole run, be
 /// visible by name in `top -H`, and be joined at stop.
-final class DedicatedThread {
+package final class DedicatedThread {
     private final class Box {
         let name: String
         let body: () -> Void
@@ -18,7 +18,7 @@ final class DedicatedThread {
     private var joined = false
 
     /// Starts the thread. `name` is cut to the kernel's 15-byte limit.
-    init(name: String, _ body: @escaping () -> Void) {
+    package init(name: String, _ body: @escaping () -> Void) {
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
         let result = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
@@ -32,7 +32,7 @@ final class DedicatedThread {
     /// Names the calling thread (as `top -H` and `ps -L` show it). Glibc hides
     /// `pthread_setname_np` behind `_GNU_SOURCE` and `prctl` is variadic, so this writes the
     /// kernel's own file for it.
-    static func nameCurrentThread(_ name: String) {
+    package static func nameCurrentThread(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
         let bytes = Array(name.utf8.prefix(15))
@@ -41,7 +41,7 @@ final class DedicatedThread {
     }
 
     /// Waits for the thread to finish.
-    func join() {
+    package func join() {
         guard !joined else { return }
         joined = true
         pthread_join(thread, nil)

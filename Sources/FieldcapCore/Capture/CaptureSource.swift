@@ -1,0 +1,57 @@
+import Synchronization
+
+/// What a stream is, as the writer and the session sidecar need to know it.
+public struct StreamDescriptor: Sendable, Equatable {
+    public enum Kind: String, Sendable { case video, sensor }
+
+    /// The SyncField stream id (a file name in the session directory).
+    public var id: String
+    public var kind: Kind
+    /// Sensor streams: the channel names, in the order of `CaptureRecord.values`.
+    public var channels: [String]
+    /// The rate the source was asked for, per second.
+    public var nominalRate: Double
+    /// The device, as the user named it (`/dev/video0`, `iio:device0`, `synthetic:1000`).
+    public var device: String
+
+    public init(id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String) {
+        self.id = id
+        self.kind = kind
+        self.channels = channels
+        self.nominalRate = nominalRate
+        self.device = device
+    }
+}
+
+/// Tells capture threads to finish. Thread-safe.
+public final class StopSignal: Sendable {
+    private let requested = Atomic<Bool>(false)
+
+    public init() {}
+
+    public func request() { requested.store(true, ordering: .releasing) }
+
+    @inline(__always)
+    public var isRequested: Bool { requested.load(ordering: .acquiring) }
+}
+
+/// The seam every device plugs into: V4L2 cameras, IIO IMUs and the synthetic sources.
+///
+/// `run` is the capture loop. It runs on a capture thread of its own: wait for the device, stamp
+/// each frame or sample at dequeue, fill a `CaptureRecord`, `push` it into the ring (which counts
+/// a drop when full and never waits), repeat until `stop` is requested. It must not allocate,
+/// lock or log per record.
+public protocol CaptureSource: AnyObject, Sendable {
+    var descriptor: StreamDescriptor { get }
+
+    /// Captures until `stop` is requested (or the device ends). Capture-thread-bound.
+    func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws
+
+    /// Hands a frame buffer back after the writer wrote it. Writer-thread-bound; the default does
+    /// nothing (sources without buffers).
+    func releaseBuffer(_ index: Int32)
+}
+
+extension CaptureSource {
+    public func releaseBuffer(_ index: Int32) {}
+}

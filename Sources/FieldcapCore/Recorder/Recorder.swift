@@ -1,0 +1,132 @@
+import SyncField
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The recording pipeline: one capture thread per source, each pushing `CaptureRecord`s into its
+/// own SPSC ring; one writer thread draining every ring in batches into a `RecordSink`.
+///
+/// A capture thread never waits for the writer: a full ring counts a drop and capture goes on.
+/// `stop` asks the sources to finish, joins their threads, lets the writer drain what the rings
+/// hold, and closes the sink.
+///
+/// Thread-safe: `start` and `stop` from one controlling thread; `statistics` from any.
+public final class Recorder: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Records each ring holds (rounded up to a power of two).
+        public var ringCapacity = 4096
+        /// Records the writer takes from one ring before looking at the next.
+        public var batchLimit = 512
+        /// How long the writer sleeps when every ring is empty.
+        public var idlePollNs: UInt64 = 1_000_000
+
+        public init() {}
+    }
+
+    /// What happened to one stream.
+    public struct StreamSummary: Sendable, Equatable {
+        public var id: String
+        public var written: Int
+        /// Records the ring had no room for.
+        public var dropped: Int
+        /// Sequence numbers of the first and last dropped record.
+        public var droppedRange: ClosedRange<UInt64>?
+        /// Why the capture loop ended early, if it did.
+        public var captureError: String?
+    }
+
+    public let sources: [CaptureSource]
+    public let options: Options
+    private let sink: RecordSink
+    private let rings: [SPSCRing<CaptureRecord>]
+    private let stopSignal = StopSignal()
+    private let capturesRunning = Atomic<Int>(0)
+    private var captureThreads: [DedicatedThread] = []
+    private var writerThread: DedicatedThread?
+    /// Written by each capture thread before it finishes; read after joining.
+    private var captureErrors: [String?]
+    /// Writer-bound until joined.
+    private var written: [Int]
+    private var writeError: Error?
+
+    public init(sources: [CaptureSource], sink: RecordSink, options: Options = Options()) {
+        self.sources = sources
+        self.sink = sink
+        self.options = options
+        rings = sources.map { _ in SPSCRing(minimumCapacity: options.ringCapacity) }
+        captureErrors = Array(repeating: nil, count: sources.count)
+        written = Array(repeating: 0, count: sources.count)
+    }
+
+    /// Opens the sink and starts the writer, then one capture thread per source.
+    public func start() throws {
+        try sink.open(streams: sources.map(\.descriptor))
+        // Counted before the writer starts: it ends once this reaches zero and the rings are empty.
+        capturesRunning.store(sources.count, ordering: .releasing)
+        writerThread = DedicatedThread(name: "fc-writer") { [self] in drainUntilFinished() }
+        for (index, source) in sources.enumerated() {
+            let ring = rings[index]
+            captureThreads.append(DedicatedThread(name: "fc-cap-\(source.descriptor.id)") { [self] in
+                do {
+                    try source.run(into: ring, stop: stopSignal)
+                } catch {
+                    captureErrors[index] = "\(error)"
+                }
+                capturesRunning.subtract(1, ordering: .releasing)
+            })
+        }
+    }
+
+    /// Stops every source, writes what they captured, and closes the sink.
+    ///
+    /// - Throws: the first error the sink reported (everything before it was written).
+    @discardableResult
+    public func stop() throws -> [StreamSummary] {
+        stopSignal.request()
+        for thread in captureThreads { thread.join() }
+        writerThread?.join()
+        writerThread = nil
+        let counts = try sink.close()
+        if let writeError { throw writeError }
+        return sources.enumerated().map { index, source in
+            let drops = rings[index].drops
+            return StreamSummary(
+                id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
+                droppedRange: drops.firstAndLast.map { $0.first...$0.last }, captureError: captureErrors[index])
+        }
+    }
+
+    /// Records waiting in each ring, and drops so far (a snapshot for a status line).
+    public var statistics: [(id: String, queued: Int, dropped: Int)] {
+        sources.enumerated().map { ($1.descriptor.id, rings[$0].count, rings[$0].drops.count) }
+    }
+
+    private func drainUntilFinished() {
+        while true {
+            // Read before draining: a capture thread that is done has pushed its last record.
+            let capturesDone = capturesRunning.load(ordering: .acquiring) == 0
+            var taken = 0
+            for index in rings.indices where writeError == nil {
+                taken += rings[index].consume(limit: options.batchLimit) { run in
+                    for record in run where writeError == nil {
+                        do {
+                            try sink.write(record, stream: index, frameNumber: written[index])
+                            written[index] += 1
+                        } catch {
+                            writeError = error
+                            stopSignal.request()
+                        }
+                        if record.bufferIndex >= 0 { sources[index].releaseBuffer(record.bufferIndex) }
+                    }
+                }
+            }
+            if taken == 0 {
+                if capturesDone || writeError != nil { return }
+                var idle = timespec(tv_sec: 0, tv_nsec: Int(options.idlePollNs))
+                nanosleep(&idle, nil)
+            }
+        }
+    }
+}

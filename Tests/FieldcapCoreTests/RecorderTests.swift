@@ -1,0 +1,130 @@
+import Foundation
+import Synchronization
+import SyncField
+import Testing
+@testable import FieldcapCore
+
+/// A source that pushes a script of samples as fast as it can, then waits to be stopped.
+final class ScriptedSource: CaptureSource, @unchecked Sendable {
+    let descriptor: StreamDescriptor
+    let count: Int
+    let finishedPushing = DispatchSemaphore(value: 0)
+    private(set) var accepted = 0
+
+    init(id: String, count: Int) {
+        self.count = count
+        descriptor = StreamDescriptor(id: id, kind: .sensor, channels: ["x", "y"], nominalRate: 1000, device: "script")
+    }
+
+    func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+        var record = CaptureRecord()
+        for sequence in 0..<count {
+            record.sequence = UInt64(sequence)
+            record.captureNs = 1_000_000 + UInt64(sequence) * 1000
+            record.dequeueNs = record.captureNs
+            record.uncertaintyNs = 1000
+            record.values[0] = Double(sequence)
+            record.values[1] = -Double(sequence)
+            record.valueCount = 2
+            if ring.push(record, sequence: UInt64(sequence)) { accepted += 1 }
+        }
+        finishedPushing.signal()
+        while !stop.isRequested { usleep(1000) }
+    }
+}
+
+/// A sink that holds the writer at its first record until released: a disk that stalls.
+final class GatedSink: RecordSink {
+    let inner: SyncSessionSink
+    let gate = DispatchSemaphore(value: 0)
+    private var opened = false
+
+    init(session: SyncSession) { inner = SyncSessionSink(session: session) }
+
+    func open(streams: [StreamDescriptor]) throws { try inner.open(streams: streams) }
+
+    func write(_ record: CaptureRecord, stream: Int, frameNumber: Int) throws {
+        if !opened {
+            gate.wait()
+            opened = true
+        }
+        try inner.write(record, stream: stream, frameNumber: frameNumber)
+    }
+
+    func close() throws -> [String: Int] { try inner.close() }
+}
+
+func temporaryPath(_ label: String) -> String { NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)" }
+
+@Suite("Recorder pipeline")
+struct RecorderTests {
+    @Test("a stalled writer never holds up capture: the full ring drops, exactly, and the files stay valid")
+    func stalledWriterDrops() throws {
+        let path = temporaryPath("recorder-stall")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig", outputDir: path)
+        try session.start()
+        let sink = GatedSink(session: session)
+        let source = ScriptedSource(id: "imu", count: 10_000)
+        var options = Recorder.Options()
+        options.ringCapacity = 64
+        let recorder = Recorder(sources: [source], sink: sink, options: options)
+        try recorder.start()
+        // Capture must finish all 10,000 pushes while the writer is stuck (a bounded wait, so a
+        // capture thread that blocked would fail the test rather than hang it).
+        #expect(source.finishedPushing.wait(timeout: .now() + 60) == .success)
+        sink.gate.signal()
+        let summary = try recorder.stop()
+        #expect(source.accepted == 64)
+        #expect(summary == [Recorder.StreamSummary(id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999)])
+        let report = SessionValidator.validate(directory: path)
+        #expect(report.problems.isEmpty, "\(report.problems)")
+        let lines = try String(contentsOfFile: path + "/imu.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 64)
+        #expect(lines.last?.contains(#""channels":{"x":63,"y":-63}"#) == true)
+        #expect(lines.last?.contains(#""frame_number":63"#) == true)
+    }
+
+    @Test("stopping in the middle of a synthetic recording writes every captured sample, and the session validates")
+    func stopInTheMiddle() throws {
+        let path = temporaryPath("recorder-synthetic")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig", outputDir: path)
+        try session.start()
+        let recorder = Recorder(
+            sources: [SyntheticIMU(id: "imu", rate: 1000), SyntheticIMU(id: "imu_b", rate: 200)],
+            sink: SyncSessionSink(session: session))
+        try recorder.start()
+        usleep(300_000)
+        let summary = try recorder.stop()
+        #expect(summary.map(\.id) == ["imu", "imu_b"])
+        #expect(summary.allSatisfy { $0.written > 0 && $0.dropped == 0 && $0.captureError == nil })
+        let report = SessionValidator.validate(directory: path)
+        #expect(report.problems.isEmpty, "\(report.problems)")
+        let lines = try String(contentsOfFile: path + "/imu.timestamps.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == summary[0].written)
+        // Synthetic readings are physical: gravity on z.
+        let first = try String(contentsOfFile: path + "/imu.jsonl", encoding: .utf8).split(separator: "\n")[0]
+        #expect(first.contains(#""accel_z":-9.8"#))
+    }
+
+    @Test("a source whose capture loop fails ends alone; the others go on and the error is reported")
+    func failingSource() throws {
+        final class Failing: CaptureSource, @unchecked Sendable {
+            let descriptor = StreamDescriptor(id: "broken", kind: .sensor, channels: ["v"], nominalRate: 10, device: "x")
+            struct Gone: Error, CustomStringConvertible { var description: String { "device disappeared" } }
+            func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws { throw Gone() }
+        }
+        let path = temporaryPath("recorder-failing")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig", outputDir: path)
+        try session.start()
+        let recorder = Recorder(sources: [Failing(), SyntheticIMU(id: "imu", rate: 500)], sink: SyncSessionSink(session: session))
+        try recorder.start()
+        usleep(200_000)
+        let summary = try recorder.stop()
+        #expect(summary[0].captureError == "device disappeared")
+        #expect(summary[0].written == 0)
+        #expect(summary[1].written > 0)
+    }
+}
