@@ -19,6 +19,11 @@ let package = Package(
         .target(name: "SyncField"),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
         .target(name: "FieldcapCore", dependencies: ["SyncField"]),
+        // FFmpeg's libavformat (Debian: libavformat-dev) for the Matroska video files.
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
+        .target(name: "FieldcapMedia", dependencies: ["CFFmpeg"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
@@ -38,6 +43,7 @@ let package = Package(
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField"]),
+        .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]

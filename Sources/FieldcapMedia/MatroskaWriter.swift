@@ -1,0 +1,129 @@
+import CFFmpeg
+
+/// An error from FFmpeg's libraries: the file, the call and FFmpeg's own message.
+public struct MediaError: Error, CustomStringConvertible, Equatable {
+    public var path: String
+    public var operation: String
+    public var code: Int32
+    public var message: String
+
+    public var description: String { "\(operation) on \(path): \(message) (\(code))" }
+
+    static func ffmpeg(_ code: Int32, _ operation: String, path: String) -> MediaError {
+        var buffer = [CChar](repeating: 0, count: 128)
+        let message = buffer.withUnsafeMutableBufferPointer { String(cString: CFFmpeg_av_err2str(code, $0.baseAddress, 128)) }
+        return MediaError(path: path, operation: operation, code: code, message: message)
+    }
+}
+
+/// Writes one camera stream into a Matroska file with FFmpeg's libavformat: raw frames losslessly
+/// as `rawvideo`, MJPEG passed through. Each frame's presentation time is its capture time
+/// relative to the stream's first frame, so the file keeps the real, variable timing.
+///
+/// Frames are not copied: the packet points at the caller's buffer for the duration of the
+/// write.
+///
+/// Thread-bound (writer).
+public final class MatroskaWriter {
+    public let path: String
+    public let format: VideoFormat
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var stream: UnsafeMutablePointer<AVStream>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var firstNs: UInt64?
+    private var lastPts: Int64 = -1
+    private var finished = false
+    /// Set once the header is written; before that there is no file to finish.
+    private var headerWritten = false
+    /// Frames written so far.
+    public private(set) var frameCount = 0
+
+    /// Creates (or replaces) `path` and writes the Matroska header.
+    public init(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) {
+        self.path = path
+        self.format = format
+        var context: UnsafeMutablePointer<AVFormatContext>?
+        var result = avformat_alloc_output_context2(&context, nil, "matroska", path)
+        guard result >= 0, let context else { throw .ffmpeg(result, "avformat_alloc_output_context2", path: path) }
+        self.context = context
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw .ffmpeg(CFFmpeg_AVERROR(ENOMEM), "avformat_new_stream", path: path)
+        }
+        self.stream = stream
+        let parameters = stream.pointee.codecpar!
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.width = Int32(format.width)
+        parameters.pointee.height = Int32(format.height)
+        switch format.pixelFormat {
+        case .mjpeg:
+            parameters.pointee.codec_id = AV_CODEC_ID_MJPEG
+        case .yuyv:
+            Self.raw(parameters, AV_PIX_FMT_YUYV422, CFFmpeg_MKTAG(89, 85, 89, 50))  // YUY2
+        case .nv12:
+            Self.raw(parameters, AV_PIX_FMT_NV12, CFFmpeg_MKTAG(78, 86, 49, 50))  // NV12
+        case .grey:
+            Self.raw(parameters, AV_PIX_FMT_GRAY8, CFFmpeg_MKTAG(89, 56, 48, 48))  // Y800
+        case .y16:
+            Self.raw(parameters, AV_PIX_FMT_GRAY16LE, CFFmpeg_MKTAG(89, 49, 0, 16))  // Y1\0\16
+        }
+        // A nanosecond time base; the muxer rescales to Matroska's own (milliseconds by default).
+        stream.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
+        if nominalRate > 0 {
+            stream.pointee.avg_frame_rate = av_d2q(nominalRate, 1_000_000)
+        }
+        result = avio_open(&context.pointee.pb, path, CFFmpeg_AVIO_FLAG_WRITE())
+        guard result >= 0 else { throw .ffmpeg(result, "avio_open", path: path) }
+        result = avformat_write_header(context, nil)
+        guard result >= 0 else { throw .ffmpeg(result, "avformat_write_header", path: path) }
+        headerWritten = true
+        packet = av_packet_alloc()
+    }
+
+    private static func raw(_ parameters: UnsafeMutablePointer<AVCodecParameters>, _ pixel: AVPixelFormat, _ tag: UInt32) {
+        parameters.pointee.codec_id = AV_CODEC_ID_RAWVIDEO
+        parameters.pointee.format = pixel.rawValue
+        parameters.pointee.codec_tag = tag
+    }
+
+    deinit {
+        if !finished { try? finish() }
+        if let context, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        av_packet_free(&packet)
+        avformat_free_context(context)
+    }
+
+    /// Writes one frame captured at `captureNs` (`CLOCK_MONOTONIC_RAW`).
+    public func writeFrame(_ bytes: UnsafeRawBufferPointer, captureNs: UInt64) throws(MediaError) {
+        guard let context, let stream, let packet, !finished else {
+            throw MediaError(path: path, operation: "write frame", code: -1, message: "the file is already closed")
+        }
+        let first = firstNs ?? captureNs
+        firstNs = first
+        let relative = AVRational(num: 1, den: 1_000_000_000)
+        var pts = av_rescale_q(Int64(captureNs &- first), relative, stream.pointee.time_base)
+        // The muxer needs strictly increasing times; two frames in one tick of Matroska's clock
+        // are nudged apart by one tick (capture_ns in the timestamps file stays exact).
+        if pts <= lastPts { pts = lastPts + 1 }
+        lastPts = pts
+        packet.pointee.data = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        packet.pointee.size = Int32(bytes.count)
+        packet.pointee.stream_index = stream.pointee.index
+        packet.pointee.pts = pts
+        packet.pointee.dts = pts
+        packet.pointee.flags = 1  // AV_PKT_FLAG_KEY: every raw or MJPEG frame stands alone
+        let result = av_write_frame(context, packet)
+        packet.pointee.data = nil
+        packet.pointee.size = 0
+        guard result >= 0 else { throw .ffmpeg(result, "av_write_frame", path: path) }
+        frameCount += 1
+    }
+
+    /// Writes the trailer (index, duration) and closes the file.
+    public func finish() throws(MediaError) {
+        guard !finished, headerWritten, let context else { return }
+        finished = true
+        let result = av_write_trailer(context)
+        avio_closep(&context.pointee.pb)
+        guard result >= 0 else { throw .ffmpeg(result, "av_write_trailer", path: path) }
+    }
+}

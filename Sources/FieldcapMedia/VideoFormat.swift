@@ -1,0 +1,39 @@
+/// A camera stream's frames, as they come from the device.
+public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
+    /// Pixel formats fieldcap records: raw ones are stored losslessly, compressed ones passed
+    /// through as they are.
+    public enum PixelFormat: String, Sendable, CaseIterable {
+        /// YUYV 4:2:2, 16 bits a pixel (`V4L2_PIX_FMT_YUYV`).
+        case yuyv = "YUYV"
+        /// Y plane then interleaved UV, 4:2:0 (`V4L2_PIX_FMT_NV12`).
+        case nv12 = "NV12"
+        /// 8-bit grey (`V4L2_PIX_FMT_GREY`).
+        case grey = "GREY"
+        /// 16-bit little-endian grey or depth (`V4L2_PIX_FMT_Y16`).
+        case y16 = "Y16"
+        /// Motion JPEG, passed through (`V4L2_PIX_FMT_MJPEG`).
+        case mjpeg = "MJPG"
+
+        /// Bytes of one frame for raw formats; nil for compressed ones.
+        public func frameBytes(width: Int, height: Int) -> Int? {
+            switch self {
+            case .yuyv, .y16: return width * height * 2
+            case .nv12: return width * height * 3 / 2
+            case .grey: return width * height
+            case .mjpeg: return nil
+            }
+        }
+    }
+
+    public var width: Int
+    public var height: Int
+    public var pixelFormat: PixelFormat
+
+    public init(width: Int, height: Int, pixelFormat: PixelFormat) {
+        self.width = width
+        self.height = height
+        self.pixelFormat = pixelFormat
+    }
+
+    public var description: String { "\(width)x\(height) \(pixelFormat.rawValue)" }
+}
