@@ -23,7 +23,7 @@ let package = Package(
         .systemLibrary(
             name: "CFFmpeg", pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
-        .target(name: "FieldcapMedia", dependencies: ["CFFmpeg"]),
+        .target(name: "FieldcapMedia", dependencies: ["CFFmpeg", "FieldcapCore", "SyncField"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField"]),
-        .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia"]),
+        .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FieldcapCore
 
 /// An error from FFmpeg's libraries: the file, the call and FFmpeg's own message.
 public struct MediaError: Error, CustomStringConvertible, Equatable {

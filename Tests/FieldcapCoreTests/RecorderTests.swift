@@ -43,12 +43,12 @@ final class GatedSink: RecordSink {
 
     func open(streams: [StreamDescriptor]) throws { try inner.open(streams: streams) }
 
-    func write(_ record: CaptureRecord, stream: Int, frameNumber: Int) throws {
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
         if !opened {
             gate.wait()
             opened = true
         }
-        try inner.write(record, stream: stream, frameNumber: frameNumber)
+        try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
     func close() throws -> [String: Int] { try inner.close() }

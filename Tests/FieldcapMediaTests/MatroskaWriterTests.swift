@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import FieldcapCore
 @testable import FieldcapMedia
 
 /// Runs a tool from FFmpeg's command line (ffprobe, ffmpeg) and returns its output.

@@ -13,13 +13,19 @@ public struct StreamDescriptor: Sendable, Equatable {
     public var nominalRate: Double
     /// The device, as the user named it (`/dev/video0`, `iio:device0`, `synthetic:1000`).
     public var device: String
+    /// Video streams: the frames' format.
+    public var videoFormat: VideoFormat?
 
-    public init(id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String) {
+    public init(
+        id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String,
+        videoFormat: VideoFormat? = nil
+    ) {
         self.id = id
         self.kind = kind
         self.channels = channels
         self.nominalRate = nominalRate
         self.device = device
+        self.videoFormat = videoFormat
     }
 }
 
@@ -47,11 +53,16 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// Captures until `stop` is requested (or the device ends). Capture-thread-bound.
     func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws
 
+    /// The bytes of the frame `record` refers to, read in place (no copy). Writer-thread-bound,
+    /// valid until `releaseBuffer`. The default has none (sources without frames).
+    func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer?
+
     /// Hands a frame buffer back after the writer wrote it. Writer-thread-bound; the default does
     /// nothing (sources without buffers).
     func releaseBuffer(_ index: Int32)
 }
 
 extension CaptureSource {
+    public func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer? { nil }
     public func releaseBuffer(_ index: Int32) {}
 }

@@ -4,8 +4,9 @@ import SyncField
 public protocol RecordSink: AnyObject {
     /// Prepares the outputs of `streams` (indices match the records' stream index).
     func open(streams: [StreamDescriptor]) throws
-    /// Writes one record of stream `stream`; `frameNumber` is its index in that stream's output.
-    func write(_ record: CaptureRecord, stream: Int, frameNumber: Int) throws
+    /// Writes one record of stream `stream`; `frameNumber` is its index in that stream's output;
+    /// `frame` holds a video record's bytes (read in place, valid during the call).
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws
     /// Finishes every output. Returns the records written per stream id.
     func close() throws -> [String: Int]
 }
@@ -26,7 +27,7 @@ public final class SyncSessionSink: RecordSink {
         }
     }
 
-    public func write(_ record: CaptureRecord, stream: Int, frameNumber: Int) throws {
+    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
         if let sensor = sensors[stream] {
             let count = Int(record.valueCount)
             let values = record.values

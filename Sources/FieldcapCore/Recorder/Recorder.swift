@@ -112,7 +112,9 @@ public final class Recorder: @unchecked Sendable {
                 taken += rings[index].consume(limit: options.batchLimit) { run in
                     for record in run where writeError == nil {
                         do {
-                            try sink.write(record, stream: index, frameNumber: written[index])
+                            try sink.write(
+                                record, frame: sources[index].frameBytes(of: record), stream: index,
+                                frameNumber: written[index])
                             written[index] += 1
                         } catch {
                             writeError = error

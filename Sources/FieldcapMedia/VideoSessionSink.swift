@@ -1,0 +1,50 @@
+import FieldcapCore
+import SyncField
+
+/// Writes a recording: each video stream into its own Matroska file (`{id}.mkv`, linked into the
+/// manifest), every stream's timestamps and sensor values into the SyncField session.
+///
+/// A frame is written to its video file before its timestamp line, so a timestamp line never
+/// refers to a frame the file does not hold.
+///
+/// Writer-thread-bound.
+public final class VideoSessionSink: RecordSink {
+    private let sessionSink: SyncSessionSink
+    private var videos: [MatroskaWriter?] = []
+    private let directory: String
+
+    public init(session: SyncSession) {
+        sessionSink = SyncSessionSink(session: session)
+        directory = session.outputDir.path
+    }
+
+    public var session: SyncSession { sessionSink.session }
+
+    public func open(streams: [StreamDescriptor]) throws {
+        try sessionSink.open(streams: streams)
+        videos = try streams.map { descriptor in
+            guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
+            let path = "\(directory)/\(descriptor.id).mkv"
+            let writer = try MatroskaWriter(path: path, format: format, nominalRate: descriptor.nominalRate)
+            sessionSink.session.link(descriptor.id, path: path)
+            return writer
+        }
+    }
+
+    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+        if let video = videos[stream], let frame {
+            try video.writeFrame(frame, captureNs: record.captureNs)
+        }
+        try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
+    }
+
+    public func close() throws -> [String: Int] {
+        var firstError: Error?
+        for video in videos {
+            do { try video?.finish() } catch { firstError = firstError ?? error }
+        }
+        let counts = try sessionSink.close()
+        if let firstError { throw firstError }
+        return counts
+    }
+}
