@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // Percentiles for the benchmarks: the histogram the latency field trusts.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         // Counts malloc calls so a test can prove the fixed-shape hot path allocates nothing.
@@ -27,8 +28,9 @@ let package = Package(
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField",
+                "SyncField", "FieldcapCore", "FieldcapMedia",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 import SyncField
 
 @main
@@ -12,10 +14,22 @@ struct Fieldcap: ParsableCommand {
             fieldcap writes sessions in the SyncField 0.1 format, byte-compatible with the SyncField \
             Swift SDK, so the SyncField alignment service reads them as they are.
 
-            Check a session directory:
-              fieldcap validate /data/sessions/rig_01-20261121T224500Z
+            Record two synthetic cameras and an IMU for 10 seconds, then check the session:
+              fieldcap --cam synthetic:1280x720@30 --cam synthetic:1280x720@30 --imu synthetic:1000 --duration 10s
+              fieldcap validate sessions/<host>-<UTC time>
             """,
         version: version,
-        subcommands: [Validate.self]
+        subcommands: [Record.self, Validate.self, List.self],
+        defaultSubcommand: Record.self
     )
+
+    static func main() {
+        // The one place logging is set up; the library modules only accept loggers.
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = ProcessInfo.processInfo.environment["FIELDCAP_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+            return handler
+        }
+        main(nil)
+    }
 }

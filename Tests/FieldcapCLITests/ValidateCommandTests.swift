@@ -18,7 +18,7 @@ struct FieldcapProcess {
         return bundleDirectory.appendingPathComponent("fieldcap")
     }
 
-    static func run(_ arguments: [String]) throws -> FieldcapProcess {
+    static func run(_ arguments: [String], whileRunning: ((Process) -> Void)? = nil) throws -> FieldcapProcess {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -26,6 +26,7 @@ struct FieldcapProcess {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        whileRunning?(process)
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -66,3 +66,10 @@ extension CaptureSource {
     public func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer? { nil }
     public func releaseBuffer(_ index: Int32) {}
 }
+
+extension Double {
+    /// `30` for 30.0, `29.97` for 29.97: how a rate is written in device names.
+    var formatted: String {
+        self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -43,6 +43,10 @@ public final class Recorder: @unchecked Sendable {
     private let rings: [SPSCRing<CaptureRecord>]
     private let stopSignal = StopSignal()
     private let capturesRunning = Atomic<Int>(0)
+    /// Records written per stream, published by the writer after each batch for status lines.
+    private let writtenSoFar: [Counter]
+
+    final class Counter: Sendable { let value = Atomic<Int>(0) }
     private var captureThreads: [DedicatedThread] = []
     private var writerThread: DedicatedThread?
     /// Written by each capture thread before it finishes; read after joining.
@@ -58,6 +62,7 @@ public final class Recorder: @unchecked Sendable {
         rings = sources.map { _ in SPSCRing(minimumCapacity: options.ringCapacity) }
         captureErrors = Array(repeating: nil, count: sources.count)
         written = Array(repeating: 0, count: sources.count)
+        writtenSoFar = sources.map { _ in Counter() }
     }
 
     /// Opens the sink and starts the writer, then one capture thread per source.
@@ -98,9 +103,13 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
-    /// Records waiting in each ring, and drops so far (a snapshot for a status line).
-    public var statistics: [(id: String, queued: Int, dropped: Int)] {
-        sources.enumerated().map { ($1.descriptor.id, rings[$0].count, rings[$0].drops.count) }
+    /// Per stream: records written, waiting in the ring, and dropped so far (a snapshot for a
+    /// status line; any thread).
+    public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] {
+        sources.enumerated().map { index, source in
+            (source.descriptor.id, writtenSoFar[index].value.load(ordering: .relaxed), rings[index].count,
+             rings[index].drops.count)
+        }
     }
 
     private func drainUntilFinished() {
@@ -123,6 +132,7 @@ public final class Recorder: @unchecked Sendable {
                         if record.bufferIndex >= 0 { sources[index].releaseBuffer(record.bufferIndex) }
                     }
                 }
+                writtenSoFar[index].value.store(written[index], ordering: .relaxed)
             }
             if taken == 0 {
                 if capturesDone || writeError != nil { return }

@@ -20,7 +20,7 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
     public init(id: String = "imu", rate: Double = 200) {
         precondition(rate > 0, "a synthetic IMU needs a positive rate")
         descriptor = StreamDescriptor(
-            id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate)")
+            id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate.formatted)")
         periodNs = UInt64(1e9 / rate)
     }
 

@@ -1,0 +1,132 @@
+import ArgumentParser
+import FieldcapCore
+
+/// One `--cam` or `--imu` argument: a device and its options.
+///
+///     synthetic                           a synthetic source with its defaults
+///     synthetic:1280x720@30               size and rate in the short form
+///     synthetic:1000,id=imu_wrist         IMU rate 1000 Hz, stream id imu_wrist
+///     /dev/video0,size=1280x720,fps=30,format=YUYV,id=cam_left
+///     iio:device0,rate=1000               (V4L2 and IIO devices arrive with their issues)
+struct DeviceSpec: Equatable {
+    enum Kind: String { case camera = "--cam", imu = "--imu" }
+
+    var kind: Kind
+    var device: String
+    var options: [String: String]
+
+    static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers"]
+    static let imuKeys: Set<String> = ["id", "rate", "channels"]
+
+    init(kind: Kind, argument: String) throws {
+        self.kind = kind
+        let parts = argument.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, !first.isEmpty else {
+            throw ValidationError("\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")")
+        }
+        var options: [String: String] = [:]
+        let allowed = kind == .camera ? Self.cameraKeys : Self.imuKeys
+        for part in parts.dropFirst() {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
+                throw ValidationError("\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard allowed.contains(pair[0]) else {
+                throw ValidationError("\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard options[pair[0]] == nil else {
+                throw ValidationError("\(kind.rawValue) '\(argument)': '\(pair[0])' is given twice")
+            }
+            options[pair[0]] = pair[1]
+        }
+        // The short synthetic form: synthetic:WxH@FPS for cameras, synthetic:RATE for IMUs.
+        if first.hasPrefix("synthetic:") {
+            let short = String(first.dropFirst("synthetic:".count))
+            device = "synthetic"
+            if kind == .camera {
+                let sizeAndRate = short.split(separator: "@", maxSplits: 1).map(String.init)
+                if !sizeAndRate[0].isEmpty { options["size"] = options["size"] ?? sizeAndRate[0] }
+                if sizeAndRate.count == 2 { options["fps"] = options["fps"] ?? sizeAndRate[1] }
+            } else {
+                options["rate"] = options["rate"] ?? short
+            }
+        } else {
+            device = first
+        }
+        self.options = options
+    }
+
+    var isSynthetic: Bool { device == "synthetic" }
+
+    func size() throws -> (width: Int, height: Int)? {
+        guard let text = options["size"] else { return nil }
+        let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, (2...16384).contains(parts[0]), (1...16384).contains(parts[1]), parts[0] % 2 == 0 else {
+            throw ValidationError("\(kind.rawValue) \(device): size '\(text)' must be WIDTHxHEIGHT with an even width, e.g. 1280x720")
+        }
+        return (parts[0], parts[1])
+    }
+
+    func positiveNumber(_ key: String, limit: Double) throws -> Double? {
+        guard let text = options[key] else { return nil }
+        guard let value = Double(text), value.isFinite, value > 0, value <= limit else {
+            throw ValidationError("\(kind.rawValue) \(device): \(key) '\(text)' must be a number above 0 and at most \(Int(limit))")
+        }
+        return value
+    }
+
+    func count(_ key: String, range: ClosedRange<Int>) throws -> Int? {
+        guard let text = options[key] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw ValidationError("\(kind.rawValue) \(device): \(key) '\(text)' must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    /// Builds the source. `defaultId` is used when the spec has no `id=`.
+    func makeSource(defaultId: String) throws -> CaptureSource {
+        let id = options["id"] ?? defaultId
+        guard isSynthetic else {
+            let what = kind == .camera ? "V4L2 cameras" : "IIO IMUs"
+            throw ValidationError("\(kind.rawValue) \(device): \(what) are not supported by this build yet; record from synthetic sources with \(kind.rawValue) \(kind == .camera ? "synthetic:640x480@30" : "synthetic:200")")
+        }
+        switch kind {
+        case .camera:
+            if let format = options["format"], format.uppercased() != "YUYV" {
+                throw ValidationError("\(kind.rawValue) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
+            }
+            let size = try size() ?? (640, 480)
+            return SyntheticCamera(
+                id: id, width: size.width, height: size.height, rate: try positiveNumber("fps", limit: 1000) ?? 30,
+                bufferCount: try count("buffers", range: 2...64) ?? 4)
+        case .imu:
+            if options["channels"] != nil {
+                throw ValidationError("\(kind.rawValue) synthetic: the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ",")); drop channels=")
+            }
+            return SyntheticIMU(id: id, rate: try positiveNumber("rate", limit: 100_000) ?? 200)
+        }
+    }
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, or plain seconds.
+struct Duration: ExpressibleByArgument, Equatable {
+    var seconds: Double
+
+    init?(argument: String) {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var number = argument
+        var scale = 1.0
+        for (suffix, factor) in units where argument.hasSuffix(suffix) {
+            let candidate = String(argument.dropLast(suffix.count))
+            if Double(candidate) != nil {
+                number = candidate
+                scale = factor
+                break
+            }
+        }
+        guard let value = Double(number), value.isFinite, value > 0, value * scale <= 7 * 24 * 3600 else { return nil }
+        seconds = value * scale
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}

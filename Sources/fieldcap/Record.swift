@@ -1,0 +1,147 @@
+import ArgumentParser
+import FieldcapCore
+import FieldcapMedia
+import Foundation
+import Logging
+import SyncField
+
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record cameras and IMUs into a new SyncField session directory (the default command).",
+        discussion: """
+            Each --cam and --imu takes a device and options, separated by commas:
+
+              --cam synthetic:1280x720@30,id=cam_left     a synthetic camera (moving test pattern, YUYV)
+              --imu synthetic:1000,id=imu                  a synthetic IMU (accelerometer + gyroscope)
+              --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (not in this build yet)
+              --imu iio:device0,rate=1000                  an IIO IMU (not in this build yet)
+
+            Camera options: id, size=WxH, fps, format, buffers. IMU options: id, rate, channels.
+            Stream ids default to cam0, cam1, ... and imu0, imu1, ...
+
+            The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under --root
+            (./sessions by default). fieldcap never writes into an existing directory. Each camera
+            is recorded to {id}.mkv (Matroska), every stream to {id}.timestamps.jsonl, each IMU to
+            {id}.jsonl, with manifest.json and sync_point.json (SyncField 0.1) and fieldcap.json
+            (devices, formats, drops, why it stopped).
+
+            Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Exit status: 0 when every stream
+            recorded to the end, 3 when a stream ended early (the session is still valid),
+            1 on a failure, 64 for a usage error.
+            """
+    )
+
+    @Option(name: .customLong("cam"), help: ArgumentHelp("A camera to record (repeatable).", valueName: "SPEC"))
+    var cameras: [String] = []
+
+    @Option(name: .customLong("imu"), help: ArgumentHelp("An IMU to record (repeatable).", valueName: "SPEC"))
+    var imus: [String] = []
+
+    @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
+    var out: String?
+
+    @Option(help: ArgumentHelp("Where a session directory is made when --out is not given.", valueName: "DIR"))
+    var root: String = ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions"
+
+    @Option(help: ArgumentHelp("The host id: clock_domain of every line (default: the hostname).", valueName: "ID"))
+    var hostId: String?
+
+    @Option(help: ArgumentHelp("Stop after this long: 10s, 500ms, 2m, 1h.", valueName: "DURATION"))
+    var duration: Duration?
+
+    @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
+    var quiet = false
+
+    @Flag(help: "Print progress as one JSON object per line on stdout, for rigs and scripts.")
+    var json = false
+
+    var specs: [DeviceSpec] {
+        get throws {
+            try cameras.map { try DeviceSpec(kind: .camera, argument: $0) } + imus.map { try DeviceSpec(kind: .imu, argument: $0) }
+        }
+    }
+
+    var resolvedHostId: String {
+        if let hostId { return hostId }
+        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+        return name.isEmpty ? "host" : name
+    }
+
+    func validate() throws {
+        if cameras.isEmpty && imus.isEmpty {
+            throw ValidationError("nothing to record: give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
+        }
+        if let problem = StreamID.problem(with: resolvedHostId) {
+            throw ValidationError("--host-id '\(resolvedHostId)' cannot be used: \(problem)")
+        }
+        var ids: Set<String> = []
+        for (spec, id) in zip(try specs, try streamIds()) {
+            if let problem = StreamID.problem(with: id) {
+                throw ValidationError("\(spec.kind.rawValue) \(spec.device): stream id '\(id)' cannot be used: \(problem)")
+            }
+            guard ids.insert(id).inserted else {
+                throw ValidationError("stream id '\(id)' is used twice; give each --cam and --imu its own id=")
+            }
+            _ = try spec.makeSource(defaultId: id)
+        }
+        if let out, FileManager.default.fileExists(atPath: out) {
+            throw ValidationError("--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
+        }
+    }
+
+    func streamIds() throws -> [String] {
+        var cameraIndex = 0, imuIndex = 0
+        return try specs.map { spec in
+            if let id = spec.options["id"] { return id }
+            switch spec.kind {
+            case .camera: defer { cameraIndex += 1 }; return "cam\(cameraIndex)"
+            case .imu: defer { imuIndex += 1 }; return "imu\(imuIndex)"
+            }
+        }
+    }
+
+    func run() throws {
+        let logger = Logger(label: "fieldcap")
+        let sources = try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
+        let host = resolvedHostId
+        let startedWall = Date()
+        let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)
+
+        // Signals are blocked before any thread starts (threads inherit the mask) and taken in
+        // one place, below; a second Ctrl-C while stopping changes nothing.
+        let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+
+        let session = SyncSession(hostId: host, outputDir: directory)
+        let syncPoint = try session.start()
+        let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session))
+        try recorder.start()
+        logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
+        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json)
+        if !quiet && !json { status.printHeader() }
+
+        let started = MonotonicClock.now()
+        var reason = "duration"
+        while true {
+            let elapsed = Double(MonotonicClock.now() - started) / 1e9
+            if let duration, elapsed >= duration.seconds { break }
+            let wait = min(0.5, (duration?.seconds ?? .infinity) - elapsed)
+            if let signal = signals.wait(seconds: max(0.001, wait)) {
+                reason = signal == SIGINT ? "SIGINT" : "SIGTERM"
+                break
+            }
+            status.report(recorder.statistics, elapsed: Double(MonotonicClock.now() - started) / 1e9)
+        }
+        status.finishLine()
+        if !quiet && !json { FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8)) }
+
+        let summary = try recorder.stop()
+        let elapsed = Double(MonotonicClock.now() - started) / 1e9
+        try Sidecar(
+            hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
+            sources: sources, summary: summary, directory: directory
+        ).write()
+        status.printSummary(summary, elapsed: elapsed, reason: reason)
+        logger.info("stopped", metadata: ["reason": "\(reason)"])
+        if summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
+    }
+}

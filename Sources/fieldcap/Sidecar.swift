@@ -1,0 +1,65 @@
+import FieldcapCore
+import Foundation
+import SyncField
+
+/// `fieldcap.json`: what the SyncField format has no place for. It sits beside the SyncField
+/// files, which stay byte-compatible with the SDK.
+struct Sidecar {
+    var hostId: String
+    var syncPoint: SyncPoint
+    var startedWall: Date
+    var stoppedWall: Date
+    var stopReason: String
+    var sources: [CaptureSource]
+    var summary: [Recorder.StreamSummary]
+    var directory: String
+
+    static var kernel: String {
+        var names = utsname()
+        uname(&names)
+        func field<T>(_ value: inout T) -> String {
+            withUnsafeBytes(of: &value) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        return "\(field(&names.sysname)) \(field(&names.release)) \(field(&names.version)) \(field(&names.machine))"
+    }
+
+    func write() throws {
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
+            let descriptor = source.descriptor
+            var entry: [String: Any] = [
+                "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
+                "nominal_rate": descriptor.nominalRate, "written": stream.written,
+                "drops": stream.droppedRange.map {
+                    ["count": stream.dropped, "first_record": Int($0.lowerBound), "last_record": Int($0.upperBound)]
+                } ?? ["count": 0],
+                "timestamps": [
+                    "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
+                    "uncertainty_ns": "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",
+                ],
+            ]
+            if let format = descriptor.videoFormat {
+                entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
+                entry["video_path"] = "\(descriptor.id).mkv"
+            }
+            if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
+            if let error = stream.captureError { entry["ended_early"] = error }
+            return entry
+        }
+        let document: [String: Any] = [
+            "fieldcap_version": Fieldcap.version,
+            "host_id": hostId,
+            "hostname": ProcessInfo.processInfo.hostName,
+            "kernel": Self.kernel,
+            "started_utc": iso.string(from: startedWall),
+            "stopped_utc": iso.string(from: stoppedWall),
+            "stop_reason": stopReason,
+            "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+            "streams": streams,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        let path = "\(directory)/fieldcap.json"
+        try (data + Data("\n".utf8)).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

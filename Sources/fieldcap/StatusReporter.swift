@@ -1,0 +1,85 @@
+import FieldcapCore
+import Foundation
+
+/// The live status line on a terminal, the JSON progress lines for rigs, and the summary.
+final class StatusReporter {
+    let directory: String
+    let sources: [CaptureSource]
+    let quiet: Bool
+    let json: Bool
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private var previous: [Int]
+    private var previousElapsed = 0.0
+    private var wroteLine = false
+
+    init(directory: String, sources: [CaptureSource], quiet: Bool, json: Bool) {
+        self.directory = directory
+        self.sources = sources
+        self.quiet = quiet
+        self.json = json
+        previous = Array(repeating: 0, count: sources.count)
+    }
+
+    func printHeader() {
+        let streams = sources.map { "\($0.descriptor.id) (\($0.descriptor.device))" }.joined(separator: ", ")
+        FileHandle.standardError.write(Data("recording \(streams)\n  into \(directory)\n  Ctrl-C stops\n".utf8))
+    }
+
+    var diskFree: UInt64? {
+        var stats = statvfs()
+        guard statvfs(directory, &stats) == 0 else { return nil }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+    }
+
+    var bytesWritten: UInt64 {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.reduce(0) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")
+            return total + ((attributes?[.size] as? UInt64) ?? 0)
+        }
+    }
+
+    func report(_ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double) {
+        let interval = max(0.001, elapsed - previousElapsed)
+        let rates = statistics.enumerated().map { Double($1.written - previous[$0]) / interval }
+        previous = statistics.map(\.written)
+        previousElapsed = elapsed
+        if json {
+            let streams: [[String: Any]] = statistics.enumerated().map { index, stream in
+                ["id": stream.id, "written": stream.written, "dropped": stream.dropped, "queued": stream.queued, "rate": rates[index]]
+            }
+            var line: [String: Any] = ["elapsed_s": elapsed, "streams": streams, "bytes": bytesWritten]
+            if let free = diskFree { line["disk_free_bytes"] = free }
+            if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
+                FileHandle.standardOutput.write(data + Data("\n".utf8))
+            }
+            return
+        }
+        guard !quiet, isTerminal else { return }
+        let parts = statistics.enumerated().map { index, stream in
+            String(format: "%@ %.1f/s drop %d", stream.id, rates[index], stream.dropped)
+        }
+        let disk = diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
+        let line = String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
+            + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        wroteLine = true
+    }
+
+    func finishLine() {
+        if wroteLine { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    func printSummary(_ summary: [Recorder.StreamSummary], elapsed: Double, reason: String) {
+        guard !quiet else { return }
+        var text = String(format: "recorded %.1f s (stopped by %@) into %@\n", elapsed, reason, directory)
+        for stream in summary {
+            text += String(format: "  %@: %d written (%.1f/s), %d dropped", stream.id, stream.written, Double(stream.written) / max(elapsed, 0.001), stream.dropped)
+            if let range = stream.droppedRange { text += " (records \(range.lowerBound)...\(range.upperBound))" }
+            if let error = stream.captureError { text += "; ended early: \(error)" }
+            text += "\n"
+        }
+        text += "check it with: fieldcap validate \(directory)\n"
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import SyncField
+import Testing
+
+func freshPath(_ label: String) -> String { NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)" }
+
+func sidecar(_ directory: String) throws -> [String: Any] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/fieldcap.json"))
+    return try JSONSerialization.jsonObject(with: data) as! [String: Any]
+}
+
+@Suite("fieldcap record")
+struct RecordCommandTests {
+    @Test("synthetic cameras and an IMU for a second: exit 0, a valid session, videos, a sidecar")
+    func syntheticSession() throws {
+        let out = freshPath("record")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try FieldcapProcess.run([
+            "--cam", "synthetic:320x240@30,id=cam_left", "--cam", "synthetic:160x120@15", "--imu", "synthetic:500",
+            "--duration", "1s", "--out", out, "--host-id", "rig_07",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(SessionValidator.validate(directory: out).problems.isEmpty)
+        let files = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+        #expect(files == [
+            "cam0.mkv", "cam0.timestamps.jsonl", "cam_left.mkv", "cam_left.timestamps.jsonl", "fieldcap.json",
+            "imu0.jsonl", "imu0.timestamps.jsonl", "manifest.json", "sync_point.json",
+        ])
+        let info = try sidecar(out)
+        #expect(info["stop_reason"] as? String == "duration")
+        #expect(info["host_id"] as? String == "rig_07")
+        let streams = try #require(info["streams"] as? [[String: Any]])
+        #expect(streams.map { $0["id"] as? String } == ["cam_left", "cam0", "imu0"])
+        #expect(result.stderr.contains("check it with: fieldcap validate"))
+    }
+
+    @Test("SIGINT stops cleanly, and a second SIGINT while stopping changes nothing")
+    func interrupt() throws {
+        let out = freshPath("record-sigint")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try FieldcapProcess.run(["--cam", "synthetic:160x120@30", "--imu", "synthetic:1000", "--out", out]) { process in
+            // Wait until it is recording (bounded), then interrupt twice.
+            let deadline = Date().addingTimeInterval(30)
+            while !FileManager.default.fileExists(atPath: out + "/imu0.timestamps.jsonl") && Date() < deadline { usleep(50_000) }
+            usleep(300_000)
+            kill(process.processIdentifier, SIGINT)
+            usleep(20_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(SessionValidator.validate(directory: out).problems.isEmpty)
+        #expect(try sidecar(out)["stop_reason"] as? String == "SIGINT")
+    }
+
+    @Test("--json prints one progress object per line on stdout")
+    func jsonProgress() throws {
+        let out = freshPath("record-json")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try FieldcapProcess.run(["--imu", "synthetic:100", "--duration", "1200ms", "--out", out, "--json"])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count >= 1)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["streams"] is [Any] && object?["elapsed_s"] is Double)
+        }
+    }
+
+    @Test("bad invocations give one clear line, exit 64, and write nothing", arguments: [
+        ([], "nothing to record"),
+        (["--cam", ""], "name a device"),
+        (["--cam", "synthetic,size"], "not KEY=VALUE"),
+        (["--cam", "synthetic,zoom=2"], "unknown option 'zoom'"),
+        (["--cam", "synthetic,size=641x480"], "even width"),
+        (["--cam", "synthetic,fps=0"], "fps '0'"),
+        (["--cam", "synthetic,fps=-5"], "fps '-5'"),
+        (["--cam", "synthetic,format=MJPG"], "format 'MJPG'"),
+        (["--imu", "synthetic:0"], "rate '0'"),
+        (["--imu", "synthetic:abc"], "rate 'abc'"),
+        (["--imu", "synthetic:1e9"], "rate '1e9'"),
+        (["--cam", "/dev/video0"], "not supported by this build yet"),
+        (["--imu", "iio:device0"], "not supported by this build yet"),
+        (["--imu", "synthetic,id=a/b"], "stream id 'a/b'"),
+        (["--imu", "synthetic,id=..x"], "cannot be used"),
+        (["--imu", "synthetic,id=x", "--imu", "synthetic,id=x"], "used twice"),
+        (["--imu", "synthetic", "--host-id", "rig/1"], "--host-id"),
+        (["--imu", "synthetic", "--duration", "0s"], "duration"),
+        (["--imu", "synthetic", "--duration", "soon"], "duration"),
+        (["--imu", "synthetic", "--frobnicate"], "frobnicate"),
+    ] as [([String], String)])
+    func badInvocation(arguments: [String], expected: String) throws {
+        let root = freshPath("record-bad")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try FieldcapProcess.run(arguments + ["--root", root])
+        #expect(result.status == 64, "\(arguments): status \(result.status)")
+        let first = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.contains(expected), "\(arguments): \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root))
+    }
+
+    @Test("an --out that exists is refused and left as it was")
+    func existingOutput() throws {
+        let out = freshPath("record-existing")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: out + "/notes.txt"))
+        let result = try FieldcapProcess.run(["--imu", "synthetic", "--duration", "1s", "--out", out])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("already exists"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["notes.txt"])
+    }
+
+    @Test("without --out, each session gets a new directory named after the host and the UTC time")
+    func defaultDirectory() throws {
+        let root = freshPath("record-root")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for _ in 0..<2 {
+            let result = try FieldcapProcess.run(["--imu", "synthetic:50", "--duration", "200ms", "--root", root, "--host-id", "rigA", "-q"])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+        #expect(sessions.count == 2)
+        #expect(sessions.allSatisfy { $0.hasPrefix("rigA-") && $0.contains("T") })
+    }
+}
