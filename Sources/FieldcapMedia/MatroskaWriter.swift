@@ -1,6 +1,10 @@
 import CFFmpeg
 import FieldcapCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An error from FFmpeg's libraries: the file, the call and FFmpeg's own message.
 public struct MediaError: Error, CustomStringConvertible, Equatable {
     public var path: String
@@ -22,13 +26,18 @@ public struct MediaError: Error, CustomStringConvertible, Equatable {
 /// relative to the stream's first frame, so the file keeps the real, variable timing.
 ///
 /// Frames are not copied: the packet points at the caller's buffer for the duration of the
-/// write.
+/// write. The file is written through our own descriptor (a custom AVIO context), so `sync` can
+/// make it durable: the recorder calls it at least once a second.
 ///
 /// Thread-bound (writer).
 public final class MatroskaWriter {
     public let path: String
     public let format: VideoFormat
     private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private var fd: Int32 = -1
+    /// The first write error of the AVIO callbacks (they can only return a code).
+    private var ioError: MediaError?
     private var stream: UnsafeMutablePointer<AVStream>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var firstNs: UInt64?
@@ -72,12 +81,52 @@ public final class MatroskaWriter {
         if nominalRate > 0 {
             stream.pointee.avg_frame_rate = av_d2q(nominalRate, 1_000_000)
         }
-        result = avio_open(&context.pointee.pb, path, CFFmpeg_AVIO_FLAG_WRITE())
-        guard result >= 0 else { throw .ffmpeg(result, "avio_open", path: path) }
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.system(errno, "open", path: path) }
+        let bufferSize: Int32 = 1 << 20
+        guard let buffer = av_malloc(Int(bufferSize)),
+            let io = avio_alloc_context(
+                buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 1, Unmanaged.passUnretained(self).toOpaque(),
+                nil, Self.writeCallback, Self.seekCallback)
+        else { throw .ffmpeg(CFFmpeg_AVERROR(ENOMEM), "avio_alloc_context", path: path) }
+        self.io = io
+        context.pointee.pb = io
         result = avformat_write_header(context, nil)
         guard result >= 0 else { throw .ffmpeg(result, "avformat_write_header", path: path) }
         headerWritten = true
         packet = av_packet_alloc()
+    }
+
+    private static func system(_ code: Int32, _ operation: String, path: String) -> MediaError {
+        MediaError(path: path, operation: operation, code: code, message: String(cString: strerror(code)) + " (errno \(code))")
+    }
+
+    // libavformat writes through these; `opaque` is the writer itself.
+    private static let writeCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = {
+        opaque, bytes, count in
+        let writer = Unmanaged<MatroskaWriter>.fromOpaque(opaque!).takeUnretainedValue()
+        var offset = 0
+        while offset < Int(count) {
+            let written = Glibc.write(writer.fd, bytes! + offset, Int(count) - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                writer.ioError = writer.ioError ?? system(code, "write", path: writer.path)
+                return CFFmpeg_AVERROR(code)
+            }
+            offset += written
+        }
+        return count
+    }
+
+    private static let seekCallback: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64 = { opaque, offset, whence in
+        let writer = Unmanaged<MatroskaWriter>.fromOpaque(opaque!).takeUnretainedValue()
+        if whence & 0x10000 != 0 {  // AVSEEK_SIZE: the file's size, without moving
+            var info = stat()
+            return fstat(writer.fd, &info) == 0 ? Int64(info.st_size) : -1
+        }
+        let position = lseek(writer.fd, off_t(offset), whence & ~0x20000)  // without AVSEEK_FORCE
+        return position < 0 ? Int64(CFFmpeg_AVERROR(errno)) : Int64(position)
     }
 
     private static func raw(_ parameters: UnsafeMutablePointer<AVCodecParameters>, _ pixel: AVPixelFormat, _ tag: UInt32) {
@@ -88,9 +137,26 @@ public final class MatroskaWriter {
 
     deinit {
         if !finished { try? finish() }
-        if let context, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        context?.pointee.pb = nil
+        if let io {
+            av_freep(&io.pointee.buffer)
+            var owned: UnsafeMutablePointer<AVIOContext>? = io
+            avio_context_free(&owned)
+        }
+        if fd >= 0 { Glibc.close(fd) }
         av_packet_free(&packet)
         avformat_free_context(context)
+    }
+
+    /// Makes every frame written so far durable (flush libavformat's buffer, then `fdatasync`).
+    public func sync() throws(MediaError) {
+        guard let context, let io, !finished else { return }
+        // A NULL packet makes the Matroska muxer close the cluster it is collecting in memory.
+        let result = av_write_frame(context, nil)
+        avio_flush(io)
+        if let ioError { throw ioError }
+        guard result >= 0 else { throw .ffmpeg(result, "av_write_frame (flush)", path: path) }
+        if fdatasync(fd) != 0 { throw Self.system(errno, "fdatasync", path: path) }
     }
 
     /// Writes one frame captured at `captureNs` (`CLOCK_MONOTONIC_RAW`).
@@ -115,16 +181,22 @@ public final class MatroskaWriter {
         let result = av_write_frame(context, packet)
         packet.pointee.data = nil
         packet.pointee.size = 0
+        if let ioError { throw ioError }
         guard result >= 0 else { throw .ffmpeg(result, "av_write_frame", path: path) }
         frameCount += 1
     }
 
     /// Writes the trailer (index, duration) and closes the file.
     public func finish() throws(MediaError) {
-        guard !finished, headerWritten, let context else { return }
+        guard !finished, headerWritten, let context, let io else { return }
         finished = true
         let result = av_write_trailer(context)
-        avio_closep(&context.pointee.pb)
+        avio_flush(io)
+        if let ioError { throw ioError }
         guard result >= 0 else { throw .ffmpeg(result, "av_write_trailer", path: path) }
+        if fdatasync(fd) != 0 { throw Self.system(errno, "fdatasync", path: path) }
+        // close is never retried: the descriptor is gone even when it reports EINTR.
+        if Glibc.close(fd) != 0 && errno != EINTR { fd = -1; throw Self.system(errno, "close", path: path) }
+        fd = -1
     }
 }

@@ -38,6 +38,10 @@ public final class VideoSessionSink: RecordSink {
         try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
+    public func sync() throws {
+        for video in videos { try video?.sync() }
+    }
+
     public func close() throws -> [String: Int] {
         var firstError: Error?
         for video in videos {

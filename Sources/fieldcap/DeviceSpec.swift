@@ -98,7 +98,7 @@ struct DeviceSpec: Equatable {
             let size = try size() ?? (640, 480)
             return SyntheticCamera(
                 id: id, width: size.width, height: size.height, rate: try positiveNumber("fps", limit: 1000) ?? 30,
-                bufferCount: try count("buffers", range: 2...64) ?? 4)
+                bufferCount: try count("buffers", range: 2...64) ?? 8)
         case .imu:
             if options["channels"] != nil {
                 throw ValidationError("\(kind.rawValue) synthetic: the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ",")); drop channels=")

@@ -7,8 +7,16 @@ public protocol RecordSink: AnyObject {
     /// Writes one record of stream `stream`; `frameNumber` is its index in that stream's output;
     /// `frame` holds a video record's bytes (read in place, valid during the call).
     func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws
+    /// Makes what was written so far durable. The writer calls it at least once per
+    /// `Recorder.Options.syncIntervalNs`.
+    func sync() throws
     /// Finishes every output. Returns the records written per stream id.
     func close() throws -> [String: Int]
+}
+
+extension RecordSink {
+    /// Sinks whose outputs sync themselves (a `SyncSession` does, on its own writer) need nothing.
+    public func sync() throws {}
 }
 
 /// Writes records into a SyncField session: sensor records through allocation-free

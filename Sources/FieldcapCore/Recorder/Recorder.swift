@@ -21,6 +21,8 @@ public final class Recorder: @unchecked Sendable {
         public var batchLimit = 512
         /// How long the writer sleeps when every ring is empty.
         public var idlePollNs: UInt64 = 1_000_000
+        /// The longest time between two `RecordSink.sync` calls: what a crash can lose.
+        public var syncIntervalNs: UInt64 = 1_000_000_000
 
         public init() {}
     }
@@ -113,7 +115,15 @@ public final class Recorder: @unchecked Sendable {
     }
 
     private func drainUntilFinished() {
+        var lastSync = MonotonicClock.now()
         while true {
+            if MonotonicClock.now() &- lastSync >= options.syncIntervalNs && writeError == nil {
+                do { try sink.sync() } catch {
+                    writeError = error
+                    stopSignal.request()
+                }
+                lastSync = MonotonicClock.now()
+            }
             // Read before draining: a capture thread that is done has pushed its last record.
             let capturesDone = capturesRunning.load(ordering: .acquiring) == 0
             var taken = 0

@@ -29,7 +29,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     ///   - width, height: the frame size (even width; YUYV packs two pixels in four bytes).
     ///   - rate: frames per second.
     ///   - bufferCount: buffers in flight, as a V4L2 camera's mmap buffers.
-    public init(id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 4) {
+    public init(id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8) {
         precondition(width > 0 && width % 2 == 0 && height > 0 && rate > 0 && bufferCount > 0)
         format = VideoFormat(width: width, height: height, pixelFormat: .yuyv)
         descriptor = StreamDescriptor(
