@@ -49,6 +49,9 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this long: 10s, 500ms, 2m, 1h.", valueName: "DURATION"))
     var duration: Duration?
 
+    @Option(help: ArgumentHelp("Make everything durable (fdatasync) at least this often; a crash loses at most this much.", valueName: "DURATION"))
+    var syncEvery: Duration = Duration(argument: "1s")!
+
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
     var quiet = false
 
@@ -111,9 +114,13 @@ struct Record: ParsableCommand {
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
 
-        let session = SyncSession(hostId: host, outputDir: directory)
+        var sessionOptions = SyncSession.Options()
+        sessionOptions.syncInterval = syncEvery.seconds
+        var recorderOptions = Recorder.Options()
+        recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
+        let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
-        let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session))
+        let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session), options: recorderOptions)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
         let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json)

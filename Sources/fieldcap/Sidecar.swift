@@ -31,9 +31,8 @@ struct Sidecar {
             var entry: [String: Any] = [
                 "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
                 "nominal_rate": descriptor.nominalRate, "written": stream.written,
-                "drops": stream.droppedRange.map {
-                    ["count": stream.dropped, "first_record": Int($0.lowerBound), "last_record": Int($0.upperBound)]
-                } ?? ["count": 0],
+                // Records are the source's own sequence numbers (frames or samples since start).
+                "drops": ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
                 "timestamps": [
                     "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
                     "uncertainty_ns": "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",

@@ -76,7 +76,7 @@ struct RecorderTests {
         sink.gate.signal()
         let summary = try recorder.stop()
         #expect(source.accepted == 64)
-        #expect(summary == [Recorder.StreamSummary(id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999)])
+        #expect(summary == [Recorder.StreamSummary(id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999, droppedRuns: [64...9_999])])
         let report = SessionValidator.validate(directory: path)
         #expect(report.problems.isEmpty, "\(report.problems)")
         let lines = try String(contentsOfFile: path + "/imu.jsonl", encoding: .utf8).split(separator: "\n")

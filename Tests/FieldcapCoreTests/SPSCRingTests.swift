@@ -51,6 +51,7 @@ struct SPSCRingTests {
         #expect(ring.drops.count == 12 + 3)
         #expect(ring.drops.firstAndLast! == (8, 25))
         #expect(ring.drops.distinctRuns == 2)
+        #expect(ring.drops.droppedRuns == [8...19, 23...25])
         ring.consume { seen += $0.map(\.sequence) }
         #expect(seen == Array(0..<8) + [20, 21, 22])
         #expect(ring.count == 0)
@@ -109,6 +110,15 @@ struct SPSCRingTests {
         #expect(outOfOrder == 0)
         #expect(ring.count == 0)
         #expect(ring.drops.count == 0)
+    }
+
+    @Test("more drop runs than the table holds: the last run spans the rest, and the count stays exact")
+    func dropRunOverflow() {
+        let drops = DropCounter(runCapacity: 3)
+        for sequence: UInt64 in [1, 2, 5, 9, 10, 20, 30] { drops.record(sequence) }
+        #expect(drops.count == 7)
+        #expect(drops.distinctRuns == 5)
+        #expect(drops.droppedRuns == [1...2, 5...5, 9...30])
     }
 
     @Test("a producer whose consumer stalls never waits: it drops exactly what does not fit")

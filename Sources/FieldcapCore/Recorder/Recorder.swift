@@ -35,6 +35,8 @@ public final class Recorder: @unchecked Sendable {
         public var dropped: Int
         /// Sequence numbers of the first and last dropped record.
         public var droppedRange: ClosedRange<UInt64>?
+        /// The dropped records as runs of consecutive sequence numbers.
+        public var droppedRuns: [ClosedRange<UInt64>] = []
         /// Why the capture loop ended early, if it did.
         public var captureError: String?
     }
@@ -101,7 +103,8 @@ public final class Recorder: @unchecked Sendable {
             let drops = rings[index].drops
             return StreamSummary(
                 id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
-                droppedRange: drops.firstAndLast.map { $0.first...$0.last }, captureError: captureErrors[index])
+                droppedRange: drops.firstAndLast.map { $0.first...$0.last }, droppedRuns: drops.droppedRuns,
+                captureError: captureErrors[index])
         }
     }
 

@@ -2,24 +2,44 @@ import Synchronization
 
 /// What a producer could not hand over: how many records it dropped, and which.
 ///
-/// The producer calls `record` (two relaxed atomic updates, no allocation); any thread reads the
-/// totals. The dropped sequence numbers are kept as the first and the last, plus the count, which
-/// is what the session sidecar reports; `distinctRuns` says how many separate bursts there were.
+/// The producer calls `record` (relaxed atomic updates, no allocation); any thread reads the
+/// totals. The dropped sequence numbers are also kept as runs of consecutive numbers, in a table
+/// sized at creation (the last run absorbs any beyond it), for the session sidecar.
 ///
-/// Thread-safe: one writer (the producer), any readers.
-public final class DropCounter: Sendable {
+/// Thread-safe: one writer (the producer), any readers; `runs` only after the producer finished.
+public final class DropCounter: @unchecked Sendable {
     @usableFromInline let total = Atomic<Int>(0)
     @usableFromInline let first = Atomic<UInt64>(.max)
     @usableFromInline let last = Atomic<UInt64>(.max)
     @usableFromInline let runs = Atomic<Int>(0)
+    /// Producer-owned table of dropped runs.
+    @usableFromInline let runTable: UnsafeMutablePointer<ClosedRange<UInt64>>
+    @usableFromInline let runCapacity: Int
 
-    public init() {}
+    public init(runCapacity: Int = 256) {
+        self.runCapacity = max(1, runCapacity)
+        runTable = .allocate(capacity: self.runCapacity)
+    }
+
+    deinit { runTable.deallocate() }
 
     /// Counts one dropped record. Producer-bound.
     @inlinable @inline(__always)
     public func record(_ sequence: UInt64) {
         let previous = last.load(ordering: .relaxed)
-        if previous == .max || sequence != previous &+ 1 { runs.add(1, ordering: .relaxed) }
+        let runCount = runs.load(ordering: .relaxed)
+        if previous != .max && sequence == previous &+ 1 {
+            let index = min(runCount, runCapacity) - 1
+            (runTable + index).pointee = runTable[index].lowerBound...sequence
+        } else {
+            if runCount < runCapacity {
+                (runTable + runCount).initialize(to: sequence...sequence)
+            } else {
+                // The table is full: the last run stretches to cover the rest.
+                (runTable + runCapacity - 1).pointee = runTable[runCapacity - 1].lowerBound...sequence
+            }
+            runs.add(1, ordering: .relaxed)
+        }
         if previous == .max { first.store(sequence, ordering: .relaxed) }
         last.store(sequence, ordering: .relaxed)
         total.add(1, ordering: .releasing)
@@ -36,4 +56,10 @@ public final class DropCounter: Sendable {
 
     /// Separate bursts of consecutive drops.
     public var distinctRuns: Int { runs.load(ordering: .relaxed) }
+
+    /// The dropped sequence numbers as runs, oldest first; when there were more runs than the
+    /// table holds, the last one spans all the rest. Read it only after the producer finished.
+    public var droppedRuns: [ClosedRange<UInt64>] {
+        Array(UnsafeBufferPointer(start: runTable, count: min(runs.load(ordering: .acquiring), runCapacity)))
+    }
 }
