@@ -85,6 +85,29 @@ struct RecorderTests {
         #expect(lines.last?.contains(#""frame_number":63"#) == true)
     }
 
+    @Test("a camera whose buffers are all at the writer drops and counts frames instead of waiting")
+    func buffersHeldByWriter() throws {
+        let path = temporaryPath("recorder-buffers")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig", outputDir: path)
+        try session.start()
+        let sink = GatedSink(session: session)
+        let camera = SyntheticCamera(id: "cam", width: 64, height: 48, rate: 200, bufferCount: 2)
+        let recorder = Recorder(sources: [camera], sink: sink)
+        try recorder.start()
+        // The writer is stuck on the first frame; the camera's other buffer fills, then every
+        // frame is dropped. Wait (bounded) until drops show, then let the writer go.
+        let deadline = Date().addingTimeInterval(30)
+        while (recorder.statistics.first?.dropped ?? 0) < 20 && Date() < deadline { usleep(10_000) }
+        sink.gate.signal()
+        usleep(100_000)
+        let summary = try recorder.stop()
+        #expect(summary[0].dropped >= 20)
+        #expect(summary[0].droppedRuns.first?.lowerBound == 2)  // frames 0 and 1 had the two buffers
+        #expect(summary[0].written >= 2)
+        #expect(SessionValidator.validate(directory: path).problems.isEmpty)
+    }
+
     @Test("stopping in the middle of a synthetic recording writes every captured sample, and the session validates")
     func stopInTheMiddle() throws {
         let path = temporaryPath("recorder-synthetic")

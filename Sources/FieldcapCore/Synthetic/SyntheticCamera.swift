@@ -83,17 +83,21 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         var due = MonotonicClock.read(CLOCK_MONOTONIC)
         var sequence: UInt64 = 0
         var record = CaptureRecord()
+        // A buffer whose frame did not fit in the ring stays here for the next frame: the return
+        // ring has one producer, the writer, so the capture thread never pushes into it.
+        var spare: Int32?
         while !stop.isRequested {
             due += periodNs
             var wake = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
             let dequeued = MonotonicClock.now()
             defer { sequence += 1 }
-            guard let index = returned.pop() else {
+            guard let index = spare ?? returned.pop() else {
                 // Every buffer is with the writer: this frame is lost, and counted.
                 ring.drops.record(sequence)
                 continue
             }
+            spare = nil
             draw(sequence, into: buffers[Int(index)])
             record.sequence = sequence
             record.dequeueNs = dequeued
@@ -101,9 +105,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
             record.uncertaintyNs = 1_000_000
             record.bufferIndex = index
             record.bytesUsed = UInt32(frameSize)
-            if !ring.push(record, sequence: sequence) {
-                _ = returned.tryPush(index)  // not handed over: the buffer is free again
-            }
+            if !ring.push(record, sequence: sequence) { spare = index }
         }
     }
 
