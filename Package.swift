@@ -25,10 +25,13 @@ let package = Package(
             name: "CFFmpeg", pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
         .target(name: "FieldcapMedia", dependencies: ["CFFmpeg", "FieldcapCore", "SyncField"]),
+        // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
+        .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
+        .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "FieldcapCore"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

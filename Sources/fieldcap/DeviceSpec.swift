@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapV4L2
 
 /// One `--cam` or `--imu` argument: a device and its options.
 ///
@@ -87,8 +88,15 @@ struct DeviceSpec: Equatable {
     func makeSource(defaultId: String) throws -> CaptureSource {
         let id = options["id"] ?? defaultId
         guard isSynthetic else {
-            let what = kind == .camera ? "V4L2 cameras" : "IIO IMUs"
-            throw ValidationError("\(kind.rawValue) \(device): \(what) are not supported by this build yet; record from synthetic sources with \(kind.rawValue) \(kind == .camera ? "synthetic:640x480@30" : "synthetic:200")")
+            if kind == .camera {
+                // Open it, so a wrong path, a non-camera or a permission problem is named now.
+                let camera: V4L2Device
+                do { camera = try V4L2Device(path: device) } catch {
+                    throw ValidationError("--cam \(error)")
+                }
+                throw ValidationError("--cam \(device) (\(camera.identity.card), \(camera.identity.driver)): recording from V4L2 cameras is not supported by this build yet; record from synthetic sources with --cam synthetic:640x480@30")
+            }
+            throw ValidationError("--imu \(device): IIO IMUs are not supported by this build yet; record from synthetic sources with --imu synthetic:200")
         }
         switch kind {
         case .camera:

@@ -1,0 +1,53 @@
+// libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 API for fieldcap: non-variadic wrappers for
+// the variadic v4l2_open/v4l2_ioctl, and real symbols for the ioctl request macros, which Swift
+// cannot call or import.
+#ifndef CV4L2_SHIM_H
+#define CV4L2_SHIM_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libv4l2.h>
+#include <linux/videodev2.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/// `open(2)` the node, then hand it to libv4l2 with format conversion off: fieldcap records the
+/// device's own formats, zero-copy. Returns the descriptor, or -1 with errno set.
+static inline int CV4L2_open(const char *path, int flags) {
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return -1;
+    // Ask the kernel first: libv4l2 prints its own messages to stderr when the node is not a
+    // V4L2 device, and fieldcap's error should be the only line the user sees.
+    struct v4l2_capability capability;
+    int result;
+    do { result = ioctl(fd, VIDIOC_QUERYCAP, &capability); } while (result < 0 && errno == EINTR);
+    if (result < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    if (v4l2_fd_open(fd, V4L2_DISABLE_CONVERSION) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static inline int CV4L2_close(int fd) { return v4l2_close(fd); }
+
+/// The corresponding call is `v4l2_ioctl(fd, request, argument)`.
+static inline int CV4L2_ioctl(int fd, unsigned long request, void *argument) { return v4l2_ioctl(fd, request, argument); }
+
+/// The corresponding ioctl is `VIDIOC_QUERYCAP`.
+static inline unsigned long CV4L2_VIDIOC_QUERYCAP(void) { return VIDIOC_QUERYCAP; }
+/// The corresponding ioctl is `VIDIOC_ENUM_FMT`.
+static inline unsigned long CV4L2_VIDIOC_ENUM_FMT(void) { return VIDIOC_ENUM_FMT; }
+/// The corresponding ioctl is `VIDIOC_ENUM_FRAMESIZES`.
+static inline unsigned long CV4L2_VIDIOC_ENUM_FRAMESIZES(void) { return VIDIOC_ENUM_FRAMESIZES; }
+/// The corresponding ioctl is `VIDIOC_ENUM_FRAMEINTERVALS`.
+static inline unsigned long CV4L2_VIDIOC_ENUM_FRAMEINTERVALS(void) { return VIDIOC_ENUM_FRAMEINTERVALS; }
+
+#endif

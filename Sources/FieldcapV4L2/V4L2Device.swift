@@ -1,0 +1,195 @@
+import CV4L2
+import FieldcapCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open V4L2 node, checked to be a camera that can stream.
+///
+/// Thread-bound: one owner at a time.
+public final class V4L2Device {
+    /// What `VIDIOC_QUERYCAP` says about the node.
+    public struct Identity: Sendable, Equatable {
+        public var driver: String
+        public var card: String
+        public var bus: String
+        /// The node's own capabilities (`device_caps` when the driver gives them).
+        public var capabilities: UInt32
+
+        /// The corresponding C constants are `V4L2_CAP_VIDEO_CAPTURE` and `V4L2_CAP_STREAMING`.
+        public var canCapture: Bool { capabilities & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 }
+        public var canStream: Bool { capabilities & UInt32(V4L2_CAP_STREAMING) != 0 }
+    }
+
+    /// One pixel format and the sizes and rates the device offers for it.
+    public struct FormatDescription: Sendable, Equatable {
+        public var fourcc: String
+        public var description: String
+        public var compressed: Bool
+        public var sizes: [FrameSize]
+    }
+
+    public enum FrameSize: Sendable, Equatable, CustomStringConvertible {
+        /// A fixed size and its frame intervals as frames per second.
+        case discrete(width: Int, height: Int, rates: [Double])
+        /// Any size in a range, in steps.
+        case stepwise(minWidth: Int, maxWidth: Int, stepWidth: Int, minHeight: Int, maxHeight: Int, stepHeight: Int)
+
+        public var description: String {
+            switch self {
+            case let .discrete(width, height, rates):
+                let fps = rates.map { $0 == $0.rounded() ? String(Int($0)) : String(format: "%.2f", $0) }
+                return "\(width)x\(height)" + (fps.isEmpty ? "" : " @ " + fps.joined(separator: ", ") + " fps")
+            case let .stepwise(minWidth, maxWidth, stepWidth, minHeight, maxHeight, stepHeight):
+                return "\(minWidth)-\(maxWidth) (step \(stepWidth)) x \(minHeight)-\(maxHeight) (step \(stepHeight))"
+            }
+        }
+    }
+
+    public let path: String
+    public let identity: Identity
+    let fd: Int32
+
+    /// Opens `path` and checks it is a V4L2 capture device that can stream.
+    ///
+    /// - Throws: `V4L2Error` naming the device, the operation and what to do.
+    public init(path: String) throws(V4L2Error) {
+        self.path = path
+        var info = stat()
+        if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFCHR {
+            let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a regular file"
+            throw V4L2Error(code: .notACamera, device: path, operation: "open", errno: 0,
+                            hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
+        }
+        let fd = CV4L2_open(path, O_RDWR | O_NONBLOCK)
+        guard fd >= 0 else { throw .open(device: path, errno: errno) }
+        self.fd = fd
+        var capability = v4l2_capability()
+        if Self.ioctl(fd, CV4L2_VIDIOC_QUERYCAP(), &capability) != 0 {
+            let code = errno
+            _ = CV4L2_close(fd)
+            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: code)
+        }
+        let caps = capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? capability.device_caps : capability.capabilities
+        identity = Identity(
+            driver: Self.string(capability.driver), card: Self.string(capability.card), bus: Self.string(capability.bus_info),
+            capabilities: caps)
+        guard identity.canCapture else {
+            _ = CV4L2_close(fd)
+            throw V4L2Error(code: .notACamera, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+                            hint: "\(identity.card) (\(identity.driver)) has no video capture on this node; cameras are listed by `fieldcap list`")
+        }
+        guard identity.canStream else {
+            _ = CV4L2_close(fd)
+            throw V4L2Error(code: .notACamera, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+                            hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
+        }
+    }
+
+    deinit {
+        // close is never retried: the descriptor is gone even when it reports EINTR.
+        _ = CV4L2_close(fd)
+    }
+
+    /// `v4l2_ioctl`, retried when a signal interrupts it.
+    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ argument: inout T) -> Int32 {
+        while true {
+            let result = withUnsafeMutablePointer(to: &argument) { CV4L2_ioctl(fd, request, $0) }
+            if result == -1 && errno == EINTR { continue }
+            return result
+        }
+    }
+
+    static func string<T>(_ tuple: T) -> String {
+        withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
+    static func fourcc(_ code: UInt32) -> String {
+        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: code >> (8 * $0)) }
+        return String(decoding: bytes.filter { $0 != 0x20 }, as: UTF8.self)
+    }
+
+    /// Every capture format with its sizes and frame rates (`VIDIOC_ENUM_FMT`,
+    /// `VIDIOC_ENUM_FRAMESIZES`, `VIDIOC_ENUM_FRAMEINTERVALS`).
+    public func formats() -> [FormatDescription] {
+        var result: [FormatDescription] = []
+        var index: UInt32 = 0
+        while true {
+            var description = v4l2_fmtdesc()
+            description.index = index
+            description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 else { break }
+            result.append(FormatDescription(
+                fourcc: Self.fourcc(description.pixelformat), description: Self.string(description.description),
+                compressed: description.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0,
+                sizes: sizes(of: description.pixelformat)))
+            index += 1
+        }
+        return result
+    }
+
+    private func sizes(of pixelFormat: UInt32) -> [FrameSize] {
+        var sizes: [FrameSize] = []
+        var index: UInt32 = 0
+        while true {
+            var size = v4l2_frmsizeenum()
+            size.index = index
+            size.pixel_format = pixelFormat
+            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FRAMESIZES(), &size) == 0 else { break }
+            if size.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                let width = Int(size.discrete.width), height = Int(size.discrete.height)
+                sizes.append(.discrete(width: width, height: height, rates: rates(pixelFormat, width, height)))
+            } else {
+                let s = size.stepwise
+                sizes.append(.stepwise(
+                    minWidth: Int(s.min_width), maxWidth: Int(s.max_width), stepWidth: Int(s.step_width),
+                    minHeight: Int(s.min_height), maxHeight: Int(s.max_height), stepHeight: Int(s.step_height)))
+                break
+            }
+            index += 1
+        }
+        return sizes
+    }
+
+    private func rates(_ pixelFormat: UInt32, _ width: Int, _ height: Int) -> [Double] {
+        var rates: [Double] = []
+        var index: UInt32 = 0
+        while true {
+            var interval = v4l2_frmivalenum()
+            interval.index = index
+            interval.pixel_format = pixelFormat
+            interval.width = UInt32(width)
+            interval.height = UInt32(height)
+            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FRAMEINTERVALS(), &interval) == 0,
+                interval.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
+            else { break }
+            let fraction = interval.discrete
+            if fraction.numerator > 0 { rates.append(Double(fraction.denominator) / Double(fraction.numerator)) }
+            index += 1
+        }
+        return rates
+    }
+
+    /// The `/dev/video*` nodes present, in numeric order.
+    public static func nodes(in directory: String = "/dev") -> [String] {
+        guard let entries = try? FileManagerLite.contents(of: directory) else { return [] }
+        return entries.filter { $0.hasPrefix("video") && Int($0.dropFirst(5)) != nil }
+            .sorted { Int($0.dropFirst(5))! < Int($1.dropFirst(5))! }
+            .map { "\(directory)/\($0)" }
+    }
+}
+
+/// Directory listing without Foundation (this module only needs this).
+enum FileManagerLite {
+    static func contents(of path: String) throws -> [String] {
+        guard let directory = opendir(path) else { throw V4L2Error(code: .other, device: path, operation: "opendir", errno: errno, hint: "") }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = V4L2Device.string(entry.pointee.d_name)
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
