@@ -9,6 +9,7 @@
 #include <libv4l2.h>
 #include <linux/videodev2.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /// `open(2)` the node, then hand it to libv4l2 with format conversion off: fieldcap records the
@@ -49,5 +50,23 @@ static inline unsigned long CV4L2_VIDIOC_ENUM_FMT(void) { return VIDIOC_ENUM_FMT
 static inline unsigned long CV4L2_VIDIOC_ENUM_FRAMESIZES(void) { return VIDIOC_ENUM_FRAMESIZES; }
 /// The corresponding ioctl is `VIDIOC_ENUM_FRAMEINTERVALS`.
 static inline unsigned long CV4L2_VIDIOC_ENUM_FRAMEINTERVALS(void) { return VIDIOC_ENUM_FRAMEINTERVALS; }
+
+/// The corresponding ioctls are `VIDIOC_S_FMT`, `VIDIOC_S_PARM`, `VIDIOC_G_PARM`, `VIDIOC_REQBUFS`,
+/// `VIDIOC_QUERYBUF`, `VIDIOC_QBUF`, `VIDIOC_DQBUF`, `VIDIOC_STREAMON`, `VIDIOC_STREAMOFF`.
+static inline unsigned long CV4L2_VIDIOC_S_FMT(void) { return VIDIOC_S_FMT; }
+static inline unsigned long CV4L2_VIDIOC_S_PARM(void) { return VIDIOC_S_PARM; }
+static inline unsigned long CV4L2_VIDIOC_G_PARM(void) { return VIDIOC_G_PARM; }
+static inline unsigned long CV4L2_VIDIOC_REQBUFS(void) { return VIDIOC_REQBUFS; }
+static inline unsigned long CV4L2_VIDIOC_QUERYBUF(void) { return VIDIOC_QUERYBUF; }
+static inline unsigned long CV4L2_VIDIOC_QBUF(void) { return VIDIOC_QBUF; }
+static inline unsigned long CV4L2_VIDIOC_DQBUF(void) { return VIDIOC_DQBUF; }
+static inline unsigned long CV4L2_VIDIOC_STREAMON(void) { return VIDIOC_STREAMON; }
+static inline unsigned long CV4L2_VIDIOC_STREAMOFF(void) { return VIDIOC_STREAMOFF; }
+
+/// The corresponding call is `v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
+static inline void *CV4L2_mmap(int fd, size_t length, int64_t offset) {
+    return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+}
+static inline int CV4L2_munmap(void *start, size_t length) { return v4l2_munmap(start, length); }
 
 #endif

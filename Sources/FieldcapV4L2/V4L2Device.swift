@@ -106,8 +106,9 @@ public final class V4L2Device {
     }
 
     static func fourcc(_ code: UInt32) -> String {
-        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: code >> (8 * $0)) }
-        return String(decoding: bytes.filter { $0 != 0x20 }, as: UTF8.self)
+        // Bit 31 marks a big-endian variant (`v4l2_fourcc_be`).
+        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: (code & 0x7FFF_FFFF) >> (8 * $0)) }
+        return String(decoding: bytes.filter { $0 != 0x20 }, as: UTF8.self) + (code & 0x8000_0000 != 0 ? "-BE" : "")
     }
 
     /// Every capture format with its sizes and frame rates (`VIDIOC_ENUM_FMT`,

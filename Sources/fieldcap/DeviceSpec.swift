@@ -89,12 +89,20 @@ struct DeviceSpec: Equatable {
         let id = options["id"] ?? defaultId
         guard isSynthetic else {
             if kind == .camera {
-                // Open it, so a wrong path, a non-camera or a permission problem is named now.
-                let camera: V4L2Device
-                do { camera = try V4L2Device(path: device) } catch {
+                var pixelFormat = VideoFormat.PixelFormat.yuyv
+                if let name = options["format"]?.uppercased() {
+                    guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
+                        throw ValidationError("--cam \(device): format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    pixelFormat = chosen
+                }
+                do {
+                    return try V4L2Camera(
+                        id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
+                        pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8)
+                } catch let error as V4L2Error {
                     throw ValidationError("--cam \(error)")
                 }
-                throw ValidationError("--cam \(device) (\(camera.identity.card), \(camera.identity.driver)): recording from V4L2 cameras is not supported by this build yet; record from synthetic sources with --cam synthetic:640x480@30")
             }
             throw ValidationError("--imu \(device): IIO IMUs are not supported by this build yet; record from synthetic sources with --imu synthetic:200")
         }

@@ -33,8 +33,7 @@ struct List: ParsableCommand {
             IMUs
               synthetic  \(SyntheticIMU.channelNames.joined(separator: ", ")) (m/s², rad/s); 1 to 100000 Hz
                          --imu synthetic:1000,id=imu
-            Recording from V4L2 cameras and IIO IMUs arrives with their issues; this build lists
-            cameras but records only synthetic sources.
+            IIO IMUs arrive with their issue; this build records V4L2 cameras and synthetic sources.
             """)
     }
 }

@@ -13,10 +13,11 @@ struct Record: ParsableCommand {
 
               --cam synthetic:1280x720@30,id=cam_left     a synthetic camera (moving test pattern, YUYV)
               --imu synthetic:1000,id=imu                  a synthetic IMU (accelerometer + gyroscope)
-              --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (not in this build yet)
+              --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (`fieldcap list` shows its sizes and rates)
               --imu iio:device0,rate=1000                  an IIO IMU (not in this build yet)
 
-            Camera options: id, size=WxH, fps, format, buffers. IMU options: id, rate, channels.
+            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers.
+            IMU options: id, rate, channels.
             Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under --root
@@ -85,7 +86,8 @@ struct Record: ParsableCommand {
             guard ids.insert(id).inserted else {
                 throw ValidationError("stream id '\(id)' is used twice; give each --cam and --imu its own id=")
             }
-            _ = try spec.makeSource(defaultId: id)
+            // Synthetic sources are checked here; devices are opened (and checked) in run().
+            if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
         }
         if let out, FileManager.default.fileExists(atPath: out) {
             throw ValidationError("--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapV4L2
 import Foundation
 import SyncField
 
@@ -43,6 +44,19 @@ struct Sidecar {
                 entry["video_path"] = "\(descriptor.id).mkv"
             }
             if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
+            if let camera = source as? V4L2Camera {
+                entry["v4l2"] = [
+                    "driver": camera.identity.driver, "card": camera.identity.card, "bus": camera.identity.bus,
+                    "granted_rate": camera.grantedRate,
+                    "kernel_sequence_gaps": ["count": camera.sequenceGaps.count,
+                                             "records": camera.sequenceGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
+                    "frames_stamped_at_dequeue": camera.untrustedTimestamps,
+                ]
+                entry["timestamps"] = [
+                    "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
+                    "uncertainty_ns": "the width of the clock pair's bracket, at least 1 µs; the driver's own stamping latency is not included",
+                ]
+            }
             if let error = stream.captureError { entry["ended_early"] = error }
             return entry
         }

@@ -79,6 +79,7 @@ struct RecordCommandTests {
         (["--imu", "synthetic:abc"], "rate 'abc'"),
         (["--imu", "synthetic:1e9"], "rate '1e9'"),
         (["--cam", "/dev/video0"], "/dev/video0"),
+        (["--cam", "/dev/video0,format=H264"], "format 'H264'"),
         (["--cam", "/dev/null"], "not a V4L2 device"),
         (["--cam", "/tmp"], "a directory"),
         (["--cam", "/etc/hostname"], "a regular file"),

@@ -1,0 +1,232 @@
+import CV4L2
+import FieldcapCore
+import SyncField
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A V4L2 camera as a capture source: mmap streaming buffers, stamped at dequeue, the kernel's
+/// buffer timestamps mapped into `CLOCK_MONOTONIC_RAW`, frames handed to the writer in place.
+///
+/// The device is opened and its format, rate and buffers set up in `init`, so a problem is
+/// reported before recording starts. `run` streams on the capture thread: `poll`, `DQBUF`,
+/// read `CLOCK_MONOTONIC_RAW` at once, push the buffer's index; the writer writes the frame from
+/// the mmap'd buffer and calls `releaseBuffer`, which queues it again (`QBUF`). A frame that does
+/// not fit in the ring is queued again at once and counted as dropped.
+///
+/// `capture_ns` is the buffer's kernel timestamp mapped into RAW when the driver stamps with
+/// `CLOCK_MONOTONIC` and the time is plausible (not after the dequeue, not going backwards);
+/// otherwise the dequeue time.
+public final class V4L2Camera: CaptureSource, @unchecked Sendable {
+    public let descriptor: StreamDescriptor
+    /// What the device granted (it may differ from what was asked).
+    public let grantedFormat: VideoFormat
+    public let grantedRate: Double
+    public let identity: V4L2Device.Identity
+    private let device: V4L2Device
+    private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+    private let mapping = ClockMapping()
+    /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
+    public let sequenceGaps = DropCounter()
+    /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).
+    private(set) public var untrustedTimestamps = 0
+
+    /// Opens `path` and sets it up.
+    ///
+    /// - Parameters:
+    ///   - size: width and height to ask for (nil: the device's current size).
+    ///   - rate: frames per second to ask for (nil: the device's current rate).
+    ///   - pixelFormat: the format to ask for (default YUYV).
+    ///   - bufferCount: mmap buffers to request.
+    public init(
+        id: String, path: String, size: (width: Int, height: Int)?, rate: Double?,
+        pixelFormat: VideoFormat.PixelFormat = .yuyv, bufferCount: Int = 8
+    ) throws(V4L2Error) {
+        let device = try V4L2Device(path: path)
+        self.device = device
+        identity = device.identity
+        let fd = device.fd
+
+        // The format: ask, then take what the driver granted.
+        let fourcc = Self.fourcc(pixelFormat)
+        let offered = device.formats().map(\.fourcc)
+        guard offered.contains(pixelFormat.rawValue == "MJPG" ? "MJPG" : pixelFormat.rawValue) else {
+            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
+                            hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)")
+        }
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        format.fmt.pix.pixelformat = fourcc
+        format.fmt.pix.width = UInt32(size?.width ?? 640)
+        format.fmt.pix.height = UInt32(size?.height ?? 480)
+        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else {
+            throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno)
+        }
+        guard format.fmt.pix.pixelformat == fourcc else {
+            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
+                            hint: "the driver would not use \(pixelFormat.rawValue)")
+        }
+        grantedFormat = VideoFormat(width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height), pixelFormat: pixelFormat)
+        if let size, size.width != grantedFormat.width || size.height != grantedFormat.height {
+            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
+                            hint: "asked for \(size.width)x\(size.height), the driver granted \(grantedFormat.width)x\(grantedFormat.height); pick a size `fieldcap list` shows")
+        }
+
+        // The rate.
+        var parameters = v4l2_streamparm()
+        parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        if let rate {
+            parameters.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
+            guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0 else {
+                throw .ioctl("VIDIOC_S_PARM", device: path, errno: errno)
+            }
+        } else if V4L2Device.ioctl(fd, CV4L2_VIDIOC_G_PARM(), &parameters) != 0 {
+            throw .ioctl("VIDIOC_G_PARM", device: path, errno: errno)
+        }
+        let frame = parameters.parm.capture.timeperframe
+        grantedRate = frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
+
+        // The buffers.
+        var request = v4l2_requestbuffers()
+        request.count = UInt32(bufferCount)
+        request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        request.memory = V4L2_MEMORY_MMAP.rawValue
+        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0, request.count > 0 else {
+            throw .ioctl("VIDIOC_REQBUFS", device: path, errno: errno)
+        }
+        for index in 0..<request.count {
+            var buffer = Self.buffer(index)
+            guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer) == 0 else {
+                throw .ioctl("VIDIOC_QUERYBUF", device: path, errno: errno)
+            }
+            guard let start = CV4L2_mmap(fd, Int(buffer.length), Int64(buffer.m.offset)),
+                start != UnsafeMutableRawPointer(bitPattern: -1)
+            else { throw V4L2Error(code: .other, device: path, operation: "mmap", errno: errno, hint: "") }
+            buffers.append((start, Int(buffer.length)))
+        }
+        descriptor = StreamDescriptor(
+            id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat)
+    }
+
+    deinit {
+        for buffer in buffers { _ = CV4L2_munmap(buffer.start, buffer.length) }
+    }
+
+    static func fourcc(_ format: VideoFormat.PixelFormat) -> UInt32 {
+        let text = Array(format.rawValue.utf8) + [UInt8](repeating: 0x20, count: 4)
+        return UInt32(text[0]) | UInt32(text[1]) << 8 | UInt32(text[2]) << 16 | UInt32(text[3]) << 24
+    }
+
+    static func buffer(_ index: UInt32) -> v4l2_buffer {
+        var buffer = v4l2_buffer()
+        buffer.index = index
+        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        return buffer
+    }
+
+    private func queue(_ index: Int32) -> Int32 {
+        var buffer = Self.buffer(UInt32(index))
+        return V4L2Device.ioctl(device.fd, CV4L2_VIDIOC_QBUF(), &buffer)
+    }
+
+    public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+        let fd = device.fd
+        for index in buffers.indices where queue(Int32(index)) != 0 {
+            throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: errno)
+        }
+        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_STREAMON(), &type) == 0 else {
+            throw V4L2Error.ioctl("VIDIOC_STREAMON", device: device.path, errno: errno)
+        }
+        defer { _ = V4L2Device.ioctl(fd, CV4L2_VIDIOC_STREAMOFF(), &type) }
+
+        // The MONOTONIC→RAW mapping is sampled off this thread, about once a second.
+        let reader = ClockPairReader.host(CLOCK_MONOTONIC)
+        mapping.add(reader.sample())
+        let sampler = DedicatedThread(name: "fc-clk-\(descriptor.id)") { [mapping] in
+            var slept = 0
+            while !stop.isRequested {
+                usleep(50_000)
+                slept += 50
+                if slept >= 1000 {
+                    mapping.add(reader.sample())
+                    slept = 0
+                }
+            }
+        }
+        defer { sampler.join() }
+
+        var record = CaptureRecord()
+        var firstSequence: UInt32?
+        var lastSequence: UInt32 = 0
+        var lastCapture: UInt64 = 0
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !stop.isRequested {
+            // A short timeout doubles as the stop check and a stall watchdog.
+            let ready = poll(&poller, 1, 50)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw V4L2Error.ioctl("poll", device: device.path, errno: errno)
+            }
+            if ready == 0 { continue }
+            if poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                throw V4L2Error(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: "the camera stopped (unplugged?)")
+            }
+            while true {
+                var buffer = Self.buffer(0)
+                if V4L2Device.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer) != 0 {
+                    if errno == EAGAIN { break }
+                    throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)
+                }
+                let dequeued = MonotonicClock.now()
+                let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
+                // Sequence gaps are frames the kernel lost.
+                if let first = firstSequence {
+                    var missing = buffer.sequence &- lastSequence &- 1
+                    var lost = UInt64(lastSequence &- first) + 1
+                    while missing > 0 && missing < 1_000_000 {
+                        sequenceGaps.record(lost)
+                        lost += 1
+                        missing -= 1
+                    }
+                } else {
+                    firstSequence = buffer.sequence
+                }
+                lastSequence = buffer.sequence
+                var capture = dequeued
+                let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+                if monotonic, let mapped = mapping.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
+                    UInt64(mapped) >= lastCapture
+                {
+                    capture = UInt64(mapped)
+                } else {
+                    untrustedTimestamps += 1
+                }
+                lastCapture = capture
+                record.sequence = UInt64(buffer.sequence &- firstSequence!)
+                record.dequeueNs = dequeued
+                record.captureNs = capture
+                // The kernel stamps within its own tick; the bracket of the clock mapping adds to it.
+                record.uncertaintyNs = UInt64(max(1_000, mapping.snapshot?.latestBracketNs ?? 1_000))
+                record.bufferIndex = Int32(buffer.index)
+                record.bytesUsed = buffer.bytesused
+                if !ring.push(record, sequence: record.sequence) {
+                    _ = queue(Int32(buffer.index))
+                }
+            }
+        }
+    }
+
+    public func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer? {
+        guard record.bufferIndex >= 0, Int(record.bufferIndex) < buffers.count else { return nil }
+        return UnsafeRawBufferPointer(start: buffers[Int(record.bufferIndex)].start, count: Int(record.bytesUsed))
+    }
+
+    public func releaseBuffer(_ index: Int32) {
+        // QBUF from the writer thread: the kernel's vb2 queue takes its own lock.
+        _ = queue(index)
+    }
+}
