@@ -2,7 +2,8 @@ import FieldcapCore
 import SyncField
 
 /// Writes a recording: each video stream into its own Matroska file (`{id}.mkv`, linked into the
-/// manifest), every stream's timestamps and sensor values into the SyncField session.
+/// manifest) with a per-frame log (`{id}.frames.ndjson`), every stream's timestamps and sensor
+/// values into the SyncField session.
 ///
 /// A frame is written to its video file before its timestamp line, so a timestamp line never
 /// refers to a frame the file does not hold.
@@ -11,6 +12,7 @@ import SyncField
 public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
     private var videos: [MatroskaWriter?] = []
+    private var frameLogs: [FrameLog?] = []
     private let directory: String
 
     public init(session: SyncSession) {
@@ -29,23 +31,31 @@ public final class VideoSessionSink: RecordSink {
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }
+        frameLogs = try streams.map { descriptor in
+            descriptor.kind == .video ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson") : nil
+        }
     }
 
     public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
         if let video = videos[stream], let frame {
             try video.writeFrame(frame, captureNs: record.captureNs)
+            try frameLogs[stream]?.append(record, frameNumber: frameNumber)
         }
         try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
     public func sync() throws {
         for video in videos { try video?.sync() }
+        for log in frameLogs { try log?.sync() }
     }
 
     public func close() throws -> [String: Int] {
         var firstError: Error?
         for video in videos {
             do { try video?.finish() } catch { firstError = firstError ?? error }
+        }
+        for log in frameLogs {
+            do { try log?.sync() } catch { firstError = firstError ?? error }
         }
         let counts = try sessionSink.close()
         if let firstError { throw firstError }

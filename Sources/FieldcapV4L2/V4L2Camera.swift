@@ -31,6 +31,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let sequenceGaps = DropCounter()
     /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).
     private(set) public var untrustedTimestamps = 0
+    /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
+    private(set) public var errorFlaggedFrames = 0
 
     /// Opens `path` and sets it up.
     ///
@@ -213,6 +215,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 record.uncertaintyNs = UInt64(max(1_000, mapping.snapshot?.latestBracketNs ?? 1_000))
                 record.bufferIndex = Int32(buffer.index)
                 record.bytesUsed = buffer.bytesused
+                record.deviceNs = kernelNs
+                record.flags = buffer.flags
+                // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
+                // is kept (so frame_number stays the index in the video) and counted.
+                if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
                 if !ring.push(record, sequence: record.sequence) {
                     _ = queue(Int32(buffer.index))
                 }

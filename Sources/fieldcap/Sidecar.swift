@@ -42,6 +42,7 @@ struct Sidecar {
             if let format = descriptor.videoFormat {
                 entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
                 entry["video_path"] = "\(descriptor.id).mkv"
+                entry["frames_path"] = "\(descriptor.id).frames.ndjson"
             }
             if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
             if let camera = source as? V4L2Camera {
@@ -51,6 +52,7 @@ struct Sidecar {
                     "kernel_sequence_gaps": ["count": camera.sequenceGaps.count,
                                              "records": camera.sequenceGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
                     "frames_stamped_at_dequeue": camera.untrustedTimestamps,
+                    "frames_with_error_flag": camera.errorFlaggedFrames,
                 ]
                 entry["timestamps"] = [
                     "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",

@@ -23,7 +23,8 @@ struct RecordCommandTests {
         #expect(SessionValidator.validate(directory: out).problems.isEmpty)
         let files = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
         #expect(files == [
-            "cam0.mkv", "cam0.timestamps.jsonl", "cam_left.mkv", "cam_left.timestamps.jsonl", "fieldcap.json",
+            "cam0.frames.ndjson", "cam0.mkv", "cam0.timestamps.jsonl", "cam_left.frames.ndjson", "cam_left.mkv",
+            "cam_left.timestamps.jsonl", "fieldcap.json",
             "imu0.jsonl", "imu0.timestamps.jsonl", "manifest.json", "sync_point.json",
         ])
         let info = try sidecar(out)

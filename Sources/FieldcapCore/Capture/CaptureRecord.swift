@@ -12,6 +12,10 @@ public struct CaptureRecord: BitwiseCopyable {
     /// `dequeueNs`.
     public var captureNs: UInt64 = 0
     public var uncertaintyNs: UInt64 = 0
+    /// The device's own timestamp of the frame or sample, in its own clock (0 when it has none).
+    public var deviceNs: Int64 = 0
+    /// The device's flags for the frame (V4L2 buffer flags), 0 for samples.
+    public var flags: UInt32 = 0
     /// Frames: the source buffer holding the bytes (handed back after writing); -1 for samples.
     public var bufferIndex: Int32 = -1
     public var bytesUsed: UInt32 = 0
