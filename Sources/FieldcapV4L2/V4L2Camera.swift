@@ -1,5 +1,6 @@
 import CV4L2
 import FieldcapCore
+import Synchronization
 import SyncField
 
 #if canImport(Glibc)
@@ -33,6 +34,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private(set) public var untrustedTimestamps = 0
     /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
     private(set) public var errorFlaggedFrames = 0
+    /// How long without a frame before the stream is declared stalled and ended.
+    public var stallTimeoutNs: UInt64 = 2_000_000_000
+    /// Set by the writer when the device refuses a buffer back (gone, or broken).
+    private let requeueFailure = Atomic<Int32>(0)
 
     /// Opens `path` and sets it up.
     ///
@@ -165,15 +170,24 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
         var lastCapture: UInt64 = 0
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        // The camera and the stop signal's eventfd: a stop wakes the wait at once.
+        var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        var lastFrame = MonotonicClock.now()
         while !stop.isRequested {
-            // A short timeout doubles as the stop check and a stall watchdog.
-            let ready = poll(&poller, 1, 50)
+            let failure = requeueFailure.load(ordering: .relaxed)
+            if failure != 0 { throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: failure) }
+            if MonotonicClock.now() &- lastFrame > stallTimeoutNs {
+                throw V4L2Error(code: .gone, device: device.path, operation: "capture", errno: 0,
+                                hint: "no frame for \(stallTimeoutNs / 1_000_000) ms: the camera stalled or was disconnected")
+            }
+            let ready = poll(&pollers, 2, 200)
             if ready < 0 {
                 if errno == EINTR { continue }
                 throw V4L2Error.ioctl("poll", device: device.path, errno: errno)
             }
-            if ready == 0 { continue }
+            if ready == 0 || pollers[0].revents == 0 { continue }
+            let poller = pollers[0]
             if poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                 throw V4L2Error(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: "the camera stopped (unplugged?)")
             }
@@ -184,6 +198,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)
                 }
                 let dequeued = MonotonicClock.now()
+                lastFrame = dequeued
                 let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
                 // Sequence gaps are frames the kernel lost.
                 if let first = firstSequence {
@@ -233,7 +248,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     }
 
     public func releaseBuffer(_ index: Int32) {
-        // QBUF from the writer thread: the kernel's vb2 queue takes its own lock.
-        _ = queue(index)
+        // QBUF from the writer thread: the kernel's vb2 queue takes its own lock. A refusal ends
+        // the stream (the capture thread sees it); after a stop it does not matter.
+        if queue(index) != 0 && errno != EINVAL {
+            requeueFailure.store(errno, ordering: .relaxed)
+        }
     }
 }

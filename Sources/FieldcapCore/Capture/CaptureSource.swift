@@ -1,5 +1,9 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What a stream is, as the writer and the session sidecar need to know it.
 public struct StreamDescriptor: Sendable, Equatable {
     public enum Kind: String, Sendable { case video, sensor }
@@ -30,12 +34,40 @@ public struct StreamDescriptor: Sendable, Equatable {
 }
 
 /// Tells capture threads to finish. Thread-safe.
+///
+/// A flag for loops that check it, and a pipe that becomes readable at the same moment, for
+/// capture threads that wait in `poll` on a device: they put `wakeDescriptor` in their poll set
+/// and wake at once instead of at their next time-out. (A pipe rather than an eventfd: Glibc's
+/// Swift module does not export `sys/eventfd.h`, and this module has no C shim.)
 public final class StopSignal: Sendable {
     private let requested = Atomic<Bool>(false)
+    private let once = Atomic<Bool>(false)
+    /// Readable once a stop is requested; never read from, so it stays readable.
+    public let wakeDescriptor: Int32
+    private let writeDescriptor: Int32
 
-    public init() {}
+    public init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        wakeDescriptor = ends[0]
+        writeDescriptor = ends[1]
+    }
 
-    public func request() { requested.store(true, ordering: .releasing) }
+    deinit {
+        if wakeDescriptor >= 0 { close(wakeDescriptor) }
+        if writeDescriptor >= 0 { close(writeDescriptor) }
+    }
+
+    public func request() {
+        requested.store(true, ordering: .releasing)
+        // One byte, once: the pipe stays readable and never fills.
+        if !once.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
+            var byte: UInt8 = 1
+            _ = write(writeDescriptor, &byte, 1)
+        }
+    }
 
     @inline(__always)
     public var isRequested: Bool { requested.load(ordering: .acquiring) }

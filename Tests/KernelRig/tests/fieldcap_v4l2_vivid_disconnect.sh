@@ -1,0 +1,47 @@
+#!/bin/bash
+# rig-timeout: 150
+# A camera that disappears mid-recording (vivid's "Disconnect") ends only its own stream: the
+# IMU records on to the end, the session validates, the sidecar says what happened, and the exit
+# status (3) says the session is incomplete. vivid is reloaded afterwards for the other tests.
+set -euo pipefail
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+reload() {
+	rmmod vivid 2>/dev/null || true
+	modprobe vivid n_devs=1 node_types=0x1 input_types=0x0
+	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
+}
+trap reload EXIT
+
+session=$FIELDCAP_TEST_TMP/disconnect
+status=0
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" --imu synthetic:100,id=imu --duration 5s --out "$session" -q &
+recorder=$!
+# Wait until frames are being written (fieldcap starts slowly under emulation), then a second more.
+for _ in $(seq 100); do [ -s "$session/cam.timestamps.jsonl" ] && break; sleep 0.1; done
+sleep 1
+# vivid reconnects as soon as its last other file handle closes (here v4l2-ctl's): hold one open
+# so the disconnect lasts, as an unplugged camera's would.
+exec 3<"$dev"
+v4l2-ctl -d "$dev" -c disconnect=1
+wait "$recorder" || status=$?
+exec 3<&-
+echo "fieldcap exited $status"
+[ "$status" = 3 ] || { echo "FAIL: wanted exit status 3 (incomplete session)"; exit 1; }
+"$fieldcap" validate -q "$session"
+
+/usr/bin/python3 - "$session" <<'PY'
+import json, sys
+info = json.load(open(f"{sys.argv[1]}/fieldcap.json"))
+cam = next(s for s in info["streams"] if s["id"] == "cam")
+imu = next(s for s in info["streams"] if s["id"] == "imu")
+print(f"cam: {cam['written']} frames, ended early: {cam.get('ended_early')}; imu: {imu['written']} samples")
+fails = []
+if "ended_early" not in cam: fails.append("the sidecar does not say the camera ended early")
+if "ended_early" in imu: fails.append("the IMU ended too")
+if imu["written"] < 400: fails.append(f"the IMU stopped with the camera ({imu['written']} samples in 5 s at 100 Hz)")
+if cam["written"] == 0 or cam["written"] > 120: fails.append(f"camera frames {cam['written']}: it should stop about a second in")
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
