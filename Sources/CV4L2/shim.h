@@ -63,6 +63,13 @@ static inline unsigned long CV4L2_VIDIOC_DQBUF(void) { return VIDIOC_DQBUF; }
 static inline unsigned long CV4L2_VIDIOC_STREAMON(void) { return VIDIOC_STREAMON; }
 static inline unsigned long CV4L2_VIDIOC_STREAMOFF(void) { return VIDIOC_STREAMOFF; }
 
+/// The corresponding ioctls are `VIDIOC_QUERYCTRL`, `VIDIOC_G_CTRL`, `VIDIOC_S_CTRL`.
+static inline unsigned long CV4L2_VIDIOC_QUERYCTRL(void) { return VIDIOC_QUERYCTRL; }
+static inline unsigned long CV4L2_VIDIOC_G_CTRL(void) { return VIDIOC_G_CTRL; }
+static inline unsigned long CV4L2_VIDIOC_S_CTRL(void) { return VIDIOC_S_CTRL; }
+/// The corresponding C constant is `V4L2_CTRL_FLAG_NEXT_CTRL`.
+static inline unsigned int CV4L2_CTRL_FLAG_NEXT_CTRL(void) { return V4L2_CTRL_FLAG_NEXT_CTRL; }
+
 /// The corresponding call is `v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
 static inline void *CV4L2_mmap(int fd, size_t length, int64_t offset) {
     return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);

@@ -25,6 +25,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let grantedFormat: VideoFormat
     public let grantedRate: Double
     public let identity: V4L2Device.Identity
+    /// Controls set at setup, with the values the driver reported back.
+    public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
     private let device: V4L2Device
     private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
     private let mapping = ClockMapping()
@@ -46,9 +48,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     ///   - rate: frames per second to ask for (nil: the device's current rate).
     ///   - pixelFormat: the format to ask for (default YUYV).
     ///   - bufferCount: mmap buffers to request.
+    ///   - controls: camera controls to set before streaming, by name (`fieldcap list` shows them).
     public init(
         id: String, path: String, size: (width: Int, height: Int)?, rate: Double?,
-        pixelFormat: VideoFormat.PixelFormat = .yuyv, bufferCount: Int = 8
+        pixelFormat: VideoFormat.PixelFormat = .yuyv, bufferCount: Int = 8, controls: [(String, Int64)] = []
     ) throws(V4L2Error) {
         let device = try V4L2Device(path: path)
         self.device = device
@@ -94,6 +97,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         let frame = parameters.parm.capture.timeperframe
         grantedRate = frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
+
+        // Controls, before streaming.
+        var applied: [(String, Int64, Int64)] = []
+        for (name, value) in controls {
+            applied.append((name, value, try device.setControl(name, to: value)))
+        }
+        appliedControls = applied
 
         // The buffers.
         var request = v4l2_requestbuffers()

@@ -16,6 +16,7 @@ struct DeviceSpec: Equatable {
     var device: String
     var options: [String: String]
 
+    /// Plus `ctrl.NAME` for V4L2 camera controls.
     static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers"]
     static let imuKeys: Set<String> = ["id", "rate", "channels"]
 
@@ -32,7 +33,7 @@ struct DeviceSpec: Equatable {
             guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
                 throw ValidationError("\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))")
             }
-            guard allowed.contains(pair[0]) else {
+            guard allowed.contains(pair[0]) || (kind == .camera && pair[0].hasPrefix("ctrl.") && pair[0].count > 5) else {
                 throw ValidationError("\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))")
             }
             guard options[pair[0]] == nil else {
@@ -96,10 +97,17 @@ struct DeviceSpec: Equatable {
                     }
                     pixelFormat = chosen
                 }
+                var controls: [(String, Int64)] = []
+                for (key, text) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("ctrl.") {
+                    guard let value = Int64(text) else {
+                        throw ValidationError("--cam \(device): \(key)=\(text): a control's value is a whole number")
+                    }
+                    controls.append((String(key.dropFirst(5)), value))
+                }
                 do {
                     return try V4L2Camera(
                         id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
-                        pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8)
+                        pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8, controls: controls)
                 } catch let error as V4L2Error {
                     throw ValidationError("--cam \(error)")
                 }

@@ -23,6 +23,11 @@ struct List: ParsableCommand {
                     for size in format.sizes.prefix(12) { print("      \(size)") }
                     if format.sizes.count > 12 { print("      ... \(format.sizes.count - 12) more sizes") }
                 }
+                let controls = device.controls()
+                if !controls.isEmpty {
+                    print("    controls (--cam \(node),ctrl.NAME=VALUE):")
+                    for control in controls { print("      \(control)") }
+                }
             } catch {
                 print("  \(node)  not usable: \(error)")
             }

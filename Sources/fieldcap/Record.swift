@@ -16,7 +16,8 @@ struct Record: ParsableCommand {
               --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (`fieldcap list` shows its sizes and rates)
               --imu iio:device0,rate=1000                  an IIO IMU (not in this build yet)
 
-            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers.
+            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers,
+            and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
             IMU options: id, rate, channels.
             Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 

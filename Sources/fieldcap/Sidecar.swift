@@ -53,6 +53,9 @@ struct Sidecar {
                                              "records": camera.sequenceGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
                     "frames_stamped_at_dequeue": camera.untrustedTimestamps,
                     "frames_with_error_flag": camera.errorFlaggedFrames,
+                    "controls": Dictionary(uniqueKeysWithValues: camera.appliedControls.map {
+                        ($0.name, ["asked": $0.asked, "granted": $0.granted])
+                    }),
                 ]
                 entry["timestamps"] = [
                     "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",

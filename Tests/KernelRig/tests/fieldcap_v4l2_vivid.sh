@@ -11,7 +11,7 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 
 out=$("$fieldcap" list)
 echo "$out" | head -20
-for want in "$dev" "vivid" "YUYV" "640x480"; do
+for want in "$dev" "vivid" "YUYV" "640x480" "brightness"; do
 	grep -qF -- "$want" <<<"$out" || { echo "FAIL: 'fieldcap list' does not mention '$want'"; exit 1; }
 done
 
@@ -31,6 +31,8 @@ expect_usage_error "no such device" --cam /dev/video99 --duration 1s
 expect_usage_error "format 'H264'" --cam "$dev,format=H264" --duration 1s
 expect_usage_error "has no MJPG" --cam "$dev,format=MJPG" --duration 1s
 expect_usage_error "granted" --cam "$dev,size=650x480" --duration 1s
+expect_usage_error "no control 'nonsense'" --cam "$dev,ctrl.nonsense=1" --duration 1s
+expect_usage_error "outside" --cam "$dev,ctrl.brightness=1000" --duration 1s
 
 # vivid stamps the end of a frame one period after its tick, i.e. ahead of the dequeue: fieldcap
 # must not trust such a time (it falls back to the dequeue time). With "Timestamp Source" set to
@@ -38,7 +40,7 @@ expect_usage_error "granted" --cam "$dev,size=650x480" --duration 1s
 v4l2-ctl -d "$dev" -c timestamp_source=1
 trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true' EXIT
 session=$FIELDCAP_TEST_TMP/session
-"$fieldcap" --cam "$dev,size=640x480,fps=30,id=cam" --imu synthetic:200,id=imu --duration 4s --out "$session" -q
+"$fieldcap" --cam "$dev,size=640x480,fps=30,id=cam,ctrl.brightness=200" --imu synthetic:200,id=imu --duration 4s --out "$session" -q
 "$fieldcap" validate "$session"
 frames=$(wc -l < "$session/cam.timestamps.jsonl")
 probed=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames,codec_name,pix_fmt,width,height \
@@ -57,6 +59,7 @@ v4l2 = cam["v4l2"]
 print("sidecar:", json.dumps(v4l2))
 fails = []
 if v4l2["driver"] != "vivid": fails.append(f"driver {v4l2['driver']}")
+if v4l2["controls"].get("brightness", {}).get("granted") != 200: fails.append(f"brightness not applied: {v4l2['controls']}")
 if v4l2["frames_stamped_at_dequeue"] != 0: fails.append(f"{v4l2['frames_stamped_at_dequeue']} frames not stamped from vivid's monotonic timestamps")
 lines = [json.loads(l) for l in open(f"{session}/cam.timestamps.jsonl")]
 if [l["frame_number"] for l in lines] != list(range(len(lines))): fails.append("frame_number is not the index in the video")
@@ -82,3 +85,4 @@ fallback, written = cam["v4l2"]["frames_stamped_at_dequeue"], cam["written"]
 print(f"end-of-frame timestamps: {fallback} of {written} frames stamped at dequeue")
 sys.exit(0 if written > 0 and fallback == written else 1)
 PY
+v4l2-ctl -d "$dev" -c brightness=128 >/dev/null 2>&1 || true
