@@ -33,7 +33,7 @@ public final class SyncSession: @unchecked Sendable {
         /// Bytes collected per file before a `write(2)`.
         public var batchBytes: Int = 256 * 1024
         /// How long the writer sleeps when it finds the queue empty.
-        public var idlePollNs: UInt64 = 1_000_000
+        public var idlePollNs: UInt64 = 5_000_000
 
         public init() {}
 

@@ -20,7 +20,7 @@ public final class Recorder: @unchecked Sendable {
         /// Records the writer takes from one ring before looking at the next.
         public var batchLimit = 512
         /// How long the writer sleeps when every ring is empty.
-        public var idlePollNs: UInt64 = 1_000_000
+        public var idlePollNs: UInt64 = 5_000_000
         /// The longest time between two `RecordSink.sync` calls: what a crash can lose.
         public var syncIntervalNs: UInt64 = 1_000_000_000
 
