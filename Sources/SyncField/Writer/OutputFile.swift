@@ -12,28 +12,28 @@ import Musl
 /// holds whole lines up to the failure.
 ///
 /// Thread-bound (writer).
-final class OutputFile {
-    let path: String
+package final class OutputFile {
+    package let path: String
     let fd: Int32
-    let pending: ByteBuffer
-    private(set) var failure: SyncFieldError?
+    package let pending: ByteBuffer
+    package private(set) var failure: SyncFieldError?
     private var dirty = false
 
-    init(path: String, fd: Int32, batchBytes: Int) {
+    package init(path: String, fd: Int32, batchBytes: Int) {
         self.path = path
         self.fd = fd
         self.pending = ByteBuffer(capacity: batchBytes + 4096)
     }
 
     /// Creates (or truncates, as the SDK does) `path` for writing.
-    static func open(path: String) throws(SyncFieldError) -> Int32 {
+    package static func open(path: String) throws(SyncFieldError) -> Int32 {
         let fd = path.withCString { Glibc.open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         if fd < 0 { throw .ioFailure(path: path, operation: "open", errno: errno) }
         return fd
     }
 
     /// Writes what is pending.
-    func writePending() {
+    package func writePending() {
         guard pending.count > 0 else { return }
         defer { pending.removeAll() }
         guard failure == nil else { return }
@@ -64,7 +64,7 @@ final class OutputFile {
     }
 
     /// Makes what was written durable.
-    func sync() {
+    package func sync() {
         guard dirty, failure == nil else { return }
         dirty = false
         if fdatasync(fd) != 0 && errno != EINVAL {
@@ -72,7 +72,7 @@ final class OutputFile {
         }
     }
 
-    func close() {
+    package func close() {
         writePending()
         sync()
         // close is never retried: on Linux the descriptor is gone even when it reports EINTR.
