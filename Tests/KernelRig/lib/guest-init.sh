@@ -59,7 +59,7 @@ done < /ctl/shares
 
 rig_stage mounted
 # --- drivers (the host's kmod modprobe handles Debian's .ko.xz) ---
-in_root modprobe vivid n_devs=1 node_types=0x1 input_types=0x0 \
+in_root modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0 \
 	|| rig_error "modprobe vivid failed"
 in_root modprobe -a iio_dummy industrialio-sw-device iio-trig-hrtimer \
 	|| rig_error "modprobe iio_dummy industrialio-sw-device iio-trig-hrtimer failed"
@@ -71,7 +71,7 @@ mkdir "$N/sys/kernel/config/iio/devices/dummy/$RIG_IIO_DEVICE" \
 mkdir "$N/sys/kernel/config/iio/triggers/hrtimer/$RIG_IIO_TRIGGER" \
 	|| rig_error "cannot create the hrtimer trigger $RIG_IIO_TRIGGER"
 
-iio_dev='' iio_trig='' video=''
+iio_dev='' iio_trig='' video='' video2=''
 for d in "$N"/sys/bus/iio/devices/*; do
 	nm=
 	[ -r "$d/name" ] && read -r nm < "$d/name"
@@ -83,7 +83,10 @@ done
 for d in "$N"/sys/class/video4linux/video*; do
 	nm=
 	[ -r "$d/name" ] && read -r nm < "$d/name"
-	case "$nm" in vivid*) video=/dev/${d##*/}; break ;; esac
+	case "$nm" in
+		vivid-000*) video=/dev/${d##*/} ;;
+		vivid-001*) video2=/dev/${d##*/} ;;
+	esac
 done
 [ -n "$iio_dev" ] || rig_error "IIO device $RIG_IIO_DEVICE did not appear in /sys/bus/iio/devices"
 [ -n "$iio_trig" ] || rig_error "IIO trigger $RIG_IIO_TRIGGER did not appear in /sys/bus/iio/devices"
@@ -93,6 +96,7 @@ done
 cat > /ctl/guest-env.sh <<EOT
 export FIELDCAP_RIG=1
 export FIELDCAP_VIDEO_DEVICE=$video
+export FIELDCAP_VIDEO_DEVICE2=$video2
 export FIELDCAP_IIO_DEVICE=$RIG_IIO_DEVICE
 export FIELDCAP_IIO_DEVICE_SYSFS=$iio_dev
 export FIELDCAP_IIO_DEVICE_NODE=/dev/${iio_dev##*/}

@@ -9,7 +9,7 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
 reload() {
 	rmmod vivid 2>/dev/null || true
-	modprobe vivid n_devs=1 node_types=0x1 input_types=0x0
+	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
 	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
 }
 trap reload EXIT
