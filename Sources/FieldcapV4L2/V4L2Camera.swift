@@ -30,6 +30,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private let device: V4L2Device
     private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
     private let mapping = ClockMapping()
+
+    /// The MONOTONIC→RAW mapping as it stood at the end (bracket width, drift), for the sidecar.
+    public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
     /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).

@@ -56,6 +56,10 @@ struct Sidecar {
                     "controls": Dictionary(uniqueKeysWithValues: camera.appliedControls.map {
                         ($0.name, ["asked": $0.asked, "granted": $0.granted])
                     }),
+                    "clock_mapping": camera.clockMapping.map {
+                        ["from": "CLOCK_MONOTONIC", "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": $0.latestBracketNs,
+                         "offset_ns": $0.latestOffsetNs, "drift_ppm": $0.driftPPM] as [String: Any]
+                    } ?? [:],
                 ]
                 entry["timestamps"] = [
                     "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",

@@ -59,6 +59,9 @@ v4l2 = cam["v4l2"]
 print("sidecar:", json.dumps(v4l2))
 fails = []
 if v4l2["driver"] != "vivid": fails.append(f"driver {v4l2['driver']}")
+mapping = v4l2.get("clock_mapping", {})
+if not (0 < mapping.get("last_bracket_ns", 0) < 10_000_000 and abs(mapping.get("drift_ppm", 1e9)) < 1000):
+    fails.append(f"clock mapping statistics missing or implausible: {mapping}")
 if v4l2["controls"].get("brightness", {}).get("granted") != 200: fails.append(f"brightness not applied: {v4l2['controls']}")
 if v4l2["frames_stamped_at_dequeue"] != 0: fails.append(f"{v4l2['frames_stamped_at_dequeue']} frames not stamped from vivid's monotonic timestamps")
 lines = [json.loads(l) for l in open(f"{session}/cam.timestamps.jsonl")]
