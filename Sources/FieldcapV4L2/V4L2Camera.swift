@@ -228,7 +228,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 lastSequence = buffer.sequence
                 var capture = dequeued
                 let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-                if monotonic, let mapped = mapping.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
+                // One consistent read of the mapping serves both the time and its uncertainty.
+                let clockPair = mapping.snapshot
+                if monotonic, let mapped = clockPair?.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
                     UInt64(mapped) >= lastCapture
                 {
                     capture = UInt64(mapped)
@@ -240,7 +242,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 record.dequeueNs = dequeued
                 record.captureNs = capture
                 // The kernel stamps within its own tick; the bracket of the clock mapping adds to it.
-                record.uncertaintyNs = UInt64(max(1_000, mapping.snapshot?.latestBracketNs ?? 1_000))
+                record.uncertaintyNs = UInt64(max(1_000, clockPair?.latestBracketNs ?? 1_000))
                 record.bufferIndex = Int32(buffer.index)
                 record.bytesUsed = buffer.bytesused
                 record.deviceNs = kernelNs

@@ -90,12 +90,6 @@ public final class SPSCRing<Element: BitwiseCopyable>: @unchecked Sendable {
         return true
     }
 
-    /// Free slots as the producer last saw them (may be fewer than there really are).
-    public var producerFreeSpace: Int {
-        let position = tail.pointee.load(ordering: .relaxed)
-        return capacity - (position - head.pointee.load(ordering: .acquiring))
-    }
-
     // MARK: - Consumer
 
     /// Hands up to `limit` records to `body` in order, as at most two contiguous runs read in

@@ -83,14 +83,6 @@ public final class ByteBuffer {
 
     public func removeAll() { count = 0 }
 
-    /// Removes the first `n` bytes, keeping the rest.
-    public func removeFirst(_ n: Int) {
-        precondition(n >= 0 && n <= count)
-        if n == count { count = 0; return }
-        base.update(from: base + n, count: count - n)
-        count -= n
-    }
-
     /// The contents as an array (for tests and small files).
     public var array: [UInt8] { Array(bytes) }
 }
