@@ -24,6 +24,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// What the device granted (it may differ from what was asked).
     public let grantedFormat: VideoFormat
     public let grantedRate: Double
+    /// `uncertainty_ns` of a frame stamped at dequeue: one frame period (30 fps when unknown).
+    private var fallbackUncertaintyNs: UInt64 { UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30)) }
     public let identity: V4L2Device.Identity
     /// Controls set at setup, with the values the driver reported back.
     public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
@@ -227,6 +229,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 }
                 lastSequence = buffer.sequence
                 var capture = dequeued
+                // A dequeue time says only that the frame was done by then: one frame period is the
+                // honest bound while the capture keeps up (the frames log shows when it did not).
+                var uncertainty = fallbackUncertaintyNs
                 let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
                 // One consistent read of the mapping serves both the time and its uncertainty.
                 let clockPair = mapping.snapshot
@@ -234,6 +239,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     UInt64(mapped) >= lastCapture
                 {
                     capture = UInt64(mapped)
+                    // timeval truncates the kernel's time to a microsecond; the mapping adds its own.
+                    uncertainty = 1_000 + UInt64(clockPair!.uncertaintyNs(at: kernelNs))
                 } else {
                     untrustedTimestamps += 1
                 }
@@ -241,8 +248,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 record.sequence = UInt64(buffer.sequence &- firstSequence!)
                 record.dequeueNs = dequeued
                 record.captureNs = capture
-                // The kernel stamps within its own tick; the bracket of the clock mapping adds to it.
-                record.uncertaintyNs = UInt64(max(1_000, clockPair?.latestBracketNs ?? 1_000))
+                record.uncertaintyNs = uncertainty
                 record.bufferIndex = Int32(buffer.index)
                 record.bytesUsed = buffer.bytesused
                 record.deviceNs = kernelNs

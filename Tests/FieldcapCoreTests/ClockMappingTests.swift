@@ -86,6 +86,60 @@ struct ClockMappingTests {
         #expect(worstAfterSettling <= 10)
     }
 
+    @Test("the uncertainty bound holds: reads delayed anywhere inside their bracket never put the mapping further from the truth than it says",
+          arguments: [-500.0, 0.0, 250.0])
+    func uncertaintyBound(ppm: Double) {
+        var generator = SplitMix(seed: UInt64(bitPattern: Int64(ppm * 1000)) &+ 7)
+        let clocks = SlewedClocks()
+        clocks.ppm = ppm
+        let mapping = ClockMapping()
+        var worstRatio = 0.0
+        for _ in 0..<30 {
+            // A bracket of 100 ns to 15 µs, with the other clock read anywhere inside it.
+            let width = Int64(generator.next() % 15_000) + 100
+            let readAt = Int64(generator.next() % UInt64(width + 1))
+            let other = clocks.otherAt(raw: clocks.raw + readAt)
+            mapping.add(ClockPairSample(otherNs: other, rawNs: clocks.raw + width / 2, bracketNs: width))
+            let snapshot = mapping.snapshot!
+            for step in stride(from: Int64(-900_000_000), through: 1_500_000_000, by: 100_000_000) {
+                let raw = clocks.raw + step
+                let otherNs = clocks.otherAt(raw: raw)
+                let error = abs(snapshot.toRaw(otherNs) - raw)
+                let bound = snapshot.uncertaintyNs(at: otherNs)
+                #expect(error <= bound + 1, "\(ppm) ppm, \(step) ns from the latest sample: error \(error) ns, bound \(bound) ns")
+                worstRatio = max(worstRatio, Double(error) / Double(bound))
+            }
+            clocks.advance(1_000_000_000 + Int64(generator.next() % 50_000_000))
+        }
+        // The bound is not vacuous: the worst case comes within a factor of 20 of it.
+        #expect(worstRatio > 0.05)
+        // And it stays small: 1.5 s past the latest sample it is still under 30 µs.
+        let snapshot = mapping.snapshot!
+        #expect(snapshot.uncertaintyNs(at: snapshot.latestOtherNs + 1_500_000_000) < 30_000)
+    }
+
+    @Test("a step of the other clock (date -s) restarts the mapping from the next sample instead of bending the slope")
+    func step() {
+        let clocks = SlewedClocks()
+        clocks.ppm = 40
+        let mapping = ClockMapping()
+        for _ in 0..<3 {
+            mapping.add(clocks.reader.sample())
+            clocks.advance(100_000_000)
+        }
+        #expect(mapping.steps == 0)
+        clocks.other += 3_600_000_000_000  // an hour forward
+        mapping.add(clocks.reader.sample())
+        #expect(mapping.steps == 1)
+        // Right after the step: a constant offset from the new sample, no bogus slope.
+        let raw = clocks.raw + 50_000_000
+        #expect(abs(mapping.toRaw(clocks.otherAt(raw: raw))! - raw) <= 2_000)
+        clocks.advance(100_000_000)
+        mapping.add(clocks.reader.sample())
+        #expect(mapping.steps == 1)
+        #expect(abs(mapping.snapshot!.driftPPM + 40) < 0.5)
+    }
+
     @Test("readers never see a half-written sample")
     func seqlockConsistency() {
         let mapping = ClockMapping(maximumBracketNs: .max)
@@ -129,5 +183,18 @@ struct ClockMappingTests {
         // Bounded by the brackets (tens of ns when the machine is quiet; generous for a busy one).
         #expect(abs(error) <= 200_000, "mapped error \(error) ns, bracket \(check.bracketNs) ns")
         #expect(abs(mapping.snapshot!.driftPPM) < 1000)
+    }
+}
+
+/// A small deterministic generator, so a failing case can be replayed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -20,8 +20,16 @@ public final class ClockMapping: @unchecked Sendable {
     /// Samples whose bracket is wider than this are ignored (a preempted read).
     public let maximumBracketNs: Int64
 
-    public init(maximumBracketNs: Int64 = 20_000) {
+    /// A sample whose offset is further than this from where the mapping predicted it is a step
+    /// of the other clock (`date -s`, `clock_settime`), not a slew: the kernel slews at most
+    /// 500 ppm, 0.5 ms a second. The mapping restarts from that sample.
+    public let stepThresholdNs: Int64
+    /// Steps seen so far. Adder-bound.
+    public private(set) var steps = 0
+
+    public init(maximumBracketNs: Int64 = 20_000, stepThresholdNs: Int64 = 2_000_000) {
         self.maximumBracketNs = maximumBracketNs
+        self.stepThresholdNs = stepThresholdNs
         words = .allocate(capacity: 6)
         for index in 0..<6 { (words + index).initialize(to: Atomic(0)) }
     }
@@ -35,6 +43,11 @@ public final class ClockMapping: @unchecked Sendable {
     @discardableResult
     public func add(_ sample: ClockPairSample) -> Bool {
         guard sample.bracketNs <= maximumBracketNs else { return false }
+        var stepped = false
+        if count > 0, let predicted = snapshot, abs(predicted.toRaw(sample.otherNs) - sample.rawNs) > stepThresholdNs {
+            stepped = true
+            steps += 1
+        }
         let v = version.load(ordering: .relaxed)
         version.store(v + 1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
@@ -44,6 +57,7 @@ public final class ClockMapping: @unchecked Sendable {
         words[4].store(sample.offsetNs, ordering: .relaxed)
         words[5].store(sample.bracketNs, ordering: .relaxed)
         if count < 2 { count += 1 }
+        if stepped { count = 1 }
         if count == 1 {
             // With one sample, "previous" is the same sample: a constant offset until the next.
             for index in 0..<3 { words[index].store(words[index + 3].load(ordering: .relaxed), ordering: .relaxed) }
@@ -59,6 +73,7 @@ public final class ClockMapping: @unchecked Sendable {
         public var latestOtherNs: Int64
         public var latestOffsetNs: Int64
         public var latestBracketNs: Int64
+        public var previousBracketNs: Int64
 
         /// The other clock's rate error against RAW, in parts per million (RAW runs this much
         /// faster than the other clock).
@@ -76,6 +91,21 @@ public final class ClockMapping: @unchecked Sendable {
             let offset = Double(latestOffsetNs) + slope * Double(otherNs - latestOtherNs)
             return otherNs + Int64(offset.rounded())
         }
+
+        /// How far `toRaw(otherNs)` can be from the truth while the other clock keeps the rate it
+        /// had between the two samples: each sample's offset is known to half its bracket, and the
+        /// slope through them to the sum of those halves over their span, which grows with the
+        /// distance from the latest sample. A change of rate since the latest sample (an NTP
+        /// daemon changing its mind) is not covered: it shows as drift in the next sample. With a
+        /// single sample the rate is unknown and bounded by the kernel's limit, 500 ppm.
+        public func uncertaintyNs(at otherNs: Int64) -> Int64 {
+            let latestHalf = (latestBracketNs + 1) / 2
+            let span = latestOtherNs - previousOtherNs
+            // One sample gives no rate: the kernel lets NTP slew a clock by at most 500 ppm.
+            guard span > 0 else { return latestHalf + (abs(otherNs - latestOtherNs) + 1_999) / 2_000 }
+            let slopeError = Double(previousBracketNs + latestBracketNs) / 2 / Double(span)
+            return latestHalf + Int64((slopeError * Double(abs(otherNs - latestOtherNs))).rounded(.up))
+        }
     }
 
     /// The latest consistent snapshot, or nil before the first sample. Any thread; lock-free.
@@ -87,12 +117,12 @@ public final class ClockMapping: @unchecked Sendable {
             if before & 1 == 1 { continue }
             let values = (
                 words[0].load(ordering: .relaxed), words[1].load(ordering: .relaxed), words[3].load(ordering: .relaxed),
-                words[4].load(ordering: .relaxed), words[5].load(ordering: .relaxed))
+                words[4].load(ordering: .relaxed), words[5].load(ordering: .relaxed), words[2].load(ordering: .relaxed))
             atomicMemoryFence(ordering: .acquiring)
             if version.load(ordering: .relaxed) == before {
                 return Snapshot(
                     previousOtherNs: values.0, previousOffsetNs: values.1, latestOtherNs: values.2,
-                    latestOffsetNs: values.3, latestBracketNs: values.4)
+                    latestOffsetNs: values.3, latestBracketNs: values.4, previousBracketNs: values.5)
             }
         }
     }
