@@ -28,10 +28,13 @@ let package = Package(
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
         .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "FieldcapCore"]),
+        // libiio 0.24 (Debian: libiio-dev) for IIO IMUs.
+        .systemLibrary(name: "CIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
+        .target(name: "FieldcapIIO", dependencies: ["CIIO", "FieldcapCore", "SyncField"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -48,6 +51,7 @@ let package = Package(
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField"]),
+        .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField"]),
         .testTarget(
             name: "FieldcapCLITests",

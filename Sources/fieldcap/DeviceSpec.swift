@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapIIO
 import FieldcapV4L2
 
 /// One `--cam` or `--imu` argument: a device and its options.
@@ -8,7 +9,7 @@ import FieldcapV4L2
 ///     synthetic:1280x720@30               size and rate in the short form
 ///     synthetic:1000,id=imu_wrist         IMU rate 1000 Hz, stream id imu_wrist
 ///     /dev/video0,size=1280x720,fps=30,format=YUYV,id=cam_left
-///     iio:device0,rate=1000               (V4L2 and IIO devices arrive with their issues)
+///     iio:device0,rate=1000,channels=accel+anglvel,trigger=trig0,clock=keep
 struct DeviceSpec: Equatable {
     enum Kind: String { case camera = "--cam", imu = "--imu" }
 
@@ -18,7 +19,7 @@ struct DeviceSpec: Equatable {
 
     /// Plus `ctrl.NAME` for V4L2 camera controls.
     static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers"]
-    static let imuKeys: Set<String> = ["id", "rate", "channels"]
+    static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock"]
 
     init(kind: Kind, argument: String) throws {
         self.kind = kind
@@ -109,10 +110,28 @@ struct DeviceSpec: Equatable {
                         id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
                         pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8, controls: controls)
                 } catch let error as V4L2Error {
-                    throw ValidationError("--cam \(error)")
+                    throw DeviceSetupError(message: "--cam \(error)")
                 }
             }
-            throw ValidationError("--imu \(device): IIO IMUs are not supported by this build yet; record from synthetic sources with --imu synthetic:200")
+            var iio = IIOIMU.Options(rate: try positiveNumber("rate", limit: 100_000), trigger: options["trigger"])
+            if let list = options["channels"] {
+                let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
+                guard !names.contains(where: \.isEmpty) else {
+                    throw ValidationError("--imu \(device): channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel")
+                }
+                iio.channels = names
+            }
+            switch options["clock"] {
+            case nil, "raw": break
+            case "keep": iio.keepTimestampClock = true
+            case let other?:
+                throw ValidationError("--imu \(device): clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)")
+            }
+            do {
+                return try IIOIMU(id: id, device: device, options: iio)
+            } catch {
+                throw DeviceSetupError(message: "--imu \(error)")
+            }
         }
         switch kind {
         case .camera:
@@ -124,12 +143,19 @@ struct DeviceSpec: Equatable {
                 id: id, width: size.width, height: size.height, rate: try positiveNumber("fps", limit: 1000) ?? 30,
                 bufferCount: try count("buffers", range: 2...64) ?? 8)
         case .imu:
-            if options["channels"] != nil {
-                throw ValidationError("\(kind.rawValue) synthetic: the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ",")); drop channels=")
+            if options["channels"] != nil || options["trigger"] != nil || options["clock"] != nil {
+                throw ValidationError("\(kind.rawValue) synthetic: channels, trigger and clock are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
             }
             return SyntheticIMU(id: id, rate: try positiveNumber("rate", limit: 100_000) ?? 200)
         }
     }
+}
+
+/// A device that exists but cannot be set up as asked (missing, busy, refused a format, rate or
+/// channel). Not a usage mistake, so the command prints the one line without the usage text.
+struct DeviceSetupError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }
 
 /// `10s`, `500ms`, `2m`, `1h`, or plain seconds.

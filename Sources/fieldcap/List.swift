@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapIIO
 import FieldcapV4L2
 
 struct List: ParsableCommand {
@@ -36,9 +37,45 @@ struct List: ParsableCommand {
               synthetic  moving colour-bar test pattern, YUYV; any even WIDTHxHEIGHT, any rate
                          --cam synthetic:1280x720@30,id=cam_left
             IMUs
+            """)
+        listIIO()
+        print("""
               synthetic  \(SyntheticIMU.channelNames.joined(separator: ", ")) (m/s², rad/s); 1 to 100000 Hz
                          --imu synthetic:1000,id=imu
-            IIO IMUs arrive with their issue; this build records V4L2 cameras and synthetic sources.
             """)
+    }
+
+    private func listIIO() {
+        let devices = IIODevice.all()
+        if devices.isEmpty { print("  (no IIO devices)") }
+        for (id, name) in devices {
+            do {
+                let device = try IIODevice(id)
+                var facts = [device.hasBuffer ? "buffered capture" : "no buffer (cannot be recorded)"]
+                if device.takesTrigger { facts.append("trigger: \(device.currentTrigger ?? "none attached")") }
+                if let clock = device.timestampClock { facts.append("timestamp clock: \(clock)") }
+                if let rate = device.samplingFrequency { facts.append("rate: \(rate) Hz") }
+                print("  \(id)  \(name)  \(facts.joined(separator: ", "))")
+                let available = device.samplingFrequenciesAvailable
+                if !available.isEmpty { print("    rates: \(available.map { "\($0)" }.joined(separator: ", ")) Hz") }
+                for channel in device.channels where !channel.isOutput {
+                    var line = "    \(channel.id)"
+                    if channel.id == "timestamp" {
+                        line += "  (the sample's kernel timestamp)"
+                    } else {
+                        line += "  \(channel.kind.unit)"
+                        if channel.scale != 1 { line += ", scale \(channel.scale)" }
+                        if channel.offset != 0 { line += ", offset \(channel.offset)" }
+                    }
+                    line += channel.format.map { "  \($0)" } ?? (channel.isScanElement ? "" : "  (not bufferable)")
+                    print(line)
+                }
+            } catch {
+                print("  \(id)  \(name)  not usable: \(error)")
+            }
+        }
+        let triggers = IIODevice.triggers()
+        print("  triggers: " + (triggers.isEmpty ? "none (fieldcap makes an hrtimer trigger when configfs allows)" : triggers.map { "\($0.name) (\($0.id))" }.joined(separator: ", ")))
+        print("    --imu iio:device0,rate=1000  or  --imu NAME,channels=accel+anglvel,trigger=TRIGGER")
     }
 }

@@ -14,11 +14,14 @@ struct Record: ParsableCommand {
               --cam synthetic:1280x720@30,id=cam_left     a synthetic camera (moving test pattern, YUYV)
               --imu synthetic:1000,id=imu                  a synthetic IMU (accelerometer + gyroscope)
               --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (`fieldcap list` shows its sizes and rates)
-              --imu iio:device0,rate=1000                  an IIO IMU (not in this build yet)
+              --imu iio:device0,rate=1000                  an IIO IMU by id or name (`fieldcap list`)
 
             Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers,
             and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
-            IMU options: id, rate, channels.
+            IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel ids like
+            accel_x, or kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
+            (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw, the
+            default, sets the device's timestamp clock to monotonic_raw; keep maps its clock).
             Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under --root
@@ -108,7 +111,16 @@ struct Record: ParsableCommand {
 
     func run() throws {
         let logger = Logger(label: "fieldcap")
-        let sources = try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
+        let sources: [CaptureSource]
+        do {
+            sources = try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
+        } catch {
+            // One line, and the usage status: the command line asked for something the device
+            // lacks, or gave a device option a value it cannot take.
+            guard let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message else { throw error }
+            FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+            throw ExitCode(64)
+        }
         let host = resolvedHostId
         let startedWall = Date()
         let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)

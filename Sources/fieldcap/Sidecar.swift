@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapIIO
 import FieldcapV4L2
 import Foundation
 import SyncField
@@ -22,6 +23,48 @@ struct Sidecar {
             withUnsafeBytes(of: &value) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         }
         return "\(field(&names.sysname)) \(field(&names.release)) \(field(&names.version)) \(field(&names.machine))"
+    }
+
+    static func iioEntry(_ imu: IIOIMU) -> [String: Any] {
+        var timeSource: String
+        switch imu.timeSource {
+        case .kernelRaw: timeSource = "timestamp channel in monotonic_raw"
+        case .kernelMapped(let clock): timeSource = "timestamp channel in \(clock), mapped into CLOCK_MONOTONIC_RAW"
+        case .extrapolated: timeSource = "no timestamp channel: extrapolated back from each read (T - (N-1-i) * period)"
+        }
+        var entry: [String: Any] = [
+            "device_id": imu.device.id, "name": imu.device.name, "granted_rate": imu.grantedRate,
+            "trigger": imu.trigger ?? NSNull(), "time_source": timeSource, "samples_read": imu.samplesRead,
+            "timeline_gaps": ["events": imu.gapEvents, "samples_missing": imu.timelineGaps.count,
+                              "records": imu.timelineGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
+            "non_increasing_times": imu.nonIncreasingTimes,
+            "channels": imu.valueChannels.map {
+                ["name": $0.name, "kernel_channel": $0.kernelChannel, "unit": $0.unit, "scale": $0.scale,
+                 "offset": $0.offset, "scan_format": $0.format] as [String: Any]
+            },
+        ]
+        if case .kernelMapped(let clock) = imu.timeSource {
+            entry["clock_steps"] = imu.clockSteps
+            entry["clock_mapping"] = imu.clockMapping.map {
+                ["from": clock, "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": $0.latestBracketNs,
+                 "offset_ns": $0.latestOffsetNs, "drift_ppm": $0.driftPPM] as [String: Any]
+            } ?? [:]
+        }
+        return entry
+    }
+
+    static func iioTimestamps(_ imu: IIOIMU) -> [String: String] {
+        switch imu.timeSource {
+        case .kernelRaw:
+            return ["capture_ns": "the sample's own timestamp channel, stamped by the kernel in CLOCK_MONOTONIC_RAW",
+                    "uncertainty_ns": "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included"]
+        case .kernelMapped:
+            return ["capture_ns": "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (steps of the clock are detected)",
+                    "uncertainty_ns": "1 µs plus the clock mapping's bound (half the latest pair's bracket plus the slope's error over the distance from it)"]
+        case .extrapolated:
+            return ["capture_ns": "CLOCK_MONOTONIC_RAW at the read, minus one period per sample still to come in that read",
+                    "uncertainty_ns": "one sample period"]
+        }
     }
 
     func write() throws {
@@ -63,9 +106,10 @@ struct Sidecar {
                 ]
                 entry["timestamps"] = [
                     "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
-                    "uncertainty_ns": "the width of the clock pair's bracket, at least 1 µs; the driver's own stamping latency is not included",
+                    "uncertainty_ns": "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the bracket of the latest clock pair, plus the slope's error over the distance from it); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
                 ]
             }
+            if let imu = source as? IIOIMU { entry["iio"] = Self.iioEntry(imu); entry["timestamps"] = Self.iioTimestamps(imu) }
             if let error = stream.captureError { entry["ended_early"] = error }
             return entry
         }

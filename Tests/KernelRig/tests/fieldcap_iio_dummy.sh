@@ -1,0 +1,138 @@
+#!/bin/bash
+# rig-timeout: 200
+# fieldcap against the real IIO dummy driver and an hrtimer trigger:
+# - `fieldcap list` shows the device, its channels with units and scales, and the triggers;
+# - bad input (unknown device, channel or trigger, a rate the trigger refuses) gives one clear
+#   line, exit 64, and leaves the device as it was;
+# - 1 kHz for 10 s: every sample decoded with the device's scale and offset into the expected
+#   SI values, capture_ns strictly increasing inside the CLOCK_MONOTONIC_RAW window, and the
+#   samples written plus the gaps counted account for the whole timeline (under QEMU's software
+#   emulation the hrtimer itself misses ticks at 1 kHz; iio_readdev sees the same);
+# - with the timestamp clock kept at realtime and stepped an hour forward during capture
+#   (`date -s`), the recorded times stay in MONOTONIC_RAW without a jump;
+# - without a rate or trigger, fieldcap makes its own hrtimer trigger and removes it afterwards.
+set -euo pipefail
+dev=${FIELDCAP_IIO_DEVICE:?not in the kernel rig guest}
+D=${FIELDCAP_IIO_DEVICE_SYSFS:?}
+trig=${FIELDCAP_IIO_TRIGGER:?}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+
+out=$("$fieldcap" list)
+sed -n '/^IMUs/,$p' <<<"$out" | head -12
+for want in "iio:device0  $dev" "accel_x  m/s²" "voltage0  V, scale" "le:s64/64>>0" "$trig (trigger"; do
+	grep -qF -- "$want" <<<"$out" || { echo "FAIL: 'fieldcap list' does not show '$want'"; exit 1; }
+done
+
+state() { echo "trigger='$(cat "$D/trigger/current_trigger")' clock=$(cat "$D/current_timestamp_clock") buffer=$(cat "$D/buffer/enable")"; }
+before=$(state)
+expect_usage_error() { # expect_usage_error WANTED_TEXT ARGS...
+	local want=$1; shift
+	local err status=0
+	err=$("$fieldcap" "$@" --duration 1s --out "$FIELDCAP_TEST_TMP/never" 2>&1 >/dev/null) || status=$?
+	[ "$status" = 64 ] || { echo "FAIL: fieldcap $* exited $status, wanted 64: $err"; exit 1; }
+	[ "$(wc -l <<<"$err")" = 1 ] || { echo "FAIL: fieldcap $* printed more than one line: $err"; exit 1; }
+	grep -qF -- "$want" <<<"$err" || { echo "FAIL: fieldcap $*: '$err' lacks '$want'"; exit 1; }
+	[ ! -e "$FIELDCAP_TEST_TMP/never" ] || { echo "FAIL: fieldcap $* left a session directory behind"; exit 1; }
+	[ "$(state)" = "$before" ] || { echo "FAIL: fieldcap $* changed the device: $(state), was $before"; exit 1; }
+	echo "ok: fieldcap $* -> $err"
+}
+expect_usage_error "no such device" --imu nosuchimu
+expect_usage_error "no such device" --imu iio:device9
+expect_usage_error "no such channel" --imu "$dev,channels=accel_x+gyro_q"
+expect_usage_error "no such trigger" --imu "$dev,trigger=nosuchtrigger"
+expect_usage_error "refused" --imu "$dev,trigger=$trig,rate=0.0001"
+expect_usage_error "clock 'utc'" --imu "$dev,clock=utc"
+expect_usage_error "no such device" --imu "$trig"  # a trigger is not a capture device
+
+raw_now() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))'; }
+
+# --- 1 kHz for 10 s -----------------------------------------------------------------------
+session=$FIELDCAP_TEST_TMP/imu1k
+t0=$(raw_now)
+"$fieldcap" --imu "$dev,rate=1000,trigger=$trig,channels=voltage0+accel_x,id=imu" --duration 10s --out "$session" -q
+t1=$(raw_now)
+"$fieldcap" validate -q "$session"
+[ "$(state)" = "$before" ] || { echo "FAIL: the device was not put back: $(state), was $before"; exit 1; }
+/usr/bin/python3 - "$session" "$t0" "$t1" "$D" <<'PY'
+import json, sys
+session, t0, t1, sysfs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+def attr(name, default):
+    try: return float(open(f"{sysfs}/{name}").read())
+    except OSError: return default
+# What the dummy's fixed raw readings (voltage0 7, accel_x 344) must decode to, from its own
+# sysfs scale and offset: voltage in V (the kernel's mV / 1000), acceleration in m/s².
+want = {"voltage0": (7 + attr("in_voltage0_offset", 0)) * attr("in_voltage0_scale", 1) / 1000,
+        "accel_x": (344 + attr("in_accel_x_offset", 0)) * attr("in_accel_x_scale", attr("in_accel_scale", 1))}
+fails = []
+lines = [json.loads(l) for l in open(f"{session}/imu.jsonl")]
+stamps = [json.loads(l) for l in open(f"{session}/imu.timestamps.jsonl")]
+info = json.load(open(f"{session}/fieldcap.json"))["streams"][0]
+iio = info["iio"]
+missing = iio["timeline_gaps"]["samples_missing"]
+times = [l["capture_ns"] for l in lines]
+span = round((times[-1] - times[0]) / 1e6) + 1
+print(f"{len(lines)} samples, {iio['timeline_gaps']['events']} gaps missing {missing}; timeline {span} periods; "
+      f"time source: {iio['time_source']}; rate {iio['granted_rate']} Hz")
+if iio["granted_rate"] != 1000: fails.append(f"granted rate {iio['granted_rate']}")
+if "monotonic_raw" not in iio["time_source"]: fails.append(f"time source {iio['time_source']}")
+if not 9000 <= span <= 10500: fails.append(f"the timeline spans {span} ms, not about 10 s")
+# Every loss is reported: written + missing covers the timeline. A late tick followed by an early
+# one also counts as a gap (over 1.5 periods), and the emulated hrtimer jitters: allow 5% over.
+accounted = len(lines) + missing
+if not 0.99 * span <= accounted <= 1.05 * span: fails.append(f"{len(lines)} written + {missing} missing does not account for {span} periods")
+if missing > 0.2 * span: fails.append(f"{missing} of {span} samples missing")
+if [l["capture_ns"] for l in stamps] != times or [l["frame_number"] for l in stamps] != list(range(len(lines))):
+    fails.append("the timestamps file and the sensor file disagree")
+if any(b <= a for a, b in zip(times, times[1:])): fails.append("capture_ns is not strictly increasing")
+if times[0] < t0 or times[-1] > t1: fails.append(f"capture_ns {times[0]}..{times[-1]} outside the RAW window {t0}..{t1}")
+for name, value in want.items():
+    bad = [l["channels"][name] for l in lines if abs(l["channels"][name] - value) > 1e-9 * max(1, abs(value))]
+    if bad: fails.append(f"{name}: {len(bad)} samples differ from {value}, e.g. {bad[0]}")
+print("decoded:", {k: lines[0]["channels"][k] for k in want}, "expected:", want)
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+
+# --- realtime kept, stepped an hour forward mid-capture ------------------------------------
+echo realtime > "$D/current_timestamp_clock"
+session=$FIELDCAP_TEST_TMP/imu-step
+t0=$(raw_now)
+"$fieldcap" --imu "$dev,rate=200,trigger=$trig,channels=accel_x,clock=keep,id=imu" --duration 6s --out "$session" -q &
+recorder=$!
+for _ in $(seq 100); do [ -s "$session/imu.timestamps.jsonl" ] && break; sleep 0.1; done
+sleep 1
+date -s "@$(( $(date +%s) + 3600 ))" >/dev/null
+wait "$recorder"
+date -s "@$(( $(date +%s) - 3600 ))" >/dev/null
+t1=$(raw_now)
+"$fieldcap" validate -q "$session"
+/usr/bin/python3 - "$session" "$t0" "$t1" <<'PY'
+import json, sys
+session, t0, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+times = [json.loads(l)["capture_ns"] for l in open(f"{session}/imu.timestamps.jsonl")]
+iio = json.load(open(f"{session}/fieldcap.json"))["streams"][0]["iio"]
+gaps = [(b - a) / 1e6 for a, b in zip(times, times[1:])]
+print(f"{len(times)} samples; time source: {iio['time_source']}; clock steps seen: {iio['clock_steps']}; "
+      f"largest interval {max(gaps):.2f} ms, smallest {min(gaps):.3f} ms")
+fails = []
+if "realtime" not in iio["time_source"]: fails.append(f"time source {iio['time_source']}")
+if iio["clock_steps"] < 1: fails.append("the step of CLOCK_REALTIME was not seen")
+if min(gaps) <= 0: fails.append("capture_ns goes backwards")
+if max(gaps) > 100: fails.append(f"a {max(gaps):.1f} ms jump in capture_ns")
+if times[0] < t0 or times[-1] > t1: fails.append(f"capture_ns outside the RAW window of the capture")
+if len(times) < 600: fails.append(f"only {len(times)} samples in 6 s at 200 Hz")
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+echo monotonic_raw > "$D/current_timestamp_clock"; echo realtime > "$D/current_timestamp_clock"
+
+# --- no rate, no trigger: fieldcap's own hrtimer trigger ----------------------------------
+session=$FIELDCAP_TEST_TMP/imu-auto
+"$fieldcap" --imu "$dev,id=imu" --duration 2s --out "$session" -q
+"$fieldcap" validate -q "$session"
+used=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["streams"][0]["iio"]["trigger"])' "$session/fieldcap.json")
+echo "made and used trigger $used; configfs now: $(ls /sys/kernel/config/iio/triggers/hrtimer/ | tr '\n' ' ')"
+[ "$used" = "fieldcap-iio-device0" ] || { echo "FAIL: used trigger $used"; exit 1; }
+[ ! -e "/sys/kernel/config/iio/triggers/hrtimer/$used" ] || { echo "FAIL: trigger $used left behind"; exit 1; }
+[ "$(state)" = "$before" ] || { echo "FAIL: the device was not put back: $(state), was $before"; exit 1; }
