@@ -91,6 +91,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     private var restoreClock: String?
     private var restored = false
     private var buffer: OpaquePointer?
+    /// Samples one read can take: about a quarter of a second.
+    private var samplesPerRead: Int { max(16, min(65_536, Int(grantedRate / 4))) }
 
     /// Sets the device up for capture. Throws a one-line error naming the device and what to do.
     public init(id: String, device name: String, options: Options = Options()) throws(IIOError) {
@@ -293,10 +295,13 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         for channel in device.channels where channel.isScanElement { iio_channel_disable(channel.pointer) }
         for channel in selected { iio_channel_enable(channel.pointer) }
         if let timestampChannel { iio_channel_enable(timestampChannel.pointer) }
-        // Wake about 100 times a second; keep about a second in the kernel's buffer (libiio
-        // makes it four times the read size) so a slow writer never loses samples there.
+        // Without a timestamp channel the read time is the time base: wake about 100 times a
+        // second at the watermark. Keep about a second in the kernel's buffer (libiio makes it
+        // four times the read size) so a slow writer never loses samples there.
         let perWakeup = max(1, Int(grantedRate / 100))
-        let samplesPerRead = max(16, min(65_536, Int(grantedRate / 4)))
+        // The watermark must not exceed the buffer's length, which libiio sets only as it
+        // enables the buffer: set that first, to the same value libiio will write.
+        try? Sysfs.write("\(device.sysfsPath)/buffer/length", String(4 * samplesPerRead), device: label)
         try? Sysfs.write("\(device.sysfsPath)/buffer/watermark", String(min(perWakeup, samplesPerRead)), device: label)
         let savedStderr = dup(2)
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
@@ -329,8 +334,15 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         let timestampOffset = timestampChannel.map { iio_buffer_first(buffer, $0.pointer)! - start }
 
         if let clockReader { mapping.add(clockReader.sample()) }
-        var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        // The kernel wakes a buffer's pollers at every sample, whatever the watermark. When the
+        // samples carry their own timestamps the read time does not matter: wait on the stop
+        // signal alone and read what has come every 100 ms, ten wake-ups a second instead of
+        // one per sample. Without timestamps, wait on the device (the read time is the time).
+        let waitOnDevice = timestampChannel == nil
+        var pollers = [pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        let watched: nfds_t = waitOnDevice ? 2 : 1
+        var moreWaiting = false
         var record = CaptureRecord()
         var sequence: UInt64 = 0
         var lastCapture: UInt64 = 0
@@ -341,16 +353,22 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                 throw IIOError(code: .stalled, device: label, operation: "capture",
                                hint: "no sample for \(stallTimeoutNs / 1_000_000) ms: the device or its trigger stopped")
             }
-            let ready = poll(&pollers, 2, 200)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw IIOError.system("poll", device: label, errno: errno)
-            }
-            if ready == 0 || pollers[0].revents == 0 { continue }
-            if pollers[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                throw IIOError(code: .gone, device: label, operation: "poll", errno: ENODEV, hint: "the device is gone (unplugged?)")
+            if !moreWaiting {
+                let ready = poll(&pollers, watched, waitOnDevice ? 200 : 100)
+                if ready < 0 {
+                    if errno == EINTR { continue }
+                    throw IIOError.system("poll", device: label, errno: errno)
+                }
+                if stop.isRequested { break }
+                if waitOnDevice {
+                    if pollers[1].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                        throw IIOError(code: .gone, device: label, operation: "poll", errno: ENODEV, hint: "the device is gone (unplugged?)")
+                    }
+                    if pollers[1].revents == 0 { continue }
+                }
             }
             let read = iio_buffer_refill(buffer)
+            moreWaiting = false
             if read == -Int(EAGAIN) { continue }
             if read < 0 { throw IIOError.system("read samples", device: label, errno: Int32(-read)) }
             let dequeued = MonotonicClock.now()
@@ -372,6 +390,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             let end = iio_buffer_end(buffer)!
             let step = iio_buffer_step(buffer)
             let count = step > 0 ? (end - first) / step : 0
+            // A full read may have left more in the kernel's buffer: read again at once.
+            moreWaiting = count >= samplesPerRead
             for index in 0..<count {
                 let scan = UnsafeRawPointer(first + index * step)
                 var capture: UInt64

@@ -133,6 +133,10 @@ struct Record: ParsableCommand {
         sessionOptions.syncInterval = syncEvery.seconds
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
+        // The writers wake every 20 ms when idle rather than 5: each wake-up costs on a small CPU,
+        // and 20 ms is far inside the slack of the rings (4096 records) and of a camera's buffers.
+        recorderOptions.idlePollNs = 20_000_000
+        sessionOptions.idlePollNs = 20_000_000
         let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
         let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session), options: recorderOptions)
