@@ -49,8 +49,10 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
-        .testTarget(name: "SyncFieldTests", dependencies: ["SyncField"]),
-        .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField"]),
+        // What several test targets share (a seeded random source).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),
+        .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField"]),
         .testTarget(

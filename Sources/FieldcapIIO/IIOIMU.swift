@@ -426,7 +426,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                         let missing = Int((Double(capture - lastCapture) / period).rounded()) - 1
                         if missing > 0 {
                             gapEvents += 1
-                            for lost in 0..<min(missing, 1_000_000) { timelineGaps.record(sequence + UInt64(lost)) }
+                            timelineGaps.record(from: sequence, count: min(missing, 1_000_000))
                             sequence += UInt64(missing)
                         }
                     }

@@ -217,12 +217,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
                 // Sequence gaps are frames the kernel lost.
                 if let first = firstSequence {
-                    var missing = buffer.sequence &- lastSequence &- 1
-                    var lost = UInt64(lastSequence &- first) + 1
-                    while missing > 0 && missing < 1_000_000 {
-                        sequenceGaps.record(lost)
-                        lost += 1
-                        missing -= 1
+                    let missing = buffer.sequence &- lastSequence &- 1
+                    if missing > 0 && missing < 1_000_000 {
+                        sequenceGaps.record(from: UInt64(lastSequence &- first) + 1, count: Int(missing))
                     }
                 } else {
                     firstSequence = buffer.sequence

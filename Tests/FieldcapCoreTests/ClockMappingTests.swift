@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import FieldcapCore
 
@@ -89,7 +90,7 @@ struct ClockMappingTests {
     @Test("the uncertainty bound holds: reads delayed anywhere inside their bracket never put the mapping further from the truth than it says",
           arguments: [-500.0, 0.0, 250.0])
     func uncertaintyBound(ppm: Double) {
-        var generator = SplitMix(seed: UInt64(bitPattern: Int64(ppm * 1000)) &+ 7)
+        var generator = SplitMix64(seed: UInt64(bitPattern: Int64(ppm * 1000)) &+ 7)
         let clocks = SlewedClocks()
         clocks.ppm = ppm
         let mapping = ClockMapping()
@@ -183,18 +184,5 @@ struct ClockMappingTests {
         // Bounded by the brackets (tens of ns when the machine is quiet; generous for a busy one).
         #expect(abs(error) <= 200_000, "mapped error \(error) ns, bracket \(check.bracketNs) ns")
         #expect(abs(mapping.snapshot!.driftPPM) < 1000)
-    }
-}
-
-/// A small deterministic generator, so a failing case can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

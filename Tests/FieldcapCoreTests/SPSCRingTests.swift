@@ -121,6 +121,22 @@ struct SPSCRingTests {
         #expect(drops.droppedRuns == [1...2, 5...5, 9...30])
     }
 
+    @Test("a run counted at once is the same as its records counted one by one")
+    func dropRunsAtOnce() {
+        let oneByOne = DropCounter(runCapacity: 3)
+        let atOnce = DropCounter(runCapacity: 3)
+        let runs: [(UInt64, Int)] = [(1, 2), (3, 4), (10, 1), (20, 1000), (2000, 3), (3000, 0), (4000, 7)]
+        for (first, count) in runs {
+            for offset in 0..<count { oneByOne.record(first + UInt64(offset)) }
+            atOnce.record(from: first, count: count)
+        }
+        #expect(atOnce.count == oneByOne.count)
+        #expect(atOnce.distinctRuns == oneByOne.distinctRuns)
+        #expect(atOnce.droppedRuns == oneByOne.droppedRuns)
+        #expect(atOnce.firstAndLast! == oneByOne.firstAndLast!)
+        #expect(atOnce.droppedRuns == [1...6, 10...10, 20...4006])
+    }
+
     @Test("a producer whose consumer stalls never waits: it drops exactly what does not fit")
     func producerNeverWaits() {
         let ring = SPSCRing<Record64>(minimumCapacity: 1024)
