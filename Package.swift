@@ -19,7 +19,9 @@ let package = Package(
     targets: [
         .target(name: "SyncField"),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
-        .target(name: "FieldcapCore", dependencies: ["SyncField"]),
+        .target(
+            name: "FieldcapCore",
+            dependencies: ["SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         // FFmpeg's libavformat (Debian: libavformat-dev) for the Matroska video files.
         .systemLibrary(
             name: "CFFmpeg", pkgConfig: "libavformat",

@@ -36,11 +36,7 @@ struct Record: ParsableCommand {
             """
     )
 
-    @Option(name: .customLong("cam"), help: ArgumentHelp("A camera to record (repeatable).", valueName: "SPEC"))
-    var cameras: [String] = []
-
-    @Option(name: .customLong("imu"), help: ArgumentHelp("An IMU to record (repeatable).", valueName: "SPEC"))
-    var imus: [String] = []
+    @OptionGroup var devices: DeviceArguments
 
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String?
@@ -63,12 +59,6 @@ struct Record: ParsableCommand {
     @Flag(help: "Print progress as one JSON object per line on stdout, for rigs and scripts.")
     var json = false
 
-    var specs: [DeviceSpec] {
-        get throws {
-            try cameras.map { try DeviceSpec(kind: .camera, argument: $0) } + imus.map { try DeviceSpec(kind: .imu, argument: $0) }
-        }
-    }
-
     var resolvedHostId: String {
         if let hostId { return hostId }
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
@@ -76,51 +66,18 @@ struct Record: ParsableCommand {
     }
 
     func validate() throws {
-        if cameras.isEmpty && imus.isEmpty {
-            throw ValidationError("nothing to record: give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
-        }
         if let problem = StreamID.problem(with: resolvedHostId) {
             throw ValidationError("--host-id '\(resolvedHostId)' cannot be used: \(problem)")
         }
-        var ids: Set<String> = []
-        for (spec, id) in zip(try specs, try streamIds()) {
-            if let problem = StreamID.problem(with: id) {
-                throw ValidationError("\(spec.kind.rawValue) \(spec.device): stream id '\(id)' cannot be used: \(problem)")
-            }
-            guard ids.insert(id).inserted else {
-                throw ValidationError("stream id '\(id)' is used twice; give each --cam and --imu its own id=")
-            }
-            // Synthetic sources are checked here; devices are opened (and checked) in run().
-            if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
-        }
+        try devices.validateDevices(verb: "record")
         if let out, FileManager.default.fileExists(atPath: out) {
             throw ValidationError("--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
         }
     }
 
-    func streamIds() throws -> [String] {
-        var cameraIndex = 0, imuIndex = 0
-        return try specs.map { spec in
-            if let id = spec.options["id"] { return id }
-            switch spec.kind {
-            case .camera: defer { cameraIndex += 1 }; return "cam\(cameraIndex)"
-            case .imu: defer { imuIndex += 1 }; return "imu\(imuIndex)"
-            }
-        }
-    }
-
     func run() throws {
         let logger = Logger(label: "fieldcap")
-        let sources: [CaptureSource]
-        do {
-            sources = try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
-        } catch {
-            // One line, and the usage status: the command line asked for something the device
-            // lacks, or gave a device option a value it cannot take.
-            guard let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message else { throw error }
-            FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
-            throw ExitCode(64)
-        }
+        let sources = try devices.makeSources()
         let host = resolvedHostId
         let startedWall = Date()
         let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)

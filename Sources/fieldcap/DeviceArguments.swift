@@ -1,0 +1,62 @@
+import ArgumentParser
+import FieldcapCore
+import Foundation
+import SyncField
+
+/// The `--cam` and `--imu` options, shared by `fieldcap record` and `fieldcap bench jitter`.
+struct DeviceArguments: ParsableArguments {
+    @Option(name: .customLong("cam"), help: ArgumentHelp("A camera (repeatable).", valueName: "SPEC"))
+    var cameras: [String] = []
+
+    @Option(name: .customLong("imu"), help: ArgumentHelp("An IMU (repeatable).", valueName: "SPEC"))
+    var imus: [String] = []
+
+    var specs: [DeviceSpec] {
+        get throws {
+            try cameras.map { try DeviceSpec(kind: .camera, argument: $0) } + imus.map { try DeviceSpec(kind: .imu, argument: $0) }
+        }
+    }
+
+    /// Stream ids: `id=` where given, else cam0, cam1, ... and imu0, imu1, ...
+    func streamIds() throws -> [String] {
+        var cameraIndex = 0, imuIndex = 0
+        return try specs.map { spec in
+            if let id = spec.options["id"] { return id }
+            switch spec.kind {
+            case .camera: defer { cameraIndex += 1 }; return "cam\(cameraIndex)"
+            case .imu: defer { imuIndex += 1 }; return "imu\(imuIndex)"
+            }
+        }
+    }
+
+    /// Checks what can be checked without opening devices: something to capture, usable and
+    /// distinct stream ids, synthetic sources' options.
+    func validateDevices(verb: String) throws {
+        if cameras.isEmpty && imus.isEmpty {
+            throw ValidationError("nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
+        }
+        var ids: Set<String> = []
+        for (spec, id) in zip(try specs, try streamIds()) {
+            if let problem = StreamID.problem(with: id) {
+                throw ValidationError("\(spec.kind.rawValue) \(spec.device): stream id '\(id)' cannot be used: \(problem)")
+            }
+            guard ids.insert(id).inserted else {
+                throw ValidationError("stream id '\(id)' is used twice; give each --cam and --imu its own id=")
+            }
+            // Synthetic sources are checked here; devices are opened (and checked) by makeSources.
+            if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
+        }
+    }
+
+    /// Opens and sets up every device. A device that cannot be used as asked is one line on
+    /// stderr and exit status 64 (a usage error), without the usage text.
+    func makeSources() throws -> [CaptureSource] {
+        do {
+            return try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
+        } catch {
+            guard let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message else { throw error }
+            FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+            throw ExitCode(64)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+@testable import FieldcapCore
+
+@Suite("Jitter statistics")
+struct StreamJitterTests {
+    private func record(_ sequence: UInt64, capture: UInt64, dequeue: UInt64) -> CaptureRecord {
+        var record = CaptureRecord()
+        record.sequence = sequence
+        record.captureNs = capture
+        record.dequeueNs = dequeue
+        return record
+    }
+
+    @Test("interval errors against the nominal period, signed extremes, latency, and intervals across a gap left out")
+    func knownIntervals() {
+        var jitter = StreamJitter(id: "cam", nominalRate: 100)  // 10 ms
+        // Capture times every 10 ms except one 10.5 ms and one 9.8 ms interval; dequeue 300 µs late,
+        // except one dequeue 2 ms late. Record 5 is missing (a gap the statistics skip).
+        let captures: [UInt64] = [0, 10_000_000, 20_500_000, 30_300_000, 40_300_000, 60_300_000]
+        let sequences: [UInt64] = [0, 1, 2, 3, 4, 6]
+        for (index, capture) in captures.enumerated() {
+            let late: UInt64 = index == 3 ? 2_000_000 : 300_000
+            jitter.add(record(sequences[index], capture: capture + 1_000_000_000, dequeue: capture + 1_000_000_000 + late))
+        }
+        #expect(jitter.records == 6)
+        #expect(jitter.sequenceGaps == 1)
+        let capture = jitter.captureIntervalError
+        #expect(capture.count == 4)  // the interval across the gap is not counted
+        #expect(capture.minNs == -200_000)
+        #expect(capture.maxNs == 500_000)
+        let dequeue = jitter.dequeueIntervalError
+        #expect(dequeue.minNs == -1_700_000)  // dequeued at 32.3 ms, then 40.6 ms
+        #expect(dequeue.maxNs == 1_500_000)
+        let latency = jitter.dequeueLatency
+        #expect(latency.count == 6)
+        #expect(latency.minNs == 300_000 && latency.maxNs == 2_000_000)
+        #expect(abs(latency.medianNs - 300_000) <= 300)  // 3 significant digits
+        #expect(jitter.series.count == 4)
+        #expect(jitter.series.map(\.captureErrorNs) == [0, 500_000, -200_000, 0])
+    }
+
+    @Test("the plotted series stays within its capacity, evenly thinned, however long the run")
+    func boundedSeries() {
+        var jitter = StreamJitter(id: "imu", nominalRate: 1000, seriesCapacity: 100)
+        for index in 0..<10_000 as Range<UInt64> {
+            jitter.add(record(index, capture: index * 1_000_000, dequeue: index * 1_000_000 + 50_000))
+        }
+        #expect(jitter.series.count <= 100)
+        #expect(jitter.series.count >= 50)
+        let times = jitter.series.map(\.seconds)
+        #expect(times.first! < 0.2 && times.last! > 9.5)
+        let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(steps.max()! <= 2.01 * steps.min()!)
+        #expect(jitter.captureIntervalError.count == 9_999)
+    }
+}
