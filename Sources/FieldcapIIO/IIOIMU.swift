@@ -74,6 +74,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// Samples whose time was not after the previous one's (moved just past it, counted).
     public private(set) var nonIncreasingTimes = 0
     public private(set) var samplesRead = 0
+    /// Setup found the buffer left enabled by a recorder that died, and disabled it.
+    public private(set) var reclaimedStaleBuffer = false
     /// Steps of the timestamp clock seen during capture (`date -s`).
     public var clockSteps: Int { mapping.steps }
     public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
@@ -146,8 +148,19 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         timestampChannel = scan.first { $0.id == "timestamp" && $0.format?.storageBits == 64 }
 
         if Sysfs.read("\(device.sysfsPath)/buffer/enable") == "1" {
-            throw IIOError(code: .busy, device: label, operation: "buffered capture", errno: EBUSY,
-                           hint: "its buffer is already enabled: another program is capturing from it")
+            // Enabled: either another program is reading it (then its character device, which the
+            // kernel lets one process open at a time, is busy) or a recorder died with it enabled
+            // (SIGKILL, a crash), which leaves it enabled with nobody reading: take it back.
+            let fd = open("/dev/\(device.id)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw errno == EBUSY
+                    ? IIOError(code: .busy, device: label, operation: "buffered capture", errno: EBUSY,
+                               hint: "its buffer is already enabled: another program is capturing from it")
+                    : IIOError.system("open /dev/\(device.id)", device: label, errno: errno)
+            }
+            close(fd)
+            try Sysfs.write("\(device.sysfsPath)/buffer/enable", "0", device: label)
+            reclaimedStaleBuffer = true
         }
 
         // What setup changes is put back if a later step fails (and when capture ends).

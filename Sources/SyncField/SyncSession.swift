@@ -361,7 +361,7 @@ public final class SyncSession: @unchecked Sendable {
 
     /// Writes `bytes` to `path` through a temporary file, fsync and rename, so the file is
     /// either the old one or the whole new one.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let temporary = path + ".tmp"
         let fd = try OutputFile.open(path: temporary)
         let file = OutputFile(path: temporary, fd: fd, batchBytes: bytes.count)

@@ -96,6 +96,8 @@ struct Record: ParsableCommand {
         sessionOptions.idlePollNs = 20_000_000
         let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
+        try Sidecar.writeStart(
+            hostId: host, syncPoint: syncPoint, sources: sources, directory: directory, linkDirectory: session.outputDir.path)
         let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session), options: recorderOptions)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])

@@ -38,6 +38,7 @@ struct Sidecar {
             "timeline_gaps": ["events": imu.gapEvents, "samples_missing": imu.timelineGaps.count,
                               "records": imu.timelineGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
             "non_increasing_times": imu.nonIncreasingTimes,
+            "reclaimed_buffer_left_enabled": imu.reclaimedStaleBuffer,
             "channels": imu.valueChannels.map {
                 ["name": $0.name, "kernel_channel": $0.kernelChannel, "unit": $0.unit, "scale": $0.scale,
                  "offset": $0.offset, "scan_format": $0.format] as [String: Any]
@@ -67,27 +68,56 @@ struct Sidecar {
         }
     }
 
+    /// What a stream is, as known at start: enough for `fieldcap recover` to finish a session.
+    static func streamEntry(_ descriptor: StreamDescriptor) -> [String: Any] {
+        var entry: [String: Any] = [
+            "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
+            "nominal_rate": descriptor.nominalRate,
+        ]
+        if let format = descriptor.videoFormat {
+            entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
+            entry["video_path"] = "\(descriptor.id).mkv"
+            entry["frames_path"] = "\(descriptor.id).frames.ndjson"
+        }
+        if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
+        return entry
+    }
+
+    /// `fieldcap.json` as recording starts, with `"state": "recording"`: the host id, the sync
+    /// point and the streams, which is what `fieldcap recover` needs if the process never gets
+    /// to write the rest (SIGKILL, a power cut). `write()` replaces it at the end.
+    /// `linkDirectory` is the directory as the session's `link()` paths spell it (the manifest
+    /// gives each video's path as it was linked).
+    static func writeStart(hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], directory: String, linkDirectory: String) throws {
+        let document: [String: Any] = [
+            "fieldcap_version": Fieldcap.version, "state": "recording", "host_id": hostId,
+            "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+            "streams": sources.map { source in
+                var entry = streamEntry(source.descriptor)
+                if source.descriptor.kind == .video { entry["linked_path"] = "\(linkDirectory)/\(source.descriptor.id).mkv" }
+                return entry
+            },
+        ]
+        try store(document, directory: directory)
+    }
+
+    static func store(_ document: [String: Any], directory: String) throws {
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        try SyncSession.writeAtomically(Array(data) + [UInt8(ascii: "\n")], to: "\(directory)/fieldcap.json")
+    }
+
     func write() throws {
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
-            let descriptor = source.descriptor
-            var entry: [String: Any] = [
-                "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
-                "nominal_rate": descriptor.nominalRate, "written": stream.written,
-                // Records are the source's own sequence numbers (frames or samples since start).
-                "drops": ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
-                "timestamps": [
-                    "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
-                    "uncertainty_ns": "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",
-                ],
+            var entry = Self.streamEntry(source.descriptor)
+            entry["written"] = stream.written
+            // Records are the source's own sequence numbers (frames or samples since start).
+            entry["drops"] = ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }]
+            entry["timestamps"] = [
+                "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
+                "uncertainty_ns": "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",
             ]
-            if let format = descriptor.videoFormat {
-                entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
-                entry["video_path"] = "\(descriptor.id).mkv"
-                entry["frames_path"] = "\(descriptor.id).frames.ndjson"
-            }
-            if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
             if let camera = source as? V4L2Camera {
                 entry["v4l2"] = [
                     "driver": camera.identity.driver, "card": camera.identity.card, "bus": camera.identity.bus,
@@ -121,11 +151,10 @@ struct Sidecar {
             "started_utc": iso.string(from: startedWall),
             "stopped_utc": iso.string(from: stoppedWall),
             "stop_reason": stopReason,
+            "state": "complete",
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": streams,
         ]
-        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
-        let path = "\(directory)/fieldcap.json"
-        try (data + Data("\n".utf8)).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try Self.store(document, directory: directory)
     }
 }

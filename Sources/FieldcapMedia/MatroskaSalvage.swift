@@ -1,0 +1,52 @@
+import CFFmpeg
+import FieldcapCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Rewrites a Matroska file that was never finished (the recorder was killed) into one that
+/// plays to its last complete frame: every whole frame is read back with libavformat and written
+/// again, at its own time, through `MatroskaWriter`, which closes the file properly (index,
+/// duration). A frame cut short by the end of the file is left out: a raw frame must have its
+/// format's exact size, an MJPEG frame must end with its end-of-image marker.
+public enum MatroskaSalvage {
+    /// Salvages `path` in place and returns how many frames it now holds. A file without even a
+    /// readable header becomes a valid file with no frames.
+    public static func salvage(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) -> Int {
+        let temporary = path + ".salvage"
+        let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
+        var input: UnsafeMutablePointer<AVFormatContext>?
+        if avformat_open_input(&input, path, nil, nil) == 0, let context = input {
+            defer { avformat_close_input(&input) }
+            if avformat_find_stream_info(context, nil) >= 0 && context.pointee.nb_streams > 0 {
+                try copyFrames(from: context, into: writer, format: format)
+            }
+        }
+        try writer.finish()
+        guard rename(temporary, path) == 0 else {
+            throw MediaError(path: path, operation: "rename", code: errno, message: String(cString: strerror(errno)))
+        }
+        return writer.frameCount
+    }
+
+    private static func copyFrames(
+        from context: UnsafeMutablePointer<AVFormatContext>, into writer: MatroskaWriter, format: VideoFormat
+    ) throws(MediaError) {
+        let expectedBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        let timeBase = context.pointee.streams[0]!.pointee.time_base
+        guard let packet = av_packet_alloc() else { return }
+        var owned: UnsafeMutablePointer<AVPacket>? = packet
+        defer { av_packet_free(&owned) }
+        while av_read_frame(context, packet) >= 0 {
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == 0, let data = packet.pointee.data else { continue }
+            let bytes = UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size))
+            if let expectedBytes, bytes.count != expectedBytes { break }
+            if expectedBytes == nil && !(bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9) { break }
+            let pts = packet.pointee.pts == Int64.min ? packet.pointee.dts : packet.pointee.pts
+            let ns = av_rescale_q(max(0, pts), timeBase, AVRational(num: 1, den: 1_000_000_000))
+            try writer.writeFrame(bytes, captureNs: UInt64(ns))
+        }
+    }
+}

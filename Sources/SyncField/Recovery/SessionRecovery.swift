@@ -1,0 +1,81 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Finishing a session whose writer never got to `stop()` (SIGKILL, a power cut): cut the
+/// lines that did not reach the disk whole, then write the sync point and manifest that
+/// `stop()` would have written.
+public enum SessionRecovery {
+    /// What trimming did to one file.
+    public struct Trim: Equatable, Sendable {
+        /// Complete, well-formed lines kept.
+        public var keptLines: Int
+        /// Bytes removed from the end: a partial line, lines that do not parse (blocks a power
+        /// cut left unwritten read back as zeros or old data), lines over the limit.
+        public var cutBytes: Int
+    }
+
+    /// How far back from the end lines are parsed to find damage. Only data written after the
+    /// last `fdatasync` (at most a second of it) can be damaged, and it sits at the end.
+    public static let checkedTailBytes = 4 << 20
+
+    /// Keeps the complete, well-formed JSON lines of `path`, at most `limit` of them, and cuts
+    /// everything after (truncate and fsync). A missing file is zero lines, untouched.
+    public static func trimJSONLines(path: String, limit: Int? = nil) throws -> Trim {
+        guard FileManager.default.fileExists(atPath: path) else { return Trim(keptLines: 0, cutBytes: 0) }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        let newline = UInt8(ascii: "\n")
+        var cut = (data.lastIndex(of: newline).map { $0 + 1 }) ?? 0
+        // Parse the tail's complete lines; the first that does not parse ends the good part.
+        var start = max(0, cut - checkedTailBytes)
+        if start > 0, let lineStart = data[..<start].lastIndex(of: newline) { start = lineStart + 1 }
+        var position = start
+        while position < cut {
+            let end = data[position..<cut].firstIndex(of: newline)!
+            let line = data[position..<end]
+            if line.isEmpty || (try? JSONTextParser.parse(line)) == nil {
+                cut = position
+                break
+            }
+            position = end + 1
+        }
+        var kept = data[..<cut].reduce(0) { $1 == newline ? $0 + 1 : $0 }
+        if let limit, kept > limit {
+            var seen = 0
+            for index in data.indices where data[index] == newline {
+                seen += 1
+                if seen == limit { cut = index + 1; break }
+            }
+            if limit == 0 { cut = 0 }
+            kept = limit
+        }
+        let cutBytes = data.count - cut
+        if cutBytes > 0 {
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
+            defer { close(fd) }
+            guard ftruncate(fd, off_t(cut)) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "ftruncate", errno: errno) }
+            guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
+        }
+        return Trim(keptLines: kept, cutBytes: cutBytes)
+    }
+
+    /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced).
+    ///
+    /// - Parameters:
+    ///   - timestampCounts: lines in each stream's `{id}.timestamps.jsonl` after trimming.
+    ///   - recorded: the streams with a `{id}.jsonl` sensor file.
+    ///   - links: the paths the streams had `link()`ed.
+    public static func finish(
+        directory: String, syncPoint: SyncPoint, timestampCounts: [String: Int], recorded: Set<String>,
+        links: [String: String]
+    ) throws {
+        let manifest = SessionManifest(hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
+        try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/sync_point.json")
+        try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/manifest.json")
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import SyncField
+import Testing
+
+@Suite("fieldcap recover")
+struct RecoverCommandTests {
+    /// Every file of a directory and its bytes.
+    private func contents(_ directory: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)"))
+        }
+        return files
+    }
+
+    private func lines(_ path: String) -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+    }
+
+    @Test("SIGKILL at 20 random moments of a two-camera + IMU recording: every session recovers, validates, and keeps all but the last second")
+    func killedRecordings() throws {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            let out = freshPath("recover-kill")
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            var killedAtRaw: UInt64 = 0
+            let delay = UInt32.random(in: 300_000...2_000_000, using: &generator)
+            _ = try FieldcapProcess.run([
+                "--cam", "synthetic:160x120@30,id=cam_left", "--cam", "synthetic:160x120@30,id=cam_right",
+                "--imu", "synthetic:500,id=imu", "--out", out, "-q",
+            ]) { process in
+                let deadline = Date().addingTimeInterval(30)
+                while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline { usleep(10_000) }
+                usleep(delay)
+                killedAtRaw = MonotonicClock.now()
+                kill(process.processIdentifier, SIGKILL)
+            }
+            let result = try FieldcapProcess.run(["recover", out])
+            #expect(result.status == 0, "round \(round), killed \(delay / 1000) ms in: \(result.stdout) \(result.stderr)")
+            #expect(SessionValidator.validate(directory: out).isValid, "round \(round)")
+            let info = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json"))) as! [String: Any]
+            #expect(info["state"] as? String == "recovered")
+            for id in ["cam_left", "cam_right", "imu"] {
+                let stamps = lines("\(out)/\(id).timestamps.jsonl")
+                // Durable at least once a second: what is lost is at most the last second (plus
+                // the moment the writer needs to take a record from its ring).
+                if delay > 1_600_000 {
+                    let last = (stamps.last?["capture_ns"] as? NSNumber)?.uint64Value ?? 0
+                    #expect(last + 1_500_000_000 >= killedAtRaw, "round \(round) \(id): last kept line \(Double(killedAtRaw &- last) / 1e9) s before the kill")
+                }
+                if id.hasPrefix("cam") {
+                    // No timestamp line refers to a frame the video does not hold.
+                    let frames = ((info["recovery"] as! [String: Any])["streams"] as! [String: Any])[id] as! [String: Any]
+                    #expect(stamps.count <= frames["frames_in_video"] as! Int, "round \(round) \(id)")
+                }
+            }
+        }
+    }
+
+    @Test("a complete session and a directory fieldcap did not record are left untouched")
+    func healthyAndForeign() throws {
+        let out = freshPath("recover-healthy")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let recorded = try FieldcapProcess.run(["--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--duration", "1s", "--out", out, "-q"])
+        #expect(recorded.status == 0)
+        let before = try contents(out)
+        let healthy = try FieldcapProcess.run(["recover", out])
+        #expect(healthy.status == 0)
+        #expect(healthy.stdout.contains("nothing to recover"))
+        #expect(try contents(out) == before)
+
+        let foreign = try makeSession(streams: ["cam"])  // a SyncField session, not fieldcap's
+        defer { try? FileManager.default.removeItem(atPath: foreign) }
+        let foreignBefore = try contents(foreign)
+        let refused = try FieldcapProcess.run(["recover", foreign])
+        #expect(refused.status == 65)
+        #expect(refused.stderr.contains("is not a fieldcap session"))
+        #expect(try contents(foreign) == foreignBefore)
+        let missing = try FieldcapProcess.run(["recover", foreign + "-missing"])
+        #expect(missing.status == 64)
+    }
+}

@@ -1,0 +1,49 @@
+#!/bin/bash
+# rig-timeout: 420
+# SIGKILL at 20 random moments while fieldcap records two vivid cameras and the IIO dummy: every
+# session is completed by `fieldcap recover` and validates, no timestamp line refers to a frame
+# its video does not hold, every video decodes, and the next recording finds the IMU usable
+# again (the buffer the killed recorder left enabled is taken back).
+set -euo pipefail
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+dev2=${FIELDCAP_VIDEO_DEVICE2:?}
+imu=${FIELDCAP_IIO_DEVICE:?}
+trig=${FIELDCAP_IIO_TRIGGER:?}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+
+for round in $(seq 1 20); do
+	session=$FIELDCAP_TEST_TMP/kill-$round
+	"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam_a" --cam "$dev2,size=320x180,fps=30,id=cam_b" \
+		--imu "$imu,rate=200,trigger=$trig,id=imu" --out "$session" -q 2>"$session.err" &
+	recorder=$!
+	for _ in $(seq 200); do [ -s "$session/imu.timestamps.jsonl" ] && break; sleep 0.05; done
+	sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", r / 32767 * 3 }')"
+	kill -KILL "$recorder"
+	wait "$recorder" 2>/dev/null || true
+	if [ ! -s "$session/imu.timestamps.jsonl" ]; then
+		echo "FAIL: round $round: the recording never started: $(cat "$session.err")"; exit 1
+	fi
+	out=$("$fieldcap" recover "$session") || { echo "FAIL: round $round: recover: $out"; exit 1; }
+	"$fieldcap" validate -q "$session" || { echo "FAIL: round $round does not validate"; exit 1; }
+	/usr/bin/python3 - "$session" "$round" <<'PY'
+import json, subprocess, sys
+session, round_ = sys.argv[1], sys.argv[2]
+info = json.load(open(f"{session}/fieldcap.json"))
+notes = info["recovery"]["streams"]
+summary = []
+for cam in ("cam_a", "cam_b"):
+    stamps = sum(1 for _ in open(f"{session}/{cam}.timestamps.jsonl"))
+    frames = notes[cam]["frames_in_video"]
+    decoded = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                              "stream=nb_read_frames", "-of", "csv=p=0", f"{session}/{cam}.mkv"], capture_output=True, text=True)
+    if decoded.returncode != 0 or decoded.stderr.strip() or decoded.stdout.strip() != str(frames):
+        sys.exit(f"FAIL: round {round_}: {cam}.mkv: decoded {decoded.stdout.strip()} of {frames} frames; {decoded.stderr.strip()[:200]}")
+    if stamps > frames:
+        sys.exit(f"FAIL: round {round_}: {cam} has {stamps} timestamp lines for {frames} frames")
+    summary.append(f"{cam} {frames} frames/{stamps} stamped")
+summary.append(f"imu {notes['imu']['samples']} samples")
+print(f"round {round_}: " + ", ".join(summary))
+PY
+	rm -rf "$session"
+done

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import SyncField
+
+@Suite("Session recovery")
+struct SessionRecoveryTests {
+    private func file(_ contents: [UInt8]) throws -> String {
+        let path = NSTemporaryDirectory() + "/recovery-\(UUID().uuidString).jsonl"
+        try Data(contents).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    private let good = Array(#"{"capture_ns":1,"frame_number":0}"#.utf8) + [10] + Array(#"{"capture_ns":2,"frame_number":1}"#.utf8) + [10]
+
+    @Test("a partial last line is cut; complete lines stay byte for byte")
+    func partialLine() throws {
+        let path = try file(good + Array(#"{"capture_ns":3,"fra"#.utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let trim = try SessionRecovery.trimJSONLines(path: path)
+        #expect(trim == SessionRecovery.Trim(keptLines: 2, cutBytes: 20))
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == good)
+    }
+
+    @Test("lines a power cut left damaged (zeros, old bytes) are cut with everything after them")
+    func damagedTail() throws {
+        let zeros = [UInt8](repeating: 0, count: 300) + [10]
+        let path = try file(good + zeros + Array(#"{"capture_ns":9,"frame_number":2}"#.utf8) + [10])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try SessionRecovery.trimJSONLines(path: path).keptLines == 2)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == good)
+        let garbage = try file(good + Array("{\"capture_ns\":3,\"frame_number\":}\n".utf8))
+        defer { try? FileManager.default.removeItem(atPath: garbage) }
+        #expect(try SessionRecovery.trimJSONLines(path: garbage) == SessionRecovery.Trim(keptLines: 2, cutBytes: 33))
+    }
+
+    @Test("a limit keeps only the first lines; a healthy file is untouched; a missing file is no lines")
+    func limitsAndHealthy() throws {
+        let path = try file(good)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try SessionRecovery.trimJSONLines(path: path) == SessionRecovery.Trim(keptLines: 2, cutBytes: 0))
+        #expect(try SessionRecovery.trimJSONLines(path: path, limit: 5).keptLines == 2)
+        #expect(try SessionRecovery.trimJSONLines(path: path, limit: 1) == SessionRecovery.Trim(keptLines: 1, cutBytes: 34))
+        #expect(try SessionRecovery.trimJSONLines(path: path, limit: 0) == SessionRecovery.Trim(keptLines: 0, cutBytes: 34))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
+        #expect(try SessionRecovery.trimJSONLines(path: path + ".missing") == SessionRecovery.Trim(keptLines: 0, cutBytes: 0))
+    }
+}
