@@ -169,13 +169,17 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         let reader = ClockPairReader.host(CLOCK_MONOTONIC)
         mapping.add(reader.sample())
         let sampler = DedicatedThread(name: "fc-clk-\(descriptor.id)") { [mapping] in
+            // The second pair comes 100 ms after the first: until there are two, the mapping
+            // has an offset but no rate, and a slewed clock's error grows with every frame.
             var slept = 0
+            var interval = 100
             while !stop.isRequested {
                 usleep(50_000)
                 slept += 50
-                if slept >= 1000 {
+                if slept >= interval {
                     mapping.add(reader.sample())
                     slept = 0
+                    interval = 1000
                 }
             }
         }

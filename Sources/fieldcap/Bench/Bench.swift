@@ -2,6 +2,6 @@ import ArgumentParser
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure fieldcap itself: how good its timestamps are.",
-        subcommands: [Jitter.self])
+        abstract: "Measure fieldcap itself: how good its timestamps are, on devices and in simulation.",
+        subcommands: [Jitter.self, Simulate.self])
 }
