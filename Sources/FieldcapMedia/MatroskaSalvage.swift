@@ -14,6 +14,11 @@ public enum MatroskaSalvage {
     /// Salvages `path` in place and returns how many frames it now holds. A file without even a
     /// readable header becomes a valid file with no frames.
     public static func salvage(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) -> Int {
+        // libavformat reports the truncated end it will find ("File ended prematurely") on
+        // stderr; that is the expected state of such a file, and recover says what it kept.
+        let level = av_log_get_level()
+        av_log_set_level(AV_LOG_QUIET)
+        defer { av_log_set_level(level) }
         let temporary = path + ".salvage"
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
         var input: UnsafeMutablePointer<AVFormatContext>?
