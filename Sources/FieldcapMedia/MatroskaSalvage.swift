@@ -35,9 +35,37 @@ public enum MatroskaSalvage {
         return writer.frameCount
     }
 
+    /// The whole frames `path` holds, read without changing it (for a disk too full to rewrite
+    /// the file: it plays to that frame as it is).
+    public static func countFrames(path: String, format: VideoFormat) -> Int {
+        let level = av_log_get_level()
+        av_log_set_level(AV_LOG_QUIET)
+        defer { av_log_set_level(level) }
+        var input: UnsafeMutablePointer<AVFormatContext>?
+        guard avformat_open_input(&input, path, nil, nil) == 0, let context = input else { return 0 }
+        defer { avformat_close_input(&input) }
+        guard avformat_find_stream_info(context, nil) >= 0 && context.pointee.nb_streams > 0 else { return 0 }
+        var count = 0
+        forEachWholeFrame(in: context, format: format) { _, _ in count += 1 }
+        return count
+    }
+
     private static func copyFrames(
         from context: UnsafeMutablePointer<AVFormatContext>, into writer: MatroskaWriter, format: VideoFormat
     ) throws(MediaError) {
+        var failure: MediaError?
+        forEachWholeFrame(in: context, format: format) { bytes, ns in
+            guard failure == nil else { return }
+            do throws(MediaError) { try writer.writeFrame(bytes, captureNs: ns) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Calls `body` with each frame's bytes and time (ns from the first) until the first frame
+    /// cut short by the end of the file.
+    private static func forEachWholeFrame(
+        in context: UnsafeMutablePointer<AVFormatContext>, format: VideoFormat, _ body: (UnsafeRawBufferPointer, UInt64) -> Void
+    ) {
         let expectedBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let timeBase = context.pointee.streams[0]!.pointee.time_base
         guard let packet = av_packet_alloc() else { return }
@@ -51,7 +79,7 @@ public enum MatroskaSalvage {
             if expectedBytes == nil && !(bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9) { break }
             let pts = packet.pointee.pts == Int64.min ? packet.pointee.dts : packet.pointee.pts
             let ns = av_rescale_q(max(0, pts), timeBase, AVRational(num: 1, den: 1_000_000_000))
-            try writer.writeFrame(bytes, captureNs: UInt64(ns))
+            body(bytes, UInt64(ns))
         }
     }
 }

@@ -104,7 +104,7 @@ public final class MatroskaWriter {
     }
 
     private static func system(_ code: Int32, _ operation: String, path: String) -> MediaError {
-        MediaError(path: path, operation: operation, code: code, message: String(cString: strerror(code)) + " (errno \(code))")
+        MediaError(path: path, operation: operation, code: code, message: String(cString: strerror(code)))
     }
 
     // libavformat writes through these; `opaque` is the writer itself.

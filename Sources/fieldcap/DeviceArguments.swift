@@ -38,10 +38,10 @@ struct DeviceArguments: ParsableArguments {
         var ids: Set<String> = []
         for (spec, id) in zip(try specs, try streamIds()) {
             if let problem = StreamID.problem(with: id) {
-                throw ValidationError("\(spec.kind.rawValue) \(spec.device): stream id '\(id)' cannot be used: \(problem)")
+                throw ValidationError("\(spec.kind.rawValue) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
             }
             guard ids.insert(id).inserted else {
-                throw ValidationError("stream id '\(id)' is used twice; give each --cam and --imu its own id=")
+                throw ValidationError("stream id '\(id.printable)' is used twice; give each --cam and --imu its own id=")
             }
             // Synthetic sources are checked here; devices are opened (and checked) by makeSources.
             if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
@@ -58,5 +58,12 @@ struct DeviceArguments: ParsableArguments {
             FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
             throw ExitCode(64)
         }
+    }
+}
+
+extension String {
+    /// The text with control characters escaped (`\n`, `\u{7}`), so an error about it stays one line.
+    var printable: String {
+        String(unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }.joined())
     }
 }

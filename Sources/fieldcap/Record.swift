@@ -30,9 +30,14 @@ struct Record: ParsableCommand {
             {id}.jsonl, with manifest.json and sync_point.json (SyncField 0.1) and fieldcap.json
             (devices, formats, drops, why it stopped).
 
-            Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Exit status: 0 when every stream
-            recorded to the end, 3 when a stream ended early (the session is still valid),
-            1 on a failure, 64 for a usage error.
+            Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Recording also stops, cleanly,
+            when the disk's free space falls below --min-free (256M by default), or when the disk
+            fills up anyway: the session is finished and valid up to the last second. After a
+            crash or power cut, `fieldcap recover DIR` finishes the session.
+
+            Exit status: 0 when every stream recorded to the end, 3 when a stream ended early
+            (the session is still valid), 4 when the disk was full or below --min-free (the
+            session is still valid), 1 on another failure, 64 for a usage error.
             """
     )
 
@@ -53,6 +58,9 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Make everything durable (fdatasync) at least this often; a crash loses at most this much.", valueName: "DURATION"))
     var syncEvery: Duration = Duration(argument: "1s")!
 
+    @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M, 1G, 0 to fill it.", valueName: "SIZE"))
+    var minFree: ByteSize = ByteSize(bytes: 256 << 20)
+
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
     var quiet = false
 
@@ -67,7 +75,10 @@ struct Record: ParsableCommand {
 
     func validate() throws {
         if let problem = StreamID.problem(with: resolvedHostId) {
-            throw ValidationError("--host-id '\(resolvedHostId)' cannot be used: \(problem)")
+            throw ValidationError("--host-id '\(resolvedHostId.printable)' cannot be used: \(problem)")
+        }
+        if quiet && json {
+            throw ValidationError("--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one")
         }
         try devices.validateDevices(verb: "record")
         if let out, FileManager.default.fileExists(atPath: out) {
@@ -80,7 +91,14 @@ struct Record: ParsableCommand {
         let sources = try devices.makeSources()
         let host = resolvedHostId
         let startedWall = Date()
+        // Refuse before making anything when the disk is already below --min-free.
+        let target = out.map { ($0 as NSString).deletingLastPathComponent } ?? root
+        if let free = freeBytes(at: target.isEmpty ? "." : target) ?? freeBytes(at: "."), free < minFree.bytes {
+            FileHandle.standardError.write(Data("Error: only \(ByteSize(bytes: free)) free where the session would go (\(target.isEmpty ? "." : target)), below --min-free \(minFree): free some space, record elsewhere, or lower --min-free\n".utf8))
+            throw ExitCode(4)
+        }
         let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)
+        let reserve = DiskReserve(directory: directory)
 
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
@@ -110,6 +128,14 @@ struct Record: ParsableCommand {
             let elapsed = Double(MonotonicClock.now() - started) / 1e9
             if let duration, elapsed >= duration.seconds { break }
             let wait = min(0.5, (duration?.seconds ?? .infinity) - elapsed)
+            if recorder.hasFailed {
+                reason = "write failed"
+                break
+            }
+            if let free = freeBytes(at: directory), free < minFree.bytes {
+                reason = "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
+                break
+            }
             if let signal = signals.wait(seconds: max(0.001, wait)) {
                 reason = signal == SIGINT ? "SIGINT" : "SIGTERM"
                 break
@@ -119,14 +145,37 @@ struct Record: ParsableCommand {
         status.finishLine()
         if !quiet && !json { FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8)) }
 
-        let summary = try recorder.stop()
+        // Give back the reserve: the trailers, the manifest and the sidecar need room.
+        reserve.release()
+        var writeFailure: Error?
+        let summary: [Recorder.StreamSummary]
+        do {
+            summary = try recorder.stop()
+        } catch {
+            writeFailure = error
+            summary = recorder.finalSummary
+            reason = isDiskFull(error) ? "disk full (\(error))" : "write failed (\(error))"
+        }
         let elapsed = Double(MonotonicClock.now() - started) / 1e9
         try Sidecar(
             hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
-            sources: sources, summary: summary, directory: directory
+            sources: sources, summary: summary, directory: directory, linkDirectory: session.outputDir.path
         ).write()
+        if writeFailure != nil, let start = SessionStart(directory: directory) {
+            // Files stopped at different points: cut them back to what they all hold. The videos
+            // are only read (a full disk has no room to rewrite them); they play to that frame.
+            try SessionFinisher.finish(directory: directory, start: start, rewriteVideos: false, state: "stopped: \(reason)") { _ in }
+        }
         status.printSummary(summary, elapsed: elapsed, reason: reason)
         logger.info("stopped", metadata: ["reason": "\(reason)"])
+        if let writeFailure {
+            FileHandle.standardError.write(Data("Error: \(reason); the session holds what reached the disk and validates: \(directory)\n".utf8))
+            throw ExitCode(isDiskFull(writeFailure) ? 4 : 1)
+        }
+        if reason.hasPrefix("disk nearly full") {
+            if !quiet { FileHandle.standardError.write(Data("stopped: \(reason); the session is complete: \(directory)\n".utf8)) }
+            throw ExitCode(4)
+        }
         if summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
     }
 }

@@ -47,6 +47,30 @@ struct Recover: ParsableCommand {
             print("\(directory): the session is \(start.state) and valid; nothing to recover")
             return
         }
+        try SessionFinisher.finish(directory: directory, start: start, rewriteVideos: true, state: "recovered") { print($0) }
+
+        let report = SessionValidator.validate(directory: directory)
+        for problem in report.problems { print("\(directory)/\(problem)") }
+        if report.isValid {
+            print("\(directory): recovered; valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines")
+        } else {
+            print("\(directory): recovered, but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Brings a session's files into agreement after its recording ended without `stop()`
+/// finishing them (killed, or stopped by a full disk): the steps of `fieldcap recover`.
+enum SessionFinisher {
+    /// - Parameters:
+    ///   - rewriteVideos: rewrite each video to its last whole frame (it then plays as a finished
+    ///     file); without it the videos are only read, for a disk with no room to rewrite them.
+    ///   - state: what fieldcap.json's `state` becomes.
+    ///   - say: one line per stream on what was kept.
+    static func finish(
+        directory: String, start: SessionStart, rewriteVideos: Bool, state: String, say: (String) -> Void
+    ) throws {
         var counts: [String: Int] = [:]
         var recorded: Set<String> = []
         var links: [String: String] = [:]
@@ -54,14 +78,16 @@ struct Recover: ParsableCommand {
         for stream in start.streams {
             let base = "\(directory)/\(stream.id)"
             if let format = stream.format {
-                let frames = try MatroskaSalvage.salvage(path: "\(base).mkv", format: format, nominalRate: stream.nominalRate)
+                let frames = rewriteVideos
+                    ? try MatroskaSalvage.salvage(path: "\(base).mkv", format: format, nominalRate: stream.nominalRate)
+                    : MatroskaSalvage.countFrames(path: "\(base).mkv", format: format)
                 let stamps = try SessionRecovery.trimJSONLines(path: "\(base).timestamps.jsonl", limit: frames)
                 let log = try SessionRecovery.trimJSONLines(path: "\(base).frames.ndjson", limit: frames)
                 counts[stream.id] = stamps.keptLines
                 links[stream.id] = stream.linkedPath ?? "\(directory)/\(stream.id).mkv"
                 notes[stream.id] = ["frames_in_video": frames, "timestamp_lines": stamps.keptLines, "timestamps_cut_bytes": stamps.cutBytes,
                                     "frames_log_cut_bytes": log.cutBytes]
-                print("  \(stream.id): \(frames) frames in \(stream.id).mkv, \(stamps.keptLines) timestamp lines kept (\(stamps.cutBytes) bytes cut)")
+                say("  \(stream.id): \(frames) frames in \(stream.id).mkv, \(stamps.keptLines) timestamp lines kept (\(stamps.cutBytes) bytes cut)")
             } else {
                 // A sample is its timestamp line and its sensor line: keep the samples both hold.
                 let stamps = try SessionRecovery.trimJSONLines(path: "\(base).timestamps.jsonl")
@@ -73,23 +99,15 @@ struct Recover: ParsableCommand {
                 recorded.insert(stream.id)
                 let cut = stamps.cutBytes + stampsCut.cutBytes + sensor.cutBytes + sensorCut.cutBytes
                 notes[stream.id] = ["samples": samples, "cut_bytes": cut]
-                print("  \(stream.id): \(samples) samples kept (\(cut) bytes cut)")
+                say("  \(stream.id): \(samples) samples kept (\(cut) bytes cut)")
             }
         }
         try SessionRecovery.finish(directory: directory, syncPoint: start.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
-        var document = start.document
-        document["state"] = "recovered"
+        // The sidecar as it stands now (the end's, when the recorder got to write it).
+        var document = SessionStart(directory: directory)?.document ?? start.document
+        document["state"] = state
         document["recovery"] = ["recovered_utc": ISO8601DateFormatter().string(from: Date()), "was": start.state, "streams": notes]
         try Sidecar.store(document, directory: directory)
-
-        let report = SessionValidator.validate(directory: directory)
-        for problem in report.problems { print("\(directory)/\(problem)") }
-        if report.isValid {
-            print("\(directory): recovered; valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines")
-        } else {
-            print("\(directory): recovered, but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain")
-            throw ExitCode(1)
-        }
     }
 }
 

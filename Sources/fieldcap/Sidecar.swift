@@ -15,6 +15,8 @@ struct Sidecar {
     var sources: [CaptureSource]
     var summary: [Recorder.StreamSummary]
     var directory: String
+    /// The directory as the session's `link()` paths spell it.
+    var linkDirectory: String
 
     static var kernel: String {
         var names = utsname()
@@ -69,7 +71,7 @@ struct Sidecar {
     }
 
     /// What a stream is, as known at start: enough for `fieldcap recover` to finish a session.
-    static func streamEntry(_ descriptor: StreamDescriptor) -> [String: Any] {
+    static func streamEntry(_ descriptor: StreamDescriptor, linkDirectory: String) -> [String: Any] {
         var entry: [String: Any] = [
             "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
             "nominal_rate": descriptor.nominalRate,
@@ -78,6 +80,7 @@ struct Sidecar {
             entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
             entry["video_path"] = "\(descriptor.id).mkv"
             entry["frames_path"] = "\(descriptor.id).frames.ndjson"
+            entry["linked_path"] = "\(linkDirectory)/\(descriptor.id).mkv"
         }
         if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
         return entry
@@ -92,11 +95,7 @@ struct Sidecar {
         let document: [String: Any] = [
             "fieldcap_version": Fieldcap.version, "state": "recording", "host_id": hostId,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            "streams": sources.map { source in
-                var entry = streamEntry(source.descriptor)
-                if source.descriptor.kind == .video { entry["linked_path"] = "\(linkDirectory)/\(source.descriptor.id).mkv" }
-                return entry
-            },
+            "streams": sources.map { streamEntry($0.descriptor, linkDirectory: linkDirectory) },
         ]
         try store(document, directory: directory)
     }
@@ -110,7 +109,7 @@ struct Sidecar {
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
-            var entry = Self.streamEntry(source.descriptor)
+            var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
             entry["written"] = stream.written
             // Records are the source's own sequence numbers (frames or samples since start).
             entry["drops"] = ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }]

@@ -96,6 +96,24 @@ struct RecordCommandTests {
         (["--imu", "synthetic", "--duration", "0s"], "duration"),
         (["--imu", "synthetic", "--duration", "soon"], "duration"),
         (["--imu", "synthetic", "--frobnicate"], "frobnicate"),
+        (["--cam", "synthetic,fps=1e6"], "fps '1e6'"),
+        (["--cam", "synthetic:640x480@abc"], "fps 'abc'"),
+        (["--cam", "synthetic,buffers=1"], "buffers '1'"),
+        (["--cam", "synthetic,size=0x0"], "size '0x0'"),
+        (["--cam", "synthetic,size=99999x99999"], "size '99999x99999'"),
+        (["--cam", "synthetic,id=cam,id=other"], "'id' is given twice"),
+        (["--imu", "synthetic,rate=100,rate=200"], "'rate' is given twice"),
+        (["--cam", "synthetic", "--cam", "synthetic,id=cam0"], "'cam0' is used twice"),
+        (["--imu", "synthetic,id=x\u{7}y"], "'x\\u{07}y' cannot be used"),
+        (["--imu", "synthetic", "--host-id", "a\nb"], "--host-id 'a\\nb'"),
+        (["--imu", "synthetic", "--duration=-5s"], "duration"),
+        (["--imu", "synthetic", "--duration", "1000h"], "duration"),
+        (["--imu", "synthetic", "--sync-every", "0s"], "sync-every"),
+        (["--imu", "synthetic", "--min-free", "lots"], "min-free"),
+        (["--imu", "/dev/null"], "--imu /dev/null"),
+        (["--imu", "synthetic", "--out", "/etc/hostname"], "already exists"),
+        (["--imu", "synthetic", "--out", ""], "--out"),
+        (["--imu", "synthetic", "--quiet", "--json"], "--quiet and --json"),
     ] as [([String], String)])
     func badInvocation(arguments: [String], expected: String) throws {
         let root = freshPath("record-bad")
@@ -105,6 +123,15 @@ struct RecordCommandTests {
         let first = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
         #expect(first.contains(expected), "\(arguments): \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: root))
+    }
+
+    @Test("an output on a disk below --min-free is refused with one line and exit 4, and nothing is made")
+    func belowMinimumFree() throws {
+        let out = freshPath("record-min-free")
+        let result = try FieldcapProcess.run(["--imu", "synthetic", "--out", out, "--min-free", "1000T"])
+        #expect(result.status == 4)
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("below --min-free"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
     }
 
     @Test("an --out that exists is refused and left as it was")

@@ -58,6 +58,14 @@ public final class Recorder: @unchecked Sendable {
     /// Writer-bound until joined.
     private var written: [Int]
     private var writeError: Error?
+    private let failed = Atomic<Bool>(false)
+
+    /// Whether writing failed (a full disk, an I/O error): capture is stopping, and the caller
+    /// should call `stop()`. Any thread.
+    public var hasFailed: Bool { failed.load(ordering: .acquiring) }
+
+    /// What `stop()` found, also when it threw.
+    public private(set) var finalSummary: [StreamSummary] = []
 
     public init(sources: [CaptureSource], sink: RecordSink, options: Options = Options()) {
         self.sources = sources
@@ -97,15 +105,18 @@ public final class Recorder: @unchecked Sendable {
         for thread in captureThreads { thread.join() }
         writerThread?.join()
         writerThread = nil
-        let counts = try sink.close()
-        if let writeError { throw writeError }
-        return sources.enumerated().map { index, source in
+        var counts: [String: Int] = [:]
+        var closeError: Error?
+        do { counts = try sink.close() } catch { closeError = error }
+        finalSummary = sources.enumerated().map { index, source in
             let drops = rings[index].drops
             return StreamSummary(
                 id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
                 droppedRange: drops.firstAndLast.map { $0.first...$0.last }, droppedRuns: drops.droppedRuns,
                 captureError: captureErrors[index])
         }
+        if let error = writeError ?? closeError { throw error }
+        return finalSummary
     }
 
     /// Per stream: records written, waiting in the ring, and dropped so far (a snapshot for a
@@ -123,6 +134,7 @@ public final class Recorder: @unchecked Sendable {
             if MonotonicClock.now() &- lastSync >= options.syncIntervalNs && writeError == nil {
                 do { try sink.sync() } catch {
                     writeError = error
+                    failed.store(true, ordering: .releasing)
                     stopSignal.request()
                 }
                 lastSync = MonotonicClock.now()
@@ -140,6 +152,7 @@ public final class Recorder: @unchecked Sendable {
                             written[index] += 1
                         } catch {
                             writeError = error
+                            failed.store(true, ordering: .releasing)
                             stopSignal.request()
                         }
                         if record.bufferIndex >= 0 { sources[index].releaseBuffer(record.bufferIndex) }

@@ -9,7 +9,9 @@ import Musl
 /// Lines are collected in `pending` and leave it with `write(2)` when it passes the batch size
 /// or at each durability tick, which also `fdatasync`s. A failed write keeps the error
 /// (with path, operation and errno) and discards what follows for this file only, so the file
-/// holds whole lines up to the failure.
+/// holds whole lines up to the failure. A full disk (ENOSPC, EDQUOT) is the exception: the lines
+/// not written stay pending and each later write tries them again, so space freed before the
+/// file is closed (a recorder giving back its reserve as it stops) still takes them.
 ///
 /// Thread-bound (writer).
 package final class OutputFile {
@@ -18,6 +20,8 @@ package final class OutputFile {
     package let pending: ByteBuffer
     package private(set) var failure: SyncFieldError?
     private var dirty = false
+    /// The last write found the disk full; what it could not write is still pending.
+    private var waitingForSpace = false
 
     package init(path: String, fd: Int32, batchBytes: Int) {
         self.path = path
@@ -35,39 +39,59 @@ package final class OutputFile {
     /// Writes what is pending.
     package func writePending() {
         guard pending.count > 0 else { return }
-        defer { pending.removeAll() }
-        guard failure == nil else { return }
+        guard failure == nil || waitingForSpace else {
+            pending.removeAll()
+            return
+        }
         var offset = 0
         let bytes = pending.bytes
         while offset < bytes.count {
             let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                failure = .ioFailure(path: path, operation: "write", errno: errno)
-                truncateToWholeLines(unwritten: bytes, from: offset)
+                let code = errno
+                failure = failure ?? .ioFailure(path: path, operation: "write", errno: code)
+                let lineStart = truncateToWholeLines(unwritten: bytes, from: offset)
+                if code == ENOSPC || code == EDQUOT {
+                    // Keep the lines not written (from the cut line on) for the next attempt.
+                    waitingForSpace = true
+                    let rest = Array(bytes[lineStart...])
+                    pending.removeAll()
+                    pending.append(rest)
+                } else {
+                    waitingForSpace = false
+                    pending.removeAll()
+                }
                 return
             }
             offset += written
         }
+        pending.removeAll()
+        waitingForSpace = false
         dirty = true
     }
 
     /// After a short write, cuts the file back to its last complete line so a reader never
-    /// sees half a record.
-    private func truncateToWholeLines(unwritten bytes: UnsafeBufferPointer<UInt8>, from offset: Int) {
+    /// sees half a record. Returns where in `bytes` the cut line starts.
+    @discardableResult
+    private func truncateToWholeLines(unwritten bytes: UnsafeBufferPointer<UInt8>, from offset: Int) -> Int {
         var partial = 0
         var index = offset - 1
         while index >= 0 && bytes[index] != UInt8(ascii: "\n") { partial += 1; index -= 1 }
-        guard partial > 0 else { return }
+        guard partial > 0 else { return offset }
         let end = lseek(fd, 0, SEEK_CUR)
-        if end >= partial { _ = ftruncate(fd, end - off_t(partial)) }
+        if end >= partial {
+            _ = ftruncate(fd, end - off_t(partial))
+            _ = lseek(fd, end - off_t(partial), SEEK_SET)
+        }
+        return offset - partial
     }
 
     /// Makes what was written durable.
     package func sync() {
-        guard dirty, failure == nil else { return }
+        guard dirty else { return }
         dirty = false
-        if fdatasync(fd) != 0 && errno != EINVAL {
+        if fdatasync(fd) != 0 && errno != EINVAL && failure == nil {
             failure = .ioFailure(path: path, operation: "fdatasync", errno: errno)
         }
     }

@@ -1,0 +1,70 @@
+import ArgumentParser
+import FieldcapMedia
+import Foundation
+import SyncField
+
+/// A size on the command line: `256M`, `1G`, `500k`, `0`, or plain bytes.
+struct ByteSize: ExpressibleByArgument, Equatable, CustomStringConvertible {
+    var bytes: UInt64
+
+    init(bytes: UInt64) { self.bytes = bytes }
+
+    init?(argument: String) {
+        let units: [(Character, UInt64)] = [("k", 1 << 10), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)]
+        var text = argument
+        var scale: UInt64 = 1
+        if let last = text.last, let unit = units.first(where: { $0.0 == last }) {
+            scale = unit.1
+            text.removeLast()
+        }
+        guard let value = Double(text), value.isFinite, value >= 0, value * Double(scale) < 1e18 else { return nil }
+        bytes = UInt64(value * Double(scale))
+    }
+
+    var description: String {
+        for (suffix, size) in [("G", UInt64(1) << 30), ("M", 1 << 20), ("k", 1 << 10)] where bytes >= size {
+            return String(format: "%.1f%@", Double(bytes) / Double(size), suffix)
+        }
+        return "\(bytes)"
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+/// Free space on the filesystem holding `path`, for an unprivileged writer.
+func freeBytes(at path: String) -> UInt64? {
+    var stats = statvfs()
+    guard statvfs(path, &stats) == 0 else { return nil }
+    return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+}
+
+/// Space set aside in the session directory while recording, given back when the recording
+/// stops: however full the disk got, the video trailers, `manifest.json`, `sync_point.json` and
+/// `fieldcap.json` then have room to be written.
+final class DiskReserve {
+    static let bytes = 4 << 20
+    private let path: String
+    private var held: Bool
+
+    init(directory: String) {
+        path = "\(directory)/.fieldcap-reserve"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        held = fd >= 0 && posix_fallocate(fd, 0, off_t(Self.bytes)) == 0
+        if fd >= 0 { _ = fsync(fd); close(fd) }
+        if !held { unlink(path) }
+    }
+
+    func release() {
+        unlink(path)
+        held = false
+    }
+
+    deinit { release() }
+}
+
+/// Whether a write failed for want of space.
+func isDiskFull(_ error: Error) -> Bool {
+    if case SyncFieldError.ioFailure(_, _, let code) = error { return code == ENOSPC || code == EDQUOT }
+    if let media = error as? MediaError { return media.code == ENOSPC || media.code == -ENOSPC || media.code == EDQUOT || media.code == -EDQUOT }
+    return "\(error)".contains("No space left")
+}
