@@ -81,7 +81,8 @@ public final class MatroskaWriter {
         if nominalRate > 0 {
             stream.pointee.avg_frame_rate = av_d2q(nominalRate, 1_000_000)
         }
-        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // O_NOFOLLOW: a link planted in the session directory must not send the video elsewhere.
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw Self.system(errno, "open", path: path) }
         let bufferSize: Int32 = 1 << 20
         guard let buffer = av_malloc(Int(bufferSize)),

@@ -134,6 +134,26 @@ struct RecordCommandTests {
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    @Test("the session's files honour the umask and are never world-writable", arguments: ["077", "000"])
+    func fileModes(umask: String) throws {
+        let out = freshPath("record-umask")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "umask \(umask); exec \"$0\" \"$@\"", FieldcapProcess.executable.path,
+                             "--cam", "synthetic:160x120@30", "--imu", "synthetic:100", "--duration", "1s", "--out", out, "-q"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let names = try FileManager.default.contentsOfDirectory(atPath: out)
+        #expect(names.count >= 7)
+        for name in names + ["."] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: "\(out)/\(name)")[.posixPermissions] as! NSNumber).intValue
+            #expect(mode & 0o002 == 0, "\(name) is world-writable: \(String(mode, radix: 8))")
+            if umask == "077" { #expect(mode & 0o077 == 0, "\(name) ignores the umask: \(String(mode, radix: 8))") }
+        }
+    }
+
     @Test("an --out that exists is refused and left as it was")
     func existingOutput() throws {
         let out = freshPath("record-existing")

@@ -45,3 +45,35 @@ struct SessionRecoveryTests {
         #expect(try SessionRecovery.trimJSONLines(path: path + ".missing") == SessionRecovery.Trim(keptLines: 0, cutBytes: 0))
     }
 }
+
+@Suite("Files stay inside the session")
+struct SessionContainmentTests {
+    @Test("a symbolic link planted where a stream file goes is not written through, and recovery does not cut through one")
+    func symlinksNotFollowed() throws {
+        let directory = NSTemporaryDirectory() + "/contain-\(UUID().uuidString)"
+        let victim = NSTemporaryDirectory() + "/victim-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: victim)
+        }
+        let original = Data("precious\nline without end".utf8)
+        try original.write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: "\(directory)/cam.timestamps.jsonl", withDestinationPath: victim)
+
+        let session = SyncSession(hostId: "rig", outputDir: directory)
+        try session.start()
+        var refused = false
+        do {
+            for frame in 0..<3 { try session.stamp("cam", frameNumber: frame) }
+            _ = try session.stop()
+        } catch {
+            refused = true
+        }
+        #expect(refused)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == original)
+
+        #expect(throws: SyncFieldError.self) { try SessionRecovery.trimJSONLines(path: "\(directory)/cam.timestamps.jsonl") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == original)
+    }
+}

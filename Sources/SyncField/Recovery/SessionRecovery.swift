@@ -55,7 +55,8 @@ public enum SessionRecovery {
         }
         let cutBytes = data.count - cut
         if cutBytes > 0 {
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            // Never through a symbolic link: recovery changes only the session's own files.
+            let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
             defer { close(fd) }
             guard ftruncate(fd, off_t(cut)) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "ftruncate", errno: errno) }

@@ -29,9 +29,10 @@ package final class OutputFile {
         self.pending = ByteBuffer(capacity: batchBytes + 4096)
     }
 
-    /// Creates (or truncates, as the SDK does) `path` for writing.
+    /// Creates (or truncates, as the SDK does) `path` for writing, mode 0644 less the umask. A
+    /// symbolic link in its place is refused (ELOOP): what a session writes stays in it.
     package static func open(path: String) throws(SyncFieldError) -> Int32 {
-        let fd = path.withCString { Glibc.open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        let fd = path.withCString { Glibc.open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
         if fd < 0 { throw .ioFailure(path: path, operation: "open", errno: errno) }
         return fd
     }
