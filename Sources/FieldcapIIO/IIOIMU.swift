@@ -283,12 +283,34 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         throw IIOError(code: .other, device: label, operation: "create hrtimer trigger \(name)", hint: "it did not appear in sysfs")
     }
 
+    /// Runs `body` with stderr pointed at /dev/null: libiio 0.24 prints its own warnings and
+    /// errors there, about states fieldcap expects and reports itself.
+    private static func withStderrSilenced<T>(_ body: () -> T) -> T {
+        let saved = dup(2)
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        if saved >= 0 && null >= 0 { dup2(null, 2) }
+        defer {
+            if saved >= 0 && null >= 0 { dup2(saved, 2) }
+            if saved >= 0 { close(saved) }
+            if null >= 0 { close(null) }
+        }
+        return body()
+    }
+
     /// Puts back what setup changed: the trigger attached before, a trigger made for us, the
     /// timestamp clock. Idempotent.
     private func restore() {
         guard !restored else { return }
         restored = true
-        if let buffer { iio_buffer_destroy(buffer) }
+        if let buffer {
+            // A device that went away cannot have its buffer disabled, and libiio says so on
+            // stderr for every channel; the stream's own error already says the device is gone.
+            if Sysfs.exists(device.sysfsPath) {
+                iio_buffer_destroy(buffer)
+            } else {
+                Self.withStderrSilenced { iio_buffer_destroy(buffer) }
+            }
+        }
         buffer = nil
         Self.undo(device: device, trigger: restoreTrigger, createdTrigger: createdTriggerDirectory, clock: restoreClock)
     }
@@ -302,8 +324,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
 
     /// Enables the channels and the buffer. libiio 0.24 prints a warning on stderr when the
     /// driver lacks its high-speed (mmap) interface, which is normal; fieldcap's own output
-    /// should be all the user sees, so stderr is pointed at /dev/null for the call (setup runs
-    /// before any other thread writes there).
+    /// should be all the user sees, so stderr is silenced for the call (setup runs before any
+    /// other thread writes there).
     private func enableBuffer(label: String) throws(IIOError) -> OpaquePointer {
         for channel in device.channels where channel.isScanElement { iio_channel_disable(channel.pointer) }
         for channel in selected { iio_channel_enable(channel.pointer) }
@@ -316,14 +338,12 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         // enables the buffer: set that first, to the same value libiio will write.
         try? Sysfs.write("\(device.sysfsPath)/buffer/length", String(4 * samplesPerRead), device: label)
         try? Sysfs.write("\(device.sysfsPath)/buffer/watermark", String(min(perWakeup, samplesPerRead)), device: label)
-        let savedStderr = dup(2)
-        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        if savedStderr >= 0 && null >= 0 { dup2(null, 2) }
-        let buffer = iio_device_create_buffer(device.pointer, samplesPerRead, false)
-        let code = errno
-        if savedStderr >= 0 && null >= 0 { dup2(savedStderr, 2) }
-        if savedStderr >= 0 { close(savedStderr) }
-        if null >= 0 { close(null) }
+        var code: Int32 = 0
+        let buffer = Self.withStderrSilenced {
+            let buffer = iio_device_create_buffer(device.pointer, samplesPerRead, false)
+            code = errno
+            return buffer
+        }
         guard let buffer else { throw IIOError.system("enable the buffer", device: label, errno: code) }
         _ = iio_buffer_set_blocking_mode(buffer, false)
         return buffer

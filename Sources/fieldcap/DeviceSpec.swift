@@ -18,8 +18,8 @@ struct DeviceSpec: Equatable {
     var options: [String: String]
 
     /// Plus `ctrl.NAME` for V4L2 camera controls.
-    static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers"]
-    static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock"]
+    static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall"]
+    static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
 
     init(kind: Kind, argument: String) throws {
         self.kind = kind
@@ -86,6 +86,15 @@ struct DeviceSpec: Equatable {
         return value
     }
 
+    /// `stall=`: how long a device may deliver nothing before its stream ends, in ns.
+    func stallTimeoutNs() throws -> UInt64? {
+        guard let text = options["stall"] else { return nil }
+        guard let duration = Duration(argument: text), duration.seconds >= 0.1, duration.seconds <= 3600 else {
+            throw ValidationError("\(kind.rawValue) \(device): stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
+        }
+        return UInt64(duration.seconds * 1e9)
+    }
+
     /// Builds the source. `defaultId` is used when the spec has no `id=`.
     func makeSource(defaultId: String) throws -> CaptureSource {
         let id = options["id"] ?? defaultId
@@ -105,15 +114,19 @@ struct DeviceSpec: Equatable {
                     }
                     controls.append((String(key.dropFirst(5)), value))
                 }
+                let stall = try stallTimeoutNs()
                 do {
-                    return try V4L2Camera(
+                    let camera = try V4L2Camera(
                         id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
                         pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8, controls: controls)
+                    if let stall { camera.stallTimeoutNs = stall }
+                    return camera
                 } catch let error as V4L2Error {
                     throw DeviceSetupError(message: "--cam \(error)")
                 }
             }
             var iio = IIOIMU.Options(rate: try positiveNumber("rate", limit: 100_000), trigger: options["trigger"])
+            iio.stallTimeoutNs = try stallTimeoutNs()
             if let list = options["channels"] {
                 let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
                 guard !names.contains(where: \.isEmpty) else {
@@ -135,6 +148,9 @@ struct DeviceSpec: Equatable {
         }
         switch kind {
         case .camera:
+            if options["stall"] != nil {
+                throw ValidationError("\(kind.rawValue) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
+            }
             if let format = options["format"], format.uppercased() != "YUYV" {
                 throw ValidationError("\(kind.rawValue) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
             }
@@ -143,8 +159,8 @@ struct DeviceSpec: Equatable {
                 id: id, width: size.width, height: size.height, rate: try positiveNumber("fps", limit: 1000) ?? 30,
                 bufferCount: try count("buffers", range: 2...64) ?? 8)
         case .imu:
-            if options["channels"] != nil || options["trigger"] != nil || options["clock"] != nil {
-                throw ValidationError("\(kind.rawValue) synthetic: channels, trigger and clock are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
+            if options["channels"] != nil || options["trigger"] != nil || options["clock"] != nil || options["stall"] != nil {
+                throw ValidationError("\(kind.rawValue) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
             }
             return SyntheticIMU(id: id, rate: try positiveNumber("rate", limit: 100_000) ?? 200)
         }

@@ -18,6 +18,8 @@ struct Record: ParsableCommand {
 
             Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers,
             and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
+            stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long ends its
+            stream (default 2s; the other streams go on).
             IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel ids like
             accel_x, or kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
             (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw, the

@@ -139,7 +139,12 @@ struct Sidecar {
                 ]
             }
             if let imu = source as? IIOIMU { entry["iio"] = Self.iioEntry(imu); entry["timestamps"] = Self.iioTimestamps(imu) }
-            if let error = stream.captureError { entry["ended_early"] = error }
+            if let error = stream.captureError {
+                entry["ended_early"] = error
+                if let at = stream.endedEarlyAtNs {
+                    entry["ended_early_at"] = ["monotonic_raw_ns": at, "seconds_after_start": Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9]
+                }
+            }
             return entry
         }
         let document: [String: Any] = [

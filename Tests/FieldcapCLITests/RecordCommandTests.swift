@@ -114,6 +114,8 @@ struct RecordCommandTests {
         (["--imu", "synthetic", "--out", "/etc/hostname"], "already exists"),
         (["--imu", "synthetic", "--out", ""], "--out"),
         (["--imu", "synthetic", "--quiet", "--json"], "--quiet and --json"),
+        (["--cam", "synthetic,stall=1s"], "stall is for V4L2"),
+        (["--imu", "iio:device0,stall=0s"], "stall '0s'"),
     ] as [([String], String)])
     func badInvocation(arguments: [String], expected: String) throws {
         let root = freshPath("record-bad")

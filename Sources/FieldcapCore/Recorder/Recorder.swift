@@ -39,6 +39,8 @@ public final class Recorder: @unchecked Sendable {
         public var droppedRuns: [ClosedRange<UInt64>] = []
         /// Why the capture loop ended early, if it did.
         public var captureError: String?
+        /// When the stream ended early: `CLOCK_MONOTONIC_RAW` at the moment its source failed.
+        public var endedEarlyAtNs: UInt64?
     }
 
     public let sources: [CaptureSource]
@@ -55,6 +57,7 @@ public final class Recorder: @unchecked Sendable {
     private var writerThread: DedicatedThread?
     /// Written by each capture thread before it finishes; read after joining.
     private var captureErrors: [String?]
+    private var captureEndedNs: [UInt64?]
     /// Writer-bound until joined.
     private var written: [Int]
     private var writeError: Error?
@@ -73,6 +76,7 @@ public final class Recorder: @unchecked Sendable {
         self.options = options
         rings = sources.map { _ in SPSCRing(minimumCapacity: options.ringCapacity) }
         captureErrors = Array(repeating: nil, count: sources.count)
+        captureEndedNs = Array(repeating: nil, count: sources.count)
         written = Array(repeating: 0, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
     }
@@ -90,6 +94,7 @@ public final class Recorder: @unchecked Sendable {
                     try source.run(into: ring, stop: stopSignal)
                 } catch {
                     captureErrors[index] = "\(error)"
+                    captureEndedNs[index] = MonotonicClock.now()
                 }
                 capturesRunning.subtract(1, ordering: .releasing)
             })
@@ -113,7 +118,7 @@ public final class Recorder: @unchecked Sendable {
             return StreamSummary(
                 id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
                 droppedRange: drops.firstAndLast.map { $0.first...$0.last }, droppedRuns: drops.droppedRuns,
-                captureError: captureErrors[index])
+                captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index])
         }
         if let error = writeError ?? closeError { throw error }
         return finalSummary
