@@ -174,7 +174,9 @@ public final class MatroskaWriter {
         let first = firstNs ?? captureNs
         firstNs = first
         let relative = AVRational(num: 1, den: 1_000_000_000)
-        var pts = av_rescale_q(Int64(captureNs &- first), relative, stream.pointee.time_base)
+        // A time before the first frame's (a damaged file being salvaged) counts as the first's.
+        let sinceFirst = captureNs >= first ? Int64(clamping: captureNs - first) : 0
+        var pts = av_rescale_q(sinceFirst, relative, stream.pointee.time_base)
         // The muxer needs strictly increasing times; two frames in one tick of Matroska's clock
         // are nudged apart by one tick (capture_ns in the timestamps file stays exact).
         if pts <= lastPts { pts = lastPts + 1 }

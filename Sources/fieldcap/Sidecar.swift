@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapIIO
+import FieldcapMedia
 import FieldcapV4L2
 import Foundation
 import SyncField
@@ -101,8 +102,7 @@ struct Sidecar {
     }
 
     static func store(_ document: [String: Any], directory: String) throws {
-        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
-        try SyncSession.writeAtomically(Array(data) + [UInt8(ascii: "\n")], to: "\(directory)/fieldcap.json")
+        try SessionStart.store(document, directory: directory)
     }
 
     func write() throws {
