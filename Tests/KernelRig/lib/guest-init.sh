@@ -53,7 +53,7 @@ while IFS="$TAB" read -r tag path; do
 	[ -n "$tag" ] || continue
 	in_root /bin/busybox mkdir -p "$path" \
 		|| rig_error "cannot create mount point $path in the guest"
-	in_root /bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,cache=mmap,msize=262144 "$tag" "$path" \
+	in_root /bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 "$tag" "$path" \
 		|| rig_error "cannot mount the 9p export $tag at $path"
 done < /ctl/shares
 
