@@ -97,6 +97,12 @@ public final class MatroskaWriter {
         // muxing. Integrity comes from the fsync policy and the per-frame log instead.
         var options: OpaquePointer?
         av_dict_set(&options, "write_crc32", "0", 0)
+        // Written as a live stream: no index (Cues) and no duration in the header. The muxer keeps
+        // one index entry per keyframe (every raw or MJPEG frame is one) in memory until the
+        // trailer: two 30 fps cameras grew the recorder by 17 MB an hour (about 80 bytes a
+        // frame); live, its memory stays flat. Players play the file and demuxers read every
+        // frame and its time; `ffmpeg -i cam.mkv -c copy indexed.mkv` adds an index.
+        av_dict_set(&options, "live", "1", 0)
         defer { av_dict_free(&options) }
         result = avformat_write_header(context, &options)
         guard result >= 0 else { throw .ffmpeg(result, "avformat_write_header", path: path) }

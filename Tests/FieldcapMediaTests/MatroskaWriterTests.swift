@@ -70,6 +70,35 @@ struct MatroskaWriterTests {
         #expect(Array(raw.suffix(frame.count)) == frame)
     }
 
+    @Test("written as a live stream: no index held until the end (no Cues), every frame a keyframe, and a seek still decodes the right frames")
+    func keyframeEverySecond() throws {
+        let path = NSTemporaryDirectory() + "/mkv-\(UUID().uuidString).mkv"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let format = VideoFormat(width: 32, height: 16, pixelFormat: .yuyv)
+        let writer = try MatroskaWriter(path: path, format: format, nominalRate: 30)
+        var frame = [UInt8](repeating: 0, count: format.pixelFormat.frameBytes(width: 32, height: 16)!)
+        for index in 0..<100 {  // 3.3 s at 30 fps
+            for byte in frame.indices { frame[byte] = UInt8(truncatingIfNeeded: index) }
+            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: 1_000_000_000 + UInt64(index) * 33_333_333) }
+        }
+        try writer.finish()
+        // Read from the file itself: each SimpleBlock's keyframe bit, and the index's CuePoints
+        // (the muxer would keep one per frame in memory until the trailer).
+        let layout = try EBMLLayout(path: path)
+        #expect(layout.simpleBlockKeyFlags.count == 100)
+        #expect(layout.simpleBlockKeyFlags.allSatisfy { $0 })
+        #expect(layout.cuePoints == 0)
+        let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "100", "\(probe.output)")
+        // Without an index a seek scans; from 2.5 s, frames 75...99 come out, each its own.
+        let decode = try runTool("ffmpeg", ["-v", "error", "-ss", "2.5", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
+        defer { try? FileManager.default.removeItem(atPath: path + ".raw") }
+        #expect(decode.status == 0, "\(decode.output)")
+        let raw = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path + ".raw")))
+        let firstValues = stride(from: 0, to: raw.count, by: frame.count).map { raw[$0] }
+        #expect(firstValues == Array(75...99).map(UInt8.init), "\(firstValues)")
+    }
+
     @Test("MJPEG frames are passed through without re-encoding")
     func mjpegPassThrough() throws {
         let jpegPath = NSTemporaryDirectory() + "/frame-\(UUID().uuidString).jpg"
@@ -130,5 +159,51 @@ struct MatroskaDurabilityTests {
         try writer.finish()
         let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "10")
+    }
+}
+
+/// The few Matroska (EBML) facts a test reads from a file: the keyframe bit of each SimpleBlock
+/// and the number of CuePoints. A walker over element IDs and sizes, for checking only.
+struct EBMLLayout {
+    var simpleBlockKeyFlags: [Bool] = []
+    var cuePoints = 0
+
+    static let segment: UInt32 = 0x1853_8067, cluster: UInt32 = 0x1F43_B675, cues: UInt32 = 0x1C53_BB6B
+    static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB
+
+    init(path: String) throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        walk(bytes, 0..<bytes.count)
+    }
+
+    /// A variable-length integer at `offset`: its value (marker kept for IDs) and its length.
+    private static func vint(_ bytes: [UInt8], _ offset: Int, keepMarker: Bool) -> (UInt64, Int)? {
+        guard offset < bytes.count, bytes[offset] != 0 else { return nil }
+        let length = bytes[offset].leadingZeroBitCount + 1
+        guard offset + length <= bytes.count else { return nil }
+        var value = UInt64(keepMarker ? bytes[offset] : bytes[offset] & (0xFF >> length))
+        for index in 1..<length { value = value << 8 | UInt64(bytes[offset + index]) }
+        return (value, length)
+    }
+
+    private mutating func walk(_ bytes: [UInt8], _ range: Range<Int>) {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            guard let (id, idLength) = Self.vint(bytes, offset, keepMarker: true),
+                  let (rawSize, sizeLength) = Self.vint(bytes, offset + idLength, keepMarker: false) else { return }
+            let start = offset + idLength + sizeLength
+            let unknown = rawSize == (UInt64(1) << (7 * UInt64(sizeLength))) - 1
+            let end = unknown ? range.upperBound : min(range.upperBound, start + Int(rawSize))
+            switch UInt32(id) {
+            case Self.segment, Self.cluster, Self.cues: walk(bytes, start..<end)
+            case Self.simpleBlock:
+                if let (_, trackLength) = Self.vint(bytes, start, keepMarker: false), start + trackLength + 2 < end {
+                    simpleBlockKeyFlags.append(bytes[start + trackLength + 2] & 0x80 != 0)
+                }
+            case Self.cuePoint: cuePoints += 1
+            default: break
+            }
+            offset = end
+        }
     }
 }
