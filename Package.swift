@@ -15,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         // Counts malloc calls so a test can prove the fixed-shape hot path allocates nothing.
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.0"),
+        // The rig config (YAML): Yams is the parser the Swift field trusts (SwiftLint, SwiftGen), and
+        // its nodes keep their line, so a config error names the line.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         .target(name: "SyncField"),
@@ -39,7 +42,11 @@ let package = Package(
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+                .product(name: "Yams", package: "Yams"),
+            ],
+            // The udev rules ship inside the binary (`fieldcap install-udev`): a rig may have
+            // nothing but the binary. The file is a link to udev/70-fieldcap.rules, the one source.
+            resources: [.embedInCode("Resources/udev.rules")]
         ),
         .executableTarget(
             name: "SyncFieldBench",

@@ -277,7 +277,13 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         }
         // The trigger's sysfs node appears as the directory is made; wait for it briefly.
         for _ in 0..<100 {
-            if IIODevice.triggers().contains(where: { $0.name == name }) { return name }
+            if let trigger = IIODevice.triggers().first(where: { $0.name == name }) {
+                // Unprivileged, the trigger's rate becomes ours to write when udev has run the
+                // project's rule for the new trigger: wait for that (up to 2 s) rather than fail.
+                let rate = "/sys/bus/iio/devices/\(trigger.id)/sampling_frequency"
+                for _ in 0..<200 where access(rate, W_OK) != 0 && Sysfs.exists(rate) { usleep(10_000) }
+                return name
+            }
             usleep(10_000)
         }
         throw IIOError(code: .other, device: label, operation: "create hrtimer trigger \(name)", hint: "it did not appear in sysfs")

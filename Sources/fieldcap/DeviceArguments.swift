@@ -17,10 +17,17 @@ struct DeviceArguments: ParsableArguments {
         }
     }
 
+    var isEmpty: Bool { cameras.isEmpty && imus.isEmpty }
+}
+
+/// The devices a command records: from `--cam`/`--imu` or from a rig config.
+struct DevicePlan {
+    var specs: [DeviceSpec]
+
     /// Stream ids: `id=` where given, else cam0, cam1, ... and imu0, imu1, ...
-    func streamIds() throws -> [String] {
+    var streamIds: [String] {
         var cameraIndex = 0, imuIndex = 0
-        return try specs.map { spec in
+        return specs.map { spec in
             if let id = spec.options["id"] { return id }
             switch spec.kind {
             case .camera: defer { cameraIndex += 1 }; return "cam\(cameraIndex)"
@@ -30,21 +37,21 @@ struct DeviceArguments: ParsableArguments {
     }
 
     /// Checks what can be checked without opening devices: something to capture, usable and
-    /// distinct stream ids, synthetic sources' options.
-    func validateDevices(verb: String) throws {
-        if cameras.isEmpty && imus.isEmpty {
+    /// distinct stream ids, every option's value.
+    func validate(verb: String) throws {
+        if specs.isEmpty {
             throw ValidationError("nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
         }
         var ids: Set<String> = []
-        for (spec, id) in zip(try specs, try streamIds()) {
+        for (spec, id) in zip(specs, streamIds) {
             if let problem = StreamID.problem(with: id) {
-                throw ValidationError("\(spec.kind.rawValue) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
+                throw ValidationError("\(spec.label) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
             }
             guard ids.insert(id).inserted else {
-                throw ValidationError("stream id '\(id.printable)' is used twice; give each --cam and --imu its own id=")
+                let fix = spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
+                throw ValidationError("\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
-            // Synthetic sources are checked here; devices are opened (and checked) by makeSources.
-            if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
+            try spec.checkOptions()
         }
     }
 
@@ -52,7 +59,7 @@ struct DeviceArguments: ParsableArguments {
     /// stderr and exit status 64 (a usage error), without the usage text.
     func makeSources() throws -> [CaptureSource] {
         do {
-            return try zip(try specs, try streamIds()).map { try $0.makeSource(defaultId: $1) }
+            return try zip(specs, streamIds).map { try $0.makeSource(defaultId: $1) }
         } catch {
             guard let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message else { throw error }
             FileHandle.standardError.write(Data("Error: \(message)\n".utf8))

@@ -16,6 +16,21 @@ struct DeviceSpec: Equatable {
     var kind: Kind
     var device: String
     var options: [String: String]
+    /// Where the spec was written when not on the command line: `rig.yaml:12`.
+    var origin: String? = nil
+
+    /// How errors name the spec: `--cam` on the command line, `rig.yaml:12: camera` in a config.
+    var label: String {
+        guard let origin else { return kind.rawValue }
+        return "\(origin): \(kind == .camera ? "camera" : "imu")"
+    }
+
+    init(kind: Kind, device: String, options: [String: String], origin: String?) {
+        self.kind = kind
+        self.device = device
+        self.options = options
+        self.origin = origin
+    }
 
     /// Plus `ctrl.NAME` for V4L2 camera controls.
     static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall"]
@@ -65,7 +80,7 @@ struct DeviceSpec: Equatable {
         guard let text = options["size"] else { return nil }
         let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
         guard parts.count == 2, (2...16384).contains(parts[0]), (1...16384).contains(parts[1]), parts[0] % 2 == 0 else {
-            throw ValidationError("\(kind.rawValue) \(device): size '\(text)' must be WIDTHxHEIGHT with an even width, e.g. 1280x720")
+            throw ValidationError("\(label) \(device): size '\(text)' must be WIDTHxHEIGHT with an even width, e.g. 1280x720")
         }
         return (parts[0], parts[1])
     }
@@ -73,7 +88,7 @@ struct DeviceSpec: Equatable {
     func positiveNumber(_ key: String, limit: Double) throws -> Double? {
         guard let text = options[key] else { return nil }
         guard let value = Double(text), value.isFinite, value > 0, value <= limit else {
-            throw ValidationError("\(kind.rawValue) \(device): \(key) '\(text)' must be a number above 0 and at most \(Int(limit))")
+            throw ValidationError("\(label) \(device): \(key) '\(text)' must be a number above 0 and at most \(Int(limit))")
         }
         return value
     }
@@ -81,7 +96,7 @@ struct DeviceSpec: Equatable {
     func count(_ key: String, range: ClosedRange<Int>) throws -> Int? {
         guard let text = options[key] else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw ValidationError("\(kind.rawValue) \(device): \(key) '\(text)' must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ValidationError("\(label) \(device): \(key) '\(text)' must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
@@ -90,9 +105,64 @@ struct DeviceSpec: Equatable {
     func stallTimeoutNs() throws -> UInt64? {
         guard let text = options["stall"] else { return nil }
         guard let duration = Duration(argument: text), duration.seconds >= 0.1, duration.seconds <= 3600 else {
-            throw ValidationError("\(kind.rawValue) \(device): stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
+            throw ValidationError("\(label) \(device): stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
         }
         return UInt64(duration.seconds * 1e9)
+    }
+
+    /// `format=`: the pixel format asked for (YUYV when not given).
+    func pixelFormat() throws -> VideoFormat.PixelFormat {
+        guard let name = options["format"]?.uppercased() else { return .yuyv }
+        guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
+            throw ValidationError("\(label) \(device): format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return chosen
+    }
+
+    /// `ctrl.NAME=VALUE`: V4L2 controls, by name, in name order.
+    func controls() throws -> [(String, Int64)] {
+        try options.sorted(by: { $0.key < $1.key }).filter { $0.key.hasPrefix("ctrl.") }.map { key, text in
+            guard let value = Int64(text) else {
+                throw ValidationError("\(label) \(device): \(key)=\(text): a control's value is a whole number")
+            }
+            return (String(key.dropFirst(5)), value)
+        }
+    }
+
+    /// `channels=A+B`: IIO channel ids or kinds.
+    func channels() throws -> [String]? {
+        guard let list = options["channels"] else { return nil }
+        let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
+        guard !names.contains(where: \.isEmpty) else {
+            throw ValidationError("\(label) \(device): channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel")
+        }
+        return names
+    }
+
+    /// `clock=raw|keep`: whether the IIO device's timestamp clock is left as it is (and mapped).
+    func keepsTimestampClock() throws -> Bool {
+        switch options["clock"] {
+        case nil, "raw": return false
+        case "keep": return true
+        case let other?:
+            throw ValidationError("\(label) \(device): clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)")
+        }
+    }
+
+    /// Checks every option's value without opening the device (synthetic sources are built,
+    /// which checks them fully).
+    func checkOptions() throws {
+        if isSynthetic {
+            _ = try makeSource(defaultId: "check")
+            return
+        }
+        _ = try stallTimeoutNs()
+        switch kind {
+        case .camera:
+            _ = try (pixelFormat(), controls(), size(), positiveNumber("fps", limit: 1000), count("buffers", range: 2...32))
+        case .imu:
+            _ = try (positiveNumber("rate", limit: 100_000), channels(), keepsTimestampClock())
+        }
     }
 
     /// Builds the source. `defaultId` is used when the spec has no `id=`.
@@ -100,21 +170,8 @@ struct DeviceSpec: Equatable {
         let id = options["id"] ?? defaultId
         guard isSynthetic else {
             if kind == .camera {
-                var pixelFormat = VideoFormat.PixelFormat.yuyv
-                if let name = options["format"]?.uppercased() {
-                    guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
-                        throw ValidationError("--cam \(device): format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-                    }
-                    pixelFormat = chosen
-                }
-                var controls: [(String, Int64)] = []
-                for (key, text) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("ctrl.") {
-                    guard let value = Int64(text) else {
-                        throw ValidationError("--cam \(device): \(key)=\(text): a control's value is a whole number")
-                    }
-                    controls.append((String(key.dropFirst(5)), value))
-                }
                 let stall = try stallTimeoutNs()
+                let (pixelFormat, controls) = (try pixelFormat(), try controls())
                 do {
                     let camera = try V4L2Camera(
                         id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
@@ -122,37 +179,26 @@ struct DeviceSpec: Equatable {
                     if let stall { camera.stallTimeoutNs = stall }
                     return camera
                 } catch let error as V4L2Error {
-                    throw DeviceSetupError(message: "--cam \(error)")
+                    throw DeviceSetupError(message: "\(label) \(error)")
                 }
             }
             var iio = IIOIMU.Options(rate: try positiveNumber("rate", limit: 100_000), trigger: options["trigger"])
             iio.stallTimeoutNs = try stallTimeoutNs()
-            if let list = options["channels"] {
-                let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
-                guard !names.contains(where: \.isEmpty) else {
-                    throw ValidationError("--imu \(device): channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel")
-                }
-                iio.channels = names
-            }
-            switch options["clock"] {
-            case nil, "raw": break
-            case "keep": iio.keepTimestampClock = true
-            case let other?:
-                throw ValidationError("--imu \(device): clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)")
-            }
+            iio.channels = try channels() ?? iio.channels
+            iio.keepTimestampClock = try keepsTimestampClock()
             do {
                 return try IIOIMU(id: id, device: device, options: iio)
             } catch {
-                throw DeviceSetupError(message: "--imu \(error)")
+                throw DeviceSetupError(message: "\(label) \(error)")
             }
         }
         switch kind {
         case .camera:
             if options["stall"] != nil {
-                throw ValidationError("\(kind.rawValue) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
+                throw ValidationError("\(label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
             }
             if let format = options["format"], format.uppercased() != "YUYV" {
-                throw ValidationError("\(kind.rawValue) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
+                throw ValidationError("\(label) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
             }
             let size = try size() ?? (640, 480)
             return SyntheticCamera(
@@ -160,7 +206,7 @@ struct DeviceSpec: Equatable {
                 bufferCount: try count("buffers", range: 2...64) ?? 8)
         case .imu:
             if options["channels"] != nil || options["trigger"] != nil || options["clock"] != nil || options["stall"] != nil {
-                throw ValidationError("\(kind.rawValue) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
+                throw ValidationError("\(label) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
             }
             return SyntheticIMU(id: id, rate: try positiveNumber("rate", limit: 100_000) ?? 200)
         }

@@ -19,7 +19,7 @@ struct Fieldcap: ParsableCommand {
               fieldcap validate sessions/<host>-<UTC time>
             """,
         version: version,
-        subcommands: [Record.self, Validate.self, Recover.self, List.self, Bench.self],
+        subcommands: [Record.self, Check.self, Validate.self, Recover.self, List.self, Bench.self, InstallUdev.self],
         defaultSubcommand: Record.self
     )
 

@@ -45,11 +45,14 @@ struct Record: ParsableCommand {
 
     @OptionGroup var devices: DeviceArguments
 
+    @Option(help: ArgumentHelp("Record the rig a YAML file describes (host id, output root, devices, storage limits); options given here win over the file's. `fieldcap check --help` shows the format.", valueName: "FILE"))
+    var config: String?
+
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String?
 
-    @Option(help: ArgumentHelp("Where a session directory is made when --out is not given.", valueName: "DIR"))
-    var root: String = ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions"
+    @Option(help: ArgumentHelp("Where a session directory is made when --out is not given (default: $FIELDCAP_ROOT, else ./sessions).", valueName: "DIR"))
+    var root: String?
 
     @Option(help: ArgumentHelp("The host id: clock_domain of every line (default: the hostname).", valueName: "ID"))
     var hostId: String?
@@ -57,11 +60,11 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this long: 10s, 500ms, 2m, 1h.", valueName: "DURATION"))
     var duration: Duration?
 
-    @Option(help: ArgumentHelp("Make everything durable (fdatasync) at least this often; a crash loses at most this much.", valueName: "DURATION"))
-    var syncEvery: Duration = Duration(argument: "1s")!
+    @Option(help: ArgumentHelp("Make everything durable (fdatasync) at least this often; a crash loses at most this much (default 1s).", valueName: "DURATION"))
+    var syncEvery: Duration?
 
-    @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M, 1G, 0 to fill it.", valueName: "SIZE"))
-    var minFree: ByteSize = ByteSize(bytes: 256 << 20)
+    @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.", valueName: "SIZE"))
+    var minFree: ByteSize?
 
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
     var quiet = false
@@ -69,20 +72,53 @@ struct Record: ParsableCommand {
     @Flag(help: "Print progress as one JSON object per line on stdout, for rigs and scripts.")
     var json = false
 
-    var resolvedHostId: String {
-        if let hostId { return hostId }
+    /// What this recording uses: the command line over the config file over the defaults.
+    struct Settings {
+        var plan: DevicePlan
+        var hostId: String
+        var root: String
+        var duration: Duration?
+        var syncEvery: Duration
+        var minFree: ByteSize
+    }
+
+    static func defaultHostId() -> String {
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
         return name.isEmpty ? "host" : name
     }
 
-    func validate() throws {
-        if let problem = StreamID.problem(with: resolvedHostId) {
-            throw ValidationError("--host-id '\(resolvedHostId.printable)' cannot be used: \(problem)")
+    func settings() throws -> Settings {
+        var rig: RigConfig?
+        if let config {
+            if !devices.isEmpty {
+                throw ValidationError("--config \(config) describes the devices; give either --config or --cam/--imu, not both")
+            }
+            do {
+                rig = try RigConfig.load(path: config)
+            } catch {
+                FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+                throw ExitCode(64)
+            }
         }
+        let settings = Settings(
+            plan: try rig.map { DevicePlan(specs: $0.devices) } ?? DevicePlan(specs: devices.specs),
+            hostId: hostId ?? rig?.hostId ?? Self.defaultHostId(),
+            root: root ?? rig?.output ?? ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions",
+            duration: duration ?? rig?.duration,
+            syncEvery: syncEvery ?? rig?.syncEvery ?? Duration(argument: "1s")!,
+            minFree: minFree ?? rig?.minFree ?? ByteSize(bytes: 256 << 20))
+        if let problem = StreamID.problem(with: settings.hostId) {
+            throw ValidationError("--host-id '\(settings.hostId.printable)' cannot be used: \(problem)")
+        }
+        try settings.plan.validate(verb: "record")
+        return settings
+    }
+
+    func validate() throws {
         if quiet && json {
             throw ValidationError("--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one")
         }
-        try devices.validateDevices(verb: "record")
+        _ = try settings()
         if let out, FileManager.default.fileExists(atPath: out) {
             throw ValidationError("--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
         }
@@ -90,8 +126,10 @@ struct Record: ParsableCommand {
 
     func run() throws {
         let logger = Logger(label: "fieldcap")
-        let sources = try devices.makeSources()
-        let host = resolvedHostId
+        let settings = try settings()
+        let (root, minFree, duration, syncEvery) = (settings.root, settings.minFree, settings.duration, settings.syncEvery)
+        let sources = try settings.plan.makeSources()
+        let host = settings.hostId
         let startedWall = Date()
         // Refuse before making anything when the disk is already below --min-free.
         let target = out.map { ($0 as NSString).deletingLastPathComponent } ?? root

@@ -41,7 +41,7 @@ struct Jitter: ParsableCommand {
     var report: String?
 
     func validate() throws {
-        try devices.validateDevices(verb: "measure")
+        try DevicePlan(specs: devices.specs).validate(verb: "measure")
         guard (0...256).contains(load) else { throw ValidationError("--load \(load) must be 0 to 256 busy threads") }
         if let report {
             var isDirectory: ObjCBool = false
@@ -52,7 +52,7 @@ struct Jitter: ParsableCommand {
     }
 
     func run() throws {
-        let sources = try devices.makeSources()
+        let sources = try DevicePlan(specs: devices.specs).makeSources()
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let busy = BusyLoad(threads: load)
         defer { busy.stop() }

@@ -1,0 +1,130 @@
+import ArgumentParser
+import FieldcapCore
+import FieldcapIIO
+import FieldcapV4L2
+import Foundation
+
+/// `fieldcap check`: is the rig ready to record what its config asks, without recording.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check that a rig's devices and storage can record what its config asks, without recording.",
+        discussion: """
+            Every device is opened and set up exactly as a recording would (format, size, frame
+            rate, controls; IIO channels, trigger, rate, timestamp clock), what it granted is
+            shown, and everything is put back. The output root must be writable with more free
+            space than min_free. Exit status 0 when the rig is ready, 1 when something is not
+            (each problem on its own line, naming the config line), 64 for a config error.
+
+            A rig config (YAML). Values are checked like the --cam/--imu options of the same name
+            (`fieldcap record --help`); only device is required:
+
+              host_id: rig07                      # clock_domain of every line (default: hostname)
+              output: /var/lib/fieldcap/sessions  # each recording makes a new directory here
+              min_free: 2G                        # stop cleanly below this much free space (256M)
+              sync_every: 1s                      # fdatasync at least this often (1s)
+              duration: 30m                       # stop after this long (default: until stopped)
+              cameras:
+                - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3D4-video-index0
+                  id: cam_left
+                  size: 1280x720
+                  fps: 30
+                  format: YUYV                    # YUYV, MJPG, NV12, GREY, Y16
+                  buffers: 8
+                  stall: 2s
+                  controls:                       # V4L2 controls by name (`fieldcap list`)
+                    exposure_auto: 1
+              imus:
+                - device: bmi160                  # iio:deviceN or the device's name
+                  id: imu
+                  rate: 1000
+                  channels: [accel, anglvel]      # kinds or kernel channel ids
+                  clock: raw                      # raw (default) or keep
+
+            Examples:
+              fieldcap check --config /etc/fieldcap/rig.yaml
+              fieldcap --config /etc/fieldcap/rig.yaml          # record it
+            """
+    )
+
+    @Option(help: ArgumentHelp("The rig config to check.", valueName: "FILE"))
+    var config: String
+
+    func run() throws {
+        let rig: RigConfig
+        do {
+            rig = try RigConfig.load(path: config)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            throw ExitCode(64)
+        }
+        let plan = DevicePlan(specs: rig.devices)
+        do {
+            try plan.validate(verb: "check")
+        } catch let error as ValidationError {
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            throw ExitCode(64)
+        }
+        var problems = 0
+        print("\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? Record.defaultHostId() + " (hostname)")")
+        for (spec, id) in zip(plan.specs, plan.streamIds) {
+            do {
+                let source = try spec.makeSource(defaultId: id)
+                print("ok    \(id)  \(spec.device): \(Self.granted(source))")
+            } catch {
+                problems += 1
+                let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message ?? "\(error)"
+                print("FAIL  \(id)  \(message)")
+            }
+        }
+        if let storage = storageProblem(root: rig.output ?? ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions",
+                                        minFree: rig.minFree ?? ByteSize(bytes: 256 << 20)) {
+            problems += 1
+            print("FAIL  storage  \(storage)")
+        }
+        if problems > 0 {
+            FileHandle.standardError.write(Data("Error: \(problems) problem(s): the rig cannot record this config yet\n".utf8))
+            throw ExitCode(1)
+        }
+        print("ready: `fieldcap --config \(config)` records this rig")
+    }
+
+    /// What a set-up device granted, in one line.
+    static func granted(_ source: CaptureSource) -> String {
+        switch source {
+        case let camera as V4L2Camera:
+            let controls = camera.appliedControls.map { "\($0.name)=\($0.granted)" }
+            return "\(camera.identity.card), \(camera.grantedFormat) at \(formatRate(camera.grantedRate)) fps"
+                + (controls.isEmpty ? "" : ", controls \(controls.joined(separator: " "))")
+        case let imu as IIOIMU:
+            return "\(imu.device.name), \(imu.valueChannels.map(\.name).joined(separator: " ")) at \(formatRate(imu.grantedRate)) Hz"
+                + (imu.trigger.map { ", trigger \($0)" } ?? "")
+        default:
+            let descriptor = source.descriptor
+            return "synthetic, " + (descriptor.videoFormat.map { "\($0) at \(formatRate(descriptor.nominalRate)) fps" }
+                ?? "\(descriptor.channels.joined(separator: " ")) at \(formatRate(descriptor.nominalRate)) Hz")
+        }
+    }
+
+    static func formatRate(_ rate: Double) -> String {
+        rate == rate.rounded() ? String(Int(rate)) : String(format: "%.3f", rate)
+    }
+
+    /// Why sessions could not be written under `root`, or nil.
+    func storageProblem(root: String, minFree: ByteSize) -> String? {
+        // The nearest directory that exists: the root itself, or where it would be created.
+        var existing = root
+        while !FileManager.default.fileExists(atPath: existing) {
+            let parent = (existing as NSString).deletingLastPathComponent
+            if parent == existing || parent.isEmpty { existing = "."; break }
+            existing = parent
+        }
+        guard access(existing, W_OK | X_OK) == 0 else {
+            return "output \(root): \(existing) is not writable by this user; choose another output or fix its owner"
+        }
+        if let free = freeBytes(at: existing), free < minFree.bytes {
+            return "output \(root): only \(ByteSize(bytes: free)) free, below min_free \(minFree); free some space or lower min_free"
+        }
+        print("ok    storage  \(root): \(freeBytes(at: existing).map { "\(ByteSize(bytes: $0)) free" } ?? "writable"), min_free \(minFree)")
+        return nil
+    }
+}

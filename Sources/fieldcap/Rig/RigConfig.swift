@@ -1,0 +1,224 @@
+import ArgumentParser
+import Foundation
+import SyncField
+import Yams
+
+/// A rig described in one YAML file: what `fieldcap --config rig.yaml` records and
+/// `fieldcap check --config rig.yaml` verifies.
+///
+///     host_id: rig07
+///     output: /var/lib/fieldcap/sessions
+///     min_free: 2G
+///     cameras:
+///       - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3-video-index0
+///         id: cam_left
+///         size: 1280x720
+///         fps: 30
+///         controls: { exposure_auto: 1 }
+///     imus:
+///       - device: bmi160
+///         rate: 1000
+///
+/// Every error names the file and line. Values are read as text and checked by the same code
+/// as the command line's `--cam`/`--imu` options, so YAML's implicit typing (`no` as false,
+/// `010` as octal) never changes what a value means.
+struct RigConfig {
+    var path: String
+    var hostId: String?
+    var output: String?
+    var minFree: ByteSize?
+    var syncEvery: Duration?
+    var duration: Duration?
+    var devices: [DeviceSpec]
+
+    static let topKeys = ["host_id", "output", "min_free", "sync_every", "duration", "cameras", "imus"]
+
+    /// Reads and checks `path`. Devices are not opened.
+    static func load(path: String) throws(RigConfigError) -> RigConfig {
+        let name = path
+        guard let data = FileManager.default.contents(atPath: path) else {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            throw RigConfigError(
+                "\(name): " + (!exists ? "no such file; write one (see `fieldcap check --help` for an example)"
+                    : isDirectory.boolValue ? "is a directory; give the config file" : "cannot be read (permission denied?)"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw RigConfigError("\(name): is not UTF-8 text")
+        }
+        return try parse(text, name: name)
+    }
+
+    /// Parses config text; `name` is how errors name the file.
+    static func parse(_ text: String, name: String) throws(RigConfigError) -> RigConfig {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw RigConfigError(syntax: error, name: name)
+        } catch {
+            throw RigConfigError("\(name): \(error)")
+        }
+        var config = RigConfig(path: name, devices: [])
+        guard let root else { throw RigConfigError("\(name): is empty; describe at least one camera or IMU") }
+        let top = try Entry(root, name: name, what: "the config", keys: topKeys)
+        config.hostId = try top.text("host_id")
+        config.output = try top.text("output")
+        config.minFree = try top.value("min_free", example: "2G") { ByteSize(argument: $0) }
+        config.syncEvery = try top.value("sync_every", example: "1s") { Duration(argument: $0) }
+        config.duration = try top.value("duration", example: "10m") { Duration(argument: $0) }
+        if let host = config.hostId, let problem = StreamID.problem(with: host) {
+            throw RigConfigError("\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")
+        }
+        for (key, kind) in [("cameras", DeviceSpec.Kind.camera), ("imus", .imu)] {
+            guard let list = top.fields[key] else { continue }
+            guard case .sequence(let items) = list.node else {
+                throw RigConfigError("\(name):\(list.line): \(key) must be a list, one '- device: ...' entry per device")
+            }
+            for item in items {
+                config.devices.append(try device(item, kind: kind, name: name))
+            }
+        }
+        if config.devices.isEmpty {
+            throw RigConfigError("\(name): no cameras or imus; describe at least one device")
+        }
+        return config
+    }
+
+    /// One `cameras:` or `imus:` entry as a device spec, each option checked at its own line.
+    private static func device(_ node: Node, kind: DeviceSpec.Kind, name: String) throws(RigConfigError) -> DeviceSpec {
+        let what = kind == .camera ? "a camera" : "an IMU"
+        let optionKeys = (kind == .camera ? DeviceSpec.cameraKeys : DeviceSpec.imuKeys).sorted()
+        let keys = ["device"] + optionKeys + (kind == .camera ? ["controls"] : [])
+        let entry = try Entry(node, name: name, what: what, keys: keys)
+        guard let device = try entry.text("device") else {
+            throw RigConfigError("\(name):\(entry.line): \(what) needs 'device:' (e.g. \(kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"))")
+        }
+        var spec = DeviceSpec(kind: kind, device: device, options: [:], origin: "\(name):\(entry.line(of: "device"))")
+        var optionLines: [String: Int] = [:]
+        for key in optionKeys {
+            let value: String?
+            if key == "channels", let field = entry.fields[key], case .sequence(let names) = field.node {
+                value = try names.map { node throws(RigConfigError) in
+                    guard case .scalar(let scalar) = node else {
+                        throw RigConfigError("\(name):\(field.line): channels must be a list of channel names")
+                    }
+                    return scalar.string
+                }.joined(separator: "+")
+            } else {
+                value = try entry.text(key)
+            }
+            guard let value else { continue }
+            spec.options[key] = value
+            optionLines[key] = entry.line(of: key)
+        }
+        if let field = entry.fields["controls"] {
+            let controls = try Entry(field.node, name: name, what: "controls", keys: nil)
+            for (control, _) in controls.fields {
+                spec.options["ctrl.\(control)"] = try controls.text(control)
+                optionLines["ctrl.\(control)"] = controls.line(of: control)
+            }
+        }
+        // Each option alone, so the error names the line it is on.
+        for (key, line) in optionLines {
+            var alone = DeviceSpec(kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
+            if key != "id" {
+                alone.options["id"] = "check"
+            }
+            do {
+                try alone.checkOptions()
+            } catch {
+                throw RigConfigError((error as? ValidationError)?.message ?? "\(name):\(line): \(error)")
+            }
+        }
+        return spec
+    }
+}
+
+/// A config problem: one line that names the file and the line.
+struct RigConfigError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+
+    init(_ message: String) { self.message = message }
+
+    init(syntax error: YamlError, name: String) {
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            let around = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
+            message = "\(name):\(mark.line): not valid YAML: \(problem)\(around)"
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            message = "\(name):\(context.mark.line): \(duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")) given twice in the same block"
+        default:
+            message = "\(name): not valid YAML: \(error)"
+        }
+    }
+}
+
+/// A YAML mapping whose keys are checked against the ones allowed, with each value's line.
+private struct Entry {
+    struct Field {
+        var node: Node
+        var line: Int
+    }
+    var fields: [String: Field] = [:]
+    var line: Int
+    var name: String
+    var what: String
+
+    init(_ node: Node, name: String, what: String, keys: [String]?) throws(RigConfigError) {
+        self.name = name
+        self.what = what
+        line = node.mark?.line ?? 1
+        guard case .mapping(let mapping) = node else {
+            throw RigConfigError("\(name):\(line): \(what) must be a block of 'key: value' lines")
+        }
+        for (key, value) in mapping {
+            guard case .scalar(let scalar) = key else {
+                throw RigConfigError("\(name):\(key.mark?.line ?? line): a key in \(what) must be a plain name")
+            }
+            let keyLine = key.mark?.line ?? line
+            if let keys, !keys.contains(scalar.string) {
+                let near = keys.map { ($0, editDistance($0, scalar.string.lowercased())) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }?.0
+                throw RigConfigError("\(name):\(keyLine): unknown key '\(scalar.string.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))")
+            }
+            fields[scalar.string] = Field(node: value, line: keyLine)
+        }
+    }
+
+    func line(of key: String) -> Int { fields[key]?.line ?? line }
+
+    /// A scalar value as text, or nil when the key is absent.
+    func text(_ key: String) throws(RigConfigError) -> String? {
+        guard let field = fields[key] else { return nil }
+        guard case .scalar(let scalar) = field.node, !scalar.string.isEmpty else {
+            throw RigConfigError("\(name):\(field.line): \(key) in \(what) must be a single value")
+        }
+        return scalar.string
+    }
+
+    func value<T>(_ key: String, example: String, _ parse: (String) -> T?) throws(RigConfigError) -> T? {
+        guard let text = try text(key) else { return nil }
+        guard let value = parse(text) else {
+            throw RigConfigError("\(name):\(line(of: key)): \(key) '\(text.printable)' is not valid; e.g. \(key): \(example)")
+        }
+        return value
+    }
+}
+
+/// How many single-character edits turn `a` into `b` (for "did you mean").
+private func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var row = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var previous = row[0]
+        row[0] = i
+        for j in stride(from: 1, through: b.count, by: 1) {
+            let current = row[j]
+            row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+            previous = current
+        }
+    }
+    return a.isEmpty ? b.count : row[b.count]
+}
