@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import FieldcapCore
 import FieldcapIIO
 import FieldcapV4L2
@@ -19,6 +20,8 @@ struct List: ParsableCommand {
                 let device = try V4L2Device(path: node)
                 let identity = device.identity
                 print("  \(node)  \(identity.card)  driver \(identity.driver), bus \(identity.bus)")
+                let stable = stableNames(for: node)
+                if !stable.isEmpty { print("    stable names (for a rig config): \(stable.joined(separator: ", "))") }
                 for format in device.formats() {
                     print("    \(format.fourcc)  \(format.description)\(format.compressed ? " (compressed)" : "")")
                     for size in format.sizes.prefix(12) { print("      \(size)") }
@@ -43,6 +46,22 @@ struct List: ParsableCommand {
               synthetic  \(SyntheticIMU.channelNames.joined(separator: ", ")) (m/s², rad/s); 1 to 100000 Hz
                          --imu synthetic:1000,id=imu
             """)
+    }
+
+    /// The links udev made to `node` in /dev/v4l/by-id (USB cameras: vendor, model, serial) and
+    /// /dev/v4l/by-path (the port): names that survive a reboot or a replug, unlike videoN.
+    private func stableNames(for node: String) -> [String] {
+        guard let resolvedNode = realpath(node, nil) else { return [] }
+        let target = String(cString: resolvedNode)
+        free(resolvedNode)
+        return ["\(devices)/v4l/by-id", "\(devices)/v4l/by-path"].flatMap { folder in
+            ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().compactMap { link in
+                let path = "\(folder)/\(link)"
+                guard let resolved = realpath(path, nil) else { return nil }
+                defer { free(resolved) }
+                return String(cString: resolved) == target ? path : nil
+            }
+        }
     }
 
     private func listIIO() {

@@ -67,6 +67,18 @@ name=$(cat "$sysfs/name")
 [ "$(readlink -f "/dev/iio/by-name/$name")" = "$node" ] || fail "/dev/iio/by-name/$name does not lead to $node"
 echo "  current_timestamp_clock monotonic_raw; /dev/iio/by-name/$name -> $node"
 
+# Stable names: udev's own rules (60-persistent-v4l) link the cameras by port; fieldcap list shows
+# the links, and the config names a camera by one. (vivid's two instances share one platform
+# path, so one link stands for whichever came last.)
+link=$(ls -d /dev/v4l/by-path/* 2>/dev/null | head -1 || true)
+[ -n "$link" ] || fail "udev made no /dev/v4l/by-path link"
+linked=$(readlink -f "$link")
+listing=$(/usr/local/bin/fieldcap list)
+grep -A1 "^  $linked " <<<"$listing" | grep -qF "stable names (for a rig config): $link" \
+	|| fail "fieldcap list does not show $link under $linked: $(grep -A1 "^  $linked " <<<"$listing")"
+echo "  fieldcap list: $linked, stable name $link"
+other=$dev; [ "$linked" != "$dev" ] || other=$dev2
+
 # The rig's config, and the user the unit runs as. No trigger attached: fieldcap makes one.
 echo > "$sysfs/trigger/current_trigger"
 mkdir -p /var/lib/fieldcap && chown fieldcap:fieldcap /var/lib/fieldcap   # the unit's StateDirectory
@@ -75,11 +87,11 @@ host_id: rigtest
 output: /var/lib/fieldcap/sessions
 min_free: 16M
 cameras:
-  - device: $dev
+  - device: $link
     id: cam_a
     size: 320x180
     fps: 30
-  - device: $dev2
+  - device: $other
     id: cam_b
     size: 320x180
     fps: 15
