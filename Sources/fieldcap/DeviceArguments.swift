@@ -37,7 +37,7 @@ struct DevicePlan {
     }
 
     /// Checks what can be checked without opening devices: something to capture, usable and
-    /// distinct stream ids, every option's value.
+    /// distinct stream ids, synthetic sources' options.
     func validate(verb: String) throws {
         if specs.isEmpty {
             throw ValidationError("nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
@@ -51,7 +51,9 @@ struct DevicePlan {
                 let fix = spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
                 throw ValidationError("\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
-            try spec.checkOptions()
+            // Synthetic sources are checked here; devices, with their options, by makeSources,
+            // whose errors are one line without the usage text.
+            if spec.isSynthetic { _ = try spec.makeSource(defaultId: id) }
         }
     }
 
