@@ -39,6 +39,21 @@ struct StreamJitterTests {
         #expect(jitter.series.map(\.captureErrorNs) == [0, 500_000, -200_000, 0])
     }
 
+    @Test("a sequence that goes back or repeats is counted as a restart, not a gap, and measures no interval")
+    func sequenceGoingBack() {
+        var jitter = StreamJitter(id: "cam", nominalRate: 100)
+        jitter.add(record(10, capture: 1_000_000_000, dequeue: 1_000_100_000))
+        jitter.add(record(11, capture: 1_010_000_000, dequeue: 1_010_100_000))
+        jitter.add(record(0, capture: 1_020_000_000, dequeue: 1_020_100_000))   // the driver restarted
+        jitter.add(record(0, capture: 1_030_000_000, dequeue: 1_030_100_000))   // and repeated
+        jitter.add(record(1, capture: 1_040_000_000, dequeue: 1_040_100_000))
+        jitter.add(record(5, capture: 1_080_000_000, dequeue: 1_080_100_000))   // skipped 2, 3, 4
+        #expect(jitter.records == 6)
+        #expect(jitter.sequenceRestarts == 2)
+        #expect(jitter.sequenceGaps == 3)
+        #expect(jitter.captureIntervalError.count == 2, "11 after 10 and 1 after 0 only")
+    }
+
     @Test("the plotted series stays within its capacity, evenly thinned, however long the run")
     func boundedSeries() {
         var jitter = StreamJitter(id: "imu", nominalRate: 1000, seriesCapacity: 100)

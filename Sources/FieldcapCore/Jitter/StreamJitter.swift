@@ -35,6 +35,8 @@ public struct StreamJitter {
     public private(set) var records = 0
     /// Records the source skipped (jumps in its sequence numbers), beside the ring's drops.
     public private(set) var sequenceGaps = 0
+    /// Times the sequence went back or repeated (the driver restarted its count).
+    public private(set) var sequenceRestarts = 0
     /// Records whose dequeue time came before their capture time.
     public private(set) var negativeLatencies = 0
     public private(set) var series: [Point] = []
@@ -69,7 +71,13 @@ public struct StreamJitter {
             return
         }
         if record.sequence != previous.sequence &+ 1 {
-            sequenceGaps += Int(record.sequence &- previous.sequence &- 1)
+            // A sequence that goes back or repeats (a driver restarting its count) is no gap and
+            // no interval; only a forward jump counts what it skipped.
+            if record.sequence > previous.sequence {
+                sequenceGaps += Int(clamping: record.sequence - previous.sequence - 1)
+            } else {
+                sequenceRestarts += 1
+            }
             return
         }
         guard periodNs > 0 else { return }

@@ -76,7 +76,7 @@ struct JitterReport {
                 var entry: [String: Any] = [
                     "id": stream.jitter.id, "device": stream.source.descriptor.device,
                     "nominal_rate": stream.source.descriptor.nominalRate, "records": stream.jitter.records,
-                    "dropped_in_ring": stream.summary.dropped, "skipped_by_device": stream.jitter.sequenceGaps,
+                    "dropped_in_ring": stream.summary.dropped, "skipped_by_device": stream.jitter.sequenceGaps, "sequence_restarts": stream.jitter.sequenceRestarts,
                     "capture_ns_source": stream.timeSource,
                     "interval_error_dequeue": summary(stream.jitter.dequeueIntervalError),
                     "interval_error_capture": summary(stream.jitter.captureIntervalError),
