@@ -10,7 +10,7 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
 
 out=$("$fieldcap" list)
-echo "$out" | head -20
+head -20 <<<"$out"  # not a pipe: with pipefail, echo could die of SIGPIPE when head is done
 for want in "$dev" "vivid" "YUYV" "640x480" "brightness"; do
 	grep -qF -- "$want" <<<"$out" || { echo "FAIL: 'fieldcap list' does not mention '$want'"; exit 1; }
 done
