@@ -82,6 +82,10 @@ struct Record: ParsableCommand {
         var minFree: ByteSize
     }
 
+    /// Where sessions go when neither --root nor a config's output says.
+    static var defaultRoot: String { ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions" }
+    static let defaultMinFree = ByteSize(bytes: 256 << 20)
+
     static func defaultHostId() -> String {
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
         return name.isEmpty ? "host" : name
@@ -93,20 +97,15 @@ struct Record: ParsableCommand {
             if !devices.isEmpty {
                 throw ValidationError("--config \(config) describes the devices; give either --config or --cam/--imu, not both")
             }
-            do {
-                rig = try RigConfig.load(path: config)
-            } catch {
-                FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-                throw ExitCode(64)
-            }
+            rig = try RigConfig.loadForCommand(path: config)
         }
         let settings = Settings(
             plan: try rig.map { DevicePlan(specs: $0.devices) } ?? DevicePlan(specs: devices.specs),
             hostId: hostId ?? rig?.hostId ?? Self.defaultHostId(),
-            root: root ?? rig?.output ?? ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions",
+            root: root ?? rig?.output ?? Self.defaultRoot,
             duration: duration ?? rig?.duration,
             syncEvery: syncEvery ?? rig?.syncEvery ?? Duration(argument: "1s")!,
-            minFree: minFree ?? rig?.minFree ?? ByteSize(bytes: 256 << 20))
+            minFree: minFree ?? rig?.minFree ?? Self.defaultMinFree)
         if let problem = StreamID.problem(with: settings.hostId) {
             throw ValidationError("--host-id '\(settings.hostId.printable)' cannot be used: \(problem)")
         }

@@ -50,13 +50,7 @@ struct Check: ParsableCommand {
     var config: String
 
     func run() throws {
-        let rig: RigConfig
-        do {
-            rig = try RigConfig.load(path: config)
-        } catch {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-            throw ExitCode(64)
-        }
+        let rig = try RigConfig.loadForCommand(path: config)
         let plan = DevicePlan(specs: rig.devices)
         do {
             try plan.validate(verb: "check")
@@ -76,8 +70,7 @@ struct Check: ParsableCommand {
                 print("FAIL  \(id)  \(message)")
             }
         }
-        if let storage = storageProblem(root: rig.output ?? ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions",
-                                        minFree: rig.minFree ?? ByteSize(bytes: 256 << 20)) {
+        if let storage = storageProblem(root: rig.output ?? Record.defaultRoot, minFree: rig.minFree ?? Record.defaultMinFree) {
             problems += 1
             print("FAIL  storage  \(storage)")
         }

@@ -49,6 +49,16 @@ struct RigConfig {
         return try parse(text, name: name)
     }
 
+    /// `load` for a command: a config error is one line on stderr and exit status 64.
+    static func loadForCommand(path: String) throws -> RigConfig {
+        do {
+            return try load(path: path)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            throw ExitCode(64)
+        }
+    }
+
     /// Parses config text; `name` is how errors name the file.
     static func parse(_ text: String, name: String) throws(RigConfigError) -> RigConfig {
         let root: Node?
@@ -121,10 +131,7 @@ struct RigConfig {
         }
         // Each option alone, so the error names the line it is on.
         for (key, line) in optionLines {
-            var alone = DeviceSpec(kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
-            if key != "id" {
-                alone.options["id"] = "check"
-            }
+            let alone = DeviceSpec(kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
             do {
                 try alone.checkOptions()
             } catch {
