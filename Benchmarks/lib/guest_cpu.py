@@ -32,3 +32,62 @@ def run_measured(name, args, seconds, items_per_second, stdout=subprocess.DEVNUL
         raise SystemExit(f"{name} failed")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), steady
+
+
+def warm_up_memory(directory, megabytes):
+    """Writes and deletes `megabytes` of zeros in `directory` (the guest's tmpfs).
+
+    Under QEMU's software emulation, the first time the guest touches a page of its RAM, the host
+    faults it in, and the guest charges that time to whatever it was running: the first recorder
+    of a freshly booted guest paid for it, the others did not. A real machine has no such cost.
+    """
+    path = os.path.join(directory, "warm-up.bin")
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={megabytes}"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.unlink(path)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def interleaved_rounds(tools, rounds):
+    """Runs every tool once per round, the order rotated each round (so none is always first).
+
+    `tools` is a list of (name, run) where run() returns (items, cpu_seconds, steady_per_item).
+    Returns {name: [(items, cpu, steady), ...]} in round order.
+    """
+    results = {name: [] for name, _ in tools}
+    for round_index in range(rounds):
+        shift = round_index % len(tools)
+        for name, run in tools[shift:] + tools[:shift]:
+            results[name].append(run())
+            print(f"round {round_index + 1}/{rounds}: {name}: {results[name][-1][0]} items, "
+                  f"{results[name][-1][1]:.2f} s CPU", flush=True)
+    return results
+
+
+def table_rows(results, unit_scale, unit):
+    """Markdown rows: median CPU per item over the rounds (and the rounds' range), whole run and
+    steady state, each also as a ratio to the first tool's median."""
+    names = list(results)
+    def per_item(name):
+        return [cpu / max(1, items) for items, cpu, _ in results[name]]
+    def steady(name):
+        return [s for _, _, s in results[name] if s is not None]
+    base_whole, base_steady = median(per_item(names[0])), median(steady(names[0]) or [0]) or None
+    rows = []
+    for name in names:
+        whole, st = per_item(name), steady(name)
+        items = median([i for i, _, _ in results[name]])
+        cells = [name, f"{items:g}", f"{median(whole) * unit_scale:.2f} {unit} ({min(whole) * unit_scale:.2f}–{max(whole) * unit_scale:.2f})",
+                 f"{median(whole) / base_whole:.2f}x"]
+        if st and base_steady:
+            cells += [f"{median(st) * unit_scale:.2f} {unit} ({min(st) * unit_scale:.2f}–{max(st) * unit_scale:.2f})",
+                      f"{median(st) / base_steady:.2f}x"]
+        else:
+            cells += ["-", "-"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
