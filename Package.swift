@@ -25,10 +25,10 @@ let package = Package(
         .target(
             name: "FieldcapCore",
             dependencies: ["SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
-        // FFmpeg's libavformat (Debian: libavformat-dev) for the Matroska video files.
-        .systemLibrary(
-            name: "CFFmpeg", pkgConfig: "libavformat",
-            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
+        // FFmpeg's libavformat for the Matroska video files: built with its headers (Debian:
+        // libavformat-dev), loaded with dlopen when a video is first written, so the commands
+        // that write none do not pay for loading its ~140 libraries (Sources/CFFmpeg/include).
+        .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "FieldcapMedia", dependencies: ["CFFmpeg", "FieldcapCore", "SyncField"]),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),

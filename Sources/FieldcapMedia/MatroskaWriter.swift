@@ -21,6 +21,20 @@ public struct MediaError: Error, CustomStringConvertible, Equatable {
     }
 }
 
+/// FFmpeg's libraries, opened on first use (Sources/CFFmpeg/include/CFFmpeg.h says why).
+public enum FFmpegLibrary {
+    /// Opens libavformat if it is not open yet; the error says which library is missing and
+    /// which Debian package has it.
+    public static func load() throws(MediaError) {
+        guard let problem = CFFmpeg_load() else { return }
+        let library = String(cString: CFFmpeg_library_name())
+        let package = library.replacingOccurrences(of: ".so.", with: "")
+        throw MediaError(
+            path: library, operation: "dlopen", code: -1,
+            message: "\(String(cString: problem)); videos need FFmpeg's \(library) (Debian: apt install \(package))")
+    }
+}
+
 /// Writes one camera stream into a Matroska file with FFmpeg's libavformat: raw frames losslessly
 /// as `rawvideo`, MJPEG passed through. Each frame's presentation time is its capture time
 /// relative to the stream's first frame, so the file keeps the real, variable timing.
@@ -52,11 +66,12 @@ public final class MatroskaWriter {
     public init(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) {
         self.path = path
         self.format = format
+        try FFmpegLibrary.load()
         var context: UnsafeMutablePointer<AVFormatContext>?
-        var result = avformat_alloc_output_context2(&context, nil, "matroska", path)
+        var result = CFFmpeg_avformat_alloc_output_context2(&context, nil, "matroska", path)
         guard result >= 0, let context else { throw .ffmpeg(result, "avformat_alloc_output_context2", path: path) }
         self.context = context
-        guard let stream = avformat_new_stream(context, nil) else {
+        guard let stream = CFFmpeg_avformat_new_stream(context, nil) else {
             throw .ffmpeg(CFFmpeg_AVERROR(ENOMEM), "avformat_new_stream", path: path)
         }
         self.stream = stream
@@ -79,14 +94,14 @@ public final class MatroskaWriter {
         // A nanosecond time base; the muxer rescales to Matroska's own (milliseconds by default).
         stream.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
         if nominalRate > 0 {
-            stream.pointee.avg_frame_rate = av_d2q(nominalRate, 1_000_000)
+            stream.pointee.avg_frame_rate = CFFmpeg_av_d2q(nominalRate, 1_000_000)
         }
         // O_NOFOLLOW: a link planted in the session directory must not send the video elsewhere.
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw Self.system(errno, "open", path: path) }
         let bufferSize: Int32 = 1 << 20
-        guard let buffer = av_malloc(Int(bufferSize)),
-            let io = avio_alloc_context(
+        guard let buffer = CFFmpeg_av_malloc(Int(bufferSize)),
+            let io = CFFmpeg_avio_alloc_context(
                 buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 1, Unmanaged.passUnretained(self).toOpaque(),
                 nil, Self.writeCallback, Self.seekCallback)
         else { throw .ffmpeg(CFFmpeg_AVERROR(ENOMEM), "avio_alloc_context", path: path) }
@@ -96,18 +111,18 @@ public final class MatroskaWriter {
         // frame (measured on the host; far more on a small ARM core), three times the rest of the
         // muxing. Integrity comes from the fsync policy and the per-frame log instead.
         var options: OpaquePointer?
-        av_dict_set(&options, "write_crc32", "0", 0)
+        CFFmpeg_av_dict_set(&options, "write_crc32", "0", 0)
         // Written as a live stream: no index (Cues) and no duration in the header. The muxer keeps
         // one index entry per keyframe (every raw or MJPEG frame is one) in memory until the
         // trailer: two 30 fps cameras grew the recorder by 17 MB an hour (about 80 bytes a
         // frame); live, its memory stays flat. Players play the file and demuxers read every
         // frame and its time; `ffmpeg -i cam.mkv -c copy indexed.mkv` adds an index.
-        av_dict_set(&options, "live", "1", 0)
-        defer { av_dict_free(&options) }
-        result = avformat_write_header(context, &options)
+        CFFmpeg_av_dict_set(&options, "live", "1", 0)
+        defer { CFFmpeg_av_dict_free(&options) }
+        result = CFFmpeg_avformat_write_header(context, &options)
         guard result >= 0 else { throw .ffmpeg(result, "avformat_write_header", path: path) }
         headerWritten = true
-        packet = av_packet_alloc()
+        packet = CFFmpeg_av_packet_alloc()
     }
 
     private static func system(_ code: Int32, _ operation: String, path: String) -> MediaError {
@@ -152,21 +167,21 @@ public final class MatroskaWriter {
         if !finished { try? finish() }
         context?.pointee.pb = nil
         if let io {
-            av_freep(&io.pointee.buffer)
+            CFFmpeg_av_freep(&io.pointee.buffer)
             var owned: UnsafeMutablePointer<AVIOContext>? = io
-            avio_context_free(&owned)
+            CFFmpeg_avio_context_free(&owned)
         }
         if fd >= 0 { Glibc.close(fd) }
-        av_packet_free(&packet)
-        avformat_free_context(context)
+        CFFmpeg_av_packet_free(&packet)
+        CFFmpeg_avformat_free_context(context)
     }
 
     /// Makes every frame written so far durable (flush libavformat's buffer, then `fdatasync`).
     public func sync() throws(MediaError) {
         guard let context, let io, !finished else { return }
         // A NULL packet makes the Matroska muxer close the cluster it is collecting in memory.
-        let result = av_write_frame(context, nil)
-        avio_flush(io)
+        let result = CFFmpeg_av_write_frame(context, nil)
+        CFFmpeg_avio_flush(io)
         if let ioError { throw ioError }
         guard result >= 0 else { throw .ffmpeg(result, "av_write_frame (flush)", path: path) }
         if fdatasync(fd) != 0 { throw Self.system(errno, "fdatasync", path: path) }
@@ -182,7 +197,7 @@ public final class MatroskaWriter {
         let relative = AVRational(num: 1, den: 1_000_000_000)
         // A time before the first frame's (a damaged file being salvaged) counts as the first's.
         let sinceFirst = captureNs >= first ? Int64(clamping: captureNs - first) : 0
-        var pts = av_rescale_q(sinceFirst, relative, stream.pointee.time_base)
+        var pts = CFFmpeg_av_rescale_q(sinceFirst, relative, stream.pointee.time_base)
         // The muxer needs strictly increasing times; two frames in one tick of Matroska's clock
         // are nudged apart by one tick (capture_ns in the timestamps file stays exact).
         if pts <= lastPts { pts = lastPts + 1 }
@@ -193,7 +208,7 @@ public final class MatroskaWriter {
         packet.pointee.pts = pts
         packet.pointee.dts = pts
         packet.pointee.flags = 1  // AV_PKT_FLAG_KEY: every raw or MJPEG frame stands alone
-        let result = av_write_frame(context, packet)
+        let result = CFFmpeg_av_write_frame(context, packet)
         packet.pointee.data = nil
         packet.pointee.size = 0
         if let ioError { throw ioError }
@@ -205,8 +220,8 @@ public final class MatroskaWriter {
     public func finish() throws(MediaError) {
         guard !finished, headerWritten, let context, let io else { return }
         finished = true
-        let result = av_write_trailer(context)
-        avio_flush(io)
+        let result = CFFmpeg_av_write_trailer(context)
+        CFFmpeg_avio_flush(io)
         if let ioError { throw ioError }
         guard result >= 0 else { throw .ffmpeg(result, "av_write_trailer", path: path) }
         if fdatasync(fd) != 0 { throw Self.system(errno, "fdatasync", path: path) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapMedia
 import Foundation
 import SyncField
 
@@ -66,6 +67,19 @@ struct DevicePlan {
             guard let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message else { throw error }
             FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
             throw ExitCode(64)
+        }
+    }
+}
+
+extension DevicePlan {
+    /// Cameras are recorded into videos, which need FFmpeg: recording loads it before any device
+    /// is opened or anything made, so a rig without it hears so at once.
+    func requireVideoLibrary() throws {
+        guard let camera = specs.first(where: { $0.kind == .camera }) else { return }
+        do {
+            try FFmpegLibrary.load()
+        } catch {
+            throw ValidationError("\(camera.label) \(camera.device.printable): cannot record video: \(error.message)")
         }
     }
 }

@@ -53,6 +53,29 @@ struct RecordCommandTests {
         #expect(try sidecar(out)["stop_reason"] as? String == "SIGINT")
     }
 
+    @Test("FFmpeg is loaded only by a recording with a camera", arguments: [
+        (["--imu", "synthetic:200"], false),
+        (["--cam", "synthetic:160x120@30"], true),
+    ])
+    func ffmpegLoadedOnlyForVideo(devices: [String], loadsFFmpeg: Bool) throws {
+        let out = freshPath("record-lazy-ffmpeg")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        var maps = ""
+        let result = try FieldcapProcess.run(devices + ["--out", out, "-q"]) { process in
+            let deadline = Date().addingTimeInterval(30)
+            while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline { usleep(20_000) }
+            usleep(200_000)
+            // Read to the end: procfs files report no size, and a sized read stops at the first page.
+            if let file = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps") {
+                maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+            }
+            kill(process.processIdentifier, SIGINT)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!maps.isEmpty)
+        #expect(maps.contains("libavformat") == loadsFFmpeg)
+    }
+
     @Test("--json prints one progress object per line on stdout")
     func jsonProgress() throws {
         let out = freshPath("record-json")
