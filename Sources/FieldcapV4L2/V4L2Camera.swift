@@ -65,7 +65,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
 
         // The format: ask, then take what the driver granted.
         let fourcc = Self.fourcc(pixelFormat)
-        let offered = device.formats().map(\.fourcc)
+        let offered = device.pixelFormatCodes()
         guard offered.contains(pixelFormat.rawValue == "MJPG" ? "MJPG" : pixelFormat.rawValue) else {
             throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
                             hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)")

@@ -111,6 +111,20 @@ public final class V4L2Device {
         return String(decoding: bytes.filter { $0 != 0x20 }, as: UTF8.self) + (code & 0x8000_0000 != 0 ? "-BE" : "")
     }
 
+    /// The capture formats' fourccs (`VIDIOC_ENUM_FMT` alone): what opening a camera needs. Its
+    /// sizes and rates are left to `formats()`, since enumerating them all (vivid: about 6,000
+    /// ioctls) is most of a camera's start-up on a slow CPU.
+    public func pixelFormatCodes() -> [String] {
+        var codes: [String] = []
+        var description = v4l2_fmtdesc()
+        description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        while Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 {
+            codes.append(Self.fourcc(description.pixelformat))
+            description.index += 1
+        }
+        return codes
+    }
+
     /// Every capture format with its sizes and frame rates (`VIDIOC_ENUM_FMT`,
     /// `VIDIOC_ENUM_FRAMESIZES`, `VIDIOC_ENUM_FRAMEINTERVALS`).
     public func formats() -> [FormatDescription] {
