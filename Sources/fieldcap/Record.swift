@@ -153,10 +153,15 @@ struct Record: ParsableCommand {
         sessionOptions.syncInterval = syncEvery.seconds
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
-        // The writers wake every 20 ms when idle rather than 5: each wake-up costs on a small CPU,
-        // and 20 ms is far inside the slack of the rings (4096 records) and of a camera's buffers.
-        recorderOptions.idlePollNs = 20_000_000
-        sessionOptions.idlePollNs = 20_000_000
+        // Idle writers poll, and on a small CPU each wake-up costs (in the kernel rig, waking the
+        // two writers every 20 ms was a quarter of an IMU recording's CPU). The SyncField writer's
+        // queue holds 16,384 entries, seconds of any rig: it wakes every 50 ms. The recorder's
+        // writer also gives each camera its buffers back, so it waits at most a frame and a half
+        // of the fastest camera (a 30 fps camera keeps all but about two of its 8 buffers queued).
+        let fastestVideoRate = sources.filter { $0.descriptor.kind == .video }.map(\.descriptor.nominalRate).max() ?? 0
+        let idleNs = fastestVideoRate > 0 ? min(50_000_000, 1.5e9 / fastestVideoRate) : 50_000_000
+        recorderOptions.idlePollNs = UInt64(max(2_000_000, idleNs))
+        sessionOptions.idlePollNs = 50_000_000
         let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
         try Sidecar.writeStart(
