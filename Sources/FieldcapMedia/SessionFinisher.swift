@@ -70,7 +70,7 @@ public enum SessionFinisher {
         // The sidecar as it stands now (the end's, when the recorder got to write it).
         var document = SessionStart(directory: directory)?.document ?? start.document
         document["state"] = state
-        document["recovery"] = ["recovered_utc": ISO8601DateFormatter().string(from: Date()), "was": start.state, "streams": notes]
+        document["recovery"] = ["recovered_utc": SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, Date().timeIntervalSince1970 * 1e9))), "was": start.state, "streams": notes]
         try SessionStart.store(document, directory: directory)
     }
 }
