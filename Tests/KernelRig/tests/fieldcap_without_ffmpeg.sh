@@ -11,7 +11,8 @@ trig=${FIELDCAP_IIO_TRIGGER:?}
 fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
 
-library=$(ldconfig -p | awk '$1 == "libavformat.so.59" { print $NF; exit }')
+# awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail reports.
+library=$(ldconfig -p | awk '$1 == "libavformat.so.59" && !found { print $NF; found = 1 }')
 [ -n "$library" ] || { echo "FAIL: no libavformat.so.59 in the guest to hide"; exit 1; }
 empty=$FIELDCAP_TEST_TMP/empty.so
 : >"$empty"
