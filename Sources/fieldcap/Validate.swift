@@ -33,7 +33,9 @@ struct Validate: ParsableCommand {
     }
 
     func run() throws {
-        let report = SessionValidator.validate(directory: directory)
+        let progress = ValidationProgressLine(enabled: !quiet && isatty(STDERR_FILENO) == 1)
+        let report = SessionValidator.validate(directory: directory, progress: progress.show)
+        progress.clear()
         for problem in report.problems { print("\(directory)/\(problem)") }
         for warning in report.warnings where !quiet { print("\(directory)/\(warning) (warning)") }
         if report.isValid {
@@ -44,5 +46,32 @@ struct Validate: ParsableCommand {
             print("\(directory): \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s")")
             throw ExitCode(1)
         }
+    }
+}
+
+/// "validating imu.jsonl: 42% of 310 MB" on the terminal's stderr, redrawn at most twice a
+/// second, for sessions that take a while (an hour of a 1 kHz IMU: about two minutes).
+final class ValidationProgressLine {
+    private let enabled: Bool
+    private var lastDrawn: UInt64 = 0
+    private var drawn = false
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func show(_ progress: SessionValidator.Progress) {
+        guard enabled else { return }
+        let now = MonotonicClock.now()
+        // Nothing for a session read in under half a second; then every half second.
+        if lastDrawn == 0 { lastDrawn = now; return }
+        guard now &- lastDrawn >= 500_000_000 else { return }
+        lastDrawn = now
+        let percent = progress.bytesTotal > 0 ? 100 * progress.bytesDone / progress.bytesTotal : 100
+        let total = ByteSize(bytes: UInt64(progress.bytesTotal))
+        FileHandle.standardError.write(Data("\r\u{1B}[Kvalidating \(progress.file): \(percent)% of \(total)".utf8))
+        drawn = true
+    }
+
+    func clear() {
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }

@@ -155,6 +155,31 @@ struct ValidatorTests {
         #expect(match != nil, "expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") '\(breakage.expect)', got \(report.problems)")
     }
 
+    @Test("progress: reported through every stream file, ever further, ending at their total size")
+    func progress() throws {
+        let directory = TemporaryDirectory("validator-progress")
+        let session = SyncSession(hostId: "rig_01", outputDir: directory.path)
+        try session.start()
+        let imu = try session.sensorStream("imu", channels: ["accel_x", "accel_y", "accel_z"])
+        // About 3 MB of sensor lines: progress comes within the file, not only at its end.
+        for frame in 0..<25_000 {
+            try imu.record(frameNumber: frame, values: [0.125 * Double(frame), -9.81, 1e-3], captureNs: UInt64(1_000 + frame))
+        }
+        try session.stamp("cam", frameNumber: 0, captureNs: 5)
+        try session.stop()
+        var seen: [SessionValidator.Progress] = []
+        let report = SessionValidator.validate(directory: directory.path) { seen.append($0) }
+        #expect(report.isValid, "\(report.problems)")
+        let streamFiles = ["cam.timestamps.jsonl", "imu.timestamps.jsonl", "imu.jsonl"]
+        let total = streamFiles.reduce(0) { $0 + directory.read($1)!.utf8.count }
+        #expect(total > 3 << 20)
+        #expect(Set(seen.map(\.file)) == Set(streamFiles))
+        #expect(seen.filter { $0.file == "imu.jsonl" }.count >= 3)
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.bytesDone <= $1.bytesDone })
+        #expect(seen.allSatisfy { $0.bytesTotal == total && $0.bytesDone <= total })
+        #expect(seen.last?.bytesDone == total)
+    }
+
     @Test("a one-stream session is valid, with a warning that the service would drop it")
     func singleStreamWarning() throws {
         let directory = TemporaryDirectory()

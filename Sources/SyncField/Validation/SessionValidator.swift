@@ -30,15 +30,29 @@ public struct SessionValidator {
     public static let sensorKeys = ["capture_ns", "channels", "clock_domain", "clock_source", "frame_number", "uncertainty_ns"]
     static let syncPointKeys = ["host_id", "iso_datetime", "monotonic_ns", "sdk_version", "timestamp_ms", "wall_clock_ns"]
 
+    /// How far validation has come: the stream file being read, the bytes of the session's
+    /// stream files read so far, and their total.
+    public struct Progress: Sendable {
+        public var file: String
+        public var bytesDone: Int
+        public var bytesTotal: Int
+    }
+
     public let directory: String
     private var report = Report()
     private let keyOrder = KeyOrderCache()
+    private var progress: ((Progress) -> Void)?
+    private var bytesDone = 0
+    private var bytesTotal = 0
 
     public init(directory: String) { self.directory = directory }
 
-    /// Validates the session in `directory`.
-    public static func validate(directory: String) -> Report {
+    /// Validates the session in `directory`. `progress`, if given, is called as the stream files
+    /// are read (every megabyte or so, and once at the end of each file): an hour of a 1 kHz
+    /// IMU is millions of lines.
+    public static func validate(directory: String, progress: ((Progress) -> Void)? = nil) -> Report {
         var validator = SessionValidator(directory: directory)
+        validator.progress = progress
         validator.run()
         return validator.report
     }
@@ -60,6 +74,10 @@ public struct SessionValidator {
         let sensorIds = names.filter { $0.hasSuffix(".jsonl") && !$0.hasSuffix(".timestamps.jsonl") }
             .map { String($0.dropLast(".jsonl".count)) }
 
+        for name in timestampIds.map({ "\($0).timestamps.jsonl" }) + sensorIds.map({ "\($0).jsonl" }) {
+            var info = stat()
+            if stat("\(directory)/\(name)", &info) == 0 { bytesTotal += Int(info.st_size) }
+        }
         let syncPoint = checkSyncPoint()
         let hostId = syncPoint?["host_id"]?.stringValue
         var timestampLines: [String: [TimestampFields]] = [:]
@@ -104,7 +122,16 @@ public struct SessionValidator {
         var lineNumber = 0
         var start = 0
         let problemsBefore = report.problems.count
+        var reportedAt = 0
+        defer {
+            bytesDone += bytes.count
+            progress?(Progress(file: name, bytesDone: bytesDone, bytesTotal: max(bytesTotal, bytesDone)))
+        }
         while start < bytes.count {
+            if start - reportedAt >= 1 << 20, let progress {
+                reportedAt = start
+                progress(Progress(file: name, bytesDone: bytesDone + start, bytesTotal: max(bytesTotal, bytesDone + start)))
+            }
             lineNumber += 1
             guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
                 problem(name, lineNumber, "the last line is incomplete (no newline): a write was cut off; `fieldcap recover` trims it")
