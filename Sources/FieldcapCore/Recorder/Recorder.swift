@@ -15,8 +15,12 @@ import Glibc
 /// Thread-safe: `start` and `stop` from one controlling thread; `statistics` from any.
 public final class Recorder: @unchecked Sendable {
     public struct Options: Sendable {
-        /// Records each ring holds (rounded up to a power of two).
+        /// Records each sensor's ring holds (rounded up to a power of two).
         public var ringCapacity = 4096
+        /// Records each camera's ring holds. A camera never has more frames out than its
+        /// buffers (they come back only once written), so a small ring loses nothing and keeps
+        /// the memory (160 bytes a record) small on a rig.
+        public var videoRingCapacity = 256
         /// Records the writer takes from one ring before looking at the next.
         public var batchLimit = 512
         /// How long the writer sleeps when every ring is empty.
@@ -74,7 +78,9 @@ public final class Recorder: @unchecked Sendable {
         self.sources = sources
         self.sink = sink
         self.options = options
-        rings = sources.map { _ in SPSCRing(minimumCapacity: options.ringCapacity) }
+        rings = sources.map {
+            SPSCRing(minimumCapacity: $0.descriptor.kind == .video ? options.videoRingCapacity : options.ringCapacity)
+        }
         captureErrors = Array(repeating: nil, count: sources.count)
         captureEndedNs = Array(repeating: nil, count: sources.count)
         written = Array(repeating: 0, count: sources.count)
