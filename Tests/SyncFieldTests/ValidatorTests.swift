@@ -180,6 +180,23 @@ struct ValidatorTests {
         #expect(seen.last?.bytesDone == total)
     }
 
+    @Test("the integer fast path of the spelling check agrees with the full comparison")
+    func integerFastPath() {
+        var cases = ["0", "-0", "00", "01", "-01", "-", "", "+1", "1e3", "1.0", "1.5", "-1", "10", "-10",
+                     "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+                     "18446744073709551615", "18446744073709551616", "1E2", "0.0", "-0.0", " 1", "1 "]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            cases.append(String(Int64.random(in: .min ... .max, using: &random)))
+            cases.append(String(UInt64.random(in: 0 ... .max, using: &random)))
+            let digits = (0..<Int.random(in: 1...22, using: &random)).map { _ in String(Int.random(in: 0...9, using: &random)) }
+            cases.append((Bool.random(using: &random) ? "-" : "") + digits.joined())
+        }
+        for text in cases {
+            #expect(CanonicalJSON.isCanonical(number: text) == CanonicalJSON.spellings(ofNumber: text).contains(text), "\(text)")
+        }
+    }
+
     @Test("a one-stream session is valid, with a warning that the service would drop it")
     func singleStreamWarning() throws {
         let directory = TemporaryDirectory()

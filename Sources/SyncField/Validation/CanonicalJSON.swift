@@ -20,7 +20,23 @@ enum CanonicalJSON {
         return result
     }
 
-    static func isCanonical(number text: String) -> Bool { spellings(ofNumber: text).contains(text) }
+    static func isCanonical(number text: String) -> Bool {
+        // Most numbers in a session are integers spelled as Swift spells them (capture_ns,
+        // frame_number, uncertainty_ns): those are canonical without parsing them as Double and
+        // Float. Anything else takes the full comparison.
+        isPlainInteger(text) || spellings(ofNumber: text).contains(text)
+    }
+
+    /// Whether `text` is exactly `String(n)` of some Int64 or UInt64 `n`: an optional minus, then
+    /// `0` alone or digits without a leading zero, not `-0`, and in range.
+    static func isPlainInteger(_ text: String) -> Bool {
+        var utf8 = text.utf8[...]
+        let negative = utf8.first == UInt8(ascii: "-")
+        if negative { utf8 = utf8.dropFirst() }
+        guard let first = utf8.first, utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return false }
+        if first == UInt8(ascii: "0") { return utf8.count == 1 && !negative }
+        return negative ? Int64(text) != nil : UInt64(text) != nil
+    }
 
     /// Appends the canonical compact spelling of `value`.
     static func append(_ value: ParsedJSON, to out: ByteBuffer, keyOrder: KeyOrderCache) {
