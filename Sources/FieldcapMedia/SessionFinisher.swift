@@ -70,7 +70,7 @@ public enum SessionFinisher {
         // The sidecar as it stands now (the end's, when the recorder got to write it).
         var document = SessionStart(directory: directory)?.document ?? start.document
         document["state"] = state
-        document["recovery"] = ["recovered_utc": SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, Date().timeIntervalSince1970 * 1e9))), "was": start.state, "streams": notes]
+        document["recovery"] = ["recovered_utc": SessionStart.utc(Date()), "was": start.state, "streams": notes]
         try SessionStart.store(document, directory: directory)
     }
 }
@@ -120,6 +120,13 @@ public struct SessionStart {
         state = (document["state"] as? String) ?? "complete"
         syncPoint = SyncPoint(monotonicNs: monotonic, wallClockNs: wall, hostId: hostId)
         self.streams = streams
+    }
+
+    /// A time in `fieldcap.json`: `2024-03-08T09:28:21.123Z`, spelled as the sync point's
+    /// `iso_datetime` rather than with ISO8601DateFormatter, whose ICU set-up was a tenth of an
+    /// IMU recording's start-up on a slow CPU.
+    public static func utc(_ date: Date) -> String {
+        SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
     }
 
     /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).

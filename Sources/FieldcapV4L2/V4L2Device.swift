@@ -115,33 +115,30 @@ public final class V4L2Device {
     /// sizes and rates are left to `formats()`, since enumerating them all (vivid: about 6,000
     /// ioctls) is most of a camera's start-up on a slow CPU.
     public func pixelFormatCodes() -> [String] {
-        var codes: [String] = []
+        formatDescriptions().map { Self.fourcc($0.pixelformat) }
+    }
+
+    /// What `VIDIOC_ENUM_FMT` says of each capture format.
+    private func formatDescriptions() -> [v4l2_fmtdesc] {
+        var descriptions: [v4l2_fmtdesc] = []
         var description = v4l2_fmtdesc()
         description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         while Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 {
-            codes.append(Self.fourcc(description.pixelformat))
+            descriptions.append(description)
             description.index += 1
         }
-        return codes
+        return descriptions
     }
 
     /// Every capture format with its sizes and frame rates (`VIDIOC_ENUM_FMT`,
     /// `VIDIOC_ENUM_FRAMESIZES`, `VIDIOC_ENUM_FRAMEINTERVALS`).
     public func formats() -> [FormatDescription] {
-        var result: [FormatDescription] = []
-        var index: UInt32 = 0
-        while true {
-            var description = v4l2_fmtdesc()
-            description.index = index
-            description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 else { break }
-            result.append(FormatDescription(
+        formatDescriptions().map { description in
+            FormatDescription(
                 fourcc: Self.fourcc(description.pixelformat), description: Self.string(description.description),
                 compressed: description.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0,
-                sizes: sizes(of: description.pixelformat)))
-            index += 1
+                sizes: sizes(of: description.pixelformat))
         }
-        return result
     }
 
     private func sizes(of pixelFormat: UInt32) -> [FrameSize] {

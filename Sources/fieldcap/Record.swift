@@ -155,7 +155,7 @@ struct Record: ParsableCommand {
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
         // Idle writers poll, and on a small CPU each wake-up costs (in the kernel rig, waking the
         // two writers every 20 ms was a quarter of an IMU recording's CPU). The SyncField writer's
-        // queue holds 16,384 entries, seconds of any rig: it wakes every 50 ms. The recorder's
+        // queue (below) holds seconds of any rig: it wakes every 50 ms. The recorder's
         // writer also gives each camera its buffers back, so it waits at most a frame and a half
         // of the fastest camera (a 30 fps camera keeps all but about two of its 8 buffers queued).
         let fastestVideoRate = sources.filter { $0.descriptor.kind == .video }.map(\.descriptor.nominalRate).max() ?? 0

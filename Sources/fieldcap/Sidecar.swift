@@ -105,12 +105,6 @@ struct Sidecar {
         try SessionStart.store(document, directory: directory)
     }
 
-    /// `2024-03-08T09:28:21.123Z`, without Foundation's ISO8601DateFormatter: setting up ICU's
-    /// date formatting is a tenth of an IMU recording's start-up on a slow CPU.
-    static func utc(_ date: Date) -> String {
-        SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
-    }
-
     func write() throws {
         let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
             var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
@@ -156,8 +150,8 @@ struct Sidecar {
             "host_id": hostId,
             "hostname": ProcessInfo.processInfo.hostName,
             "kernel": Self.kernel,
-            "started_utc": Self.utc(startedWall),
-            "stopped_utc": Self.utc(stoppedWall),
+            "started_utc": SessionStart.utc(startedWall),
+            "stopped_utc": SessionStart.utc(stoppedWall),
             "stop_reason": stopReason,
             "state": "complete",
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],

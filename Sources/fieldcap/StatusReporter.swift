@@ -7,10 +7,9 @@ final class StatusReporter {
     let sources: [CaptureSource]
     let quiet: Bool
     let json: Bool
-    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private let line = TerminalLine()
     private var previous: [Int]
     private var previousElapsed = 0.0
-    private var wroteLine = false
 
     init(directory: String, sources: [CaptureSource], quiet: Bool, json: Bool) {
         self.directory = directory
@@ -55,20 +54,16 @@ final class StatusReporter {
             }
             return
         }
-        guard !quiet, isTerminal else { return }
+        guard !quiet, line.isTerminal else { return }
         let parts = statistics.enumerated().map { index, stream in
             String(format: "%@ %.1f/s drop %d", stream.id, rates[index], stream.dropped)
         }
         let disk = diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
-        let line = String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
-            + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-        wroteLine = true
+        line.draw(String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
+            + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk)
     }
 
-    func finishLine() {
-        if wroteLine { FileHandle.standardError.write(Data("\n".utf8)) }
-    }
+    func finishLine() { line.keep() }
 
     func printSummary(_ summary: [Recorder.StreamSummary], elapsed: Double, reason: String) {
         guard !quiet else { return }
@@ -81,5 +76,27 @@ final class StatusReporter {
         }
         text += "check it with: fieldcap validate \(directory)\n"
         FileHandle.standardError.write(Data(text.utf8))
+    }
+}
+
+/// One line on a terminal's stderr, redrawn in place: the status while recording, the progress
+/// while validating.
+final class TerminalLine {
+    let isTerminal = isatty(STDERR_FILENO) == 1
+    private var drawn = false
+
+    func draw(_ text: String) {
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+        drawn = true
+    }
+
+    /// Ends the line where it is, so what follows starts below it.
+    func keep() {
+        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    /// Erases the line, so what follows takes its place.
+    func erase() {
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }
