@@ -25,11 +25,14 @@ let package = Package(
         .target(
             name: "FieldcapCore",
             dependencies: ["SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
-        // FFmpeg's libavformat for the Matroska video files: built with its headers (Debian:
-        // libavformat-dev), loaded with dlopen when a video is first written, so the commands
-        // that write none do not pay for loading its ~140 libraries (Sources/CFFmpeg/include).
-        .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "FieldcapMedia", dependencies: ["CFFmpeg", "FieldcapCore", "SyncField"]),
+        // libmatroska (Debian: libmatroska-dev, libebml-dev) writes the Matroska video files, each
+        // frame straight from the camera's mmap'd buffer in one writev, and reads a killed
+        // recording's back (Sources/CMatroska says why not FFmpeg's libavformat). A C interface
+        // over the C++ library, for Swift.
+        .target(
+            name: "CMatroska",
+            linkerSettings: [.linkedLibrary("matroska"), .linkedLibrary("ebml"), .linkedLibrary("stdc++")]),
+        .target(name: "FieldcapMedia", dependencies: ["CMatroska", "FieldcapCore", "SyncField"]),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
         .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "FieldcapCore"]),
@@ -81,5 +84,6 @@ let package = Package(
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )

@@ -71,19 +71,6 @@ struct DevicePlan {
     }
 }
 
-extension DevicePlan {
-    /// Cameras are recorded into videos, which need FFmpeg: recording loads it before any device
-    /// is opened or anything made, so a rig without it hears so at once.
-    func requireVideoLibrary() throws {
-        guard let camera = specs.first(where: { $0.kind == .camera }) else { return }
-        do {
-            try FFmpegLibrary.load()
-        } catch {
-            throw ValidationError("\(camera.label) \(camera.device.printable): cannot record video: \(error.message)")
-        }
-    }
-}
-
 extension String {
     /// The text with control characters escaped (`\n`, `\u{7}`), so an error about it stays one line.
     var printable: String {

@@ -127,12 +127,6 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
         let (root, minFree, duration, syncEvery) = (settings.root, settings.minFree, settings.duration, settings.syncEvery)
-        do {
-            try settings.plan.requireVideoLibrary()
-        } catch let error as ValidationError {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-            throw ExitCode(64)
-        }
         let sources = try settings.plan.makeSources()
         let host = settings.hostId
         let startedWall = Date()

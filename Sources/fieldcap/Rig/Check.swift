@@ -70,12 +70,6 @@ struct Check: ParsableCommand {
                 print("FAIL  \(id)  \(message)")
             }
         }
-        do {
-            try plan.requireVideoLibrary()
-        } catch let error as ValidationError {
-            problems += 1
-            print("FAIL  video  \(error.message)")
-        }
         if let storage = storageProblem(root: rig.output ?? Record.defaultRoot, minFree: rig.minFree ?? Record.defaultMinFree) {
             problems += 1
             print("FAIL  storage  \(storage)")

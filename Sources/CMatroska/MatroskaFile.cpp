@@ -1,0 +1,362 @@
+// fieldcap's Matroska files through libmatroska (see CMatroska.h for why this library).
+#include "CMatroska.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include <sys/random.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <ebml/EbmlHead.h>
+#include <ebml/EbmlStream.h>
+#include <ebml/EbmlSubHead.h>
+#include <ebml/IOCallback.h>
+#include <ebml/StdIOCallback.h>
+#include <matroska/KaxBlock.h>
+#include <matroska/KaxCluster.h>
+#include <matroska/KaxCues.h>
+#include <matroska/KaxInfo.h>
+#include <matroska/KaxInfoData.h>
+#include <matroska/KaxSegment.h>
+#include <matroska/KaxSemantic.h>
+#include <matroska/KaxTrackEntryData.h>
+#include <matroska/KaxTrackVideo.h>
+#include <matroska/KaxTracks.h>
+#include <matroska/KaxVersion.h>
+
+using namespace libebml;
+using namespace libmatroska;
+
+namespace {
+
+/// Matroska's usual timestamp unit, which every player expects: 1 ms.
+constexpr uint64_t nanosecondsPerTick = 1'000'000;
+
+/// A system call that failed while libmatroska was writing: thrown through the library's frames.
+struct OutputFailure {
+    int code;
+    const char *operation;
+};
+
+/// The file, seen by libebml: writes go to the descriptor in as few system calls as possible.
+/// libebml writes an element as its ID, its size and its data in separate calls; the small
+/// pieces are gathered here and written together with the next large piece (a frame), which is
+/// never copied.
+class DescriptorOutput final : public IOCallback {
+  public:
+    explicit DescriptorOutput(int fd) : fd(fd) {
+        off_t start = lseek(fd, 0, SEEK_CUR);
+        position = start < 0 ? 0 : static_cast<uint64_t>(start);
+        pending.reserve(pendingLimit);
+    }
+
+    uint32 read(void *, size_t) override { return 0; }  // written only
+
+    size_t write(const void *bytes, size_t count) override {
+        if (count >= directMinimum) {
+            writeAll(bytes, count);
+        } else {
+            if (pending.size() + count > pendingLimit) writeAll(nullptr, 0);
+            auto first = static_cast<const uint8_t *>(bytes);
+            pending.insert(pending.end(), first, first + count);
+        }
+        position += count;
+        return count;
+    }
+
+    void setFilePointer(int64 offset, seek_mode mode) override {
+        flush();
+        int whence = mode == seek_beginning ? SEEK_SET : mode == seek_end ? SEEK_END : SEEK_CUR;
+        off_t result = lseek(fd, offset, whence);
+        if (result < 0) throw OutputFailure{errno, "lseek"};
+        position = static_cast<uint64_t>(result);
+    }
+
+    uint64 getFilePointer() override { return position; }
+
+    void close() override {}  // the descriptor is the caller's
+
+    /// Writes what is gathered.
+    void flush() {
+        if (!pending.empty()) writeAll(nullptr, 0);
+    }
+
+  private:
+    /// Below this a write is gathered; a video frame is far above it.
+    static constexpr size_t directMinimum = 4096;
+    static constexpr size_t pendingLimit = 64 * 1024;
+    int fd;
+    uint64_t position = 0;
+    std::vector<uint8_t> pending;
+
+    /// Writes the gathered bytes, then `count` bytes from `bytes`, retrying short writes and EINTR.
+    void writeAll(const void *bytes, size_t count) {
+        iovec parts[2] = {{pending.data(), pending.size()}, {const_cast<void *>(bytes), count}};
+        iovec *next = parts;
+        int left = 2;
+        while (left > 0) {
+            while (left > 0 && next->iov_len == 0) ++next, --left;
+            if (left == 0) break;
+            ssize_t written = ::writev(fd, next, left);
+            if (written < 0) {
+                if (errno == EINTR) continue;
+                int code = errno;
+                pending.clear();
+                throw OutputFailure{code, "write"};
+            }
+            auto done = static_cast<size_t>(written);
+            while (left > 0 && done >= next->iov_len) done -= next->iov_len, ++next, --left;
+            if (left > 0) {
+                next->iov_base = static_cast<uint8_t *>(next->iov_base) + done;
+                next->iov_len -= done;
+            }
+        }
+        pending.clear();
+    }
+};
+
+void fail(CMatroska_error *error, int code, const char *operation, const char *detail) {
+    if (error == nullptr) return;
+    error->code = code;
+    std::snprintf(error->operation, sizeof error->operation, "%s", operation);
+    std::snprintf(error->message, sizeof error->message, "%s", detail);
+}
+
+/// Runs `body`, turning what libmatroska or the descriptor throws into `error`.
+template <typename Body>
+int guarded(CMatroska_error *error, const char *what, Body body) {
+    try {
+        body();
+        return 0;
+    } catch (const OutputFailure &failure) {
+        fail(error, failure.code, failure.operation, std::strerror(failure.code));
+    } catch (const std::exception &exception) {
+        fail(error, EIO, what, exception.what());
+    } catch (...) {
+        fail(error, EIO, what, "libmatroska failed");
+    }
+    return -1;
+}
+
+uint64_t randomTrackUID() {
+    uint64_t uid = 0;
+    if (getrandom(&uid, sizeof uid, 0) != sizeof uid || uid == 0) uid = 1;
+    return uid;
+}
+
+}  // namespace
+
+struct CMatroska_writer {
+    explicit CMatroska_writer(int fd) : output(fd) {}
+
+    DescriptorOutput output;
+    KaxSegment segment;
+    KaxTrackEntry *track = nullptr;
+    KaxDuration *duration = nullptr;
+    /// Only BlockGroups would be indexed in it; it stays empty and is never written.
+    KaxCues cues;
+    /// Where the Segment's data starts, for its size at the end.
+    uint64_t segmentDataStart = 0;
+};
+
+extern "C" CMatroska_writer *CMatroska_create(int fd, const CMatroska_video_track *description,
+                                              const char *writingApp, CMatroska_error *error) {
+    auto writer = std::make_unique<CMatroska_writer>(fd);
+    int result = guarded(error, "writing the Matroska header", [&] {
+        auto &output = writer->output;
+        EbmlHead head;
+        GetChild<EDocType>(head).SetValue("matroska");
+        // SimpleBlock needs version 2 to write and to read.
+        GetChild<EDocTypeVersion>(head).SetValue(2);
+        GetChild<EDocTypeReadVersion>(head).SetValue(2);
+        head.Render(output, true);
+
+        // The Segment's size is not known until the end: it is written as "unknown" (all value
+        // bits set), so that a file whose recorder was killed still reads to its last cluster.
+        // libebml writes an unknown size as zero, hence the overwrite with the real marker.
+        auto &segment = writer->segment;
+        segment.SetSizeInfinite(true);
+        segment.WriteHead(output, 8);
+        segment.ForceSize(0x00FF'FFFF'FFFF'FFFF);
+        segment.OverwriteHead(output);
+        writer->segmentDataStart = output.getFilePointer();
+
+        auto &info = GetChild<KaxInfo>(segment);
+        GetChild<KaxTimecodeScale>(info).SetValue(nanosecondsPerTick);
+        auto &duration = GetChild<KaxDuration>(info);
+        // Eight bytes now, so the real duration fits in the same place at the end.
+        duration.SetPrecision(EbmlFloat::FLOAT_64);
+        duration.SetValue(0.0);
+        writer->duration = &duration;
+        GetChild<KaxMuxingApp>(info).SetValueUTF8("libmatroska " + KaxCodeVersion);
+        GetChild<KaxWritingApp>(info).SetValueUTF8(writingApp);
+        info.Render(output, true);
+
+        auto &tracks = GetChild<KaxTracks>(segment);
+        auto &track = GetChild<KaxTrackEntry>(tracks);
+        track.SetGlobalTimecodeScale(nanosecondsPerTick);
+        GetChild<KaxTrackNumber>(track).SetValue(1);
+        GetChild<KaxTrackUID>(track).SetValue(randomTrackUID());
+        GetChild<KaxTrackType>(track).SetValue(track_video);
+        GetChild<KaxCodecID>(track).SetValue(description->codec_id);
+        GetChild<KaxTrackFlagLacing>(track).SetValue(0);
+        GetChild<KaxTrackLanguage>(track).SetValue("und");
+        if (description->default_duration_ns > 0) {
+            GetChild<KaxTrackDefaultDuration>(track).SetValue(description->default_duration_ns);
+        }
+        auto &video = GetChild<KaxTrackVideo>(track);
+        GetChild<KaxVideoPixelWidth>(video).SetValue(description->width);
+        GetChild<KaxVideoPixelHeight>(video).SetValue(description->height);
+        if (description->colour_space != nullptr) {
+            GetChild<KaxVideoColourSpace>(video).CopyBuffer(description->colour_space, 4);
+        }
+        writer->track = &track;
+        tracks.Render(output, false);
+        output.flush();
+    });
+    return result == 0 ? writer.release() : nullptr;
+}
+
+extern "C" int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t count,
+                                     uint64_t timestampMs, CMatroska_error *error) {
+    return guarded(error, "writing a frame", [&] {
+        KaxCluster cluster;
+        cluster.SetParent(writer->segment);
+        cluster.InitTimecode(timestampMs, nanosecondsPerTick);
+        // The cluster owns (and deletes) the block, the block its DataBuffer; the DataBuffer
+        // only points at the caller's bytes.
+        auto block = new KaxSimpleBlock();
+        cluster.PushElement(*block);
+        block->SetParent(cluster);
+        auto frame = new DataBuffer(static_cast<binary *>(const_cast<void *>(bytes)), static_cast<uint32>(count));
+        block->AddFrame(*writer->track, timestampMs * nanosecondsPerTick, *frame, LACING_NONE);
+        block->SetKeyframe(true);
+        cluster.Render(writer->output, writer->cues, false);
+        writer->output.flush();
+    });
+}
+
+extern "C" int CMatroska_finish(CMatroska_writer *writer, double durationMs, CMatroska_error *error) {
+    return guarded(error, "finishing the Matroska file", [&] {
+        auto &output = writer->output;
+        output.flush();
+        writer->duration->SetValue(durationMs);
+        writer->duration->OverwriteData(output);
+        output.setFilePointer(0, seek_end);
+        auto &segment = writer->segment;
+        segment.SetSizeInfinite(true);
+        if (segment.ForceSize(output.getFilePointer() - writer->segmentDataStart)) segment.OverwriteHead(output);
+        output.flush();
+    });
+}
+
+extern "C" void CMatroska_free(CMatroska_writer *writer) { delete writer; }
+
+namespace {
+
+/// Reads a master element's children, keeping those read before a failure (a file cut short).
+/// Returns false when reading failed and nothing after this element can be trusted.
+bool readChildren(EbmlStream &stream, EbmlMaster &master) {
+    int upper = 0;
+    EbmlElement *found = nullptr;
+    try {
+        master.Read(stream, EBML_CONTEXT(&master), upper, found, true, SCOPE_ALL_DATA);
+    } catch (...) {
+        delete found;
+        return false;
+    }
+    // An element of an upper level ends a master of unknown size; fieldcap's (and FFmpeg's)
+    // clusters have known sizes, so this is damage: stop there.
+    if (found != nullptr) {
+        delete found;
+        return false;
+    }
+    return true;
+}
+
+/// The number of the first video track, or 0.
+uint64_t videoTrackNumber(KaxTracks &tracks) {
+    for (auto child : tracks) {
+        if (EbmlId(*child) != EBML_ID(KaxTrackEntry)) continue;
+        auto &entry = *static_cast<KaxTrackEntry *>(child);
+        auto type = FindChild<KaxTrackType>(entry);
+        auto number = FindChild<KaxTrackNumber>(entry);
+        if (type != nullptr && number != nullptr && type->GetValue() == track_video) return number->GetValue();
+    }
+    return 0;
+}
+
+}  // namespace
+
+extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler handler, void *context,
+                                      CMatroska_error *error) {
+    std::unique_ptr<StdIOCallback> input;
+    if (guarded(error, "open", [&] { input = std::make_unique<StdIOCallback>(path, MODE_READ); }) != 0) return -1;
+    long frames = 0;
+    // Whatever goes wrong past the header ends the reading: the frames before it are the result.
+    try {
+        EbmlStream stream(*input);
+        std::unique_ptr<EbmlElement> head(stream.FindNextID(EBML_INFO(EbmlHead), 64));
+        if (!head) return 0;
+        head->SkipData(stream, EBML_CONTEXT(head.get()));
+        std::unique_ptr<EbmlElement> segment(stream.FindNextID(EBML_INFO(KaxSegment), 64));
+        if (!segment) return 0;
+        uint64_t scale = nanosecondsPerTick;
+        // Until a Tracks element says otherwise, the track fieldcap writes.
+        uint64_t track = 1;
+        int upper = 0;
+        bool stop = false;
+        while (!stop) {
+            std::unique_ptr<EbmlElement> element(
+                stream.FindNextElement(EBML_CONTEXT(segment.get()), upper, UINT64_MAX, true));
+            if (!element || upper > 0) break;  // the end, or past this Segment
+            upper = 0;
+            const EbmlId id(*element);
+            if (id == EBML_ID(KaxInfo)) {
+                auto &info = *static_cast<KaxInfo *>(element.get());
+                if (!readChildren(stream, info)) break;
+                if (auto timecodeScale = FindChild<KaxTimecodeScale>(info)) scale = timecodeScale->GetValue();
+            } else if (id == EBML_ID(KaxTracks)) {
+                auto &tracks = *static_cast<KaxTracks *>(element.get());
+                if (!readChildren(stream, tracks)) break;
+                if (uint64_t number = videoTrackNumber(tracks)) track = number;
+            } else if (id == EBML_ID(KaxCluster)) {
+                auto &cluster = *static_cast<KaxCluster *>(element.get());
+                bool whole = readChildren(stream, cluster);
+                auto timecode = FindChild<KaxClusterTimecode>(cluster);
+                if (timecode == nullptr) break;
+                cluster.InitTimecode(timecode->GetValue(), static_cast<int64>(scale));
+                for (auto child : cluster) {
+                    KaxInternalBlock *block = nullptr;
+                    if (EbmlId(*child) == EBML_ID(KaxSimpleBlock)) {
+                        block = static_cast<KaxSimpleBlock *>(child);
+                    } else if (EbmlId(*child) == EBML_ID(KaxBlockGroup)) {
+                        block = FindChild<KaxBlock>(*static_cast<KaxBlockGroup *>(child));
+                    }
+                    // A block cut short has no frames.
+                    if (block == nullptr || !block->ValueIsSet() || block->TrackNum() != track) continue;
+                    block->SetParent(cluster);
+                    // A time before the timeline's start (a negative block offset) counts as 0.
+                    auto time = block->GlobalTimecode();
+                    if (time > static_cast<uint64_t>(INT64_MAX)) time = 0;
+                    for (unsigned index = 0; index < block->NumberFrames() && !stop; index++) {
+                        auto &frame = block->GetBuffer(index);
+                        ++frames;
+                        stop = handler(context, frame.Buffer(), frame.Size(), time) != 0;
+                    }
+                    if (stop) break;
+                }
+                if (!whole) break;
+            } else {
+                element->SkipData(stream, EBML_CONTEXT(element.get()));
+            }
+        }
+    } catch (...) {
+    }
+    return frames;
+}

@@ -1,0 +1,75 @@
+// libmatroska (Debian: libmatroska-dev, with libebml-dev) for fieldcap's video files, behind a C
+// interface Swift can call: the library is C++.
+//
+// Why libmatroska and not FFmpeg's libavformat: a camera frame is written to the file straight
+// from the kernel's mmap'd buffer, in one writev(2) with its few bytes of Cluster and SimpleBlock
+// header. libavformat's Matroska muxer copies every frame into the cluster it builds in memory,
+// and then again into its I/O buffer; and loading libavformat maps about 140 libraries, most
+// of a small rig's resident memory.
+#ifndef CMATROSKA_H
+#define CMATROSKA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One Matroska file with one video track, written through a descriptor the caller owns.
+typedef struct CMatroska_writer CMatroska_writer;
+
+/// The video track of a file.
+typedef struct {
+    /// The Matroska codec ID: "V_UNCOMPRESSED" (raw frames) or "V_MJPEG".
+    const char *codec_id;
+    /// For "V_UNCOMPRESSED": the pixel format's FourCC, 4 bytes (the track's ColourSpace), else NULL.
+    const uint8_t *colour_space;
+    uint32_t width;
+    uint32_t height;
+    /// The nominal frame period in nanoseconds (the track's DefaultDuration); 0 for none.
+    uint64_t default_duration_ns;
+} CMatroska_video_track;
+
+/// Why a call failed: the errno (EIO when the library failed without one), what was being done
+/// (a system call's name, or what libmatroska was asked to write) and a message.
+typedef struct {
+    int code;
+    char operation[64];
+    char message[192];
+} CMatroska_error;
+
+/// Writes the EBML header, a Segment of unknown size (a file cut short still reads to its last
+/// whole frame), the segment Info (1 ms timestamps) and the track. Returns NULL with `error`
+/// filled on failure.
+CMatroska_writer *CMatroska_create(int fd, const CMatroska_video_track *track, const char *writing_app,
+                                   CMatroska_error *error);
+
+/// Writes one frame as a keyframe in a Cluster of its own at `timestamp_ms` (from the file's
+/// start; strictly increasing). `bytes` are written without a copy: one writev(2) of the
+/// Cluster and SimpleBlock headers and the frame. Returns 0, or -1 with `error` filled.
+int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t count, uint64_t timestamp_ms,
+                          CMatroska_error *error);
+
+/// Gives the file its Duration (`duration_ms`) and the Segment its size. The frames stay
+/// readable if this never happens. Returns 0, or -1 with `error` filled.
+int CMatroska_finish(CMatroska_writer *writer, double duration_ms, CMatroska_error *error);
+
+/// Frees the writer (not the descriptor).
+void CMatroska_free(CMatroska_writer *writer);
+
+/// Receives one frame read back: its bytes (valid during the call only) and its time in
+/// nanoseconds on the file's timeline. Returns 0 to go on, anything else to stop.
+typedef int (*CMatroska_frame_handler)(void *context, const uint8_t *bytes, size_t count, uint64_t time_ns);
+
+/// Reads the frames of the file's (first) video track in file order, for a recording that was
+/// never finished: reading stops quietly at the end of the file, at the first element cut short
+/// and at the first that cannot be read, after the frames before it. Returns how many frames
+/// went to `handler`, or -1 with `error` filled when the file cannot be opened.
+long CMatroska_read_frames(const char *path, CMatroska_frame_handler handler, void *context, CMatroska_error *error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
