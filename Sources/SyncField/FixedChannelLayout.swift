@@ -6,16 +6,30 @@ final class FixedChannelLayout: Sendable {
     let names: [String]
     /// For each position in the written line, the index of the value to write there.
     let writeOrder: [Int]
-    /// `"name":` for each position in the written line.
-    let encodedKeys: [[UInt8]]
+    /// `"name":` for each position in the written line, one after the other, in memory the
+    /// layout owns: an array of arrays cost a retain and a release per key written.
+    nonisolated(unsafe) private let encodedKeys: UnsafeMutableBufferPointer<UInt8>
+    /// Where each position's `"name":` is in `encodedKeys`.
+    let keyRanges: [Range<Int>]
 
     init(names: [String]) {
         self.names = names
         let sorted = JSONKeyOrder.sorted(names)
         let indexByName = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
         writeOrder = sorted.map { indexByName[$0]! }
-        encodedKeys = sorted.map { ByteBuffer.jsonStringLiteral($0) + [UInt8(ascii: ":")] }
+        var keys: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        for name in sorted {
+            let start = keys.count
+            keys += ByteBuffer.jsonStringLiteral(name) + [UInt8(ascii: ":")]
+            ranges.append(start..<keys.count)
+        }
+        encodedKeys = .allocate(capacity: keys.count)
+        _ = encodedKeys.initialize(from: keys)
+        keyRanges = ranges
     }
+
+    deinit { encodedKeys.deallocate() }
 
     /// Appends `{"a":1,"b":2}` for `values`, given in `names` order.
     @inline(__always)
@@ -23,7 +37,7 @@ final class FixedChannelLayout: Sendable {
         out.append(UInt8(ascii: "{"))
         for position in 0..<writeOrder.count {
             if position > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(encodedKeys[position])
+            out.append(UnsafeBufferPointer(rebasing: encodedKeys[keyRanges[position]]))
             out.appendJSONNumber(values[writeOrder[position]])
         }
         out.append(UInt8(ascii: "}"))

@@ -5,10 +5,14 @@
 /// no copy-on-write checks and no allocation once the buffer has reached its working size.
 ///
 /// Thread-bound: one owner at a time.
+///
+/// The stored properties skip Swift's run-time exclusivity checks: every append changes
+/// `count`, and checking each change (`swift_beginAccess`) was about 7% of an IMU recording's
+/// CPU in a profile. The buffer is thread-bound and never hands out `inout` access to them.
 public final class ByteBuffer {
-    public private(set) var count: Int = 0
-    public private(set) var capacity: Int
-    @usableFromInline var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) public private(set) var count: Int = 0
+    @exclusivity(unchecked) public private(set) var capacity: Int
+    @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<UInt8>
 
     public init(capacity: Int = 4096) {
         self.capacity = max(64, capacity)

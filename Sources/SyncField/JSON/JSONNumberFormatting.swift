@@ -6,16 +6,20 @@
 /// stream's `_writeASCII`, so implementing that requirement gives `description`'s exact bytes
 /// with no allocation.
 struct ByteBufferStream: TextOutputStream {
-    let out: ByteBuffer
+    /// Unmanaged: the stream lives only inside a call on `out`, and a strong reference cost a
+    /// retain and a release per number.
+    let out: Unmanaged<ByteBuffer>
+
+    init(out: ByteBuffer) { self.out = .passUnretained(out) }
 
     mutating func write(_ string: String) {
         var string = string
-        string.withUTF8 { out.append($0) }
+        string.withUTF8 { bytes in out._withUnsafeGuaranteedRef { $0.append(bytes) } }
     }
 
     @inline(__always)
     mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
-        out.append(buffer)
+        out._withUnsafeGuaranteedRef { $0.append(buffer) }
     }
 }
 

@@ -17,20 +17,31 @@ struct LineEncoder {
             + Array(#","frame_number":"#.utf8)
     }
 
+    /// Appends a timestamp line; returns where its tail (`,"clock_domain":...`) starts in `out`.
     @inline(__always)
-    func appendTimestampLine(to out: ByteBuffer, captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) {
+    @discardableResult
+    func appendTimestampLine(to out: ByteBuffer, captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) -> Int {
         out.append(#"{"capture_ns":"#)
         out.appendJSONNumber(captureNs)
+        let tail = out.count
         appendTail(to: out, frameNumber: frameNumber, uncertaintyNs: uncertaintyNs)
+        return tail
     }
 
-    /// Starts a sensor line up to and including `"channels":`; the caller appends the channels
-    /// object and then calls `appendTail`.
+    /// Starts the sensor line of the sample whose timestamp line `timestampLine` holds from
+    /// `lineStart` on, its tail from `tail`: the two lines share their head and tail byte for
+    /// byte, so those are copied rather than encoded again. The caller appends the channels
+    /// object and then calls `appendSensorTail`.
     @inline(__always)
-    func appendSensorHead(to out: ByteBuffer, captureNs: UInt64) {
-        out.append(#"{"capture_ns":"#)
-        out.appendJSONNumber(captureNs)
+    static func appendSensorHead(to out: ByteBuffer, sharing timestampLine: ByteBuffer, lineStart: Int, tail: Int) {
+        out.append(UnsafeBufferPointer(rebasing: timestampLine.bytes[lineStart..<tail]))
         out.append(#","channels":"#)
+    }
+
+    /// Ends a sensor line started with `appendSensorHead(to:sharing:lineStart:tail:)`.
+    @inline(__always)
+    static func appendSensorTail(to out: ByteBuffer, sharing timestampLine: ByteBuffer, tail: Int) {
+        out.append(UnsafeBufferPointer(rebasing: timestampLine.bytes[tail...]))
     }
 
     @inline(__always)

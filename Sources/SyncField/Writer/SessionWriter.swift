@@ -127,11 +127,12 @@ final class SessionWriter: @unchecked Sendable {
                 batchBytes: options.batchBytes)
         }
         let timestamps = files.timestamps!
-        encoder.appendTimestampLine(
+        let lineStart = timestamps.pending.count
+        let tail = encoder.appendTimestampLine(
             to: timestamps.pending, captureNs: entry.captureNs, frameNumber: entry.frameNumber,
             uncertaintyNs: entry.uncertaintyNs)
         files.lineCount += 1
-        if timestamps.pending.count >= options.batchBytes { timestamps.writePending() }
+        defer { if timestamps.pending.count >= options.batchBytes { timestamps.writePending() } }
 
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
@@ -139,7 +140,7 @@ final class SessionWriter: @unchecked Sendable {
                 path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes)
         }
         let sensor = files.sensor!
-        encoder.appendSensorHead(to: sensor.pending, captureNs: entry.captureNs)
+        LineEncoder.appendSensorHead(to: sensor.pending, sharing: timestamps.pending, lineStart: lineStart, tail: tail)
         if entry.kind == .recordFixed {
             state.fixedLayout!.appendObject(values: entry.values, to: sensor.pending)
         } else {
@@ -147,7 +148,7 @@ final class SessionWriter: @unchecked Sendable {
             channelEncoder.encode(channels!, cache: files.planCache)
             sensor.pending.append(contentsOf: scratch)
         }
-        encoder.appendTail(to: sensor.pending, frameNumber: entry.frameNumber, uncertaintyNs: entry.uncertaintyNs)
+        LineEncoder.appendSensorTail(to: sensor.pending, sharing: timestamps.pending, tail: tail)
         if sensor.pending.count >= options.batchBytes { sensor.writePending() }
     }
 }
