@@ -131,7 +131,6 @@ public struct SessionStart {
 
     /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).
     public static func store(_ document: [String: Any], directory: String) throws {
-        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
-        try SyncSession.writeAtomically(Array(data) + [UInt8(ascii: "\n")], to: "\(directory)/fieldcap.json")
+        try SyncSession.writeAtomically(try SidecarJSON.bytes(document), to: "\(directory)/fieldcap.json")
     }
 }

@@ -7,6 +7,9 @@ import SyncField
 struct Fieldcap: ParsableCommand {
     static let version = "0.1.0-dev"
 
+    // Every command spells its name: ArgumentParser otherwise derives it from the type's name
+    // (String(describing:), which demangles it), again each time it builds the command tree:
+    // about a tenth of a short recording's CPU.
     static let configuration = CommandConfiguration(
         commandName: "fieldcap",
         abstract: "Record cameras and IMUs on Linux into SyncField 0.1 sessions, with timestamps you can trust.",

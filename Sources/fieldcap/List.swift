@@ -6,6 +6,7 @@ import FieldcapV4L2
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "Show the cameras and IMUs fieldcap can record, with what each can do.")
 
     @Option(help: ArgumentHelp("Where to look for /dev/video* nodes.", valueName: "DIR"))

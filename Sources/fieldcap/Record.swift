@@ -7,6 +7,7 @@ import SyncField
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "record",
         abstract: "Record cameras and IMUs into a new SyncField session directory (the default command).",
         discussion: """
             Each --cam and --imu takes a device and options, separated by commas:

@@ -6,6 +6,7 @@ import SyncField
 
 struct Recover: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "recover",
         abstract: "Finish a session the recorder could not (SIGKILL, a crash, a power cut).",
         discussion: """
             fieldcap writes fieldcap.json with the host id, the sync point and the streams as a

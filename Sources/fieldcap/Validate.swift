@@ -4,6 +4,7 @@ import SyncField
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "validate",
         abstract: "Check a session directory against every rule of the SyncField 0.1 format.",
         discussion: """
             Parses every line of every stream file and checks keys, their order and types, the \

@@ -8,6 +8,7 @@ import SyncField
 
 struct Jitter: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "jitter",
         abstract: "Capture without writing media and report how each stream's timestamps behave.",
         discussion: """
             Captures from the --cam and --imu devices (same SPEC syntax as recording) through the

@@ -3,6 +3,7 @@ import FieldcapCore
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "simulate",
         abstract: "Prove the timestamp estimator in a simulation with a known truth, against peers' strategies.",
         discussion: """
             Simulates a kernel clock slewed up to 500 ppm against CLOCK_MONOTONIC_RAW and changing

@@ -7,6 +7,7 @@ import Foundation
 /// `fieldcap check`: is the rig ready to record what its config asks, without recording.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Check that a rig's devices and storage can record what its config asks, without recording.",
         discussion: """
             Every device is opened and set up exactly as a recording would (format, size, frame

@@ -1,0 +1,88 @@
+import Foundation
+import SyncField
+
+/// The text of `fieldcap.json`: what `JSONSerialization` writes with `[.prettyPrinted,
+/// .sortedKeys]` (two-space indents, `"key" : value`, Foundation's key order, string escaping
+/// and number spelling), without it: its first use (the casts and type lookups behind
+/// `withJSONObject:`) was about a tenth of a short IMU recording's CPU on a slow core, paid
+/// twice per recording.
+///
+/// Takes what the sidecar is built from (strings, booleans, integers, floating-point numbers,
+/// arrays and string-keyed dictionaries of them) and what `JSONSerialization` reads back
+/// (`NSNumber`s), for `recover`.
+enum SidecarJSON {
+    struct UnsupportedValue: Error, CustomStringConvertible {
+        var value: String
+        var description: String { "fieldcap.json cannot hold \(value)" }
+    }
+
+    static func bytes(_ document: [String: Any]) throws -> [UInt8] {
+        let out = ByteBuffer(capacity: 4096)
+        try write(document, to: out, indent: 0)
+        out.append(UInt8(ascii: "\n"))
+        return out.array
+    }
+
+    private static func write(_ value: Any, to out: ByteBuffer, indent: Int) throws {
+        // A number read back by JSONSerialization: its stored type says how it was written.
+        if type(of: value) is NSNumber.Type, let number = value as? NSNumber {
+            switch String(cString: number.objCType) {
+            case "c", "B": out.append(number.boolValue ? "true" : "false")
+            case "f", "d": try appendFinite(number.doubleValue, to: out)
+            case "Q", "L", "I", "S", "C": out.appendJSONNumber(number.uint64Value)
+            default: out.appendJSONNumber(number.int64Value)
+            }
+            return
+        }
+        // Exact types: with Foundation, `as?` also bridges between numbers and Bool.
+        let kind = type(of: value)
+        switch value {
+        case let text as String: out.appendJSONString(text)
+        case let flag as Bool where kind == Bool.self: out.append(flag ? "true" : "false")
+        case let number as Int where kind == Int.self: out.appendJSONNumber(number)
+        case let number as Int64 where kind == Int64.self: out.appendJSONNumber(number)
+        case let number as Int32 where kind == Int32.self: out.appendJSONNumber(Int64(number))
+        case let number as UInt64 where kind == UInt64.self: out.appendJSONNumber(number)
+        case let number as UInt32 where kind == UInt32.self: out.appendJSONNumber(UInt64(number))
+        case let number as UInt where kind == UInt.self: out.appendJSONNumber(UInt64(number))
+        case let number as Double where kind == Double.self: try appendFinite(number, to: out)
+        case let number as Float where kind == Float.self: try appendFinite(Double(number), to: out)
+        case let object as [String: Any]:
+            guard !object.isEmpty else { return out.append("{\n\n" + indentation(indent) + "}") }
+            out.append("{\n")
+            for (position, key) in JSONKeyOrder.sorted(object.keys).enumerated() {
+                if position > 0 { out.append(",\n") }
+                out.append(indentation(indent + 2))
+                out.appendJSONString(key)
+                out.append(" : ")
+                try write(object[key]!, to: out, indent: indent + 2)
+            }
+            out.append("\n" + indentation(indent) + "}")
+        case let array as [Any]:
+            guard !array.isEmpty else { return out.append("[\n\n" + indentation(indent) + "]") }
+            out.append("[\n")
+            for (position, element) in array.enumerated() {
+                if position > 0 { out.append(",\n") }
+                out.append(indentation(indent + 2))
+                try write(element, to: out, indent: indent + 2)
+            }
+            out.append("\n" + indentation(indent) + "]")
+        default:
+            throw UnsupportedValue(value: "\(type(of: value))")
+        }
+    }
+
+    private static func appendFinite(_ number: Double, to out: ByteBuffer) throws {
+        guard number.isFinite else { throw UnsupportedValue(value: "\(number)") }
+        out.appendJSONNumber(number)
+    }
+
+    private static func indentation(_ width: Int) -> String { String(repeating: " ", count: width) }
+}
+
+extension ByteBuffer {
+    fileprivate func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append($0) }
+    }
+}
