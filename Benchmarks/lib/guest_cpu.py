@@ -18,7 +18,14 @@ def run_measured(name, args, seconds, items_per_second, stdout=subprocess.DEVNUL
     Steady state is from 5 s in to 2 s before the end: start-up (loading libraries, opening the
     device, allocating buffers) and shutdown left out; the device delivers `items_per_second`
     throughout. It is None for runs shorter than 12 s.
+
+    With FIELDCAP_BENCH_CPU set (a CPU list for taskset, e.g. "1"), every tool runs on those
+    CPUs alone: under emulation, how a multi-threaded recorder's threads land on the guest's
+    virtual CPUs moves its CPU time by up to 2x from run to run.
     """
+    cpus = os.environ.get("FIELDCAP_BENCH_CPU")
+    if cpus:
+        args = ["taskset", "-c", cpus] + list(args)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen(args, stdout=stdout, stderr=subprocess.DEVNULL)
     steady = None
@@ -32,6 +39,19 @@ def run_measured(name, args, seconds, items_per_second, stdout=subprocess.DEVNUL
         raise SystemExit(f"{name} failed")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), steady
+
+
+def local_copy(binary, directory):
+    """Copies `binary` into `directory` (the guest's tmpfs) and returns the copy's path.
+
+    The rig's guest sees the host's files through 9p and keeps none of their pages between runs:
+    each run of fieldcap's 78 MB binary read the pages it touched from the host again, about a
+    sixth of a short recording's CPU. A rig runs its binary from local storage.
+    """
+    import shutil
+    copy = os.path.join(directory, "fieldcap-local")
+    shutil.copy2(binary, copy)
+    return copy
 
 
 def warm_up_memory(directory, megabytes):
