@@ -34,8 +34,9 @@ using namespace libmatroska;
 
 namespace {
 
-/// Matroska's usual timestamp unit, which every player expects: 1 ms.
-constexpr uint64_t nanosecondsPerTick = 1'000'000;
+constexpr uint64_t nanosecondsPerTick = CMATROSKA_NANOSECONDS_PER_TICK;
+/// The number of the one track fieldcap writes.
+constexpr uint64_t writtenTrackNumber = 1;
 
 /// A system call that failed while libmatroska was writing: thrown through the library's frames.
 struct OutputFailure {
@@ -200,7 +201,7 @@ extern "C" CMatroska_writer *CMatroska_create(int fd, const CMatroska_video_trac
         auto &tracks = GetChild<KaxTracks>(segment);
         auto &track = GetChild<KaxTrackEntry>(tracks);
         track.SetGlobalTimecodeScale(nanosecondsPerTick);
-        GetChild<KaxTrackNumber>(track).SetValue(1);
+        GetChild<KaxTrackNumber>(track).SetValue(writtenTrackNumber);
         GetChild<KaxTrackUID>(track).SetValue(randomTrackUID());
         GetChild<KaxTrackType>(track).SetValue(track_video);
         GetChild<KaxCodecID>(track).SetValue(description->codec_id);
@@ -308,7 +309,7 @@ extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler 
         if (!segment) return 0;
         uint64_t scale = nanosecondsPerTick;
         // Until a Tracks element says otherwise, the track fieldcap writes.
-        uint64_t track = 1;
+        uint64_t track = writtenTrackNumber;
         int upper = 0;
         bool stop = false;
         while (!stop) {

@@ -30,8 +30,8 @@ public final class MatroskaWriter {
     /// Frames written so far.
     public private(set) var frameCount = 0
 
-    /// Matroska's tick, the file's timestamp unit: 1 ms.
-    private static let nanosecondsPerTick: UInt64 = 1_000_000
+    /// The file's timestamp unit (CMatroska.h).
+    private static let nanosecondsPerTick = UInt64(CMATROSKA_NANOSECONDS_PER_TICK)
 
     /// Creates (or replaces) `path` and writes the Matroska header and the video track.
     public init(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) {

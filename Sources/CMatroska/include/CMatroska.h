@@ -16,6 +16,10 @@
 extern "C" {
 #endif
 
+/// The files' timestamp unit (their TimestampScale), in nanoseconds: Matroska's usual 1 ms,
+/// which every player expects.
+#define CMATROSKA_NANOSECONDS_PER_TICK 1000000ULL
+
 /// One Matroska file with one video track, written through a descriptor the caller owns.
 typedef struct CMatroska_writer CMatroska_writer;
 
