@@ -171,16 +171,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         let sampler = DedicatedThread(name: "fc-clk-\(descriptor.id)") { [mapping] in
             // The second pair comes 100 ms after the first: until there are two, the mapping
             // has an offset but no rate, and a slewed clock's error grows with every frame.
-            var slept = 0
-            var interval = 100
-            while !stop.isRequested {
-                usleep(50_000)
-                slept += 50
-                if slept >= interval {
-                    mapping.add(reader.sample())
-                    slept = 0
-                    interval = 1000
-                }
+            var interval: Int32 = 100
+            while !stop.wait(milliseconds: interval) {
+                mapping.add(reader.sample())
+                interval = 1000
             }
         }
         defer { sampler.join() }

@@ -1,4 +1,5 @@
 import Synchronization
+import SyncField
 
 #if canImport(Glibc)
 import Glibc
@@ -71,6 +72,21 @@ public final class StopSignal: Sendable {
 
     @inline(__always)
     public var isRequested: Bool { requested.load(ordering: .acquiring) }
+
+    /// Sleeps up to `milliseconds`, or until a stop is requested; `true` once one is.
+    ///
+    /// For threads with periodic work and nothing else to wait on: they wake when there is
+    /// work, not every few milliseconds to look at the flag.
+    public func wait(milliseconds: Int32) -> Bool {
+        var poller = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
+        let deadline = MonotonicClock.now() &+ UInt64(milliseconds) * 1_000_000
+        while !isRequested {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return false }
+            _ = poll(&poller, 1, Int32((deadline - now + 999_999) / 1_000_000))
+        }
+        return true
+    }
 }
 
 /// The seam every device plugs into: V4L2 cameras, IIO IMUs and the synthetic sources.
