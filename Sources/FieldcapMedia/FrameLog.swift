@@ -14,7 +14,7 @@ final class FrameLog {
     private let file: OutputFile
 
     init(path: String) throws {
-        file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: 64 * 1024)
+        file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: VideoSessionSink.frameLogBatchBytes)
     }
 
     deinit { file.close() }
@@ -36,7 +36,7 @@ final class FrameLog {
         line.append(#","bytes_used":"#)
         line.appendJSONNumber(UInt64(record.bytesUsed))
         line.append("}\n")
-        if line.count >= 64 * 1024 { file.writePending() }
+        if line.count >= VideoSessionSink.frameLogBatchBytes { file.writePending() }
         if let failure = file.failure { throw failure }
     }
 

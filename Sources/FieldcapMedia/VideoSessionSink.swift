@@ -15,6 +15,9 @@ public final class VideoSessionSink: RecordSink {
     private var frameLogs: [FrameLog?] = []
     private let directory: String
 
+    /// How much of a camera's frame log waits in memory before it is written.
+    public static let frameLogBatchBytes = 64 * 1024
+
     public init(session: SyncSession) {
         sessionSink = SyncSessionSink(session: session)
         directory = session.outputDir.path

@@ -138,7 +138,6 @@ struct Record: ParsableCommand {
             throw ExitCode(4)
         }
         let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)
-        let reserve = DiskReserve(directory: directory)
 
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
@@ -146,6 +145,11 @@ struct Record: ParsableCommand {
 
         var sessionOptions = SyncSession.Options()
         sessionOptions.syncInterval = syncEvery.seconds
+        let reserve = DiskReserve(
+            directory: directory,
+            bytes: DiskReserve.bytes(
+                streams: sources.count, cameras: sources.filter { $0.descriptor.kind == .video }.count,
+                batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
         // Idle writers poll, and on a small CPU each wake-up costs (in the kernel rig, waking the
