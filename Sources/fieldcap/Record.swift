@@ -165,7 +165,7 @@ struct Record: ParsableCommand {
         sessionOptions.idlePollNs = 100_000_000
         // 4,096 entries (0.8 MB) rather than the library's 16,384 (3.3 MB, all touched at start):
         // 4 s of a 1 kHz IMU, and a full queue makes the recorder's writer wait,
-        // with the capture rings (4,096 records each) still taking what comes meanwhile.
+        // with an IMU's capture ring (4,096 records) still taking what comes meanwhile.
         sessionOptions.queueCapacity = 4096
         let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
