@@ -143,12 +143,13 @@ struct Record: ParsableCommand {
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
 
+        let cameras = sources.filter { $0.descriptor.kind == .video }
         var sessionOptions = SyncSession.Options()
         sessionOptions.syncInterval = syncEvery.seconds
         let reserve = DiskReserve(
             directory: directory,
             bytes: DiskReserve.bytes(
-                streams: sources.count, cameras: sources.filter { $0.descriptor.kind == .video }.count,
+                streams: sources.count, cameras: cameras.count,
                 batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
@@ -159,7 +160,7 @@ struct Record: ParsableCommand {
         // Without cameras it wakes every 100 ms, as often as an IIO device is read. The SyncField
         // writer wakes every 100 ms in both cases: its queue (below) holds a second of four 1 kHz
         // IMUs, a capture ring seconds of any IMU.
-        let fastestVideoRate = sources.filter { $0.descriptor.kind == .video }.map(\.descriptor.nominalRate).max() ?? 0
+        let fastestVideoRate = cameras.map(\.descriptor.nominalRate).max() ?? 0
         let idleNs = fastestVideoRate > 0 ? min(50_000_000, 1.5e9 / fastestVideoRate) : 100_000_000
         recorderOptions.idlePollNs = UInt64(max(2_000_000, idleNs))
         sessionOptions.idlePollNs = 100_000_000
