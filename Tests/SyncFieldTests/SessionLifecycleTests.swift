@@ -173,11 +173,12 @@ struct SessionLifecycleTests {
         #expect(directory.read("sync_point.json") == String(decoding: point.jsonValue.sdkPrettyBytes(), as: UTF8.self))
     }
 
-    @Test("lines reach the file within the sync interval, without stop()")
+    @Test("lines reach the file within the sync interval, without stop(), however long the writer's idle sleep")
     func durabilityWindow() throws {
         let directory = TemporaryDirectory()
         var options = SyncSession.Options()
         options.syncInterval = 0.2
+        options.idlePollNs = 60_000_000_000
         let session = SyncSession(hostId: "h", outputDir: directory.path, options: options)
         try session.start()
         for frame in 0..<10 { try session.stamp("cam", frameNumber: frame) }
@@ -192,6 +193,33 @@ struct SessionLifecycleTests {
         #expect(directory.lines("cam.timestamps.jsonl").count == 10)
         #expect(directory.lines("imu.jsonl").count == 1)
         try session.stop()
+    }
+
+    @Test("stop() ends an idle writer's sleep instead of waiting it out")
+    func stopWakesTheWriter() throws {
+        let directory = TemporaryDirectory()
+        var options = SyncSession.Options()
+        options.idlePollNs = 60_000_000_000
+        options.syncInterval = 60
+        let session = SyncSession(hostId: "h", outputDir: directory.path, options: options)
+        try session.start()
+        try session.stamp("cam", frameNumber: 0)
+        usleep(50_000)  // the writer has drained the queue and sleeps
+        let started = MonotonicClock.now()
+        try session.stop()
+        // Bounded, not a timing assertion: a writer that slept on would take 60 s.
+        #expect(MonotonicClock.now() - started < 20_000_000_000)
+        #expect(directory.lines("cam.timestamps.jsonl").count == 1)
+    }
+
+    @Test("the writer's idle sleep fitted to a rate: a quarter of the queue, from 10 ms to 500 ms")
+    func idleSleepForRate() {
+        var options = SyncSession.Options()
+        options.queueCapacity = 4096
+        #expect(options.idlePollNs(forEntriesPerSecond: 30) == 500_000_000)
+        #expect(options.idlePollNs(forEntriesPerSecond: 4000) == 256_000_000)
+        #expect(options.idlePollNs(forEntriesPerSecond: 1_000_000) == 10_000_000)
+        #expect(options.idlePollNs(forEntriesPerSecond: 0) == 500_000_000)
     }
 
     @Test("the output directory is created with its parents; one that cannot be is a clear error")

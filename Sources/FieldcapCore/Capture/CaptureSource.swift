@@ -38,55 +38,25 @@ public struct StreamDescriptor: Sendable, Equatable {
 ///
 /// A flag for loops that check it, and a pipe that becomes readable at the same moment, for
 /// capture threads that wait in `poll` on a device: they put `wakeDescriptor` in their poll set
-/// and wake at once instead of at their next time-out. (A pipe rather than an eventfd: Glibc's
-/// Swift module does not export `sys/eventfd.h`, and this module has no C shim.)
+/// and wake at once instead of at their next time-out.
 public final class StopSignal: Sendable {
-    private let requested = Atomic<Bool>(false)
-    private let once = Atomic<Bool>(false)
-    /// Readable once a stop is requested; never read from, so it stays readable.
-    public let wakeDescriptor: Int32
-    private let writeDescriptor: Int32
+    private let latch = Latch()
 
-    public init() {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        }
-        wakeDescriptor = ends[0]
-        writeDescriptor = ends[1]
-    }
+    public init() {}
 
-    deinit {
-        if wakeDescriptor >= 0 { close(wakeDescriptor) }
-        if writeDescriptor >= 0 { close(writeDescriptor) }
-    }
+    /// Readable once a stop is requested, and from then on.
+    public var wakeDescriptor: Int32 { latch.descriptor }
 
-    public func request() {
-        requested.store(true, ordering: .releasing)
-        // One byte, once: the pipe stays readable and never fills.
-        if !once.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
-            var byte: UInt8 = 1
-            _ = write(writeDescriptor, &byte, 1)
-        }
-    }
+    public func request() { latch.open() }
 
     @inline(__always)
-    public var isRequested: Bool { requested.load(ordering: .acquiring) }
+    public var isRequested: Bool { latch.isOpen }
 
     /// Sleeps up to `milliseconds`, or until a stop is requested; `true` once one is.
     ///
     /// For threads with periodic work and nothing else to wait on: they wake when there is
     /// work, not every few milliseconds to look at the flag.
-    public func wait(milliseconds: Int32) -> Bool {
-        var poller = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
-        let deadline = MonotonicClock.now() &+ UInt64(milliseconds) * 1_000_000
-        while !isRequested {
-            let now = MonotonicClock.now()
-            guard now < deadline else { return false }
-            _ = poll(&poller, 1, Int32((deadline - now + 999_999) / 1_000_000))
-        }
-        return true
-    }
+    public func wait(milliseconds: Int32) -> Bool { latch.wait(milliseconds: milliseconds) }
 }
 
 /// The seam every device plugs into: V4L2 cameras, IIO IMUs and the synthetic sources.

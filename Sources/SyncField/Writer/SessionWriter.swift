@@ -35,6 +35,8 @@ final class SessionWriter: @unchecked Sendable {
 
     /// Set by `finish`: the position after the last accepted entry. -1 while running.
     private let finalPosition = Atomic<Int>(-1)
+    /// Opened by `finish`, so that an idle writer ends at once rather than after its sleep.
+    private let finishing = Latch()
     /// Raised once a file fails, so callers learn of it on their next call.
     private let failureFlag: SyncSession.FailureFlag
 
@@ -63,6 +65,7 @@ final class SessionWriter: @unchecked Sendable {
     /// Waits until every entry before `position` is written, closes the files and joins.
     func finish(at position: Int) {
         finalPosition.store(position, ordering: .releasing)
+        finishing.open()
         thread?.join()
         thread = nil
     }
@@ -80,8 +83,16 @@ final class SessionWriter: @unchecked Sendable {
             if taken == 0 {
                 let final = finalPosition.load(ordering: .acquiring)
                 if final >= 0 && queue.head >= final { break }
-                var idle = timespec(tv_sec: 0, tv_nsec: Int(options.idlePollNs))
-                nanosleep(&idle, nil)
+                // Never past the next sync: `syncIntervalNs` is a promise.
+                let untilSync = options.syncIntervalNs &- min(options.syncIntervalNs, MonotonicClock.now() &- lastSync)
+                let idleNs = max(1_000_000, min(options.idlePollNs, untilSync))
+                if finishing.isOpen {
+                    // Entries accepted before `finish` may still be landing in the queue.
+                    var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+                    nanosleep(&pause, nil)
+                } else {
+                    _ = finishing.wait(milliseconds: Int32(min(idleNs / 1_000_000, 60_000)))
+                }
             }
         }
         forEachFile { $0.close() }
