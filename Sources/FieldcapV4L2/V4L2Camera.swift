@@ -183,9 +183,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
         var lastCapture: UInt64 = 0
-        // The camera and the stop signal's eventfd: a stop wakes the wait at once.
-        var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        // The camera and the stop signal's pipe, registered once: a stop wakes the wait at once.
+        let waitSet = CV4L2_wait_set_create()
+        guard waitSet >= 0 else { throw V4L2Error.ioctl("epoll_create1", device: device.path, errno: errno) }
+        defer { close(waitSet) }
+        let cameraBit: UInt32 = 1
+        guard CV4L2_wait_set_add(waitSet, fd, cameraBit) == 0, CV4L2_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0 else {
+            throw V4L2Error.ioctl("epoll_ctl", device: device.path, errno: errno)
+        }
         var lastFrame = MonotonicClock.now()
         while !stop.isRequested {
             let failure = requeueFailure.load(ordering: .relaxed)
@@ -194,66 +199,73 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 throw V4L2Error(code: .gone, device: device.path, operation: "capture", errno: 0,
                                 hint: "no frame for \(stallTimeoutNs / 1_000_000) ms: the camera stalled or was disconnected")
             }
-            let ready = poll(&pollers, 2, 200)
-            if ready < 0 {
+            var ready: UInt32 = 0
+            var failed: UInt32 = 0
+            let count = CV4L2_wait_set_wait(waitSet, 200, &ready, &failed)
+            if count < 0 {
                 if errno == EINTR { continue }
-                throw V4L2Error.ioctl("poll", device: device.path, errno: errno)
+                throw V4L2Error.ioctl("epoll_wait", device: device.path, errno: errno)
             }
-            if ready == 0 || pollers[0].revents == 0 { continue }
-            let poller = pollers[0]
-            if poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+            // epoll looks at the camera again only when its driver wakes the queue, which a driver
+            // going away normally does; a quiet 200 ms asks the device directly, in case it did not.
+            if count == 0 {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { failed = cameraBit }
+            }
+            if failed & cameraBit != 0 {
                 throw V4L2Error(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: "the camera stopped (unplugged?)")
             }
-            while true {
-                var buffer = Self.buffer(0)
-                if V4L2Device.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer) != 0 {
-                    if errno == EAGAIN { break }
-                    throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)
+            if ready & cameraBit == 0 { continue }
+            // One buffer per wake-up: when another is done too, the level-triggered wait returns
+            // at once, and when none is, it sleeps without the DQBUF that would say EAGAIN.
+            var buffer = Self.buffer(0)
+            if V4L2Device.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer) != 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)
+            }
+            let dequeued = MonotonicClock.now()
+            lastFrame = dequeued
+            let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
+            // Sequence gaps are frames the kernel lost.
+            if let first = firstSequence {
+                let missing = buffer.sequence &- lastSequence &- 1
+                if missing > 0 && missing < 1_000_000 {
+                    sequenceGaps.record(from: UInt64(lastSequence &- first) + 1, count: Int(missing))
                 }
-                let dequeued = MonotonicClock.now()
-                lastFrame = dequeued
-                let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
-                // Sequence gaps are frames the kernel lost.
-                if let first = firstSequence {
-                    let missing = buffer.sequence &- lastSequence &- 1
-                    if missing > 0 && missing < 1_000_000 {
-                        sequenceGaps.record(from: UInt64(lastSequence &- first) + 1, count: Int(missing))
-                    }
-                } else {
-                    firstSequence = buffer.sequence
-                }
-                lastSequence = buffer.sequence
-                var capture = dequeued
-                // A dequeue time says only that the frame was done by then: one frame period is the
-                // honest bound while the capture keeps up (the frames log shows when it did not).
-                var uncertainty = fallbackUncertaintyNs
-                let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-                // One consistent read of the mapping serves both the time and its uncertainty.
-                let clockPair = mapping.snapshot
-                if monotonic, let mapped = clockPair?.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
-                    UInt64(mapped) >= lastCapture
-                {
-                    capture = UInt64(mapped)
-                    // timeval truncates the kernel's time to a microsecond; the mapping adds its own.
-                    uncertainty = 1_000 + UInt64(clockPair!.uncertaintyNs(at: kernelNs))
-                } else {
-                    untrustedTimestamps += 1
-                }
-                lastCapture = capture
-                record.sequence = UInt64(buffer.sequence &- firstSequence!)
-                record.dequeueNs = dequeued
-                record.captureNs = capture
-                record.uncertaintyNs = uncertainty
-                record.bufferIndex = Int32(buffer.index)
-                record.bytesUsed = buffer.bytesused
-                record.deviceNs = kernelNs
-                record.flags = buffer.flags
-                // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
-                // is kept (so frame_number stays the index in the video) and counted.
-                if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
-                if !ring.push(record, sequence: record.sequence) {
-                    _ = queue(Int32(buffer.index))
-                }
+            } else {
+                firstSequence = buffer.sequence
+            }
+            lastSequence = buffer.sequence
+            var capture = dequeued
+            // A dequeue time says only that the frame was done by then: one frame period is the
+            // honest bound while the capture keeps up (the frames log shows when it did not).
+            var uncertainty = fallbackUncertaintyNs
+            let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+            // One consistent read of the mapping serves both the time and its uncertainty.
+            let clockPair = mapping.snapshot
+            if monotonic, let mapped = clockPair?.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
+                UInt64(mapped) >= lastCapture
+            {
+                capture = UInt64(mapped)
+                // timeval truncates the kernel's time to a microsecond; the mapping adds its own.
+                uncertainty = 1_000 + UInt64(clockPair!.uncertaintyNs(at: kernelNs))
+            } else {
+                untrustedTimestamps += 1
+            }
+            lastCapture = capture
+            record.sequence = UInt64(buffer.sequence &- firstSequence!)
+            record.dequeueNs = dequeued
+            record.captureNs = capture
+            record.uncertaintyNs = uncertainty
+            record.bufferIndex = Int32(buffer.index)
+            record.bytesUsed = buffer.bytesused
+            record.deviceNs = kernelNs
+            record.flags = buffer.flags
+            // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
+            // is kept (so frame_number stays the index in the video) and counted.
+            if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
+            if !ring.push(record, sequence: record.sequence) {
+                _ = queue(Int32(buffer.index))
             }
         }
     }
