@@ -129,7 +129,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             buffers.append((start, Int(buffer.length)))
         }
         descriptor = StreamDescriptor(
-            id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat)
+            id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
+            frameBuffers: buffers.count)
     }
 
     deinit {

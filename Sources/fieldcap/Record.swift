@@ -153,21 +153,15 @@ struct Record: ParsableCommand {
                 batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
-        // Idle writers poll, and on a small CPU each wake-up costs (in the kernel rig, waking the
-        // two writers every 20 ms was a quarter of an IMU recording's CPU). The recorder's writer
-        // gives each camera its buffers back, so with cameras it waits at most a frame and a half
-        // of the fastest (a 30 fps camera keeps all but about two of its 8 buffers queued).
-        // Without cameras it wakes every 100 ms, as often as an IIO device is read. The SyncField
-        // writer wakes every 100 ms in both cases: its queue (below) holds a second of four 1 kHz
-        // IMUs, a capture ring seconds of any IMU.
-        let fastestVideoRate = cameras.map(\.descriptor.nominalRate).max() ?? 0
-        let idleNs = fastestVideoRate > 0 ? min(50_000_000, 1.5e9 / fastestVideoRate) : 100_000_000
-        recorderOptions.idlePollNs = UInt64(max(2_000_000, idleNs))
-        sessionOptions.idlePollNs = 100_000_000
-        // 4,096 entries (0.8 MB) rather than the library's 16,384 (3.3 MB, all touched at start):
-        // 4 s of a 1 kHz IMU, and a full queue makes the recorder's writer wait,
-        // with an IMU's capture ring (4,096 records) still taking what comes meanwhile.
+        // Idle writers poll, and on a small CPU each wake-up costs: the recorder's writer sleeps as
+        // long as its cameras' buffers allow, the SyncField writer while a quarter of its queue
+        // fills. The queue holds 4,096 entries (0.8 MB) rather than the library's 16,384
+        // (3.3 MB, all touched at start): 4 s of a 1 kHz IMU. A full queue makes the recorder's
+        // writer wait, with an IMU's capture ring (4,096 records) still taking what comes meanwhile.
+        recorderOptions.idlePollNs = Recorder.Options.idlePollNs(for: sources.map(\.descriptor))
         sessionOptions.queueCapacity = 4096
+        sessionOptions.idlePollNs = sessionOptions.idlePollNs(
+            forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
         let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
         let syncPoint = try session.start()
         try Sidecar.writeStart(

@@ -150,4 +150,22 @@ struct RecorderTests {
         #expect(summary[0].written == 0)
         #expect(summary[1].written > 0)
     }
+
+    @Test("the writer sleeps while a third of the tightest camera's buffers fill, at most 100 ms, at least 2 ms")
+    func idleSleepFitsTheCameras() {
+        func camera(_ rate: Double, buffers: Int?) -> StreamDescriptor {
+            StreamDescriptor(id: "cam", kind: .video, nominalRate: rate, device: "test",
+                             videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: buffers)
+        }
+        let imu = StreamDescriptor(id: "imu", kind: .sensor, channels: ["x"], nominalRate: 1000, device: "test")
+        let ms = { (streams: [StreamDescriptor]) in Double(Recorder.Options.idlePollNs(for: streams)) / 1e6 }
+        #expect(ms([imu]) == 100)
+        #expect(ms([]) == 100)
+        #expect(abs(ms([camera(30, buffers: 8)]) - 88.9) < 0.1)
+        #expect(abs(ms([imu, camera(30, buffers: 8), camera(60, buffers: 4)]) - 22.2) < 0.1)
+        #expect(ms([camera(5, buffers: 32)]) == 100)
+        #expect(ms([camera(1000, buffers: 2)]) == 2)
+        // Unknown: 4 buffers, 30 fps.
+        #expect(abs(ms([camera(0, buffers: nil)]) - 44.4) < 0.1)
+    }
 }

@@ -20,10 +20,13 @@ public struct StreamDescriptor: Sendable, Equatable {
     public var device: String
     /// Video streams: the frames' format.
     public var videoFormat: VideoFormat?
+    /// Video streams: the buffers the source captures into. Each comes back only once the writer
+    /// has written its frame, so this bounds how long the writer may sleep.
+    public var frameBuffers: Int?
 
     public init(
         id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String,
-        videoFormat: VideoFormat? = nil
+        videoFormat: VideoFormat? = nil, frameBuffers: Int? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -31,6 +34,7 @@ public struct StreamDescriptor: Sendable, Equatable {
         self.nominalRate = nominalRate
         self.device = device
         self.videoFormat = videoFormat
+        self.frameBuffers = frameBuffers
     }
 }
 

@@ -33,7 +33,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         precondition(width > 0 && width % 2 == 0 && height > 0 && rate > 0 && bufferCount > 0)
         format = VideoFormat(width: width, height: height, pixelFormat: .yuyv)
         descriptor = StreamDescriptor(
-            id: id, kind: .video, nominalRate: rate, device: "synthetic:\(width)x\(height)@\(rate.formatted)", videoFormat: format)
+            id: id, kind: .video, nominalRate: rate, device: "synthetic:\(width)x\(height)@\(rate.formatted)", videoFormat: format,
+            frameBuffers: bufferCount)
         periodNs = UInt64(1e9 / rate)
         frameSize = width * height * 2
         buffers = (0..<bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: 64) }
