@@ -11,7 +11,7 @@ import Glibc
 /// buffer timestamps mapped into `CLOCK_MONOTONIC_RAW`, frames handed to the writer in place.
 ///
 /// The device is opened and its format, rate and buffers set up in `init`, so a problem is
-/// reported before recording starts. `run` streams on the capture thread: `poll`, `DQBUF`,
+/// reported before recording starts. `run` streams on the capture thread: wait (epoll), `DQBUF`,
 /// read `CLOCK_MONOTONIC_RAW` at once, push the buffer's index; the writer writes the frame from
 /// the mmap'd buffer and calls `releaseBuffer`, which queues it again (`QBUF`). A frame that does
 /// not fit in the ring is queued again at once and counted as dropped.
