@@ -58,7 +58,10 @@ struct Jitter: ParsableCommand {
         let busy = BusyLoad(threads: load)
         defer { busy.stop() }
         let sink = JitterSink()
-        let recorder = Recorder(sources: sources, sink: sink)
+        // The writer paced as in a recording, so the CPU and timing measured are a recording's.
+        var options = Recorder.Options()
+        options.idlePollNs = Recorder.Options.idlePollNs(for: sources.map(\.descriptor))
+        let recorder = Recorder(sources: sources, sink: sink, options: options)
         let cpuBefore = Self.processCPUSeconds()
         let started = MonotonicClock.now()
         try recorder.start()
