@@ -169,16 +169,22 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         // The MONOTONIC→RAW mapping is sampled off this thread, about once a second.
         let reader = ClockPairReader.host(CLOCK_MONOTONIC)
         mapping.add(reader.sample())
+        // It ends with this loop, not with the recording: a camera that fails ends its stream (and
+        // reports why, and when) at once, while the other streams go on.
+        let captureEnded = Latch()
         let sampler = DedicatedThread(name: "fc-clk-\(descriptor.id)") { [mapping] in
             // The second pair comes 100 ms after the first: until there are two, the mapping
             // has an offset but no rate, and a slewed clock's error grows with every frame.
             var interval: Int32 = 100
-            while !stop.wait(milliseconds: interval) {
+            while !captureEnded.wait(milliseconds: interval) {
                 mapping.add(reader.sample())
                 interval = 1000
             }
         }
-        defer { sampler.join() }
+        defer {
+            captureEnded.open()
+            sampler.join()
+        }
 
         var record = CaptureRecord()
         var firstSequence: UInt32?

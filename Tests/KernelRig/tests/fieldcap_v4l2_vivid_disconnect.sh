@@ -42,6 +42,13 @@ if "ended_early" not in cam: fails.append("the sidecar does not say the camera e
 if "ended_early" in imu: fails.append("the IMU ended too")
 if imu["written"] < 400: fails.append(f"the IMU stopped with the camera ({imu['written']} samples in 5 s at 100 Hz)")
 if cam["written"] == 0 or cam["written"] > 120: fails.append(f"camera frames {cam['written']}: it should stop about a second in")
+# The stream ends when the camera goes, not when the recording stops: the sidecar's time of the
+# end is the moment after the last frame.
+lines = open(f"{sys.argv[1]}/cam.timestamps.jsonl").read().splitlines()
+ended = cam.get("ended_early_at", {}).get("monotonic_raw_ns")
+if ended is None: fails.append("the sidecar does not say when the camera ended")
+elif lines and not 0 <= ended - json.loads(lines[-1])["capture_ns"] < 1e9:
+    fails.append(f"the camera's end is {(ended - json.loads(lines[-1])['capture_ns']) / 1e9:.2f} s after its last frame")
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY
