@@ -1,4 +1,3 @@
-import Synchronization
 import SyncField
 
 #if canImport(Glibc)
