@@ -302,10 +302,12 @@ extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler 
     // Whatever goes wrong past the header ends the reading: the frames before it are the result.
     try {
         EbmlStream stream(*input);
-        std::unique_ptr<EbmlElement> head(stream.FindNextID(EBML_INFO(EbmlHead), 64));
+        // The sizes are sanity limits: the header is a few dozen bytes, a finished Segment is the
+        // whole file (an unfinished one's size is "unknown", which passes any limit).
+        std::unique_ptr<EbmlElement> head(stream.FindNextID(EBML_INFO(EbmlHead), 4096));
         if (!head) return 0;
         head->SkipData(stream, EBML_CONTEXT(head.get()));
-        std::unique_ptr<EbmlElement> segment(stream.FindNextID(EBML_INFO(KaxSegment), 64));
+        std::unique_ptr<EbmlElement> segment(stream.FindNextID(EBML_INFO(KaxSegment), UINT64_MAX));
         if (!segment) return 0;
         uint64_t scale = nanosecondsPerTick;
         // Until a Tracks element says otherwise, the track fieldcap writes.

@@ -160,6 +160,23 @@ struct MatroskaDurabilityTests {
         let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "10")
     }
+
+    @Test("a finished file reads back whole: recovering a session killed after its videos were finished keeps every frame")
+    func finishedFileReadsBack() throws {
+        let path = NSTemporaryDirectory() + "/mkv-finished-\(UUID().uuidString).mkv"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let format = VideoFormat(width: 64, height: 48, pixelFormat: .grey)
+        let writer = try MatroskaWriter(path: path, format: format, nominalRate: 10)
+        for index in 0..<7 {
+            let frame = [UInt8](repeating: UInt8(index), count: 64 * 48)
+            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: UInt64(index) * 100_000_000) }
+        }
+        try writer.finish()
+        // A finished Segment has a size (the whole file), no longer "unknown".
+        #expect(MatroskaSalvage.countFrames(path: path, format: format) == 7)
+        #expect(try MatroskaSalvage.salvage(path: path, format: format, nominalRate: 10) == 7)
+        #expect(MatroskaSalvage.countFrames(path: path, format: format) == 7)
+    }
 }
 
 /// The few Matroska (EBML) facts a test reads from a file: the keyframe bit of each SimpleBlock

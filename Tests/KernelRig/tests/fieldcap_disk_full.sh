@@ -34,6 +34,7 @@ for cam in ("cam_a", "cam_b"):
     frames = int(probe.stdout.strip() or 0)
     print(f"{cam}: {stamps} timestamp lines, {frames} frames in the video")
     if stamps > frames: fails.append(f"{cam}: {stamps} timestamp lines for {frames} frames")
+    if frames == 0: fails.append(f"{cam}: no frame kept")
 imu = sum(1 for _ in open(f"{session}/imu.timestamps.jsonl"))
 print(f"imu: {imu} samples")
 if imu < 100: fails.append(f"only {imu} IMU samples kept")
