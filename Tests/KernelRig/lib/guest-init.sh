@@ -63,7 +63,15 @@ in_root modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0 \
 	|| rig_error "modprobe vivid failed"
 in_root modprobe -a iio_dummy industrialio-sw-device iio-trig-hrtimer \
 	|| rig_error "modprobe iio_dummy industrialio-sw-device iio-trig-hrtimer failed"
+in_root modprobe -a virtio_blk crc32c ext4 \
+	|| rig_error "modprobe virtio_blk crc32c ext4 failed"
 rig_stage modules-loaded
+# The scratch disk (the host's rig made it: ext4 on the first virtio block device).
+tries=0
+while [ ! -b "$N/dev/vda" ] && [ $tries -lt 50 ]; do sleep 0.1; tries=$((tries + 1)); done
+mkdir -p "$N/mnt/rig-disk"
+mount -t ext4 "$N/dev/vda" "$N/mnt/rig-disk" || rig_error "cannot mount the scratch disk /dev/vda"
+chmod 1777 "$N/mnt/rig-disk"
 mount -t configfs configfs "$N/sys/kernel/config" \
 	|| rig_error "cannot mount configfs"
 mkdir "$N/sys/kernel/config/iio/devices/dummy/$RIG_IIO_DEVICE" \
@@ -102,6 +110,7 @@ export FIELDCAP_IIO_DEVICE_SYSFS=$iio_dev
 export FIELDCAP_IIO_DEVICE_NODE=/dev/${iio_dev##*/}
 export FIELDCAP_IIO_TRIGGER=$RIG_IIO_TRIGGER
 export FIELDCAP_IIO_TRIGGER_SYSFS=$iio_trig
+export FIELDCAP_DISK_DIR=/mnt/rig-disk
 EOT
 
 rig_stage ready
