@@ -1,6 +1,7 @@
 // fieldcap's Matroska files through libmatroska (see CMatroska.h for why this library).
 #include "CMatroska.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -48,68 +51,176 @@ struct OutputFailure {
 /// libebml writes an element as its ID, its size and its data in separate calls; the small
 /// pieces are gathered here and written together with the next large piece (a frame), which is
 /// never copied.
+///
+/// Where the filesystem does direct I/O, a frame goes from the caller's buffer (a camera's mmap'd
+/// buffer) to the disk without the page cache: no copy, no page allocated and zeroed, nothing left
+/// for writeback, and the frame is on the device when the call returns. That needs the frame's
+/// bytes to start on an aligned file offset, so an EBML Void element before its Cluster takes up
+/// the difference (readers skip Void elements; at most an alignment unit per frame). What is not
+/// a whole number of units (the headers, a frame's tail) goes through the page cache, on pages
+/// the direct writes never touch.
 class DescriptorOutput final : public IOCallback {
   public:
-    explicit DescriptorOutput(int fd) : fd(fd) {
+    DescriptorOutput(int fd, int directFd) : fd(fd) {
         off_t start = lseek(fd, 0, SEEK_CUR);
         position = start < 0 ? 0 : static_cast<uint64_t>(start);
         pending.reserve(pendingLimit);
+        if (directFd >= 0) enableDirect(directFd);
     }
 
     uint32 read(void *, size_t) override { return 0; }  // written only
 
     size_t write(const void *bytes, size_t count) override {
-        if (count >= directMinimum) {
-            writeAll(bytes, count);
+        if (count >= gatherLimit) {
+            if (alignNext && canWriteDirect(bytes, count)) {
+                writeAligned(bytes, count);
+            } else {
+                writeAll(bytes, count);
+            }
         } else {
             if (pending.size() + count > pendingLimit) writeAll(nullptr, 0);
             auto first = static_cast<const uint8_t *>(bytes);
             pending.insert(pending.end(), first, first + count);
+            position += count;
         }
-        position += count;
         return count;
     }
 
     void setFilePointer(int64 offset, seek_mode mode) override {
         flush();
-        int whence = mode == seek_beginning ? SEEK_SET : mode == seek_end ? SEEK_END : SEEK_CUR;
-        off_t result = lseek(fd, offset, whence);
-        if (result < 0) throw OutputFailure{errno, "lseek"};
-        position = static_cast<uint64_t>(result);
+        int64 base = 0;
+        if (mode == seek_current) {
+            base = static_cast<int64>(position);
+        } else if (mode == seek_end) {
+            struct stat status;
+            if (fstat(fd, &status) != 0) throw OutputFailure{errno, "fstat"};
+            base = status.st_size;
+        }
+        if (base + offset < 0) throw OutputFailure{EINVAL, "seek"};
+        position = static_cast<uint64_t>(base + offset);
     }
 
     uint64 getFilePointer() override { return position; }
 
-    void close() override {}  // the descriptor is the caller's
+    void close() override {}  // the descriptors are the caller's
 
     /// Writes what is gathered.
     void flush() {
         if (!pending.empty()) writeAll(nullptr, 0);
     }
 
+    /// Called with nothing gathered, before a Cluster is rendered: the Cluster's frame may be
+    /// aligned with a Void element before it (only there is one allowed).
+    void beginCluster() { alignNext = directFd >= 0 && pending.empty(); }
+    void endCluster() { alignNext = false; }
+
+    bool writesDirect() const { return directFd >= 0; }
+
   private:
     /// Below this a write is gathered; a video frame is far above it.
-    static constexpr size_t directMinimum = 4096;
+    static constexpr size_t gatherLimit = 4096;
     static constexpr size_t pendingLimit = 64 * 1024;
+    /// Below this many aligned bytes a frame goes through the page cache: a direct write waits
+    /// for the device, which only pays off for large frames.
+    static constexpr size_t directMinimum = 64 * 1024;
     int fd;
+    int directFd = -1;
+    /// File offsets, lengths and (memAlign) buffer addresses of direct writes are multiples of these.
+    uint64_t offsetAlign = 0;
+    uint64_t memAlign = 0;
+    bool alignNext = false;
     uint64_t position = 0;
     std::vector<uint8_t> pending;
 
-    /// Writes the gathered bytes, then `count` bytes from `bytes`, retrying short writes and EINTR.
+    /// Direct I/O where the filesystem says how (statx's STATX_DIOALIGN; tmpfs and 9p do not).
+    /// Offsets are aligned to whole pages at least, so a page the page cache holds (headers,
+    /// tails) is never also written directly.
+    void enableDirect(int candidate) {
+#ifdef STATX_DIOALIGN
+        struct statx info {};
+        if (statx(candidate, "", AT_EMPTY_PATH, STATX_DIOALIGN, &info) != 0) return;
+        if (!(info.stx_mask & STATX_DIOALIGN) || info.stx_dio_offset_align == 0 || info.stx_dio_mem_align == 0) return;
+        long page = sysconf(_SC_PAGESIZE);
+        offsetAlign = std::max<uint64_t>(info.stx_dio_offset_align, page > 0 ? static_cast<uint64_t>(page) : 4096);
+        memAlign = info.stx_dio_mem_align;
+        directFd = candidate;
+#else
+        (void)candidate;
+#endif
+    }
+
+    bool canWriteDirect(const void *bytes, size_t count) const {
+        return directFd >= 0 && reinterpret_cast<uintptr_t>(bytes) % memAlign == 0 && count / offsetAlign * offsetAlign >= directMinimum;
+    }
+
+    /// The gathered Cluster headers behind a Void that ends them on an aligned offset, the
+    /// frame's whole units directly, its tail through the page cache.
+    void writeAligned(const void *bytes, size_t count) {
+        uint64_t pad = (offsetAlign - position % offsetAlign) % offsetAlign;
+        if (pad == 1) pad += offsetAlign;  // a Void is at least its ID and a size byte
+        if (pad > 0) {
+            std::vector<uint8_t> headers(pad, 0);
+            headers[0] = 0xEC;  // EBML Void
+            uint64_t data = pad - 2;
+            if (data <= 126) {
+                headers[1] = static_cast<uint8_t>(0x80 | data);
+            } else {
+                data = pad - 3;
+                headers[1] = static_cast<uint8_t>(0x40 | (data >> 8));
+                headers[2] = static_cast<uint8_t>(data & 0xFF);
+            }
+            headers.insert(headers.end(), pending.begin(), pending.end());
+            pending.swap(headers);
+            position += pad;
+        }
+        writeAll(nullptr, 0);
+        auto frame = static_cast<const uint8_t *>(bytes);
+        size_t direct = count / offsetAlign * offsetAlign;
+        size_t done = writeDirect(frame, direct);
+        writeAll(frame + done, count - done);
+    }
+
+    /// Writes `count` bytes at `position` through the direct descriptor; returns how many it
+    /// wrote. Stops early, for the page cache to write the rest, when the filesystem or the
+    /// buffer refuses direct I/O after all (EINVAL, EFAULT, EOPNOTSUPP), which then stays off.
+    size_t writeDirect(const uint8_t *bytes, size_t count) {
+        size_t done = 0;
+        while (done < count) {
+            ssize_t written = ::pwrite(directFd, bytes + done, count - done, static_cast<off_t>(position));
+            if (written < 0) {
+                if (errno == EINTR) continue;
+                if (errno == EINVAL || errno == EFAULT || errno == EOPNOTSUPP) {
+                    directFd = -1;
+                    break;
+                }
+                throw OutputFailure{errno, "write"};
+            }
+            done += static_cast<size_t>(written);
+            position += static_cast<uint64_t>(written);
+            // A short write that left the rest unaligned: the page cache takes the rest.
+            if (written == 0 || position % offsetAlign != 0) break;
+        }
+        return done;
+    }
+
+    /// Writes the gathered bytes (which end at `position`), then `count` bytes from `bytes`,
+    /// retrying short writes and EINTR.
     void writeAll(const void *bytes, size_t count) {
         iovec parts[2] = {{pending.data(), pending.size()}, {const_cast<void *>(bytes), count}};
+        uint64_t offset = position - pending.size();
         iovec *next = parts;
         int left = 2;
         while (left > 0) {
             while (left > 0 && next->iov_len == 0) ++next, --left;
             if (left == 0) break;
-            ssize_t written = ::writev(fd, next, left);
+            ssize_t written = ::pwritev(fd, next, left, static_cast<off_t>(offset));
             if (written < 0) {
                 if (errno == EINTR) continue;
                 int code = errno;
                 pending.clear();
                 throw OutputFailure{code, "write"};
             }
+            offset += static_cast<uint64_t>(written);
             auto done = static_cast<size_t>(written);
             while (left > 0 && done >= next->iov_len) done -= next->iov_len, ++next, --left;
             if (left > 0) {
@@ -118,7 +229,15 @@ class DescriptorOutput final : public IOCallback {
             }
         }
         pending.clear();
+        position = offset;
     }
+};
+
+/// While a Cluster is rendered, its frame may be aligned (DescriptorOutput::beginCluster).
+struct ClusterScope {
+    explicit ClusterScope(DescriptorOutput &output) : output(output) { output.beginCluster(); }
+    ~ClusterScope() { output.endCluster(); }
+    DescriptorOutput &output;
 };
 
 void fail(CMatroska_error *error, int code, const char *operation, const char *detail) {
@@ -153,7 +272,7 @@ uint64_t randomTrackUID() {
 }  // namespace
 
 struct CMatroska_writer {
-    explicit CMatroska_writer(int fd) : output(fd) {}
+    CMatroska_writer(int fd, int directFd) : output(fd, directFd) {}
 
     DescriptorOutput output;
     KaxSegment segment;
@@ -165,9 +284,21 @@ struct CMatroska_writer {
     uint64_t segmentDataStart = 0;
 };
 
-extern "C" CMatroska_writer *CMatroska_create(int fd, const CMatroska_video_track *description,
+extern "C" int CMatroska_open_direct(const char *path, int fd) {
+    int direct = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
+    if (direct < 0) return -1;
+    struct stat opened, reopened;
+    if (fstat(fd, &opened) != 0 || fstat(direct, &reopened) != 0 || opened.st_dev != reopened.st_dev ||
+        opened.st_ino != reopened.st_ino) {
+        ::close(direct);
+        return -1;
+    }
+    return direct;
+}
+
+extern "C" CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatroska_video_track *description,
                                               const char *writingApp, CMatroska_error *error) {
-    auto writer = std::make_unique<CMatroska_writer>(fd);
+    auto writer = std::make_unique<CMatroska_writer>(fd, direct_fd);
     int result = guarded(error, "writing the Matroska header", [&] {
         auto &output = writer->output;
         EbmlHead head;
@@ -237,7 +368,10 @@ extern "C" int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes
         auto frame = new DataBuffer(static_cast<binary *>(const_cast<void *>(bytes)), static_cast<uint32>(count));
         block->AddFrame(*writer->track, timestampMs * nanosecondsPerTick, *frame, LACING_NONE);
         block->SetKeyframe(true);
-        cluster.Render(writer->output, writer->cues, false);
+        {
+            ClusterScope scope(writer->output);
+            cluster.Render(writer->output, writer->cues, false);
+        }
         writer->output.flush();
     });
 }
@@ -255,6 +389,8 @@ extern "C" int CMatroska_finish(CMatroska_writer *writer, double durationMs, CMa
         output.flush();
     });
 }
+
+extern "C" bool CMatroska_writes_direct(const CMatroska_writer *writer) { return writer->output.writesDirect(); }
 
 extern "C" void CMatroska_free(CMatroska_writer *writer) { delete writer; }
 

@@ -14,23 +14,37 @@ public final class VideoSessionSink: RecordSink {
     private var videos: [MatroskaWriter?] = []
     private var frameLogs: [FrameLog?] = []
     private let directory: String
+    private let directIO: Bool
+    private var streamIDs: [String] = []
 
     /// How much of a camera's frame log waits in memory before it is written.
     public static let frameLogBatchBytes = 64 * 1024
 
-    public init(session: SyncSession) {
+    /// `directIO: false` writes the videos through the page cache even where the filesystem
+    /// does direct I/O (`MatroskaWriter`).
+    public init(session: SyncSession, directIO: Bool = true) {
         sessionSink = SyncSessionSink(session: session)
         directory = session.outputDir.path
+        self.directIO = directIO
+    }
+
+    /// How each video stream's frames went to its file, by stream id: "direct" (direct I/O) or
+    /// "page cache". Read after the recording stopped.
+    public var videoWrites: [String: String] {
+        Dictionary(uniqueKeysWithValues: zip(streamIDs, videos).compactMap { id, video in
+            video.map { (id, $0.writesDirect ? "direct" : "page cache") }
+        })
     }
 
     public var session: SyncSession { sessionSink.session }
 
     public func open(streams: [StreamDescriptor]) throws {
         try sessionSink.open(streams: streams)
+        streamIDs = streams.map(\.id)
         videos = try streams.map { descriptor in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
             let path = "\(directory)/\(descriptor.id).mkv"
-            let writer = try MatroskaWriter(path: path, format: format, nominalRate: descriptor.nominalRate)
+            let writer = try MatroskaWriter(path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO)
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }

@@ -67,6 +67,9 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.", valueName: "SIZE"))
     var minFree: ByteSize?
 
+    @Flag(help: "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, btrfs), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall.")
+    var noDirectIO = false
+
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
     var quiet = false
 
@@ -166,7 +169,8 @@ struct Record: ParsableCommand {
         let syncPoint = try session.start()
         try Sidecar.writeStart(
             hostId: host, syncPoint: syncPoint, sources: sources, directory: directory, linkDirectory: session.outputDir.path)
-        let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session), options: recorderOptions)
+        let sink = VideoSessionSink(session: session, directIO: !noDirectIO)
+        let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
         let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json)
@@ -209,7 +213,8 @@ struct Record: ParsableCommand {
         let elapsed = Double(MonotonicClock.now() - started) / 1e9
         try Sidecar(
             hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
-            sources: sources, summary: summary, directory: directory, linkDirectory: session.outputDir.path
+            sources: sources, summary: summary, videoWrites: sink.videoWrites, directory: directory,
+            linkDirectory: session.outputDir.path
         ).write()
         if writeFailure != nil, let start = SessionStart(directory: directory) {
             // Files stopped at different points: cut them back to what they all hold. The videos

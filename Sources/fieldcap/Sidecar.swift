@@ -15,6 +15,8 @@ struct Sidecar {
     var stopReason: String
     var sources: [CaptureSource]
     var summary: [Recorder.StreamSummary]
+    /// How each video's frames went to its file (`VideoSessionSink.videoWrites`).
+    var videoWrites: [String: String] = [:]
     var directory: String
     /// The directory as the session's `link()` paths spell it.
     var linkDirectory: String
@@ -109,6 +111,7 @@ struct Sidecar {
         let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
             var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
             entry["written"] = stream.written
+            if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).
             entry["drops"] = ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }]
             entry["timestamps"] = [

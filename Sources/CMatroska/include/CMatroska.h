@@ -9,6 +9,7 @@
 #ifndef CMATROSKA_H
 #define CMATROSKA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,15 +44,26 @@ typedef struct {
     char message[192];
 } CMatroska_error;
 
+/// `path` opened again for writing with O_DIRECT, for CMatroska_create, if it is still the file
+/// `fd` is (nothing replaced it in between). Returns -1 when the filesystem refuses O_DIRECT or
+/// it is another file.
+int CMatroska_open_direct(const char *path, int fd);
+
 /// Writes the EBML header, a Segment of unknown size (a file cut short still reads to its last
 /// whole frame), the segment Info (1 ms timestamps) and the track. Returns NULL with `error`
 /// filled on failure.
-CMatroska_writer *CMatroska_create(int fd, const CMatroska_video_track *track, const char *writing_app,
+///
+/// `direct_fd` is -1, or the same file opened again with O_DIRECT: where its filesystem does
+/// direct I/O, large frames in suitably aligned buffers are written through it, each Cluster
+/// preceded by a Void element that puts the frame on an aligned offset.
+CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatroska_video_track *track, const char *writing_app,
                                    CMatroska_error *error);
 
 /// Writes one frame as a keyframe in a Cluster of its own at `timestamp_ms` (from the file's
 /// start; strictly increasing). `bytes` are written without a copy: one writev(2) of the
-/// Cluster and SimpleBlock headers and the frame. Returns 0, or -1 with `error` filled.
+/// Cluster and SimpleBlock headers and the frame, or, with direct I/O, the headers and the
+/// frame's tail through the page cache and the rest of the frame straight from `bytes` to the
+/// disk. Returns 0, or -1 with `error` filled.
 int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t count, uint64_t timestamp_ms,
                           CMatroska_error *error);
 
@@ -59,7 +71,11 @@ int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t co
 /// readable if this never happens. Returns 0, or -1 with `error` filled.
 int CMatroska_finish(CMatroska_writer *writer, double duration_ms, CMatroska_error *error);
 
-/// Frees the writer (not the descriptor).
+/// Whether frames are being written with direct I/O (the file's filesystem does it, and no
+/// direct write has been refused).
+bool CMatroska_writes_direct(const CMatroska_writer *writer);
+
+/// Frees the writer (not the descriptors).
 void CMatroska_free(CMatroska_writer *writer);
 
 /// Receives one frame read back: its bytes (valid during the call only) and its time in

@@ -37,7 +37,9 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
             frameBuffers: bufferCount)
         periodNs = UInt64(1e9 / rate)
         frameSize = width * height * 2
-        buffers = (0..<bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: 64) }
+        // Page-aligned, like mmap'd buffers: the video writer can then use direct I/O.
+        let page = max(4096, sysconf(Int32(_SC_PAGESIZE)))
+        buffers = (0..<bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: page) }
         returned = SPSCRing(minimumCapacity: bufferCount)
         pattern = .allocate(byteCount: width * 2 * 2 * height, alignment: 64)
         drawPattern()
