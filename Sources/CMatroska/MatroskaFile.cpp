@@ -131,6 +131,22 @@ class DescriptorOutput final : public IOCallback {
     bool alignNext = false;
     uint64_t position = 0;
     std::vector<uint8_t> pending;
+    /// Where a Void and the gathered headers are put together (reused frame after frame).
+    std::vector<uint8_t> padded;
+
+    /// An EBML Void element of exactly `length` bytes (at least 2) at `out`: its ID, its size in
+    /// the shortest field that holds it, and zeros.
+    static void writeVoid(uint8_t *out, uint64_t length) {
+        int sizeLength = 1;
+        while (sizeLength < 8 && length - 1 - sizeLength > (uint64_t{1} << (7 * sizeLength)) - 2) ++sizeLength;
+        uint64_t data = length - 1 - sizeLength;
+        out[0] = 0xEC;
+        for (int index = sizeLength; index >= 1; --index) {
+            out[index] = static_cast<uint8_t>(data & 0xFF);
+            data >>= 8;
+        }
+        out[1] |= static_cast<uint8_t>(0x80 >> (sizeLength - 1));
+    }
 
     /// Direct I/O where the filesystem says how (statx's STATX_DIOALIGN; tmpfs and 9p do not).
     /// Offsets are aligned to whole pages at least, so a page the page cache holds (headers,
@@ -159,18 +175,11 @@ class DescriptorOutput final : public IOCallback {
         uint64_t pad = (offsetAlign - position % offsetAlign) % offsetAlign;
         if (pad == 1) pad += offsetAlign;  // a Void is at least its ID and a size byte
         if (pad > 0) {
-            std::vector<uint8_t> headers(pad, 0);
-            headers[0] = 0xEC;  // EBML Void
-            uint64_t data = pad - 2;
-            if (data <= 126) {
-                headers[1] = static_cast<uint8_t>(0x80 | data);
-            } else {
-                data = pad - 3;
-                headers[1] = static_cast<uint8_t>(0x40 | (data >> 8));
-                headers[2] = static_cast<uint8_t>(data & 0xFF);
-            }
-            headers.insert(headers.end(), pending.begin(), pending.end());
-            pending.swap(headers);
+            // The Void, then the headers; the swap leaves the old buffer for the next frame.
+            padded.assign(pad, 0);
+            writeVoid(padded.data(), pad);
+            padded.insert(padded.end(), pending.begin(), pending.end());
+            pending.swap(padded);
             position += pad;
         }
         writeAll(nullptr, 0);

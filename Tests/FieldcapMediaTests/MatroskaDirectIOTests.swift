@@ -105,6 +105,31 @@ struct MatroskaDirectIOTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path + ".raw")) == written.reduce(into: Data()) { $0.append($1) })
     }
 
+    @Test("Voids of every length alignment needs, short and long size fields: every frame reads back at its size")
+    func voidLengths() throws {
+        let path = NSTemporaryDirectory() + "/mkv-\(UUID().uuidString).mkv"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // 20 pages and a tail that moves the next frame's start round the page: the Void before
+        // each frame is 2 bytes to a page and 1 byte long. The writer does not look inside MJPEG.
+        let sizes = (0..<96).map { 20 * 4096 + ($0 * 43) % 4096 }
+        let source = AlignedFrames(count: sizes.count, bytes: sizes.max()!)
+        let writer = try MatroskaWriter(path: path, format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg), nominalRate: 30)
+        var written: [Data] = []
+        for (index, size) in sizes.enumerated() {
+            let frame = UnsafeRawBufferPointer(rebasing: source.buffers[index][0..<size])
+            written.append(Data(frame))
+            try writer.writeFrame(frame, captureNs: UInt64(index) * 33_333_333)
+        }
+        #expect(writer.writesDirect)
+        try writer.finish()
+        #expect(frames(in: path) == written)
+        let voids = try EBMLLayout(path: path).voidLengths
+        #expect(voids.contains { $0 <= 128 } && voids.contains { $0 > 128 }, "Void lengths \(voids)")
+        let packets = try runTool("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=size", "-of", "csv=p=0", path])
+        // (Its complaints about the frames, which are not JPEG, are not numbers.)
+        #expect(packets.output.split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } == sizes, "ffprobe: \(packets.output.prefix(300))")
+    }
+
     @Test("a file cut short in a directly written frame is salvaged to the frame before it")
     func salvageCutShort() throws {
         let path = NSTemporaryDirectory() + "/mkv-\(UUID().uuidString).mkv"

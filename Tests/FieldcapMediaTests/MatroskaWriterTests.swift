@@ -184,9 +184,11 @@ struct MatroskaDurabilityTests {
 struct EBMLLayout {
     var simpleBlockKeyFlags: [Bool] = []
     var cuePoints = 0
+    /// The whole length (ID, size, data) of each Void element.
+    var voidLengths: [Int] = []
 
     static let segment: UInt32 = 0x1853_8067, cluster: UInt32 = 0x1F43_B675, cues: UInt32 = 0x1C53_BB6B
-    static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB
+    static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB, void: UInt32 = 0xEC
 
     init(path: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -218,6 +220,7 @@ struct EBMLLayout {
                     simpleBlockKeyFlags.append(bytes[start + trackLength + 2] & 0x80 != 0)
                 }
             case Self.cuePoint: cuePoints += 1
+            case Self.void: voidLengths.append(end - offset)
             default: break
             }
             offset = end
