@@ -12,12 +12,13 @@ import Glibc
 ///
 /// Frames are not copied: each is written from the caller's buffer (a camera's mmap'd buffer)
 /// with its Cluster and SimpleBlock headers in one `writev`, so when `writeFrame` returns the
-/// frame is in the kernel's hands, and `sync` only has to `fdatasync`. Where the filesystem does
-/// direct I/O (ext4, XFS, btrfs; not tmpfs), a large frame in a page-aligned buffer goes from it
-/// to the disk without the page cache (`writesDirect`): that saves the copy, the zeroed page
-/// cache pages and the writeback, most of a recorder's CPU for raw video. The file is readable at
-/// every frame boundary (the Segment's size stays "unknown" until `finish`); it is written live:
-/// no index (Cues), which would grow with every frame until the end.
+/// frame is in the kernel's hands, and `sync` only has to `fdatasync`. Where the filesystem says
+/// how to do direct I/O (statx, from Linux 6.1: ext4, XFS, f2fs; not tmpfs), a large frame in a
+/// page-aligned buffer goes from it to the disk without the page cache (`writesDirect`): that
+/// saves the copy, the zeroed page cache pages and the writeback, most of a recorder's CPU for
+/// raw video. The file is readable at every frame boundary (the Segment's size stays "unknown"
+/// until `finish`); it is written live: no index (Cues), which would grow with every frame until
+/// the end.
 ///
 /// Thread-bound (writer).
 public final class MatroskaWriter {

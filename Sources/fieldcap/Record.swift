@@ -67,7 +67,7 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.", valueName: "SIZE"))
     var minFree: ByteSize?
 
-    @Flag(help: "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, btrfs), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall.")
+    @Flag(help: "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall.")
     var noDirectIO = false
 
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
