@@ -60,6 +60,9 @@ public final class StopSignal: Sendable {
     /// For threads with periodic work and nothing else to wait on: they wake when there is
     /// work, not every few milliseconds to look at the flag.
     public func wait(milliseconds: Int32) -> Bool { latch.wait(milliseconds: milliseconds) }
+
+    /// One idle turn of a loop that drains what capture threads push (`Latch.idle`).
+    package func idle(nanoseconds: UInt64) { latch.idle(nanoseconds: nanoseconds) }
 }
 
 /// The seam every device plugs into: V4L2 cameras, IIO IMUs and the synthetic sources.

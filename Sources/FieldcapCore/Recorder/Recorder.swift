@@ -191,13 +191,8 @@ public final class Recorder: @unchecked Sendable {
             }
             if taken == 0 {
                 if capturesDone || writeError != nil { return }
-                if stopSignal.isRequested {
-                    // Stopping: the capture threads are pushing their last records.
-                    var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
-                    nanosleep(&pause, nil)
-                } else {
-                    _ = stopSignal.wait(milliseconds: Int32(min(options.idlePollNs / 1_000_000, 60_000)))
-                }
+                // Once stopping, briefly: the capture threads are pushing their last records.
+                stopSignal.idle(nanoseconds: options.idlePollNs)
             }
         }
     }

@@ -55,4 +55,16 @@ package final class Latch: Sendable {
         }
         return true
     }
+
+    /// One idle turn of a loop that drains work until it is told to end: sleeps up to
+    /// `nanoseconds` (at least 1 ms, at most a minute), or until the latch opens. Once it is
+    /// open, 1 ms: work accepted before the opening may still be landing.
+    package func idle(nanoseconds: UInt64) {
+        if isOpen {
+            var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+            nanosleep(&pause, nil)
+        } else {
+            _ = wait(milliseconds: Int32(min(max(nanoseconds, 1_000_000) / 1_000_000, 60_000)))
+        }
+    }
 }

@@ -85,14 +85,7 @@ final class SessionWriter: @unchecked Sendable {
                 if final >= 0 && queue.head >= final { break }
                 // Never past the next sync: `syncIntervalNs` is a promise.
                 let untilSync = options.syncIntervalNs &- min(options.syncIntervalNs, MonotonicClock.now() &- lastSync)
-                let idleNs = max(1_000_000, min(options.idlePollNs, untilSync))
-                if finishing.isOpen {
-                    // Entries accepted before `finish` may still be landing in the queue.
-                    var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
-                    nanosleep(&pause, nil)
-                } else {
-                    _ = finishing.wait(milliseconds: Int32(min(idleNs / 1_000_000, 60_000)))
-                }
+                finishing.idle(nanoseconds: min(options.idlePollNs, untilSync))
             }
         }
         forEachFile { $0.close() }
