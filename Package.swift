@@ -61,6 +61,7 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
+        .executableTarget(name: "ClockBench", dependencies: ["FieldcapCore", "SyncField"], path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),

@@ -16,7 +16,9 @@ import Glibc
 /// place and pushes one fixed-size record per sample: no allocation, no lock.
 ///
 /// When the timestamps are in another clock (`realtime` left as it was), each read takes a
-/// bracketed clock pair and maps them with `ClockMapping`, which also notices steps (`date -s`).
+/// bracketed clock pair and maps them with a `ClockTracker`, which notices rate changes (NTP) and
+/// steps (`date -s`). Samples stamped inside the interval of a rate change wait, in a staging
+/// area allocated at start, for the next read's pair, which says on which side of it they lie.
 /// Without a timestamp channel, times are extrapolated back from the read: `T − (N−1−i)·period`.
 public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public struct Options: Sendable {
@@ -69,24 +71,27 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
     /// would have had.
     public let timelineGaps = DropCounter()
-    /// Gaps seen (each may miss several samples).
-    public private(set) var gapEvents = 0
+    /// Gaps seen (each may miss several samples). Read after capture ended.
+    public var gapEvents: Int { emitter.gapEvents }
     /// Samples whose time was not after the previous one's (moved just past it, counted).
-    public private(set) var nonIncreasingTimes = 0
+    public var nonIncreasingTimes: Int { emitter.nonIncreasingTimes }
     public private(set) var samplesRead = 0
     /// Setup found the buffer left enabled by a recorder that died, and disabled it.
     public private(set) var reclaimedStaleBuffer = false
-    /// Steps of the timestamp clock seen during capture (`date -s`).
-    public var clockSteps: Int { mapping.steps }
-    public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
+    /// The timestamp clock's mapping into RAW, when it has one: rate changes, steps (`date -s`),
+    /// the worst bound handed out. Read after capture ended.
+    public var clockTracker: ClockTracker? { mappedClock == nil ? nil : tracker }
 
     private let periodNs: Double
     private let stallTimeoutNs: UInt64
     private let decoders: [IIOChannelDecoder]
     private let selected: [IIODevice.Channel]
     private let timestampChannel: IIODevice.Channel?
-    private let mapping = ClockMapping()
-    private let clockReader: ClockPairReader?
+    /// The timestamp channel's clock, when it must be mapped into RAW.
+    private let mappedClock: clockid_t?
+    /// Capture-thread-bound while running.
+    private var tracker = ClockTracker()
+    private var emitter = SampleEmitter()
     /// What setup changed, put back when capture ends.
     private var restoreTrigger: String?
     private var createdTriggerDirectory: String?
@@ -236,10 +241,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                                    hint: "not a clock fieldcap can map; drop clock=keep so fieldcap sets monotonic_raw")
                 }
                 timeSource = clock == "monotonic_raw" ? .kernelRaw : .kernelMapped(clock: clock)
-                clockReader = clock == "monotonic_raw" ? nil : ClockPairReader.host(clockId, burst: 3)
+                mappedClock = clock == "monotonic_raw" ? nil : clockId
             } else {
                 timeSource = .extrapolated
-                clockReader = nil
+                mappedClock = nil
             }
         } catch {
             Self.undo(device: device, trigger: restoreTrigger, createdTrigger: createdTriggerDirectory, clock: restoreClock)
@@ -361,7 +366,6 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         let buffer = self.buffer!
         let fd = iio_buffer_get_poll_fd(buffer)
         guard fd >= 0 else { throw IIOError.system("get the buffer's descriptor", device: label, errno: -fd) }
-        // Samples the buffer took between setup and now are not part of the recording.
         let startedNs = MonotonicClock.now()
 
         // Where each channel sits in a scan, as libiio lays it out for the enabled channels.
@@ -372,7 +376,27 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         }
         let timestampOffset = timestampChannel.map { iio_buffer_first(buffer, $0.pointer)! - start }
 
-        if let clockReader { mapping.add(clockReader.sample()) }
+        // Samples the buffer took before now are not part of the recording: those stamped before
+        // this moment, in the timestamp channel's own clock, are left out before they are mapped.
+        var startedDeviceNs = Int64(startedNs)
+        if let mappedClock {
+            let pair = ClockPairReader.hostSample(mappedClock, after: Int64(startedNs), burst: 3)
+            tracker.add(pair)
+            startedDeviceNs = pair.otherNs
+        }
+        // Samples waiting for the pair after a rate change: at most two reads' worth, allocated
+        // here, not per sample.
+        let staging = UnsafeMutableBufferPointer<CaptureRecord>.allocate(capacity: mappedClock == nil ? 0 : 2 * samplesPerRead)
+        var staged = 0
+        defer {
+            // The stream ends: what still waits takes the bound that covers the change.
+            for index in 0..<staged {
+                let mapped = tracker.mapNow(staging[index].deviceNs)!
+                emitter.emit(staging[index], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
+            }
+            staging.deallocate()
+        }
+        emitter = SampleEmitter(periodNs: periodNs, dropCounter: timelineGaps)
         // The kernel wakes a buffer's pollers at every sample, whatever the watermark. When the
         // samples carry their own timestamps the read time does not matter: wait on the stop
         // signal alone and read what has come every 100 ms, ten wake-ups a second instead of
@@ -383,8 +407,6 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         let watched: nfds_t = waitOnDevice ? 2 : 1
         var moreWaiting = false
         var record = CaptureRecord()
-        var sequence: UInt64 = 0
-        var lastCapture: UInt64 = 0
         var lastData = MonotonicClock.now()
         let period = periodNs
         while !stop.isRequested {
@@ -413,17 +435,23 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             let dequeued = MonotonicClock.now()
             lastData = dequeued
 
-            // Map the batch: a fresh clock pair per read; after a step of the device's clock the
-            // samples stamped before it still carry the old offset, so each takes whichever
-            // mapping continues the timeline.
-            var snapshot: ClockMapping.Snapshot?
-            var beforeStep: ClockMapping.Snapshot?
-            if let clockReader {
-                let previous = mapping.snapshot
-                let stepsBefore = mapping.steps
-                mapping.add(clockReader.sample())
-                snapshot = mapping.snapshot
-                if mapping.steps != stepsBefore { beforeStep = previous }
+            // A fresh clock pair per read, taken after every sample it maps was stamped. Samples
+            // that waited for it go first.
+            if let mappedClock {
+                // A pair too wide to use (preempted between the reads) is read again.
+                var paired = tracker.add(ClockPairReader.hostSample(mappedClock, after: Int64(dequeued), burst: 3))
+                for _ in 0..<3 where !paired {
+                    paired = tracker.add(ClockPairReader.hostSample(mappedClock, after: Int64(MonotonicClock.now()), burst: 3))
+                }
+                var sent = 0
+                while sent < staged, let mapped = mappedNow(staging[sent].deviceNs) {
+                    emitter.emit(staging[sent], captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
+                    sent += 1
+                }
+                if sent > 0 {
+                    for index in sent..<staged { staging[index - sent] = staging[index] }
+                    staged -= sent
+                }
             }
             let first = iio_buffer_start(buffer)!
             let end = iio_buffer_end(buffer)!
@@ -433,49 +461,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             moreWaiting = count >= samplesPerRead
             for index in 0..<count {
                 let scan = UnsafeRawPointer(first + index * step)
-                var capture: UInt64
-                var uncertainty: UInt64
-                var deviceNs: Int64 = 0
-                if let timestampOffset {
-                    deviceNs = scan.loadUnaligned(fromByteOffset: timestampOffset, as: Int64.self)
-                    if let snapshot {
-                        var mapped = snapshot.toRaw(deviceNs)
-                        if let beforeStep {
-                            let alternative = beforeStep.toRaw(deviceNs)
-                            let expected = Int64(lastCapture) + Int64(period)
-                            if abs(alternative - expected) < abs(mapped - expected) { mapped = alternative }
-                        }
-                        capture = UInt64(max(1, mapped))
-                        uncertainty = 1_000 + UInt64(snapshot.uncertaintyNs(at: deviceNs))
-                    } else {
-                        capture = UInt64(max(1, deviceNs))
-                        // The kernel stamps in the trigger's interrupt: allow it a microsecond.
-                        uncertainty = 1_000
-                    }
-                } else {
-                    capture = dequeued &- UInt64(Double(count - 1 - index) * period)
-                    uncertainty = UInt64(period)
-                }
-                if capture < startedNs && timestampOffset != nil { continue }
-                if lastCapture != 0 {
-                    if capture <= lastCapture {
-                        capture = lastCapture + 1
-                        nonIncreasingTimes += 1
-                    } else if Double(capture - lastCapture) > 1.5 * period {
-                        let missing = Int((Double(capture - lastCapture) / period).rounded()) - 1
-                        if missing > 0 {
-                            gapEvents += 1
-                            timelineGaps.record(from: sequence, count: min(missing, 1_000_000))
-                            sequence += UInt64(missing)
-                        }
-                    }
-                }
-                lastCapture = capture
-                record.sequence = sequence
                 record.dequeueNs = dequeued
-                record.captureNs = capture
-                record.uncertaintyNs = uncertainty
-                record.deviceNs = deviceNs
                 var slot = 0
                 for decoder in decoders {
                     for element in 0..<decoder.format.repeatCount {
@@ -484,11 +470,103 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                     }
                 }
                 record.valueCount = Int32(slot)
-                ring.push(record, sequence: sequence)
-                sequence += 1
                 samplesRead += 1
+                guard let timestampOffset else {
+                    record.deviceNs = 0
+                    emitter.emit(record, captureNs: Int64(dequeued) - Int64(Double(count - 1 - index) * period),
+                                 uncertaintyNs: Int64(period), into: ring)
+                    continue
+                }
+                record.deviceNs = scan.loadUnaligned(fromByteOffset: timestampOffset, as: Int64.self)
+                if record.deviceNs < startedDeviceNs { continue }
+                guard mappedClock != nil else {
+                    // The kernel stamps in the trigger's interrupt: allow it a microsecond.
+                    emitter.emit(record, captureNs: record.deviceNs, uncertaintyNs: 1_000, into: ring)
+                    continue
+                }
+                // Behind a waiting sample, or waiting itself: staged, in order.
+                if staged == 0, let mapped = mappedNow(record.deviceNs) {
+                    emitter.emit(record, captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
+                    continue
+                }
+                if staged == staging.count {
+                    // Two reads without the pair that would place them: send them on with the
+                    // bound that covers the change.
+                    for waiting in 0..<staged {
+                        let mapped = tracker.mapNow(staging[waiting].deviceNs)!
+                        emitter.emit(staging[waiting], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
+                    }
+                    staged = 0
+                }
+                staging[staged] = record
+                staged += 1
             }
         }
+    }
+
+    /// A sample's time mapped into RAW with its bound (a µs for the kernel's stamping), or nil
+    /// while it must wait for the next pair. At a step of the clock (`date -s`), a sample in its
+    /// interval takes the side that continues the timeline. Capture-thread-bound.
+    @inline(__always)
+    private func mappedNow(_ deviceNs: Int64) -> ClockTracker.Mapped? {
+        switch tracker.map(deviceNs) {
+        case .mapped(var mapped)?:
+            mapped.uncertaintyNs += 1_000
+            return mapped
+        case .ambiguous(let before, let after)?:
+            let expected = emitter.lastCaptureNs + Int64(periodNs)
+            var mapped = abs(before.rawNs - expected) < abs(after.rawNs - expected) ? before : after
+            mapped.uncertaintyNs += 1_000
+            return mapped
+        case .pending?, nil:
+            return nil
+        }
+    }
+}
+
+/// What happens to a sample once its time is known: times are kept increasing, gaps in the timeline count the samples they miss, and the
+/// record goes into the ring with its sequence number. Capture-thread-bound; plain data.
+struct SampleEmitter {
+    var periodNs = 0.0
+    var dropCounter: DropCounter?
+    private(set) var sequence: UInt64 = 0
+    private(set) var lastCaptureNs: Int64 = 0
+    /// Gaps seen (each may miss several samples).
+    private(set) var gapEvents = 0
+    /// Samples whose time was not after the previous one's (moved just past it, counted).
+    private(set) var nonIncreasingTimes = 0
+
+    init() {}
+
+    init(periodNs: Double, dropCounter: DropCounter) {
+        self.periodNs = periodNs
+        self.dropCounter = dropCounter
+    }
+
+    @inline(__always)
+    mutating func emit(_ sample: CaptureRecord, captureNs: Int64, uncertaintyNs: Int64, into ring: SPSCRing<CaptureRecord>) {
+        var capture = UInt64(max(1, captureNs))
+        if lastCaptureNs != 0 {
+            let last = UInt64(lastCaptureNs)
+            if capture <= last {
+                capture = last + 1
+                nonIncreasingTimes += 1
+            } else if Double(capture - last) > 1.5 * periodNs {
+                let missing = Int((Double(capture - last) / periodNs).rounded()) - 1
+                if missing > 0 {
+                    gapEvents += 1
+                    dropCounter?.record(from: sequence, count: min(missing, 1_000_000))
+                    sequence += UInt64(missing)
+                }
+            }
+        }
+        lastCaptureNs = Int64(capture)
+        var record = sample
+        record.sequence = sequence
+        record.captureNs = capture
+        record.uncertaintyNs = UInt64(max(0, uncertaintyNs))
+        ring.push(record, sequence: sequence)
+        sequence += 1
     }
 }
 

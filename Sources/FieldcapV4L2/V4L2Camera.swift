@@ -31,10 +31,15 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
     private let device: V4L2Device
     private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
-    private let mapping = ClockMapping()
+    /// The MONOTONIC→RAW mapping, fed a clock pair at every dequeue. Capture-thread-bound; read
+    /// it (`clockTracker`) once the capture thread has been joined.
+    private var tracker = ClockTracker()
+    /// A clock pair read before streaming, so the first frame's interval has a start.
+    private let setupPair = ClockPairReader.host(CLOCK_MONOTONIC).sample()
 
-    /// The MONOTONIC→RAW mapping as it stood at the end (bracket width, drift), for the sidecar.
-    public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
+    /// The MONOTONIC→RAW mapping as it stood at the end (drift, rate changes, the worst bound
+    /// handed out), for the sidecar. Read after capture ended.
+    public var clockTracker: ClockTracker { tracker }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
     /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).
@@ -166,30 +171,21 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         defer { _ = V4L2Device.ioctl(fd, CV4L2_VIDIOC_STREAMOFF(), &type) }
 
-        // The MONOTONIC→RAW mapping is sampled off this thread, about once a second.
-        let reader = ClockPairReader.host(CLOCK_MONOTONIC)
-        mapping.add(reader.sample())
-        // It ends with this loop, not with the recording: a camera that fails ends its stream (and
-        // reports why, and when) at once, while the other streams go on.
-        let captureEnded = Latch()
-        let sampler = DedicatedThread(name: "fc-clk-\(descriptor.id)") { [mapping] in
-            // The second pair comes 100 ms after the first: until there are two, the mapping
-            // has an offset but no rate, and a slewed clock's error grows with every frame.
-            var interval: Int32 = 100
-            while !captureEnded.wait(milliseconds: interval) {
-                mapping.add(reader.sample())
-                interval = 1000
-            }
-        }
-        defer {
-            captureEnded.open()
-            sampler.join()
-        }
-
+        // Every dequeue reads a clock pair a few ms after the kernel stamped the frame, so a
+        // change of CLOCK_MONOTONIC's rate (an NTP update) is seen at the next frame. A frame
+        // stamped inside the interval of such a change waits for the pair after it (`held`):
+        // only then is it known on which side of the change the frame lies.
+        tracker.add(setupPair)
+        tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
         var record = CaptureRecord()
+        var held: CaptureRecord?
+        defer {
+            // The stream ends: a frame still waiting takes the bound that covers the change.
+            if var last = held, let mapped = tracker.mapNow(last.deviceNs) { pushMapped(&last, mapped, into: ring) }
+        }
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
-        var lastCapture: UInt64 = 0
+        lastCapture = 0
         // The camera and the stop signal's pipe, registered once: a stop wakes the wait at once.
         let waitSet = CV4L2_wait_set_create()
         guard waitSet >= 0 else { throw V4L2Error.ioctl("epoll_create1", device: device.path, errno: errno) }
@@ -232,6 +228,16 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             }
             let dequeued = MonotonicClock.now()
             lastFrame = dequeued
+            // A pair too wide to use (the thread was preempted between the reads) is read again:
+            // without one, the frame's time lies past the latest pair, where any rate could hold.
+            var paired = tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(dequeued), burst: Self.pairBurst))
+            for _ in 0..<3 where !paired {
+                paired = tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
+            }
+            if var waiting = held, case .mapped(let mapped)? = tracker.map(waiting.deviceNs) {
+                held = nil
+                pushMapped(&waiting, mapped, into: ring)
+            }
             let kernelNs = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
             // Sequence gaps are frames the kernel lost.
             if let first = firstSequence {
@@ -243,27 +249,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 firstSequence = buffer.sequence
             }
             lastSequence = buffer.sequence
-            var capture = dequeued
-            // A dequeue time says only that the frame was done by then: one frame period is the
-            // honest bound while the capture keeps up (the frames log shows when it did not).
-            var uncertainty = fallbackUncertaintyNs
-            let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-            // One consistent read of the mapping serves both the time and its uncertainty.
-            let clockPair = mapping.snapshot
-            if monotonic, let mapped = clockPair?.toRaw(kernelNs), mapped > 0, UInt64(mapped) <= dequeued,
-                UInt64(mapped) >= lastCapture
-            {
-                capture = UInt64(mapped)
-                // timeval truncates the kernel's time to a microsecond; the mapping adds its own.
-                uncertainty = 1_000 + UInt64(clockPair!.uncertaintyNs(at: kernelNs))
-            } else {
-                untrustedTimestamps += 1
-            }
-            lastCapture = capture
             record.sequence = UInt64(buffer.sequence &- firstSequence!)
             record.dequeueNs = dequeued
-            record.captureNs = capture
-            record.uncertaintyNs = uncertainty
             record.bufferIndex = Int32(buffer.index)
             record.bytesUsed = buffer.bytesused
             record.deviceNs = kernelNs
@@ -271,9 +258,66 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
-            if !ring.push(record, sequence: record.sequence) {
-                _ = queue(Int32(buffer.index))
+            let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+            guard monotonic else {
+                stampAtDequeue(&record, into: ring)
+                continue
             }
+            switch tracker.map(kernelNs) {
+            case .mapped(let mapped)?:
+                pushMapped(&record, mapped, into: ring)
+            case .pending?:
+                // One frame waits at most: a second in the same state (the pair after the change
+                // was refused) sends the first on with the wider bound.
+                if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) { pushMapped(&waiting, mapped, into: ring) }
+                held = record
+            case .ambiguous(_, let after)?:
+                // CLOCK_MONOTONIC is never set; should a kernel ever do it, the later side.
+                pushMapped(&record, after, into: ring)
+            case nil:
+                stampAtDequeue(&record, into: ring)
+            }
+        }
+    }
+
+    /// Brackets per dequeue's clock pair, chained (`ClockPairReader.hostSample`): six clock reads,
+    /// about 0.2 µs on the development VM, and the first one after the dequeue ioctl is often slow
+    /// under emulation (in the kernel rig the narrowest of three was 0.66 µs wide at the median).
+    static let pairBurst = 3
+
+    /// The last `capture_ns` pushed: kernel times must not go backwards.
+    private var lastCapture: UInt64 = 0
+
+    /// Pushes a frame with its kernel time mapped into RAW, if that time is plausible: not after
+    /// the dequeue (a driver stamping the end of a frame it has not finished, or a wrong clock)
+    /// and not before the previous frame's. Otherwise the dequeue time. Capture-thread-bound.
+    @inline(__always)
+    private func pushMapped(_ record: inout CaptureRecord, _ mapped: ClockTracker.Mapped, into ring: SPSCRing<CaptureRecord>) {
+        guard mapped.rawNs > 0, UInt64(mapped.rawNs) <= record.dequeueNs, UInt64(mapped.rawNs) >= lastCapture else {
+            stampAtDequeue(&record, into: ring)
+            return
+        }
+        record.captureNs = UInt64(mapped.rawNs)
+        // timeval truncates the kernel's time to a microsecond; the mapping adds its own bound.
+        record.uncertaintyNs = 1_000 + UInt64(mapped.uncertaintyNs)
+        push(record, into: ring)
+    }
+
+    /// A dequeue time says only that the frame was done by then: one frame period is the honest
+    /// bound while the capture keeps up (the frames log shows when it did not).
+    @inline(__always)
+    private func stampAtDequeue(_ record: inout CaptureRecord, into ring: SPSCRing<CaptureRecord>) {
+        untrustedTimestamps += 1
+        record.captureNs = max(record.dequeueNs, lastCapture)
+        record.uncertaintyNs = fallbackUncertaintyNs
+        push(record, into: ring)
+    }
+
+    @inline(__always)
+    private func push(_ record: CaptureRecord, into ring: SPSCRing<CaptureRecord>) {
+        lastCapture = record.captureNs
+        if !ring.push(record, sequence: record.sequence) {
+            _ = queue(record.bufferIndex)
         }
     }
 

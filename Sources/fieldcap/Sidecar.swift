@@ -30,7 +30,7 @@ struct Sidecar {
         return "\(field(&names.sysname)) \(field(&names.release)) \(field(&names.version)) \(field(&names.machine))"
     }
 
-    static func iioEntry(_ imu: IIOIMU) -> [String: Any] {
+    static func iioEntry(_ imu: IIOIMU, syncPoint: SyncPoint) -> [String: Any] {
         var timeSource: String
         switch imu.timeSource {
         case .kernelRaw: timeSource = "timestamp channel in monotonic_raw"
@@ -49,14 +49,26 @@ struct Sidecar {
                  "offset": $0.offset, "scan_format": $0.format] as [String: Any]
             },
         ]
-        if case .kernelMapped(let clock) = imu.timeSource {
-            entry["clock_steps"] = imu.clockSteps
-            entry["clock_mapping"] = imu.clockMapping.map {
-                ["from": clock, "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": $0.latestBracketNs,
-                 "offset_ns": $0.latestOffsetNs, "drift_ppm": $0.driftPPM] as [String: Any]
-            } ?? [:]
+        if case .kernelMapped(let clock) = imu.timeSource, let tracker = imu.clockTracker {
+            entry["clock_steps"] = tracker.steps
+            entry["clock_mapping"] = clockMapping(tracker, from: clock, syncPoint: syncPoint)
         }
         return entry
+    }
+
+    /// How a source's clock was mapped into RAW: where it stood at the end, the changes it went
+    /// through, and the widest bound it gave a timestamp, with when.
+    static func clockMapping(_ tracker: ClockTracker, from clock: String, syncPoint: SyncPoint) -> [String: Any] {
+        [
+            "from": clock, "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": tracker.latest?.bracketNs ?? 0,
+            "offset_ns": tracker.latest?.offsetNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
+            "clock_pairs": tracker.pairsUsed, "clock_pairs_refused": tracker.pairsRefused,
+            "rate_changes": tracker.rateChanges,
+            "worst_uncertainty": [
+                "ns": tracker.worstUncertaintyNs, "monotonic_raw_ns": tracker.worstUncertaintyAtRawNs,
+                "seconds_after_start": Double(tracker.worstUncertaintyAtRawNs - Int64(syncPoint.monotonicNs)) / 1e9,
+            ] as [String: Any],
+        ]
     }
 
     static func iioTimestamps(_ imu: IIOIMU) -> [String: String] {
@@ -65,8 +77,8 @@ struct Sidecar {
             return ["capture_ns": "the sample's own timestamp channel, stamped by the kernel in CLOCK_MONOTONIC_RAW",
                     "uncertainty_ns": "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included"]
         case .kernelMapped:
-            return ["capture_ns": "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (steps of the clock are detected)",
-                    "uncertainty_ns": "1 µs plus the clock mapping's bound (half the latest pair's bracket plus the slope's error over the distance from it)"]
+            return ["capture_ns": "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (rate changes and steps of the clock are detected; samples stamped across a rate change are placed once the next read's pair shows the new rate)",
+                    "uncertainty_ns": "1 µs plus the clock mapping's bound (half the read's pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider across a rate change, by what it could do)"]
         case .extrapolated:
             return ["capture_ns": "CLOCK_MONOTONIC_RAW at the read, minus one period per sample still to come in that read",
                     "uncertainty_ns": "one sample period"]
@@ -129,17 +141,14 @@ struct Sidecar {
                     "controls": Dictionary(uniqueKeysWithValues: camera.appliedControls.map {
                         ($0.name, ["asked": $0.asked, "granted": $0.granted])
                     }),
-                    "clock_mapping": camera.clockMapping.map {
-                        ["from": "CLOCK_MONOTONIC", "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": $0.latestBracketNs,
-                         "offset_ns": $0.latestOffsetNs, "drift_ppm": $0.driftPPM] as [String: Any]
-                    } ?? [:],
+                    "clock_mapping": Self.clockMapping(camera.clockTracker, from: "CLOCK_MONOTONIC", syncPoint: syncPoint),
                 ]
                 entry["timestamps"] = [
-                    "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by a clock pair re-sampled every second; the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
-                    "uncertainty_ns": "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the bracket of the latest clock pair, plus the slope's error over the distance from it); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
+                    "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed once the next pair shows the new rate); the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
+                    "uncertainty_ns": "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider for a frame whose interval held a rate change, by what the change could do); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
                 ]
             }
-            if let imu = source as? IIOIMU { entry["iio"] = Self.iioEntry(imu); entry["timestamps"] = Self.iioTimestamps(imu) }
+            if let imu = source as? IIOIMU { entry["iio"] = Self.iioEntry(imu, syncPoint: syncPoint); entry["timestamps"] = Self.iioTimestamps(imu) }
             if let error = stream.captureError {
                 entry["ended_early"] = error
                 if let at = stream.endedEarlyAtNs {

@@ -96,3 +96,50 @@ public enum DequeueStamping {
     @inline(__always)
     public static func captureNs(arrivalRawNs: Int64) -> Int64 { arrivalRawNs }
 }
+
+/// Clock pairs read now and then (once a second for a camera) off the capture path, and every
+/// kernel timestamp mapped with the line through the latest two: extrapolated with the rate they
+/// showed. What fieldcap did before it read a pair at every dequeue (`ClockTracker`), and what a
+/// periodic offset sampler does. A change of rate after the latest pair is not seen until two
+/// more pairs have been read, and meanwhile its error grows with the change times the distance,
+/// while its bound (`uncertaintyNs(at:)`) still claims the steady-state precision.
+///
+/// Plain data; thread-bound.
+public struct PeriodicClockPairs: Sendable {
+    private var previous: ClockPairSample?
+    private var latest: ClockPairSample?
+    /// Pairs with a wider bracket than this are ignored.
+    public let maximumBracketNs: Int64
+
+    public init(maximumBracketNs: Int64 = 20_000) { self.maximumBracketNs = maximumBracketNs }
+
+    public mutating func add(_ sample: ClockPairSample) {
+        guard sample.bracketNs <= maximumBracketNs else { return }
+        previous = latest ?? sample
+        latest = sample
+    }
+
+    /// Whether only one pair has been read (an offset, no rate yet).
+    public var hasRate: Bool { previous.map { $0.otherNs != latest!.otherNs } ?? false }
+
+    private var slope: Double {
+        guard let previous, let latest, latest.otherNs > previous.otherNs else { return 0 }
+        return Double(latest.offsetNs - previous.offsetNs) / Double(latest.otherNs - previous.otherNs)
+    }
+
+    public func toRaw(_ otherNs: Int64) -> Int64? {
+        guard let latest else { return nil }
+        return otherNs + Int64((Double(latest.offsetNs) + slope * Double(otherNs - latest.otherNs)).rounded())
+    }
+
+    /// The bound it claimed: half the latest bracket, plus the slope's error from the two
+    /// brackets over the distance (500 ppm with one pair). It assumes the rate did not change.
+    public func uncertaintyNs(at otherNs: Int64) -> Int64? {
+        guard let latest, let previous else { return nil }
+        let half = (latest.bracketNs + 1) / 2
+        let span = latest.otherNs - previous.otherNs
+        guard span > 0 else { return half + (abs(otherNs - latest.otherNs) + 1_999) / 2_000 }
+        let slopeError = Double(previous.bracketNs + latest.bracketNs) / 2 / Double(span)
+        return half + Int64((slopeError * Double(abs(otherNs - latest.otherNs))).rounded(.up))
+    }
+}

@@ -22,7 +22,9 @@ struct Jitter: ParsableCommand {
                                the absolute error, from an HdrHistogram
               dequeue latency  dequeue time minus capture_ns: how late fieldcap saw each record
               drops            lost in the ring or skipped by the device
-              clock mapping    the clock pair's bracket width and the measured drift (ppm)
+              clock mapping    the clock pair's bracket width, the measured drift (ppm), the
+                               rate changes seen (NTP updates), and the widest uncertainty
+                               handed out and when
               CPU              fieldcap's CPU time as a share of one core
 
             A table goes to stdout; --report DIR gets jitter.json and jitter.svg (interval-error
@@ -80,7 +82,7 @@ struct Jitter: ParsableCommand {
             streams: zip(zip(sources, sink.streams), summary).map { pair, stream in
                 JitterReport.Stream(source: pair.0, jitter: pair.1, summary: stream)
             },
-            seconds: elapsed, cpuSeconds: cpu, busyCPUSeconds: busy.cpuSeconds, load: load)
+            startedNs: started, seconds: elapsed, cpuSeconds: cpu, busyCPUSeconds: busy.cpuSeconds, load: load)
         print(result.table())
         if let report {
             try FileManager.default.createDirectory(atPath: report, withIntermediateDirectories: true)

@@ -11,8 +11,8 @@ struct JitterReport {
         var summary: Recorder.StreamSummary
 
         /// The clock mapping the source used, if it maps a kernel clock into RAW.
-        var clockMapping: ClockMapping.Snapshot? {
-            (source as? V4L2Camera)?.clockMapping ?? (source as? IIOIMU)?.clockMapping
+        var clockTracker: ClockTracker? {
+            (source as? V4L2Camera)?.clockTracker ?? (source as? IIOIMU)?.clockTracker
         }
 
         /// Where capture_ns came from, in a few words.
@@ -34,6 +34,8 @@ struct JitterReport {
     }
 
     var streams: [Stream]
+    /// CLOCK_MONOTONIC_RAW when measuring started.
+    var startedNs: UInt64
     var seconds: Double
     /// The process's CPU time, busy threads included.
     var cpuSeconds: Double
@@ -42,6 +44,8 @@ struct JitterReport {
 
     /// fieldcap's own CPU as a share of one core.
     var cpuShare: Double { max(0, cpuSeconds - busyCPUSeconds) / max(seconds, 1e-9) }
+
+    private func secondsAfterStart(_ rawNs: Int64) -> Double { Double(rawNs - Int64(startedNs)) / 1e9 }
 
     private static func us(_ ns: Int64) -> String { String(format: "%.1f", Double(ns) / 1000) }
 
@@ -57,8 +61,11 @@ struct JitterReport {
                               ("dequeue latency          ", j.dequeueLatency)] {
                 lines.append("  \(name)" + [s.minNs, s.medianNs, s.p99Ns, s.p999Ns, s.maxNs].map(Self.us).joined(separator: " / "))
             }
-            if let mapping = stream.clockMapping {
-                lines.append(String(format: "  clock mapping             bracket %d ns, drift %+.2f ppm", mapping.latestBracketNs, mapping.driftPPM))
+            if let tracker = stream.clockTracker {
+                lines.append(String(
+                    format: "  clock mapping             bracket %d ns, drift %+.2f ppm, %d rate changes, worst bound %.1f µs at %.2f s",
+                    tracker.latest?.bracketNs ?? 0, tracker.driftPPM ?? 0, tracker.rateChanges,
+                    Double(tracker.worstUncertaintyNs) / 1000, secondsAfterStart(tracker.worstUncertaintyAtRawNs)))
             }
             if let error = stream.summary.captureError { lines.append("  ended early: \(error)") }
         }
@@ -83,8 +90,13 @@ struct JitterReport {
                     "dequeue_latency": summary(stream.jitter.dequeueLatency),
                     "dequeue_after_capture_violations": stream.jitter.negativeLatencies,
                 ]
-                if let mapping = stream.clockMapping {
-                    entry["clock_mapping"] = ["bracket_ns": mapping.latestBracketNs, "drift_ppm": mapping.driftPPM, "offset_ns": mapping.latestOffsetNs]
+                if let tracker = stream.clockTracker {
+                    entry["clock_mapping"] = [
+                        "bracket_ns": tracker.latest?.bracketNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
+                        "offset_ns": tracker.latest?.offsetNs ?? 0, "rate_changes": tracker.rateChanges, "steps": tracker.steps,
+                        "worst_uncertainty_ns": tracker.worstUncertaintyNs,
+                        "worst_uncertainty_at_s": secondsAfterStart(tracker.worstUncertaintyAtRawNs),
+                    ] as [String: Any]
                 }
                 if let error = stream.summary.captureError { entry["ended_early"] = error }
                 return entry
