@@ -2,8 +2,9 @@
 # rig-timeout: 150
 # NTP-style slewing of CLOCK_MONOTONIC after the recording started (`adjtimex -f`, +500 ppm, the
 # kernel's limit) must not bend capture_ns: the kernel's MONOTONIC timestamps are mapped into
-# MONOTONIC_RAW by a mapping re-sampled every second, so the lag between dequeue time and
+# MONOTONIC_RAW with a clock pair read at every dequeue, so the lag between dequeue time and
 # capture_ns stays put, where a one-time offset measured at start drifts by the slew.
+# (fieldcap_v4l2_vivid_rate_step judges every frame through such a change.)
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
