@@ -22,9 +22,12 @@ let package = Package(
     targets: [
         .target(name: "SyncField"),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
+        .target(name: "FieldcapCore", dependencies: ["SyncField"]),
+        // What `fieldcap bench` measures with: jitter statistics, the timestamp simulation and the
+        // peers' strategies it compares fieldcap with. Nothing on the capture path uses it.
         .target(
-            name: "FieldcapCore",
-            dependencies: ["SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
+            name: "FieldcapBench",
+            dependencies: ["FieldcapCore", "SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         // libmatroska (Debian: libmatroska-dev, libebml-dev) writes the Matroska video files, each
         // frame straight from the camera's mmap'd buffer in one writev, and reads a killed
         // recording's back (Sources/CMatroska says why not FFmpeg's libavformat). A C interface
@@ -42,7 +45,7 @@ let package = Package(
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -61,11 +64,13 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
-        .executableTarget(name: "ClockBench", dependencies: ["FieldcapCore", "SyncField"], path: "Benchmarks/ClockBench"),
+        .executableTarget(
+            name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"], path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
+        .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(

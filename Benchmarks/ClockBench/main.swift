@@ -8,6 +8,7 @@
 // mapping from pairs read once a second elsewhere, applied to the kernel time with its bound),
 // `tracker` (after: a chained pair of three brackets read at the dequeue, added to a
 // ClockTracker, the kernel time mapped). Prints "MODE ns_per_frame FRAMES".
+import FieldcapBench
 import FieldcapCore
 import Foundation
 import SyncField

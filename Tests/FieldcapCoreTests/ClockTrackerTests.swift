@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import FieldcapCore
 
@@ -201,14 +202,14 @@ struct ClockTrackerTests {
     @Test("random clocks: rates up to the kernel's limit changing at random, brackets of random width; no frame outside its bound",
           arguments: [1, 2, 3, 4, 5] as [UInt64])
     func randomClocks(seed: UInt64) {
-        var random = SimulationRandom(seed: seed)
-        var clock = PiecewiseClock(ppm: (random.unit() * 2 - 1) * 500)
+        var random = SplitMix64(seed: seed)
+        var clock = PiecewiseClock(ppm: (Double.random(in: 0..<1, using: &random) * 2 - 1) * 500)
         let start: Int64 = 1_000_000_000_000
         var at = start
         // A change at most every two frame intervals (the model's assumption).
         while at < start + 20_000_000_000 {
-            at += 70_000_000 + random.uniform(0...2_000_000_000)
-            let ppm = random.unit() < 0.3 ? (random.unit() * 2 - 1) * 110_000 : (random.unit() * 2 - 1) * 500
+            at += 70_000_000 + Int64.random(in: 0...2_000_000_000, using: &random)
+            let ppm = Double.random(in: 0..<1, using: &random) < 0.3 ? (Double.random(in: 0..<1, using: &random) * 2 - 1) * 110_000 : (Double.random(in: 0..<1, using: &random) * 2 - 1) * 500
             clock.changeRate(atRaw: at, to: ppm)
         }
         var tracker = ClockTracker()
@@ -222,8 +223,8 @@ struct ClockTrackerTests {
         for frame in 0..<600 {
             let truth = start + Int64(frame) * 33_333_333
             let kernel = clock.other(atRaw: truth)
-            let width = 150 + random.uniform(0...2_000)
-            tracker.add(clock.pair(atRaw: truth + 200_000 + random.uniform(0...15_000_000), widthNs: width, where: random.unit()))
+            let width = 150 + Int64.random(in: 0...2_000, using: &random)
+            tracker.add(clock.pair(atRaw: truth + 200_000 + Int64.random(in: 0...15_000_000, using: &random), widthNs: width, where: Double.random(in: 0..<1, using: &random)))
             if let pending = held {
                 if case .mapped(let mapped) = tracker.map(pending.kernel)! { check(mapped, pending.truth) } else {
                     check(tracker.mapNow(pending.kernel)!, pending.truth)

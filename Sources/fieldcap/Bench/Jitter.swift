@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapBench
 import FieldcapCore
 import FieldcapIIO
 import FieldcapV4L2

@@ -1,3 +1,4 @@
+import FieldcapBench
 import FieldcapCore
 import FieldcapIIO
 import FieldcapV4L2

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapBench
 import FieldcapCore
 
 struct Simulate: ParsableCommand {

@@ -1,3 +1,5 @@
+import FieldcapCore
+
 /// How other capture tools stamp samples, reimplemented only so that `TimestampSimulation` can
 /// compare fieldcap against them on the same simulated input. Nothing in fieldcap's capture path
 /// uses these.

@@ -1,3 +1,5 @@
+import FieldcapCore
+
 /// A sink that writes nothing: it measures each stream's timestamps (`StreamJitter`) for
 /// `fieldcap bench jitter`. Camera buffers go straight back to the driver.
 ///

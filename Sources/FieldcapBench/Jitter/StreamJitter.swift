@@ -1,3 +1,4 @@
+import FieldcapCore
 import Histogram
 
 /// How one stream's timestamps behave, gathered record by record on the writer thread: the

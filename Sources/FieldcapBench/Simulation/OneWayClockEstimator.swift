@@ -1,3 +1,5 @@
+import FieldcapCore
+
 /// Maps a device clock that cannot be read (a camera's own counter, an IMU FIFO's sample clock)
 /// into `CLOCK_MONOTONIC_RAW`, from the only thing the host sees: for each sample, the device's
 /// time and the RAW time the sample arrived.

@@ -1,5 +1,6 @@
 import Testing
-@testable import FieldcapCore
+import FieldcapCore
+@testable import FieldcapBench
 
 @Suite("Jitter statistics")
 struct StreamJitterTests {

@@ -1,3 +1,5 @@
+import FieldcapCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import TestSupport
 import Testing
-@testable import FieldcapCore
+import FieldcapCore
+@testable import FieldcapBench
 
 private typealias Simulation = TimestampSimulation
 
