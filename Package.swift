@@ -36,12 +36,14 @@ let package = Package(
             name: "CMatroska",
             linkerSettings: [.linkedLibrary("matroska"), .linkedLibrary("ebml"), .linkedLibrary("stdc++")]),
         .target(name: "FieldcapMedia", dependencies: ["CMatroska", "FieldcapCore", "SyncField"]),
+        // What Glibc's Swift module lacks for the capture loops (epoll): the general Linux seam.
+        .target(name: "CFieldcapLinux"),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
-        .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "FieldcapCore"]),
+        .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "CFieldcapLinux", "FieldcapCore"]),
         // libiio 0.24 (Debian: libiio-dev) for IIO IMUs.
         .systemLibrary(name: "CIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
-        .target(name: "FieldcapIIO", dependencies: ["CIIO", "FieldcapCore", "SyncField"]),
+        .target(name: "FieldcapIIO", dependencies: ["CIIO", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [

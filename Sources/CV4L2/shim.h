@@ -9,7 +9,6 @@
 #include <libv4l2.h>
 #include <linux/videodev2.h>
 #include <stdint.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -77,32 +76,5 @@ static inline void *CV4L2_mmap(int fd, size_t length, int64_t offset) {
     return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
 }
 static inline int CV4L2_munmap(void *start, size_t length) { return v4l2_munmap(start, length); }
-
-/// A wait on the camera and the stop signal together, as an epoll set: unlike `poll`, which
-/// registers with (and takes the vb2 queue's lock for) every descriptor on every call, the set is
-/// registered once and the driver's wake-up marks the camera ready. Glibc's Swift module does not
-/// export `sys/epoll.h`. Returns the set's descriptor, or -1 with errno set.
-static inline int CV4L2_wait_set_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
-
-/// Adds `fd` to the set for input; `bit` (one bit set) names it in `CV4L2_wait_set_wait`'s masks.
-static inline int CV4L2_wait_set_add(int set, int fd, uint32_t bit) {
-    struct epoll_event event = {.events = EPOLLIN, .data = {.u32 = bit}};
-    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
-}
-
-/// Waits up to `timeout_ms` (level-triggered). Returns how many descriptors are ready, 0 after the
-/// time-out, -1 with errno set; `ready` gets the bits of those readable, `failed` of those that
-/// report an error or a hang-up.
-static inline int CV4L2_wait_set_wait(int set, int timeout_ms, uint32_t *ready, uint32_t *failed) {
-    struct epoll_event events[4];
-    int count = epoll_wait(set, events, 4, timeout_ms);
-    *ready = 0;
-    *failed = 0;
-    for (int index = 0; index < count; index++) {
-        if (events[index].events & EPOLLIN) *ready |= events[index].data.u32;
-        if (events[index].events & (EPOLLERR | EPOLLHUP)) *failed |= events[index].data.u32;
-    }
-    return count;
-}
 
 #endif

@@ -170,15 +170,13 @@ struct DeviceSpec: Equatable {
         let id = options["id"] ?? defaultId
         guard isSynthetic else {
             if kind == .camera {
-                let stall = try stallTimeoutNs()
-                let (pixelFormat, controls) = (try pixelFormat(), try controls())
+                var camera = V4L2Camera.Options(
+                    size: try size(), rate: try positiveNumber("fps", limit: 1000), pixelFormat: try pixelFormat(),
+                    bufferCount: try count("buffers", range: 2...32) ?? 8, controls: try controls().map { ($0, $1) })
+                if let stall = try stallTimeoutNs() { camera.stallTimeoutNs = stall }
                 do {
-                    let camera = try V4L2Camera(
-                        id: id, path: device, size: try size(), rate: try positiveNumber("fps", limit: 1000),
-                        pixelFormat: pixelFormat, bufferCount: try count("buffers", range: 2...32) ?? 8, controls: controls)
-                    if let stall { camera.stallTimeoutNs = stall }
-                    return camera
-                } catch let error as V4L2Error {
+                    return try V4L2Camera(id: id, path: device, options: camera)
+                } catch {
                     throw DeviceSetupError(message: "\(label) \(error)")
                 }
             }

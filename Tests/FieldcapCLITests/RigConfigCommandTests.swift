@@ -151,7 +151,7 @@ struct RigConfigCommandTests {
             """)
         let failed = try FieldcapProcess.run(["check", "--config", bad])
         #expect(failed.status == 1, "\(failed.stdout)\(failed.stderr)")
-        #expect(failed.stdout.contains("FAIL  left  \(bad):5: camera open on /dev/fieldcap-no-such-camera: No such file"), "\(failed.stdout)")
+        #expect(failed.stdout.contains("FAIL  left  \(bad):5: camera /dev/fieldcap-no-such-camera: open: No such file"), "\(failed.stdout)")
         #expect(failed.stdout.contains("ok    imu0"), "the other devices are still checked: \(failed.stdout)")
         #expect(failed.stderr.contains("1 problem(s)"), "\(failed.stderr)")
 

@@ -59,7 +59,7 @@ public final class V4L2Device {
         var info = stat()
         if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFCHR {
             let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a regular file"
-            throw V4L2Error(code: .notACamera, device: path, operation: "open", errno: 0,
+            throw V4L2Error(code: .notADevice, device: path, operation: "open", errno: 0,
                             hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
         }
         let fd = CV4L2_open(path, O_RDWR | O_NONBLOCK)
@@ -77,12 +77,12 @@ public final class V4L2Device {
             capabilities: caps)
         guard identity.canCapture else {
             _ = CV4L2_close(fd)
-            throw V4L2Error(code: .notACamera, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+            throw V4L2Error(code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                             hint: "\(identity.card) (\(identity.driver)) has no video capture on this node; cameras are listed by `fieldcap list`")
         }
         guard identity.canStream else {
             _ = CV4L2_close(fd)
-            throw V4L2Error(code: .notACamera, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+            throw V4L2Error(code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                             hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
         }
     }

@@ -1,3 +1,4 @@
+import CFieldcapLinux
 import CIIO
 import FieldcapCore
 import SyncField
@@ -66,6 +67,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public let device: IIODevice
     public let grantedRate: Double
     public let trigger: String?
+    /// Whether fieldcap made the trigger (an hrtimer trigger through configfs, removed afterwards).
+    public let triggerMade: Bool
+    /// Whether the rate was asked for (`rate=`), or kept as the device or trigger ran.
+    public let rateAsked: Bool
     public let timeSource: TimeSource
     public let valueChannels: [ValueChannel]
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
@@ -77,7 +82,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public var nonIncreasingTimes: Int { emitter.nonIncreasingTimes }
     public private(set) var samplesRead = 0
     /// Setup found the buffer left enabled by a recorder that died, and disabled it.
-    public private(set) var reclaimedStaleBuffer = false
+    public let reclaimedStaleBuffer: Bool
     /// The timestamp clock's mapping into RAW, when it has one: rate changes, steps (`date -s`),
     /// the worst bound handed out. Read after capture ended.
     public var clockTracker: ClockTracker? { mappedClock == nil ? nil : tracker }
@@ -93,9 +98,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     private var tracker = ClockTracker()
     private var emitter = SampleEmitter()
     /// What setup changed, put back when capture ends.
-    private var restoreTrigger: String?
-    private var createdTriggerDirectory: String?
-    private var restoreClock: String?
+    private var restoreSetup = IIOCaptureSetup.Restore()
     private var restored = false
     private var buffer: OpaquePointer?
     /// Samples one read can take: about a quarter of a second.
@@ -110,155 +113,29 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             throw IIOError(code: .unsupported, device: label, operation: "buffered capture",
                            hint: "the device has no buffer (no scan elements): its driver cannot stream samples")
         }
-        let scan = device.scanChannels
-        // Channels.
-        var chosen: [IIODevice.Channel]
-        if let wanted = options.channels {
-            chosen = []
-            for want in wanted {
-                let matches = scan.filter { $0.id == want || ($0.kind.rawValue == want && $0.id != "timestamp") }
-                guard !matches.isEmpty else {
-                    throw IIOError(code: .notFound, device: label, operation: "channel '\(want)'",
-                                   hint: "no such channel; it has \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", "))")
-                }
-                chosen += matches.filter { match in !chosen.contains { $0.id == match.id } }
-            }
-        } else {
-            chosen = scan.filter { $0.kind.isIMUChannel }
-            guard !chosen.isEmpty else {
-                throw IIOError(code: .notFound, device: label, operation: "choose channels",
-                               hint: "no accel, anglvel, magn or temp channel; pick from \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", ")) with channels=A+B")
-            }
-        }
-        chosen.sort { $0.index < $1.index }
-        for channel in chosen where channel.format == nil {
-            throw IIOError(code: .unsupported, device: label, operation: "channel '\(channel.id)'",
-                           hint: "its scan format is not one fieldcap decodes (whole bytes of 8 to 64 bits)")
-        }
-        var values: [ValueChannel] = []
-        for channel in chosen {
-            let format = channel.format!
-            for element in 0..<format.repeatCount {
-                values.append(ValueChannel(
-                    name: format.repeatCount > 1 ? "\(channel.id)_\(element)" : channel.id, kernelChannel: channel.id,
-                    unit: channel.kind.unit, scale: channel.scale, offset: channel.offset, format: format.description))
-            }
-        }
-        guard values.count <= CaptureRecord.valueCapacity else {
-            throw IIOError(code: .unsupported, device: label, operation: "choose channels",
-                           hint: "\(values.count) values per sample; at most \(CaptureRecord.valueCapacity): choose fewer with channels=A+B")
-        }
-        selected = chosen
-        valueChannels = values
-        timestampChannel = scan.first { $0.id == "timestamp" && $0.format?.storageBits == 64 }
-
-        if Sysfs.read("\(device.sysfsPath)/buffer/enable") == "1" {
-            // Enabled: either another program is reading it (then its character device, which the
-            // kernel lets one process open at a time, is busy) or a recorder died with it enabled
-            // (SIGKILL, a crash), which leaves it enabled with nobody reading: take it back.
-            let fd = open("/dev/\(device.id)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw errno == EBUSY
-                    ? IIOError(code: .busy, device: label, operation: "buffered capture", errno: EBUSY,
-                               hint: "its buffer is already enabled: another program is capturing from it")
-                    : IIOError.system("open /dev/\(device.id)", device: label, errno: errno)
-            }
-            close(fd)
-            try Sysfs.write("\(device.sysfsPath)/buffer/enable", "0", device: label)
-            reclaimedStaleBuffer = true
-        }
-
-        // What setup changes is put back if a later step fails (and when capture ends).
-        do throws(IIOError) {
-            // Trigger, then rate (an hrtimer trigger's rate is the trigger's own).
-            var triggerName: String?
-            if device.takesTrigger {
-                let present = IIODevice.triggers()
-                if let wanted = options.trigger {
-                    guard present.contains(where: { $0.name == wanted }) else {
-                        throw IIOError(code: .notFound, device: label, operation: "trigger '\(wanted)'",
-                                       hint: present.isEmpty ? "no triggers are present" : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
-                    }
-                    triggerName = wanted
-                } else if let current = device.currentTrigger {
-                    triggerName = current
-                } else {
-                    triggerName = try Self.createHrtimerTrigger(for: device, label: label)
-                    createdTriggerDirectory = "/sys/kernel/config/iio/triggers/hrtimer/\(triggerName!)"
-                }
-                if triggerName != device.currentTrigger {
-                    restoreTrigger = device.currentTrigger ?? ""
-                    try Sysfs.write("\(device.sysfsPath)/trigger/current_trigger", triggerName!, device: label)
-                }
-            } else if let wanted = options.trigger {
-                throw IIOError(code: .unsupported, device: label, operation: "trigger '\(wanted)'",
-                               hint: "this device takes no trigger; drop trigger=")
-            }
-            trigger = triggerName
-            let triggerPath = triggerName.flatMap { name in IIODevice.triggers().first { $0.name == name } }
-                .map { "/sys/bus/iio/devices/\($0.id)" }
-            let rateAttribute = [triggerPath, device.sysfsPath].compactMap { $0 }
-                .map { "\($0)/sampling_frequency" }.first(where: Sysfs.exists)
-            if let rate = options.rate {
-                guard let rateAttribute else {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                                   hint: "neither the device nor its trigger has a sampling_frequency; drop rate=")
-                }
-                let available = device.samplingFrequenciesAvailable
-                if rateAttribute.hasPrefix(device.sysfsPath), !available.isEmpty, !available.contains(where: { abs($0 - rate) < 1e-6 }) {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                                   hint: "the device offers \(available.map { "\($0)" }.joined(separator: ", ")) Hz")
-                }
-                do {
-                    try Sysfs.write(rateAttribute, String(rate), device: label)
-                } catch where error.errno == EINVAL {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz", errno: EINVAL,
-                                   hint: "\(rateAttribute) refused it")
-                }
-            }
-            guard let granted = rateAttribute.flatMap(Sysfs.read).flatMap(Double.init), granted > 0 else {
-                throw IIOError(code: .unsupported, device: label, operation: "read the sampling rate",
-                               hint: "no sampling_frequency to read: give the rate the device runs at with rate=HZ")
-            }
-            if let rate = options.rate, abs(granted - rate) > 0.01 * rate {
-                throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                               hint: "the device granted \(granted) Hz; ask for that, or a rate it offers")
-            }
-            grantedRate = options.rate.map { abs(granted - $0) < 1e-9 ? $0 : granted } ?? granted
-            periodNs = 1e9 / grantedRate
-            stallTimeoutNs = options.stallTimeoutNs ?? max(2_000_000_000, UInt64(20 * periodNs))
-
-            // Timestamps: straight into MONOTONIC_RAW when the device lets us choose its clock.
-            if timestampChannel != nil {
-                let before = device.timestampClock
-                if let before, before != "monotonic_raw", !options.keepTimestampClock {
-                    try Sysfs.write("\(device.sysfsPath)/current_timestamp_clock", "monotonic_raw", device: label)
-                    restoreClock = before
-                }
-                let clock = device.timestampClock ?? "realtime"
-                guard let clockId = IIODevice.clockId(named: clock) else {
-                    throw IIOError(code: .unsupported, device: label, operation: "timestamp clock '\(clock)'",
-                                   hint: "not a clock fieldcap can map; drop clock=keep so fieldcap sets monotonic_raw")
-                }
-                timeSource = clock == "monotonic_raw" ? .kernelRaw : .kernelMapped(clock: clock)
-                mappedClock = clock == "monotonic_raw" ? nil : clockId
-            } else {
-                timeSource = .extrapolated
-                mappedClock = nil
-            }
-        } catch {
-            Self.undo(device: device, trigger: restoreTrigger, createdTrigger: createdTriggerDirectory, clock: restoreClock)
-            throw error
-        }
+        let setup = try IIOCaptureSetup(device: device, label: label, options: options)
+        selected = setup.chosen
+        valueChannels = setup.values
+        timestampChannel = setup.timestampChannel
+        reclaimedStaleBuffer = setup.reclaimedStaleBuffer
+        trigger = setup.trigger
+        triggerMade = setup.triggerMade
+        grantedRate = setup.grantedRate
+        rateAsked = setup.rateAsked
+        timeSource = setup.timeSource
+        mappedClock = setup.mappedClock
+        restoreSetup = setup.restore
+        periodNs = 1e9 / grantedRate
+        stallTimeoutNs = options.stallTimeoutNs ?? max(2_000_000_000, UInt64(20 * periodNs))
         var channelDecoders: [IIOChannelDecoder] = []
-        for channel in chosen {
+        for channel in selected {
             channelDecoders.append(IIOChannelDecoder(
                 format: channel.format!, byteOffset: 0, scale: channel.scale, offset: channel.offset,
                 factor: channel.kind.factorFromKernelUnit))
         }
         decoders = channelDecoders
         descriptor = StreamDescriptor(
-            id: id, kind: .sensor, channels: values.map(\.name), nominalRate: grantedRate, device: name)
+            id: id, kind: .sensor, channels: valueChannels.map(\.name), nominalRate: grantedRate, device: name)
         do {
             buffer = try enableBuffer(label: label)
         } catch {
@@ -268,31 +145,6 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     }
 
     deinit { restore() }
-
-    /// Makes an hrtimer trigger through configfs for `device` and returns its name.
-    static func createHrtimerTrigger(for device: IIODevice, label: String) throws(IIOError) -> String {
-        let root = "/sys/kernel/config/iio/triggers/hrtimer"
-        guard Sysfs.exists(root) else {
-            throw IIOError(code: .unsupported, device: label, operation: "attach a trigger",
-                           hint: "none is attached and hrtimer triggers are unavailable (modprobe iio-trig-hrtimer; mount configfs at /sys/kernel/config); or name one with trigger=NAME")
-        }
-        let name = "fieldcap-\(device.id.replacingColon())"
-        if mkdir("\(root)/\(name)", 0o755) != 0 && errno != EEXIST {
-            throw IIOError.system("create hrtimer trigger \(root)/\(name)", device: label, errno: errno)
-        }
-        // The trigger's sysfs node appears as the directory is made; wait for it briefly.
-        for _ in 0..<100 {
-            if let trigger = IIODevice.triggers().first(where: { $0.name == name }) {
-                // Unprivileged, the trigger's rate becomes ours to write when udev has run the
-                // project's rule for the new trigger: wait for that (up to 2 s) rather than fail.
-                let rate = "/sys/bus/iio/devices/\(trigger.id)/sampling_frequency"
-                for _ in 0..<200 where access(rate, W_OK) != 0 && Sysfs.exists(rate) { usleep(10_000) }
-                return name
-            }
-            usleep(10_000)
-        }
-        throw IIOError(code: .other, device: label, operation: "create hrtimer trigger \(name)", hint: "it did not appear in sysfs")
-    }
 
     /// Runs `body` with stderr pointed at /dev/null: libiio 0.24 prints its own warnings and
     /// errors there, about states fieldcap expects and reports itself.
@@ -323,14 +175,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             }
         }
         buffer = nil
-        Self.undo(device: device, trigger: restoreTrigger, createdTrigger: createdTriggerDirectory, clock: restoreClock)
-    }
-
-    private static func undo(device: IIODevice, trigger: String?, createdTrigger: String?, clock: String?) {
-        let path = device.sysfsPath
-        if let trigger { try? Sysfs.write("\(path)/trigger/current_trigger", trigger.isEmpty ? "\n" : trigger, device: device.id) }
-        if let createdTrigger { rmdir(createdTrigger) }
-        if let clock { try? Sysfs.write("\(path)/current_timestamp_clock", clock, device: device.id) }
+        restoreSetup.undo(device: device)
     }
 
     /// Enables the channels and the buffer. libiio 0.24 prints a warning on stderr when the
@@ -402,30 +247,36 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         // signal alone and read what has come every 100 ms, ten wake-ups a second instead of
         // one per sample. Without timestamps, wait on the device (the read time is the time).
         let waitOnDevice = timestampChannel == nil
-        var pollers = [pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        let watched: nfds_t = waitOnDevice ? 2 : 1
+        // The stop signal's pipe, and the device when it is waited on, registered once: the same
+        // wait as a camera's.
+        let waitSet = CFieldcapLinux_wait_set_create()
+        guard waitSet >= 0 else { throw IIOError.system("epoll_create1", device: label, errno: errno) }
+        defer { close(waitSet) }
+        let deviceBit: UInt32 = 1
+        guard CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0,
+            !waitOnDevice || CFieldcapLinux_wait_set_add(waitSet, fd, deviceBit) == 0
+        else { throw IIOError.system("epoll_ctl", device: label, errno: errno) }
         var moreWaiting = false
         var record = CaptureRecord()
         var lastData = MonotonicClock.now()
         let period = periodNs
         while !stop.isRequested {
             if MonotonicClock.now() &- lastData > stallTimeoutNs {
-                throw IIOError(code: .stalled, device: label, operation: "capture",
-                               hint: "no sample for \(stallTimeoutNs / 1_000_000) ms: the device or its trigger stopped")
+                throw DeviceError.stalled(device: label, timeoutNs: stallTimeoutNs, what: "sample")
             }
             if !moreWaiting {
-                let ready = poll(&pollers, watched, waitOnDevice ? 200 : 100)
-                if ready < 0 {
+                var ready: UInt32 = 0
+                var failed: UInt32 = 0
+                if CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed) < 0 {
                     if errno == EINTR { continue }
-                    throw IIOError.system("poll", device: label, errno: errno)
+                    throw IIOError.system("epoll_wait", device: label, errno: errno)
                 }
                 if stop.isRequested { break }
                 if waitOnDevice {
-                    if pollers[1].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                        throw IIOError(code: .gone, device: label, operation: "poll", errno: ENODEV, hint: "the device is gone (unplugged?)")
+                    if failed & deviceBit != 0 {
+                        throw DeviceError(code: .gone, device: label, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
                     }
-                    if pollers[1].revents == 0 { continue }
+                    if ready & deviceBit == 0 { continue }
                 }
             }
             let read = iio_buffer_refill(buffer)
@@ -521,52 +372,6 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         case .pending?, nil:
             return nil
         }
-    }
-}
-
-/// What happens to a sample once its time is known: times are kept increasing, gaps in the timeline count the samples they miss, and the
-/// record goes into the ring with its sequence number. Capture-thread-bound; plain data.
-struct SampleEmitter {
-    var periodNs = 0.0
-    var dropCounter: DropCounter?
-    private(set) var sequence: UInt64 = 0
-    private(set) var lastCaptureNs: Int64 = 0
-    /// Gaps seen (each may miss several samples).
-    private(set) var gapEvents = 0
-    /// Samples whose time was not after the previous one's (moved just past it, counted).
-    private(set) var nonIncreasingTimes = 0
-
-    init() {}
-
-    init(periodNs: Double, dropCounter: DropCounter) {
-        self.periodNs = periodNs
-        self.dropCounter = dropCounter
-    }
-
-    @inline(__always)
-    mutating func emit(_ sample: CaptureRecord, captureNs: Int64, uncertaintyNs: Int64, into ring: SPSCRing<CaptureRecord>) {
-        var capture = UInt64(max(1, captureNs))
-        if lastCaptureNs != 0 {
-            let last = UInt64(lastCaptureNs)
-            if capture <= last {
-                capture = last + 1
-                nonIncreasingTimes += 1
-            } else if Double(capture - last) > 1.5 * periodNs {
-                let missing = Int((Double(capture - last) / periodNs).rounded()) - 1
-                if missing > 0 {
-                    gapEvents += 1
-                    dropCounter?.record(from: sequence, count: min(missing, 1_000_000))
-                    sequence += UInt64(missing)
-                }
-            }
-        }
-        lastCaptureNs = Int64(capture)
-        var record = sample
-        record.sequence = sequence
-        record.captureNs = capture
-        record.uncertaintyNs = UInt64(max(0, uncertaintyNs))
-        ring.push(record, sequence: sequence)
-        sequence += 1
     }
 }
 

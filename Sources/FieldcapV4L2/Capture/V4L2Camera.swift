@@ -1,3 +1,4 @@
+import CFieldcapLinux
 import CV4L2
 import FieldcapCore
 import Synchronization
@@ -20,10 +21,41 @@ import Glibc
 /// `CLOCK_MONOTONIC` and the time is plausible (not after the dequeue, not going backwards);
 /// otherwise the dequeue time.
 public final class V4L2Camera: CaptureSource, @unchecked Sendable {
+    /// What to ask the camera for. Every field has a default: the camera's current size and
+    /// rate, YUYV, 8 buffers, no controls, a 2 s stall limit.
+    public struct Options: Sendable {
+        /// Width and height to ask for; nil keeps the device's current size (640x480 when it
+        /// reports none).
+        public var size: (width: Int, height: Int)?
+        /// Frames per second to ask for; nil keeps the device's current rate.
+        public var rate: Double?
+        public var pixelFormat: VideoFormat.PixelFormat = .yuyv
+        /// mmap buffers to request.
+        public var bufferCount = 8
+        /// Camera controls to set before streaming, by name (`fieldcap list` shows them).
+        public var controls: [(name: String, value: Int64)] = []
+        /// No frame for this long ends the stream.
+        public var stallTimeoutNs: UInt64 = 2_000_000_000
+
+        public init(
+            size: (width: Int, height: Int)? = nil, rate: Double? = nil, pixelFormat: VideoFormat.PixelFormat = .yuyv,
+            bufferCount: Int = 8, controls: [(name: String, value: Int64)] = [], stallTimeoutNs: UInt64 = 2_000_000_000
+        ) {
+            self.size = size
+            self.rate = rate
+            self.pixelFormat = pixelFormat
+            self.bufferCount = bufferCount
+            self.controls = controls
+            self.stallTimeoutNs = stallTimeoutNs
+        }
+    }
+
     public let descriptor: StreamDescriptor
     /// What the device granted (it may differ from what was asked).
     public let grantedFormat: VideoFormat
     public let grantedRate: Double
+    /// Whether the rate was asked for (`fps=`), or kept as the camera's current rate.
+    public let rateAsked: Bool
     /// `uncertainty_ns` of a frame stamped at dequeue: one frame period (30 fps when unknown).
     private var fallbackUncertaintyNs: UInt64 { UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30)) }
     public let identity: V4L2Device.Identity
@@ -47,92 +79,29 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
     private(set) public var errorFlaggedFrames = 0
     /// How long without a frame before the stream is declared stalled and ended.
-    public var stallTimeoutNs: UInt64 = 2_000_000_000
+    public let stallTimeoutNs: UInt64
     /// Set by the writer when the device refuses a buffer back (gone, or broken).
     private let requeueFailure = Atomic<Int32>(0)
 
-    /// Opens `path` and sets it up.
+    /// Opens `path` and sets it up as `options` ask.
     ///
-    /// - Parameters:
-    ///   - size: width and height to ask for (nil: the device's current size).
-    ///   - rate: frames per second to ask for (nil: the device's current rate).
-    ///   - pixelFormat: the format to ask for (default YUYV).
-    ///   - bufferCount: mmap buffers to request.
-    ///   - controls: camera controls to set before streaming, by name (`fieldcap list` shows them).
-    public init(
-        id: String, path: String, size: (width: Int, height: Int)?, rate: Double?,
-        pixelFormat: VideoFormat.PixelFormat = .yuyv, bufferCount: Int = 8, controls: [(String, Int64)] = []
-    ) throws(V4L2Error) {
+    /// - Throws: `DeviceError` naming the device, the step and what to do.
+    public init(id: String, path: String, options: Options = Options()) throws(V4L2Error) {
+        let (size, rate, pixelFormat) = (options.size, options.rate, options.pixelFormat)
+        stallTimeoutNs = options.stallTimeoutNs
         let device = try V4L2Device(path: path)
         self.device = device
         identity = device.identity
-        let fd = device.fd
-
-        // The format: ask, then take what the driver granted.
-        let fourcc = Self.fourcc(pixelFormat)
-        let offered = device.pixelFormatCodes()
-        guard offered.contains(pixelFormat.rawValue == "MJPG" ? "MJPG" : pixelFormat.rawValue) else {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
-                            hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)")
-        }
-        var format = v4l2_format()
-        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        format.fmt.pix.pixelformat = fourcc
-        format.fmt.pix.width = UInt32(size?.width ?? 640)
-        format.fmt.pix.height = UInt32(size?.height ?? 480)
-        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
-        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else {
-            throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno)
-        }
-        guard format.fmt.pix.pixelformat == fourcc else {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
-                            hint: "the driver would not use \(pixelFormat.rawValue)")
-        }
-        grantedFormat = VideoFormat(width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height), pixelFormat: pixelFormat)
-        if let size, size.width != grantedFormat.width || size.height != grantedFormat.height {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_FMT", errno: 0,
-                            hint: "asked for \(size.width)x\(size.height), the driver granted \(grantedFormat.width)x\(grantedFormat.height); pick a size `fieldcap list` shows")
-        }
-
-        // The rate.
-        var parameters = v4l2_streamparm()
-        parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        if let rate {
-            parameters.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
-            guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0 else {
-                throw .ioctl("VIDIOC_S_PARM", device: path, errno: errno)
-            }
-        } else if V4L2Device.ioctl(fd, CV4L2_VIDIOC_G_PARM(), &parameters) != 0 {
-            throw .ioctl("VIDIOC_G_PARM", device: path, errno: errno)
-        }
-        let frame = parameters.parm.capture.timeperframe
-        grantedRate = frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
-
+        grantedFormat = try device.setFormat(pixelFormat, size: size)
+        grantedRate = try device.setRate(rate)
+        rateAsked = rate != nil
         // Controls, before streaming.
         var applied: [(String, Int64, Int64)] = []
-        for (name, value) in controls {
+        for (name, value) in options.controls {
             applied.append((name, value, try device.setControl(name, to: value)))
         }
         appliedControls = applied
-
-        // The buffers.
-        var request = v4l2_requestbuffers()
-        request.count = UInt32(bufferCount)
-        request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        request.memory = V4L2_MEMORY_MMAP.rawValue
-        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0, request.count > 0 else {
-            throw .ioctl("VIDIOC_REQBUFS", device: path, errno: errno)
-        }
-        for index in 0..<request.count {
-            var buffer = Self.buffer(index)
-            guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer) == 0 else {
-                throw .ioctl("VIDIOC_QUERYBUF", device: path, errno: errno)
-            }
-            guard let start = CV4L2_mmap(fd, Int(buffer.length), Int64(buffer.m.offset)),
-                start != UnsafeMutableRawPointer(bitPattern: -1)
-            else { throw V4L2Error(code: .other, device: path, operation: "mmap", errno: errno, hint: "") }
-            buffers.append((start, Int(buffer.length)))
-        }
+        buffers = try device.mapBuffers(count: options.bufferCount)
         descriptor = StreamDescriptor(
             id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
             frameBuffers: buffers.count)
@@ -142,21 +111,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         for buffer in buffers { _ = CV4L2_munmap(buffer.start, buffer.length) }
     }
 
-    static func fourcc(_ format: VideoFormat.PixelFormat) -> UInt32 {
-        let text = Array(format.rawValue.utf8) + [UInt8](repeating: 0x20, count: 4)
-        return UInt32(text[0]) | UInt32(text[1]) << 8 | UInt32(text[2]) << 16 | UInt32(text[3]) << 24
-    }
-
-    static func buffer(_ index: UInt32) -> v4l2_buffer {
-        var buffer = v4l2_buffer()
-        buffer.index = index
-        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        buffer.memory = V4L2_MEMORY_MMAP.rawValue
-        return buffer
-    }
-
     private func queue(_ index: Int32) -> Int32 {
-        var buffer = Self.buffer(UInt32(index))
+        var buffer = V4L2Device.buffer(UInt32(index))
         return V4L2Device.ioctl(device.fd, CV4L2_VIDIOC_QBUF(), &buffer)
     }
 
@@ -187,11 +143,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var lastSequence: UInt32 = 0
         lastCapture = 0
         // The camera and the stop signal's pipe, registered once: a stop wakes the wait at once.
-        let waitSet = CV4L2_wait_set_create()
+        let waitSet = CFieldcapLinux_wait_set_create()
         guard waitSet >= 0 else { throw V4L2Error.ioctl("epoll_create1", device: device.path, errno: errno) }
         defer { close(waitSet) }
         let cameraBit: UInt32 = 1
-        guard CV4L2_wait_set_add(waitSet, fd, cameraBit) == 0, CV4L2_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0 else {
+        guard CFieldcapLinux_wait_set_add(waitSet, fd, cameraBit) == 0, CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0 else {
             throw V4L2Error.ioctl("epoll_ctl", device: device.path, errno: errno)
         }
         var lastFrame = MonotonicClock.now()
@@ -199,12 +155,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             let failure = requeueFailure.load(ordering: .relaxed)
             if failure != 0 { throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: failure) }
             if MonotonicClock.now() &- lastFrame > stallTimeoutNs {
-                throw V4L2Error(code: .gone, device: device.path, operation: "capture", errno: 0,
-                                hint: "no frame for \(stallTimeoutNs / 1_000_000) ms: the camera stalled or was disconnected")
+                throw DeviceError.stalled(device: device.path, timeoutNs: stallTimeoutNs, what: "frame")
             }
             var ready: UInt32 = 0
             var failed: UInt32 = 0
-            let count = CV4L2_wait_set_wait(waitSet, 200, &ready, &failed)
+            let count = CFieldcapLinux_wait_set_wait(waitSet, 200, &ready, &failed)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw V4L2Error.ioctl("epoll_wait", device: device.path, errno: errno)
@@ -216,12 +171,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 if poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { failed = cameraBit }
             }
             if failed & cameraBit != 0 {
-                throw V4L2Error(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: "the camera stopped (unplugged?)")
+                throw DeviceError(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
             }
             if ready & cameraBit == 0 { continue }
             // One buffer per wake-up: when another is done too, the level-triggered wait returns
             // at once, and when none is, it sleeps without the DQBUF that would say EAGAIN.
-            var buffer = Self.buffer(0)
+            var buffer = V4L2Device.buffer(0)
             if V4L2Device.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer) != 0 {
                 if errno == EAGAIN || errno == EINTR { continue }
                 throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)

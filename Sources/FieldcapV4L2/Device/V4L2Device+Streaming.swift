@@ -1,0 +1,106 @@
+import CV4L2
+import FieldcapCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Setting a camera up to stream: the format, the rate and the mmap buffers, each asked for and
+/// then read back as the driver granted it.
+extension V4L2Device {
+    /// Asks for `pixelFormat` at `size` (640x480 when nil) and returns what the driver granted.
+    /// The corresponding ioctl is `VIDIOC_S_FMT`.
+    ///
+    /// - Throws: a `DeviceError` when the camera lacks the format, the driver swaps it for
+    ///   another, or it grants another size than the one asked for.
+    func setFormat(_ pixelFormat: VideoFormat.PixelFormat, size: (width: Int, height: Int)?) throws(V4L2Error) -> VideoFormat {
+        let fourcc = Self.fourcc(pixelFormat)
+        let offered = pixelFormatCodes()
+        guard offered.contains(pixelFormat.rawValue) else {
+            throw V4L2Error(
+                code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
+                hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)")
+        }
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        format.fmt.pix.pixelformat = fourcc
+        format.fmt.pix.width = UInt32(size?.width ?? 640)
+        format.fmt.pix.height = UInt32(size?.height ?? 480)
+        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        guard Self.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else { throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno) }
+        guard format.fmt.pix.pixelformat == fourcc else {
+            throw V4L2Error(
+                code: .unsupported, device: path, operation: "VIDIOC_S_FMT", hint: "the driver would not use \(pixelFormat.rawValue)")
+        }
+        let granted = VideoFormat(width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height), pixelFormat: pixelFormat)
+        if let size, size.width != granted.width || size.height != granted.height {
+            throw V4L2Error(
+                code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
+                hint: "asked for \(size.width)x\(size.height), the driver granted \(granted.width)x\(granted.height); pick a size `fieldcap list` shows")
+        }
+        return granted
+    }
+
+    /// Asks for `rate` frames per second (nil: keeps the current rate) and returns the rate the
+    /// driver granted (0 when it reports none). The corresponding ioctls are `VIDIOC_S_PARM` and
+    /// `VIDIOC_G_PARM`.
+    func setRate(_ rate: Double?) throws(V4L2Error) -> Double {
+        var parameters = v4l2_streamparm()
+        parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        if let rate {
+            parameters.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
+            guard Self.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0 else {
+                throw .ioctl("VIDIOC_S_PARM", device: path, errno: errno)
+            }
+        } else if Self.ioctl(fd, CV4L2_VIDIOC_G_PARM(), &parameters) != 0 {
+            throw .ioctl("VIDIOC_G_PARM", device: path, errno: errno)
+        }
+        let frame = parameters.parm.capture.timeperframe
+        return frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
+    }
+
+    /// Requests `count` mmap buffers (the driver may grant another number) and maps each. The
+    /// corresponding ioctls are `VIDIOC_REQBUFS` and `VIDIOC_QUERYBUF`, then `v4l2_mmap`.
+    func mapBuffers(count: Int) throws(V4L2Error) -> [(start: UnsafeMutableRawPointer, length: Int)] {
+        var request = v4l2_requestbuffers()
+        request.count = UInt32(count)
+        request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        request.memory = V4L2_MEMORY_MMAP.rawValue
+        guard Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0, request.count > 0 else {
+            throw .ioctl("VIDIOC_REQBUFS", device: path, errno: errno)
+        }
+        var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+        for index in 0..<request.count {
+            var buffer = Self.buffer(index)
+            guard Self.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer) == 0 else {
+                let code = errno
+                for mapped in buffers { _ = CV4L2_munmap(mapped.start, mapped.length) }
+                throw .ioctl("VIDIOC_QUERYBUF", device: path, errno: code)
+            }
+            guard let start = CV4L2_mmap(fd, Int(buffer.length), Int64(buffer.m.offset)),
+                start != UnsafeMutableRawPointer(bitPattern: -1)
+            else {
+                let code = errno
+                for mapped in buffers { _ = CV4L2_munmap(mapped.start, mapped.length) }
+                throw V4L2Error(code: .other, device: path, operation: "mmap", errno: code)
+            }
+            buffers.append((start, Int(buffer.length)))
+        }
+        return buffers
+    }
+
+    /// A capture buffer record for `index`, mmap memory.
+    static func buffer(_ index: UInt32) -> v4l2_buffer {
+        var buffer = v4l2_buffer()
+        buffer.index = index
+        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        return buffer
+    }
+
+    /// The fourcc code of a pixel format (its name, padded with spaces).
+    static func fourcc(_ format: VideoFormat.PixelFormat) -> UInt32 {
+        let text = Array(format.rawValue.utf8) + [UInt8](repeating: 0x20, count: 4)
+        return UInt32(text[0]) | UInt32(text[1]) << 8 | UInt32(text[2]) << 16 | UInt32(text[3]) << 24
+    }
+}
