@@ -74,6 +74,8 @@ let package = Package(
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
+        // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
+        .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
