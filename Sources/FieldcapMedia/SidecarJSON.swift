@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import SyncField
 
@@ -34,9 +35,11 @@ enum SidecarJSON {
             }
             return
         }
+        if let json = value as? JSONValue { return try write(json, to: out, indent: indent) }
         // Exact types: with Foundation, `as?` also bridges between numbers and Bool.
         let kind = type(of: value)
         switch value {
+        case is NSNull: out.append("null")
         case let text as String: out.appendJSONString(text)
         case let flag as Bool where kind == Bool.self: out.append(flag ? "true" : "false")
         case let number as Int where kind == Int.self: out.appendJSONNumber(number)
@@ -69,6 +72,20 @@ enum SidecarJSON {
             out.append("\n" + indentation(indent) + "]")
         default:
             throw UnsupportedValue(value: "\(type(of: value))")
+        }
+    }
+
+    /// What a source reported (`JSONValue`), written by the same rules.
+    private static func write(_ value: JSONValue, to out: ByteBuffer, indent: Int) throws {
+        switch value {
+        case .null: out.append("null")
+        case .bool(let flag): out.append(flag ? "true" : "false")
+        case .integer(let number): out.appendJSONNumber(number)
+        case .unsigned(let number): out.appendJSONNumber(number)
+        case .double(let number): try appendFinite(number, to: out)
+        case .string(let text): out.appendJSONString(text)
+        case .array(let values): try write(values as [Any], to: out, indent: indent)
+        case .object(let members): try write(members as [String: Any], to: out, indent: indent)
         }
     }
 

@@ -36,10 +36,10 @@ public struct SessionManifest: Equatable, Sendable {
         self.streams = streams
     }
 
-    public var jsonValue: JSONValue {
-        var streamValues: [String: JSONValue] = [:]
+    package var jsonValue: PrettyJSONValue {
+        var streamValues: [String: PrettyJSONValue] = [:]
         for (id, stream) in streams {
-            var fields: [String: JSONValue] = ["type": .string(stream.type)]
+            var fields: [String: PrettyJSONValue] = ["type": .string(stream.type)]
             if let sensorPath = stream.sensorPath { fields["sensor_path"] = .string(sensorPath) }
             if let timestampsPath = stream.timestampsPath { fields["timestamps_path"] = .string(timestampsPath) }
             if let frameCount = stream.frameCount { fields["frame_count"] = .integer(Int64(frameCount)) }

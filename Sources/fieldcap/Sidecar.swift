@@ -1,7 +1,5 @@
 import FieldcapCore
-import FieldcapIIO
 import FieldcapMedia
-import FieldcapV4L2
 import Foundation
 import SyncField
 
@@ -30,58 +28,17 @@ struct Sidecar {
         return "\(field(&names.sysname)) \(field(&names.release)) \(field(&names.version)) \(field(&names.machine))"
     }
 
-    static func iioEntry(_ imu: IIOIMU, syncPoint: SyncPoint) -> [String: Any] {
-        var timeSource: String
-        switch imu.timeSource {
-        case .kernelRaw: timeSource = "timestamp channel in monotonic_raw"
-        case .kernelMapped(let clock): timeSource = "timestamp channel in \(clock), mapped into CLOCK_MONOTONIC_RAW"
-        case .extrapolated: timeSource = "no timestamp channel: extrapolated back from each read (T - (N-1-i) * period)"
-        }
-        var entry: [String: Any] = [
-            "device_id": imu.device.id, "name": imu.device.name, "granted_rate": imu.grantedRate,
-            "trigger": imu.trigger ?? NSNull(), "time_source": timeSource, "samples_read": imu.samplesRead,
-            "timeline_gaps": ["events": imu.gapEvents, "samples_missing": imu.timelineGaps.count,
-                              "records": imu.timelineGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
-            "non_increasing_times": imu.nonIncreasingTimes,
-            "reclaimed_buffer_left_enabled": imu.reclaimedStaleBuffer,
-            "channels": imu.valueChannels.map {
-                ["name": $0.name, "kernel_channel": $0.kernelChannel, "unit": $0.unit, "scale": $0.scale,
-                 "offset": $0.offset, "scan_format": $0.format] as [String: Any]
-            },
-        ]
-        if case .kernelMapped(let clock) = imu.timeSource, let tracker = imu.clockTracker {
-            entry["clock_steps"] = tracker.steps
-            entry["clock_mapping"] = clockMapping(tracker, from: clock, syncPoint: syncPoint)
-        }
-        return entry
-    }
-
-    /// How a source's clock was mapped into RAW: where it stood at the end, the changes it went
-    /// through, and the widest bound it gave a timestamp, with when.
-    static func clockMapping(_ tracker: ClockTracker, from clock: String, syncPoint: SyncPoint) -> [String: Any] {
-        [
-            "from": clock, "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": tracker.latest?.bracketNs ?? 0,
-            "offset_ns": tracker.latest?.offsetNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
-            "clock_pairs": tracker.pairsUsed, "clock_pairs_refused": tracker.pairsRefused,
-            "rate_changes": tracker.rateChanges,
-            "worst_uncertainty": [
-                "ns": tracker.worstUncertaintyNs, "monotonic_raw_ns": tracker.worstUncertaintyAtRawNs,
-                "seconds_after_start": Double(tracker.worstUncertaintyAtRawNs - Int64(syncPoint.monotonicNs)) / 1e9,
-            ] as [String: Any],
-        ]
-    }
-
-    static func iioTimestamps(_ imu: IIOIMU) -> [String: String] {
-        switch imu.timeSource {
-        case .kernelRaw:
-            return ["capture_ns": "the sample's own timestamp channel, stamped by the kernel in CLOCK_MONOTONIC_RAW",
-                    "uncertainty_ns": "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included"]
-        case .kernelMapped:
-            return ["capture_ns": "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (rate changes and steps of the clock are detected; samples stamped across a rate change are placed once the next read's pair shows the new rate)",
-                    "uncertainty_ns": "1 µs plus the clock mapping's bound (half the read's pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider across a rate change, by what it could do)"]
-        case .extrapolated:
-            return ["capture_ns": "CLOCK_MONOTONIC_RAW at the read, minus one period per sample still to come in that read",
-                    "uncertainty_ns": "one sample period"]
+    /// A source's own section, with `seconds_after_start` beside every RAW time
+    /// (`monotonic_raw_ns`) in it: when a stream ended, when its clock mapping was at its worst.
+    static func section(_ value: JSONValue, syncPoint: SyncPoint) -> JSONValue {
+        switch value {
+        case .array(let values): return .array(values.map { section($0, syncPoint: syncPoint) })
+        case .object(var members):
+            if case .integer(let raw)? = members["monotonic_raw_ns"] {
+                members["seconds_after_start"] = .double(Double(raw - Int64(syncPoint.monotonicNs)) / 1e9)
+            }
+            return .object(members.mapValues { section($0, syncPoint: syncPoint) })
+        default: return value
         }
     }
 
@@ -126,29 +83,9 @@ struct Sidecar {
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).
             entry["drops"] = ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }]
-            entry["timestamps"] = [
-                "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
-                "uncertainty_ns": "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",
-            ]
-            if let camera = source as? V4L2Camera {
-                entry["v4l2"] = [
-                    "driver": camera.identity.driver, "card": camera.identity.card, "bus": camera.identity.bus,
-                    "granted_rate": camera.grantedRate,
-                    "kernel_sequence_gaps": ["count": camera.sequenceGaps.count,
-                                             "records": camera.sequenceGaps.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }],
-                    "frames_stamped_at_dequeue": camera.untrustedTimestamps,
-                    "frames_with_error_flag": camera.errorFlaggedFrames,
-                    "controls": Dictionary(uniqueKeysWithValues: camera.appliedControls.map {
-                        ($0.name, ["asked": $0.asked, "granted": $0.granted])
-                    }),
-                    "clock_mapping": Self.clockMapping(camera.clockTracker, from: "CLOCK_MONOTONIC", syncPoint: syncPoint),
-                ]
-                entry["timestamps"] = [
-                    "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed once the next pair shows the new rate); the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
-                    "uncertainty_ns": "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider for a frame whose interval held a rate change, by what the change could do); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
-                ]
-            }
-            if let imu = source as? IIOIMU { entry["iio"] = Self.iioEntry(imu, syncPoint: syncPoint); entry["timestamps"] = Self.iioTimestamps(imu) }
+            let report = source.report
+            entry["timestamps"] = report.timestamps
+            if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }
             if let error = stream.captureError {
                 entry["ended_early"] = error
                 if let at = stream.endedEarlyAtNs {

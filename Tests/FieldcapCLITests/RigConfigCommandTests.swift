@@ -136,7 +136,7 @@ struct RigConfigCommandTests {
             """)
         let result = try FieldcapProcess.run(["check", "--config", good])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        for text in ["ok    cam0  synthetic: synthetic, 320x240 YUYV at 30 fps", "ok    imu0  synthetic: synthetic,", "at 400 Hz", "ok    storage  \(root)", "ready:"] {
+        for text in ["ok    cam0  synthetic: moving test pattern, YUYV 320x240, 30 fps", "ok    imu0  synthetic: accel_x", "400 Hz", "ok    storage  \(root)", "ready:"] {
             #expect(result.stdout.contains(text), "\(result.stdout)")
         }
         #expect(!FileManager.default.fileExists(atPath: root), "check must not record")

@@ -84,11 +84,34 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// Hands a frame buffer back after the writer wrote it. Writer-thread-bound; the default does
     /// nothing (sources without buffers).
     func releaseBuffer(_ index: Int32)
+
+    /// What the source was granted, how it stamps, and (once its capture thread has ended) what
+    /// happened. Front ends read sources only through this. The default describes the stream
+    /// from its descriptor, stamped at dequeue.
+    var report: SourceReport { get }
 }
 
 extension CaptureSource {
     public func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer? { nil }
     public func releaseBuffer(_ index: Int32) {}
+
+    public var report: SourceReport {
+        var granted: [String: JSONValue] = ["device": .string(descriptor.device), "rate": .double(descriptor.nominalRate)]
+        var summary = "\(SourceReport.rate(descriptor.nominalRate)) \(descriptor.kind == .video ? "fps" : "Hz")"
+        if let format = descriptor.videoFormat {
+            granted["format"] = .string(format.pixelFormat.rawValue)
+            granted["width"] = JSONValue(format.width)
+            granted["height"] = JSONValue(format.height)
+            summary = "\(format.pixelFormat.rawValue) \(format.width)x\(format.height), " + summary
+        }
+        if !descriptor.channels.isEmpty {
+            granted["channels"] = .array(descriptor.channels.map { .string($0) })
+            summary = "\(descriptor.channels.joined(separator: " ")), " + summary
+        }
+        return SourceReport(
+            kind: "other", granted: .object(granted), summary: summary, timeSource: "dequeue",
+            timestamps: SourceReport.dequeueTimestamps)
+    }
 }
 
 extension Double {

@@ -121,3 +121,18 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         _ = returned.tryPush(index)
     }
 }
+
+extension SyntheticCamera {
+    public var report: SourceReport {
+        SourceReport(
+            kind: "synthetic",
+            granted: [
+                "device": "synthetic", "source": "moving test pattern", "format": .string(format.pixelFormat.rawValue),
+                "width": JSONValue(format.width), "height": JSONValue(format.height), "rate": .double(descriptor.nominalRate),
+                "buffers": JSONValue(buffers.count),
+            ],
+            summary: "moving test pattern, \(format.pixelFormat.rawValue) \(format.width)x\(format.height), "
+                + "\(SourceReport.rate(descriptor.nominalRate)) fps, \(buffers.count) buffers, stamped at dequeue",
+            timeSource: "dequeue", timestamps: SourceReport.dequeueTimestamps)
+    }
+}

@@ -59,3 +59,21 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
         }
     }
 }
+
+extension SyntheticIMU {
+    /// Each channel's unit.
+    static let units = ["m/s²", "m/s²", "m/s²", "rad/s", "rad/s", "rad/s"]
+
+    public var report: SourceReport {
+        SourceReport(
+            kind: "synthetic",
+            granted: [
+                "device": "synthetic", "source": "a rig swaying gently",
+                "channels": .array(zip(Self.channelNames, Self.units).map { ["name": .string($0), "unit": .string($1)] }),
+                "rate": .double(descriptor.nominalRate),
+            ],
+            summary: "accel_x accel_y accel_z (m/s²) gyro_x gyro_y gyro_z (rad/s), "
+                + "\(SourceReport.rate(descriptor.nominalRate)) Hz, stamped at its due time",
+            timeSource: "dequeue", timestamps: SourceReport.dequeueTimestamps)
+    }
+}

@@ -1,3 +1,5 @@
+import SyncField
+
 /// Maps times of another host clock (CLOCK_MONOTONIC, CLOCK_REALTIME...) into
 /// `CLOCK_MONOTONIC_RAW` from clock pairs the capture thread reads at every dequeue, and says
 /// how far each mapped time can be from the truth.
@@ -357,5 +359,26 @@ extension ClockTracker.Segment {
         self.rate = rate
         rateError = error
         pairs = 2
+    }
+}
+
+extension ClockTracker {
+    /// The mapping as the sidecar and `bench jitter` report it: where it stood at the end, the
+    /// changes it saw, and the widest bound it handed out with when (RAW).
+    public func json(from clock: String) -> JSONValue {
+        [
+            "from": .string(clock), "to": "CLOCK_MONOTONIC_RAW", "last_bracket_ns": .integer(latest?.bracketNs ?? 0),
+            "offset_ns": .integer(latest?.offsetNs ?? 0), "drift_ppm": .double(driftPPM ?? 0),
+            "clock_pairs": JSONValue(pairsUsed), "clock_pairs_refused": JSONValue(pairsRefused),
+            "rate_changes": JSONValue(rateChanges), "steps": JSONValue(steps),
+            "worst_uncertainty": ["ns": .integer(worstUncertaintyNs), "monotonic_raw_ns": .integer(worstUncertaintyAtRawNs)],
+        ]
+    }
+}
+
+extension DropCounter {
+    /// The count and the runs of sequence numbers, as the sidecar writes them.
+    public var json: JSONValue {
+        ["count": JSONValue(count), "records": .array(droppedRuns.map { [.unsigned($0.lowerBound), .unsigned($0.upperBound)] })]
     }
 }

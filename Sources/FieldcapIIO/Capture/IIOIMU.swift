@@ -71,6 +71,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public let triggerMade: Bool
     /// Whether the rate was asked for (`rate=`), or kept as the device or trigger ran.
     public let rateAsked: Bool
+    /// Whether fieldcap set the timestamp clock to `monotonic_raw` (put back afterwards).
+    public let timestampClockSet: Bool
     public let timeSource: TimeSource
     public let valueChannels: [ValueChannel]
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
@@ -125,6 +127,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         timeSource = setup.timeSource
         mappedClock = setup.mappedClock
         restoreSetup = setup.restore
+        timestampClockSet = setup.restore.clock != nil
         periodNs = 1e9 / grantedRate
         stallTimeoutNs = options.stallTimeoutNs ?? max(2_000_000_000, UInt64(20 * periodNs))
         var channelDecoders: [IIOChannelDecoder] = []

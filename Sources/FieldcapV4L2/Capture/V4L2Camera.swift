@@ -62,7 +62,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// Controls set at setup, with the values the driver reported back.
     public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
     private let device: V4L2Device
-    private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+    var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
     /// The MONOTONIC→RAW mapping, fed a clock pair at every dequeue. Capture-thread-bound; read
     /// it (`clockTracker`) once the capture thread has been joined.
     private var tracker = ClockTracker()
@@ -74,8 +74,34 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public var clockTracker: ClockTracker { tracker }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
-    /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).
-    private(set) public var untrustedTimestamps = 0
+    /// Why a frame's kernel timestamp was not used, and it got its dequeue time instead.
+    public enum DequeueFallback: Int, CaseIterable, Sendable {
+        /// The driver does not stamp with CLOCK_MONOTONIC (`V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN` or
+        /// `_COPY`).
+        case notMonotonic
+        /// The mapped time lies after the dequeue: the driver stamps the end of a frame it had not
+        /// finished (vivid's default end-of-frame timestamps), or the wrong clock.
+        case aheadOfDequeue
+        /// The mapped time lies before the previous frame's.
+        case backwards
+
+        var reason: String {
+            switch self {
+            case .notMonotonic: "the driver's timestamps are not CLOCK_MONOTONIC"
+            case .aheadOfDequeue: "the kernel time lay after the dequeue (an end-of-frame stamp ahead of the frame, or another clock)"
+            case .backwards: "the kernel time went backwards"
+            }
+        }
+    }
+    /// Frames stamped at dequeue, by reason. Capture-thread-bound; read after capture ended.
+    public private(set) var dequeueFallbacks = [Int](repeating: 0, count: DequeueFallback.allCases.count)
+    /// Frames whose kernel timestamp was not used.
+    public var untrustedTimestamps: Int { dequeueFallbacks.reduce(0, +) }
+    /// Frames dequeued. Capture-thread-bound; read after capture ended.
+    public private(set) var framesDequeued = 0
+    /// The buffers' timestamp flags as the driver set them up (`VIDIOC_QUERYBUF`): which clock,
+    /// start of exposure or end of frame.
+    public let timestampFlags: UInt32
     /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
     private(set) public var errorFlaggedFrames = 0
     /// How long without a frame before the stream is declared stalled and ended.
@@ -101,7 +127,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             applied.append((name, value, try device.setControl(name, to: value)))
         }
         appliedControls = applied
-        buffers = try device.mapBuffers(count: options.bufferCount)
+        (buffers, timestampFlags) = try device.mapBuffers(count: options.bufferCount)
         descriptor = StreamDescriptor(
             id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
             frameBuffers: buffers.count)
@@ -183,6 +209,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             }
             let dequeued = MonotonicClock.now()
             lastFrame = dequeued
+            framesDequeued += 1
             // A pair too wide to use (the thread was preempted between the reads) is read again:
             // without one, the frame's time lies past the latest pair, where any rate could hold.
             var paired = tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(dequeued), burst: Self.pairBurst))
@@ -215,7 +242,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
             let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
             guard monotonic else {
-                stampAtDequeue(&record, into: ring)
+                stampAtDequeue(&record, .notMonotonic, into: ring)
                 continue
             }
             switch tracker.map(kernelNs) {
@@ -230,7 +257,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 // CLOCK_MONOTONIC is never set; should a kernel ever do it, the later side.
                 pushMapped(&record, after, into: ring)
             case nil:
-                stampAtDequeue(&record, into: ring)
+                stampAtDequeue(&record, .notMonotonic, into: ring)
             }
         }
     }
@@ -248,8 +275,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// and not before the previous frame's. Otherwise the dequeue time. Capture-thread-bound.
     @inline(__always)
     private func pushMapped(_ record: inout CaptureRecord, _ mapped: ClockTracker.Mapped, into ring: SPSCRing<CaptureRecord>) {
-        guard mapped.rawNs > 0, UInt64(mapped.rawNs) <= record.dequeueNs, UInt64(mapped.rawNs) >= lastCapture else {
-            stampAtDequeue(&record, into: ring)
+        guard mapped.rawNs > 0, UInt64(mapped.rawNs) <= record.dequeueNs else {
+            stampAtDequeue(&record, .aheadOfDequeue, into: ring)
+            return
+        }
+        guard UInt64(mapped.rawNs) >= lastCapture else {
+            stampAtDequeue(&record, .backwards, into: ring)
             return
         }
         record.captureNs = UInt64(mapped.rawNs)
@@ -261,8 +292,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// A dequeue time says only that the frame was done by then: one frame period is the honest
     /// bound while the capture keeps up (the frames log shows when it did not).
     @inline(__always)
-    private func stampAtDequeue(_ record: inout CaptureRecord, into ring: SPSCRing<CaptureRecord>) {
-        untrustedTimestamps += 1
+    private func stampAtDequeue(_ record: inout CaptureRecord, _ reason: DequeueFallback, into ring: SPSCRing<CaptureRecord>) {
+        dequeueFallbacks[reason.rawValue] += 1
         record.captureNs = max(record.dequeueNs, lastCapture)
         record.uncertaintyNs = fallbackUncertaintyNs
         push(record, into: ring)

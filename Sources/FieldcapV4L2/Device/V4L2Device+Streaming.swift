@@ -59,9 +59,11 @@ extension V4L2Device {
         return frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
     }
 
-    /// Requests `count` mmap buffers (the driver may grant another number) and maps each. The
-    /// corresponding ioctls are `VIDIOC_REQBUFS` and `VIDIOC_QUERYBUF`, then `v4l2_mmap`.
-    func mapBuffers(count: Int) throws(V4L2Error) -> [(start: UnsafeMutableRawPointer, length: Int)] {
+    /// Requests `count` mmap buffers (the driver may grant another number) and maps each; also
+    /// returns the buffers' flags as the driver set them up, which say how it stamps them (the
+    /// clock, start of exposure or end of frame: constant for the stream). The corresponding
+    /// ioctls are `VIDIOC_REQBUFS` and `VIDIOC_QUERYBUF`, then `v4l2_mmap`.
+    func mapBuffers(count: Int) throws(V4L2Error) -> (buffers: [(start: UnsafeMutableRawPointer, length: Int)], flags: UInt32) {
         var request = v4l2_requestbuffers()
         request.count = UInt32(count)
         request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -70,6 +72,7 @@ extension V4L2Device {
             throw .ioctl("VIDIOC_REQBUFS", device: path, errno: errno)
         }
         var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+        var flags: UInt32 = 0
         for index in 0..<request.count {
             var buffer = Self.buffer(index)
             guard Self.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer) == 0 else {
@@ -85,8 +88,9 @@ extension V4L2Device {
                 throw V4L2Error(code: .other, device: path, operation: "mmap", errno: code)
             }
             buffers.append((start, Int(buffer.length)))
+            flags = buffer.flags
         }
-        return buffers
+        return (buffers, flags)
     }
 
     /// A capture buffer record for `index`, mmap memory.

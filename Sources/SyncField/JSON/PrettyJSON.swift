@@ -1,16 +1,16 @@
 /// A JSON value for the session's small pretty files (`sync_point.json`, `manifest.json`).
-public indirect enum JSONValue: Equatable, Sendable {
+package indirect enum PrettyJSONValue: Equatable, Sendable {
     case string(String)
     case integer(Int64)
     case unsigned(UInt64)
-    case object([String: JSONValue])
+    case object([String: PrettyJSONValue])
 }
 
-extension JSONValue {
+extension PrettyJSONValue {
     /// The bytes the SDK writes for this value: `JSONSerialization` with
     /// `[.prettyPrinted, .sortedKeys]`, every `" : "` then replaced by `": "` (the SDK's own
     /// fix-up, applied to the whole text, strings included), and one trailing newline.
-    public func sdkPrettyBytes() -> [UInt8] {
+    package func sdkPrettyBytes() -> [UInt8] {
         let out = ByteBuffer(capacity: 1024)
         write(to: out, indent: 0)
         var bytes = Self.replacingSpacedColons(out.array)

@@ -307,7 +307,7 @@ public struct SessionValidator {
         }
     }
 
-    private mutating func checkPrettyBytes(_ name: String, expected: JSONValue) {
+    private mutating func checkPrettyBytes(_ name: String, expected: PrettyJSONValue) {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else { return }
         if [UInt8](data) != expected.sdkPrettyBytes() {
             problem(name, nil, "is not laid out as the SDK writes it (2-space indent, sorted keys, \": \", trailing newline)")
@@ -405,7 +405,7 @@ public struct SessionValidator {
             return
         }
         report.streamCount = streams.count
-        var listed: [String: JSONValue] = [:]
+        var listed: [String: PrettyJSONValue] = [:]
         for stream in streams {
             let id = stream.key
             let entry = stream.value
@@ -419,7 +419,7 @@ public struct SessionValidator {
             if !unexpected.isEmpty { problem(name, nil, "streams.\(id) has unexpected keys \(unexpected.joined(separator: ", "))") }
             let type = entry["type"]?.stringValue
             if type != "video" && type != "sensor" { problem(name, nil, "streams.\(id).type must be \"video\" or \"sensor\"") }
-            var fields: [String: JSONValue] = [:]
+            var fields: [String: PrettyJSONValue] = [:]
             if let type { fields["type"] = .string(type) }
             if timestampLines[id] != nil {
                 if entry["timestamps_path"]?.stringValue != "\(id).timestamps.jsonl" {

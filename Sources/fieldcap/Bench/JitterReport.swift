@@ -1,7 +1,5 @@
 import FieldcapBench
 import FieldcapCore
-import FieldcapIIO
-import FieldcapV4L2
 import Foundation
 
 /// What `fieldcap bench jitter` found: a terminal table, a JSON document and an SVG picture.
@@ -12,24 +10,10 @@ struct JitterReport {
         var summary: Recorder.StreamSummary
 
         /// The clock mapping the source used, if it maps a kernel clock into RAW.
-        var clockTracker: ClockTracker? {
-            (source as? V4L2Camera)?.clockTracker ?? (source as? IIOIMU)?.clockTracker
-        }
+        var clockTracker: ClockTracker? { source.report.clockTracker }
 
         /// Where capture_ns came from, in a few words.
-        var timeSource: String {
-            if let camera = source as? V4L2Camera {
-                return camera.untrustedTimestamps == 0 ? "kernel, mapped" : "kernel, mapped (\(camera.untrustedTimestamps) at dequeue)"
-            }
-            if let imu = source as? IIOIMU {
-                switch imu.timeSource {
-                case .kernelRaw: return "kernel, RAW"
-                case .kernelMapped(let clock): return "kernel \(clock), mapped"
-                case .extrapolated: return "extrapolated"
-                }
-            }
-            return "dequeue"
-        }
+        var timeSource: String { source.report.timeSource }
 
         var drops: Int { summary.dropped + jitter.sequenceGaps }
     }

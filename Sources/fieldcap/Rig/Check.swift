@@ -1,7 +1,5 @@
 import ArgumentParser
 import FieldcapCore
-import FieldcapIIO
-import FieldcapV4L2
 import Foundation
 
 /// `fieldcap check`: is the rig ready to record what its config asks, without recording.
@@ -83,25 +81,7 @@ struct Check: ParsableCommand {
     }
 
     /// What a set-up device granted, in one line.
-    static func granted(_ source: CaptureSource) -> String {
-        switch source {
-        case let camera as V4L2Camera:
-            let controls = camera.appliedControls.map { "\($0.name)=\($0.granted)" }
-            return "\(camera.identity.card), \(camera.grantedFormat) at \(formatRate(camera.grantedRate)) fps"
-                + (controls.isEmpty ? "" : ", controls \(controls.joined(separator: " "))")
-        case let imu as IIOIMU:
-            return "\(imu.device.name), \(imu.valueChannels.map(\.name).joined(separator: " ")) at \(formatRate(imu.grantedRate)) Hz"
-                + (imu.trigger.map { ", trigger \($0)" } ?? "")
-        default:
-            let descriptor = source.descriptor
-            return "synthetic, " + (descriptor.videoFormat.map { "\($0) at \(formatRate(descriptor.nominalRate)) fps" }
-                ?? "\(descriptor.channels.joined(separator: " ")) at \(formatRate(descriptor.nominalRate)) Hz")
-        }
-    }
-
-    static func formatRate(_ rate: Double) -> String {
-        rate == rate.rounded() ? String(Int(rate)) : String(format: "%.3f", rate)
-    }
+    static func granted(_ source: CaptureSource) -> String { source.report.summary }
 
     /// Why sessions could not be written under `root`, or nil.
     func storageProblem(root: String, minFree: ByteSize) -> String? {
