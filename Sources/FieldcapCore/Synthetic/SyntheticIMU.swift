@@ -7,7 +7,7 @@ import Glibc
 /// An IMU without hardware: plausible accelerometer (m/s²) and gyroscope (rad/s) readings of a
 /// rig swaying gently, at a fixed rate, stamped through the same path as a real device.
 ///
-/// Thread-bound (capture) while running.
+/// Threading: immutable once made; `run` keeps its state in locals on the capture thread.
 public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
     public static let channelNames = ["accel_x", "accel_y", "accel_z", "gyro_x", "gyro_y", "gyro_z"]
 

@@ -21,6 +21,10 @@ import Glibc
 /// steps (`date -s`). Samples stamped inside the interval of a rate change wait, in a staging
 /// area allocated at start, for the next read's pair, which says on which side of it they lie.
 /// Without a timestamp channel, times are extrapolated back from the read: `T − (N−1−i)·period`.
+///
+/// Threading: set up on the caller's thread; then `run` and everything it mutates (the buffer,
+/// the clock tracker, the emitter's counters) belong to the capture thread. Counters and the
+/// report are read once the capture thread has been joined; `deinit` puts the device back.
 public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public struct Options: Sendable {
         /// Samples per second; nil keeps the device's (or trigger's) current rate.

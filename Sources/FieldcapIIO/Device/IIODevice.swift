@@ -8,9 +8,13 @@ import Glibc
 /// timestamp clock. The sysfs attributes that libiio 0.24 does not wrap (trigger, watermark,
 /// timestamp clock) are read and written directly.
 ///
-/// Not thread-safe: set it up on one thread, then hand it to the capture thread.
+/// Threading: not thread-safe. It holds libiio's context and device pointers, which libiio does
+/// not lock: set it up on one thread, then hand it to the capture thread, one owner at a time.
 public final class IIODevice: @unchecked Sendable {
     /// One channel of the device, as `fieldcap list` and the channel selection see it.
+    ///
+    /// Threading: its `pointer` is libiio's channel, owned by the device's context; used only by
+    /// the device's owner.
     public struct Channel: @unchecked Sendable {
         /// The kernel's channel id: `accel_x`, `anglvel_z`, `temp`, `voltage0`, `timestamp`.
         public var id: String

@@ -20,6 +20,12 @@ import Glibc
 /// `capture_ns` is the buffer's kernel timestamp mapped into RAW when the driver stamps with
 /// `CLOCK_MONOTONIC` and the time is plausible (not after the dequeue, not going backwards);
 /// otherwise the dequeue time.
+///
+/// Threading: set up on the caller's thread; then `run` and everything it mutates (the clock
+/// tracker, the counters, the held frame) belong to the capture thread, and `frameBytes` and
+/// `releaseBuffer` to the writer, which reach the capture thread only through the ring, the
+/// kernel's queue and the `requeueFailure` atomic. Counters and the report are read once the
+/// capture thread has been joined.
 public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// What to ask the camera for. Every field has a default: the camera's current size and
     /// rate, YUYV, 8 buffers, no controls, a 2 s stall limit.

@@ -104,6 +104,9 @@ struct Jitter: ParsableCommand {
 
 /// Threads that spin until stopped, to put the CPU under pressure; their own CPU time is
 /// measured so the report can leave it out of fieldcap's.
+///
+/// Threading: `running` and `spent` are atomics the spinning threads share; `threads` and
+/// `stopped` belong to the thread that made it, which alone calls `stop()`.
 final class BusyLoad: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     private let spent = Atomic<Int>(0)  // microseconds of CPU, summed as threads end
