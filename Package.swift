@@ -44,10 +44,18 @@ let package = Package(
         // libiio 0.24 (Debian: libiio-dev) for IIO IMUs.
         .systemLibrary(name: "CIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
         .target(name: "FieldcapIIO", dependencies: ["CIIO", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        // The application layer every front end drives: device plans and rig configs, the
+        // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
+        .target(
+            name: "FieldcapSession",
+            dependencies: [
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO",
+                .product(name: "Yams", package: "Yams"),
+            ]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

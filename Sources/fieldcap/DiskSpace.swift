@@ -1,35 +1,7 @@
-import ArgumentParser
 import FieldcapMedia
+import FieldcapSession
 import Foundation
 import SyncField
-
-/// A size on the command line: `256M`, `1G`, `500k`, `0`, or plain bytes.
-struct ByteSize: ExpressibleByArgument, Equatable, CustomStringConvertible {
-    var bytes: UInt64
-
-    init(bytes: UInt64) { self.bytes = bytes }
-
-    init?(argument: String) {
-        let units: [(Character, UInt64)] = [("k", 1 << 10), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)]
-        var text = argument
-        var scale: UInt64 = 1
-        if let last = text.last, let unit = units.first(where: { $0.0 == last }) {
-            scale = unit.1
-            text.removeLast()
-        }
-        guard let value = Double(text), value.isFinite, value >= 0, value * Double(scale) < 1e18 else { return nil }
-        bytes = UInt64(value * Double(scale))
-    }
-
-    var description: String {
-        for (suffix, size) in [("G", UInt64(1) << 30), ("M", 1 << 20), ("k", 1 << 10)] where bytes >= size {
-            return String(format: "%.1f%@", Double(bytes) / Double(size), suffix)
-        }
-        return "\(bytes)"
-    }
-
-    static var defaultCompletionKind: CompletionKind { .default }
-}
 
 /// Free space on the filesystem holding `path`, for an unprivileged writer.
 func freeBytes(at path: String) -> UInt64? {

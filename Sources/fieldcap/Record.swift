@@ -1,6 +1,7 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapMedia
+import FieldcapSession
 import Foundation
 import Logging
 import SyncField
@@ -113,7 +114,7 @@ struct Record: ParsableCommand {
         if let problem = StreamID.problem(with: settings.hostId) {
             throw ValidationError("--host-id '\(settings.hostId.printable)' cannot be used: \(problem)")
         }
-        try settings.plan.validate(verb: "record")
+        try settings.plan.validateForCommand(verb: "record")
         return settings
     }
 
@@ -131,7 +132,7 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
         let (root, minFree, duration, syncEvery) = (settings.root, settings.minFree, settings.duration, settings.syncEvery)
-        let sources = try settings.plan.makeSources()
+        let sources = try settings.plan.makeSourcesForCommand()
         let host = settings.hostId
         let startedWall = Date()
         // Refuse before making anything when the disk is already below --min-free.

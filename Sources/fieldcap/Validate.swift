@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapSession
 import Foundation
 import SyncField
 

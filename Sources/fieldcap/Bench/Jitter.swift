@@ -1,8 +1,7 @@
 import ArgumentParser
 import FieldcapBench
 import FieldcapCore
-import FieldcapIIO
-import FieldcapV4L2
+import FieldcapSession
 import Foundation
 import Synchronization
 import SyncField
@@ -45,7 +44,7 @@ struct Jitter: ParsableCommand {
     var report: String?
 
     func validate() throws {
-        try DevicePlan(specs: devices.specs).validate(verb: "measure")
+        try DevicePlan(specs: devices.specs).validateForCommand(verb: "measure")
         guard (0...256).contains(load) else { throw ValidationError("--load \(load) must be 0 to 256 busy threads") }
         if let report {
             var isDirectory: ObjCBool = false
@@ -56,7 +55,7 @@ struct Jitter: ParsableCommand {
     }
 
     func run() throws {
-        let sources = try DevicePlan(specs: devices.specs).makeSources()
+        let sources = try DevicePlan(specs: devices.specs).makeSourcesForCommand()
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let busy = BusyLoad(threads: load)
         defer { busy.stop() }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapSession
 import Foundation
 
 /// `fieldcap check`: is the rig ready to record what its config asks, without recording.
@@ -51,9 +52,9 @@ struct Check: ParsableCommand {
     func run() throws {
         let rig = try RigConfig.loadForCommand(path: config)
         let plan = DevicePlan(specs: rig.devices)
-        do {
+        do throws(PlanError) {
             try plan.validate(verb: "check")
-        } catch let error as ValidationError {
+        } catch {
             FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
             throw ExitCode(64)
         }
@@ -61,11 +62,11 @@ struct Check: ParsableCommand {
         print("\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? Record.defaultHostId() + " (hostname)")")
         for (spec, id) in zip(plan.specs, plan.streamIds) {
             do {
-                let source = try spec.makeSource(defaultId: id)
+                let source = try plan.makeSource(spec, id: id)
                 print("ok    \(id)  \(spec.device): \(Self.granted(source))")
             } catch {
                 problems += 1
-                let message = (error as? DeviceSetupError)?.message ?? (error as? ValidationError)?.message ?? "\(error)"
+                let message = (error as? DeviceSetupError)?.message ?? (error as? PlanError)?.message ?? "\(error)"
                 print("FAIL  \(id)  \(message)")
             }
         }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Foundation
 import SyncField
 import Yams
@@ -22,19 +21,19 @@ import Yams
 /// Every error names the file and line. Values are read as text and checked by the same code
 /// as the command line's `--cam`/`--imu` options, so YAML's implicit typing (`no` as false,
 /// `010` as octal) never changes what a value means.
-struct RigConfig {
-    var path: String
-    var hostId: String?
-    var output: String?
-    var minFree: ByteSize?
-    var syncEvery: Duration?
-    var duration: Duration?
-    var devices: [DeviceSpec]
+public struct RigConfig: Sendable {
+    public var path: String
+    public var hostId: String?
+    public var output: String?
+    public var minFree: ByteSize?
+    public var syncEvery: TimeSpan?
+    public var duration: TimeSpan?
+    public var devices: [DeviceSpec]
 
     static let topKeys = ["host_id", "output", "min_free", "sync_every", "duration", "cameras", "imus"]
 
     /// Reads and checks `path`. Devices are not opened.
-    static func load(path: String) throws(RigConfigError) -> RigConfig {
+    public static func load(path: String) throws(RigConfigError) -> RigConfig {
         let name = path
         guard let data = FileManager.default.contents(atPath: path) else {
             var isDirectory: ObjCBool = false
@@ -49,18 +48,8 @@ struct RigConfig {
         return try parse(text, name: name)
     }
 
-    /// `load` for a command: a config error is one line on stderr and exit status 64.
-    static func loadForCommand(path: String) throws -> RigConfig {
-        do {
-            return try load(path: path)
-        } catch {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-            throw ExitCode(64)
-        }
-    }
-
     /// Parses config text; `name` is how errors name the file.
-    static func parse(_ text: String, name: String) throws(RigConfigError) -> RigConfig {
+    public static func parse(_ text: String, name: String) throws(RigConfigError) -> RigConfig {
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
@@ -74,9 +63,9 @@ struct RigConfig {
         let top = try Entry(root, name: name, what: "the config", keys: topKeys)
         config.hostId = try top.text("host_id")
         config.output = try top.text("output")
-        config.minFree = try top.value("min_free", example: "2G") { ByteSize(argument: $0) }
-        config.syncEvery = try top.value("sync_every", example: "1s") { Duration(argument: $0) }
-        config.duration = try top.value("duration", example: "10m") { Duration(argument: $0) }
+        config.minFree = try top.value("min_free", example: "2G") { ByteSize($0) }
+        config.syncEvery = try top.value("sync_every", example: "1s") { TimeSpan($0) }
+        config.duration = try top.value("duration", example: "10m") { TimeSpan($0) }
         if let host = config.hostId, let problem = StreamID.problem(with: host) {
             throw RigConfigError("\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")
         }
@@ -129,25 +118,27 @@ struct RigConfig {
                 optionLines["ctrl.\(control)"] = controls.line(of: control)
             }
         }
-        // Each option alone, so the error names the line it is on.
-        for (key, line) in optionLines {
+        // Each option alone, so the error names the line it is on; then the whole entry (the
+        // device's short form may carry options too).
+        for (key, line) in optionLines.sorted(by: { $0.value < $1.value }) {
             let alone = DeviceSpec(kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
-            do {
-                try alone.checkOptions()
-            } catch {
-                throw RigConfigError((error as? ValidationError)?.message ?? "\(name):\(line): \(error)")
+            do throws(PlanError) { try DevicePlan(specs: [alone]).factory(for: alone).check(alone) } catch {
+                throw RigConfigError(error.message)
             }
+        }
+        do throws(PlanError) { try DevicePlan(specs: [spec]).factory(for: spec).check(spec) } catch {
+            throw RigConfigError(error.message)
         }
         return spec
     }
 }
 
 /// A config problem: one line that names the file and the line.
-struct RigConfigError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+public struct RigConfigError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 
-    init(_ message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
 
     init(syntax error: YamlError, name: String) {
         switch error {

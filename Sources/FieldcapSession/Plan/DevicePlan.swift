@@ -1,0 +1,69 @@
+import FieldcapCore
+import SyncField
+
+/// The devices a recording captures, from `--cam`/`--imu` or from a rig config, and the
+/// factories that open them.
+public struct DevicePlan: Sendable {
+    public var specs: [DeviceSpec]
+    public var factories: [SourceFactory]
+
+    public init(specs: [DeviceSpec], factories: [SourceFactory] = SourceFactories.standard) {
+        self.specs = specs
+        self.factories = factories
+    }
+
+    /// Stream ids: `id=` where given, else cam0, cam1, ... and imu0, imu1, ...
+    public var streamIds: [String] {
+        var cameraIndex = 0
+        var imuIndex = 0
+        return specs.map { spec in
+            if let id = spec.options["id"] { return id }
+            switch spec.kind {
+            case .camera:
+                defer { cameraIndex += 1 }
+                return "cam\(cameraIndex)"
+            case .imu:
+                defer { imuIndex += 1 }
+                return "imu\(imuIndex)"
+            }
+        }
+    }
+
+    func factory(for spec: DeviceSpec) throws(PlanError) -> SourceFactory {
+        guard let factory = factories.first(where: { $0.takes(spec) }) else {
+            throw PlanError("\(spec.label) \(spec.device.printable): no kind of source takes this device")
+        }
+        return factory
+    }
+
+    /// Checks what can be checked without opening devices: something to capture, usable and
+    /// distinct stream ids, every option's value (synthetic sources are built, which checks them
+    /// fully). `verb` says what the plan is for, in the error for an empty plan.
+    public func validate(verb: String) throws(PlanError) {
+        if specs.isEmpty {
+            throw PlanError("nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
+        }
+        var ids: Set<String> = []
+        for (spec, id) in zip(specs, streamIds) {
+            if let problem = StreamID.problem(with: id) {
+                throw PlanError("\(spec.label) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
+            }
+            guard ids.insert(id).inserted else {
+                let fix = spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
+                throw PlanError("\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
+            }
+            try factory(for: spec).check(spec)
+        }
+    }
+
+    /// Opens and sets up every device, in order. Throws `PlanError` or `DeviceSetupError`, one
+    /// line each; devices opened before the failing one are closed as the sources go.
+    public func makeSources() throws -> [CaptureSource] {
+        try zip(specs, streamIds).map { spec, id in try factory(for: spec).make(spec, id: id) }
+    }
+
+    /// Opens and sets up one device.
+    public func makeSource(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try factory(for: spec).make(spec, id: id)
+    }
+}

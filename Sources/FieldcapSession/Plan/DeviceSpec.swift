@@ -1,0 +1,159 @@
+import FieldcapCore
+
+/// One camera or IMU to record: a device and its options, as `--cam`/`--imu` write it or a rig
+/// config's entry gives it.
+///
+///     synthetic                           a synthetic source with its defaults
+///     synthetic:1280x720@30               size and rate in the short form
+///     synthetic:1000,id=imu_wrist         IMU rate 1000 Hz, stream id imu_wrist
+///     /dev/video0,size=1280x720,fps=30,format=YUYV,id=cam_left
+///     iio:device0,rate=1000,channels=accel+anglvel,trigger=trig0,clock=keep
+///
+/// Values are text, read by the accessors below, so a config's values mean what the same options
+/// mean on the command line.
+public struct DeviceSpec: Equatable, Sendable {
+    public enum Kind: String, Sendable { case camera = "--cam", imu = "--imu" }
+
+    public var kind: Kind
+    public var device: String
+    public var options: [String: String]
+    /// Where the spec was written when not on the command line: `rig.yaml:12`.
+    public var origin: String?
+
+    /// How errors name the spec: `--cam` on the command line, `rig.yaml:12: camera` in a config.
+    public var label: String {
+        guard let origin else { return kind.rawValue }
+        return "\(origin): \(kind == .camera ? "camera" : "imu")"
+    }
+
+    /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
+    public static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall"]
+    public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
+
+    /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
+    /// `synthetic:1000`) is read as `synthetic` with `size`/`fps` or `rate` options, unless the
+    /// options give them.
+    public init(kind: Kind, device: String, options: [String: String], origin: String? = nil) {
+        self.kind = kind
+        self.origin = origin
+        var options = options
+        if device.hasPrefix("synthetic:") {
+            let short = String(device.dropFirst("synthetic:".count))
+            self.device = "synthetic"
+            if kind == .camera {
+                let sizeAndRate = short.split(separator: "@", maxSplits: 1).map(String.init)
+                if let size = sizeAndRate.first, !size.isEmpty { options["size"] = options["size"] ?? size }
+                if sizeAndRate.count == 2 { options["fps"] = options["fps"] ?? sizeAndRate[1] }
+            } else if !short.isEmpty {
+                options["rate"] = options["rate"] ?? short
+            }
+        } else {
+            self.device = device
+        }
+        self.options = options
+    }
+
+    /// A spec as the command line writes it: `DEVICE,KEY=VALUE,...`.
+    public init(kind: Kind, argument: String) throws(PlanError) {
+        let parts = argument.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, !first.isEmpty else {
+            throw PlanError("\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")")
+        }
+        var options: [String: String] = [:]
+        let allowed = kind == .camera ? Self.cameraKeys : Self.imuKeys
+        for part in parts.dropFirst() {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
+                throw PlanError("\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard allowed.contains(pair[0]) || (kind == .camera && pair[0].hasPrefix("ctrl.") && pair[0].count > 5) else {
+                throw PlanError("\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard options[pair[0]] == nil else {
+                throw PlanError("\(kind.rawValue) '\(argument)': '\(pair[0])' is given twice")
+            }
+            options[pair[0]] = pair[1]
+        }
+        self.init(kind: kind, device: first, options: options)
+    }
+
+    public var isSynthetic: Bool { device == "synthetic" }
+
+    // MARK: Option values
+
+    private func problem(_ text: String) -> PlanError { PlanError("\(label) \(device): \(text)") }
+
+    /// `size=WxH`.
+    public func size() throws(PlanError) -> (width: Int, height: Int)? {
+        guard let text = options["size"] else { return nil }
+        let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, (2...16384).contains(parts[0]), (1...16384).contains(parts[1]), parts[0] % 2 == 0 else {
+            throw problem("size '\(text)' must be WIDTHxHEIGHT with an even width, e.g. 1280x720")
+        }
+        return (parts[0], parts[1])
+    }
+
+    public func positiveNumber(_ key: String, limit: Double) throws(PlanError) -> Double? {
+        guard let text = options[key] else { return nil }
+        guard let value = Double(text), value.isFinite, value > 0, value <= limit else {
+            throw problem("\(key) '\(text)' must be a number above 0 and at most \(Int(limit))")
+        }
+        return value
+    }
+
+    public func count(_ key: String, range: ClosedRange<Int>) throws(PlanError) -> Int? {
+        guard let text = options[key] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw problem("\(key) '\(text)' must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    /// `stall=`: how long a device may deliver nothing before its stream ends, in ns.
+    public func stallTimeoutNs() throws(PlanError) -> UInt64? {
+        guard let text = options["stall"] else { return nil }
+        guard let span = TimeSpan(text), span.seconds >= 0.1, span.seconds <= 3600 else {
+            throw problem("stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
+        }
+        return span.nanoseconds
+    }
+
+    /// `format=`: the pixel format asked for (YUYV when not given).
+    public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {
+        guard let name = options["format"]?.uppercased() else { return .yuyv }
+        guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
+            throw problem("format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return chosen
+    }
+
+    /// `ctrl.NAME=VALUE`: V4L2 controls, by name, in name order.
+    public func controls() throws(PlanError) -> [(name: String, value: Int64)] {
+        var controls: [(name: String, value: Int64)] = []
+        for (key, text) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("ctrl.") {
+            guard let value = Int64(text) else { throw problem("\(key)=\(text): a control's value is a whole number") }
+            controls.append((String(key.dropFirst(5)), value))
+        }
+        return controls
+    }
+
+    /// `channels=A+B`: IIO channel ids or kinds.
+    public func channels() throws(PlanError) -> [String]? {
+        guard let list = options["channels"] else { return nil }
+        let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
+        guard !names.contains(where: \.isEmpty) else {
+            throw problem("channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel")
+        }
+        return names
+    }
+
+    /// `clock=raw|keep`: whether the IIO device's timestamp clock is left as it is (and mapped).
+    public func keepsTimestampClock() throws(PlanError) -> Bool {
+        switch options["clock"] {
+        case nil, "raw": return false
+        case "keep": return true
+        case let other?:
+            throw problem("clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)")
+        }
+    }
+}

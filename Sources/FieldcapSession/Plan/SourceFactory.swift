@@ -1,0 +1,105 @@
+import FieldcapCore
+import FieldcapIIO
+import FieldcapV4L2
+
+/// Makes capture sources of one kind from device specs: the seam between a plan and the device
+/// modules. A device module's factory turns a spec's text options into the module's own typed
+/// options; the plan picks the first factory that takes a spec.
+public protocol SourceFactory: Sendable {
+    /// Whether this factory makes the source `spec` names.
+    func takes(_ spec: DeviceSpec) -> Bool
+    /// Checks every option's value without opening a device.
+    func check(_ spec: DeviceSpec) throws(PlanError)
+    /// Opens and sets up the device. Throws `PlanError` for an option the factory cannot use,
+    /// `DeviceSetupError` for a device that cannot be set up as asked.
+    func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource
+}
+
+/// The factories a plan uses unless given others: synthetic sources, V4L2 cameras, IIO IMUs.
+public enum SourceFactories {
+    public static let standard: [SourceFactory] = [SyntheticSourceFactory(), V4L2SourceFactory(), IIOSourceFactory()]
+}
+
+/// Synthetic cameras (a moving test pattern) and IMUs (a rig swaying gently).
+public struct SyntheticSourceFactory: SourceFactory {
+    public init() {}
+
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.isSynthetic }
+
+    public func check(_ spec: DeviceSpec) throws(PlanError) {
+        do { _ = try make(spec, id: "check") } catch let error as PlanError { throw error } catch { throw PlanError("\(error)") }
+    }
+
+    public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        switch spec.kind {
+        case .camera:
+            if spec.options["stall"] != nil {
+                throw PlanError("\(spec.label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
+            }
+            if let format = spec.options["format"], format.uppercased() != "YUYV" {
+                throw PlanError("\(spec.label) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
+            }
+            let size = try spec.size() ?? (640, 480)
+            return SyntheticCamera(
+                id: id, width: size.width, height: size.height, rate: try spec.positiveNumber("fps", limit: 1000) ?? 30,
+                bufferCount: try spec.count("buffers", range: 2...64) ?? 8)
+        case .imu:
+            if ["channels", "trigger", "clock", "stall"].contains(where: { spec.options[$0] != nil }) {
+                throw PlanError("\(spec.label) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
+            }
+            return SyntheticIMU(id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200)
+        }
+    }
+}
+
+/// V4L2 cameras: every camera spec that is not synthetic.
+public struct V4L2SourceFactory: SourceFactory {
+    public init() {}
+
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.kind == .camera && !spec.isSynthetic }
+
+    public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
+
+    func options(_ spec: DeviceSpec) throws(PlanError) -> V4L2Camera.Options {
+        var options = V4L2Camera.Options(
+            size: try spec.size(), rate: try spec.positiveNumber("fps", limit: 1000), pixelFormat: try spec.pixelFormat(),
+            bufferCount: try spec.count("buffers", range: 2...32) ?? 8, controls: try spec.controls())
+        if let stall = try spec.stallTimeoutNs() { options.stallTimeoutNs = stall }
+        return options
+    }
+
+    public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        let options = try options(spec)
+        do {
+            return try V4L2Camera(id: id, path: spec.device, options: options)
+        } catch {
+            throw DeviceSetupError(message: "\(spec.label) \(error)")
+        }
+    }
+}
+
+/// IIO IMUs: every IMU spec that is not synthetic.
+public struct IIOSourceFactory: SourceFactory {
+    public init() {}
+
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.kind == .imu && !spec.isSynthetic }
+
+    public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
+
+    func options(_ spec: DeviceSpec) throws(PlanError) -> IIOIMU.Options {
+        var options = IIOIMU.Options(rate: try spec.positiveNumber("rate", limit: 100_000), trigger: spec.options["trigger"])
+        options.stallTimeoutNs = try spec.stallTimeoutNs()
+        options.channels = try spec.channels() ?? options.channels
+        options.keepTimestampClock = try spec.keepsTimestampClock()
+        return options
+    }
+
+    public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        let options = try options(spec)
+        do {
+            return try IIOIMU(id: id, device: spec.device, options: options)
+        } catch {
+            throw DeviceSetupError(message: "\(spec.label) \(error)")
+        }
+    }
+}
