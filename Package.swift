@@ -85,6 +85,7 @@ let package = Package(
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
+        .testTarget(name: "FieldcapSessionTests", dependencies: ["FieldcapSession", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]

@@ -1,0 +1,88 @@
+import FieldcapCore
+import Testing
+
+@testable import FieldcapSession
+
+@Suite("Device plans")
+struct DevicePlanTests {
+    @Test("a command-line spec and a config entry with the same text mean the same device and options")
+    func shortFormEverywhere() throws {
+        let argument = try DeviceSpec(kind: .camera, argument: "synthetic:320x240@15,id=left")
+        let config = try RigConfig.parse(
+            """
+            cameras:
+              - device: synthetic:320x240@15
+                id: left
+            """, name: "rig.yaml")
+        #expect(config.devices.count == 1)
+        #expect(config.devices[0].device == argument.device)
+        #expect(config.devices[0].options == argument.options)
+        let source = try DevicePlan(specs: config.devices).makeSources()[0]
+        #expect(source.descriptor.videoFormat?.width == 320)
+        #expect(source.descriptor.nominalRate == 15)
+        #expect(source.descriptor.id == "left")
+    }
+
+    @Test("options given beside the short form win over it")
+    func optionsWin() throws {
+        let spec = try DeviceSpec(kind: .camera, argument: "synthetic:320x240@15,fps=30")
+        #expect(spec.options["fps"] == "30")
+        #expect(spec.options["size"] == "320x240")
+        let imu = try DeviceSpec(kind: .imu, argument: "synthetic:1000,rate=400")
+        #expect(imu.options["rate"] == "400")
+    }
+
+    @Test("a config entry's bad option names its own line, before any device is opened")
+    func badOptionNamesLine() {
+        let error = #expect(throws: RigConfigError.self) {
+            try RigConfig.parse(
+                """
+                cameras:
+                  - device: /dev/video0
+                    fps: fast
+                """, name: "rig.yaml")
+        }
+        #expect(error?.message.hasPrefix("rig.yaml:3: camera /dev/video0: fps 'fast'") == true, "\(error?.message ?? "")")
+    }
+
+    @Test("stream ids: given ones kept, the rest numbered per kind; a repeated id is refused")
+    func streamIds() throws {
+        let plan = DevicePlan(specs: [
+            try DeviceSpec(kind: .camera, argument: "synthetic"), try DeviceSpec(kind: .imu, argument: "synthetic"),
+            try DeviceSpec(kind: .camera, argument: "synthetic,id=side"), try DeviceSpec(kind: .camera, argument: "synthetic"),
+        ])
+        #expect(plan.streamIds == ["cam0", "imu0", "side", "cam1"])
+        let twice = DevicePlan(specs: [
+            try DeviceSpec(kind: .camera, argument: "synthetic,id=a"), try DeviceSpec(kind: .imu, argument: "synthetic,id=a"),
+        ])
+        let error = #expect(throws: PlanError.self) { try twice.validate(verb: "record") }
+        #expect(error?.message.contains("used twice") == true)
+    }
+
+    @Test("a plan takes other factories: a front end or a test can add kinds of source")
+    func otherFactories() throws {
+        struct Nothing: SourceFactory {
+            func takes(_ spec: DeviceSpec) -> Bool { spec.device == "nothing" }
+            func check(_ spec: DeviceSpec) throws(PlanError) {}
+            func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource { SyntheticIMU(id: id, rate: 1) }
+        }
+        let plan = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "nothing")], factories: [Nothing()])
+        try plan.validate(verb: "record")
+        #expect(try plan.makeSources()[0].descriptor.nominalRate == 1)
+        let standard = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "nothing")])
+        #expect(throws: DeviceSetupError.self) { try standard.makeSources() }
+    }
+
+    @Test("sizes and times read as people write them", arguments: [
+        ("256M", UInt64(256 << 20), "256.0M"), ("1.25k", 1280, "1.2k"), ("0", 0, "0"), ("2G", 2 << 30, "2.0G"),
+    ] as [(String, UInt64, String)])
+    func quantities(text: String, bytes: UInt64, shown: String) {
+        #expect(ByteSize(text)?.bytes == bytes)
+        #expect(ByteSize(text)?.description == shown)
+        #expect(TimeSpan("500ms")?.seconds == 0.5)
+        #expect(TimeSpan("2h")?.seconds == 7200)
+        #expect(TimeSpan("7d")?.seconds == 604_800)
+        #expect(TimeSpan("8d") == nil)
+        #expect(TimeSpan("-1s") == nil)
+    }
+}
