@@ -69,4 +69,20 @@ struct StreamJitterTests {
         #expect(steps.max()! <= 2.01 * steps.min()!)
         #expect(jitter.captureIntervalError.count == 9_999)
     }
+
+    @Test("every column of a row is the same kind of statistic: no percentile of |error| above its maximum")
+    func percentilesBelowMaximum() {
+        var jitter = StreamJitter(id: "imu", nominalRate: 1000)  // 1 ms
+        // Intervals 1 ms + 100_123 ns, whose histogram bucket (3 significant digits) reads high.
+        for index in 0..<1000 {
+            let capture = UInt64(index) * 1_100_123 + 1_000_000_000
+            jitter.add(record(UInt64(index), capture: capture, dequeue: capture + 50_000))
+        }
+        let capture = jitter.captureIntervalError
+        #expect(capture.maxAbsNs == 100_123)
+        #expect(capture.medianNs <= capture.maxAbsNs && capture.p99Ns <= capture.maxAbsNs && capture.p999Ns <= capture.maxAbsNs)
+        #expect(capture.p999Ns == 100_123)
+        // The signed extremes are kept beside them.
+        #expect(capture.minNs == 100_123 && capture.maxNs == 100_123)
+    }
 }

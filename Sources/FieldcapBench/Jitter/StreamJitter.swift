@@ -21,14 +21,17 @@ public struct StreamJitter {
         public var captureErrorNs: Int64
     }
 
-    /// Signed extremes and percentiles of the absolute value, in nanoseconds.
+    /// Percentiles and the maximum of the absolute value, and the signed extremes, in ns.
     public struct Summary: Sendable, Equatable {
         public var count: Int
+        /// The signed extremes.
         public var minNs: Int64
+        public var maxNs: Int64
+        /// Of the absolute value: the percentiles (3 significant digits) and the exact maximum.
         public var medianNs: Int64
         public var p99Ns: Int64
         public var p999Ns: Int64
-        public var maxNs: Int64
+        public var maxAbsNs: Int64 { Int64(clamping: max(minNs.magnitude, maxNs.magnitude)) }
     }
 
     public let id: String
@@ -133,10 +136,12 @@ private struct SignedRecorder {
 
     var summary: StreamJitter.Summary {
         let count = Int(histogram.totalCount)
-        guard count > 0 else { return StreamJitter.Summary(count: 0, minNs: 0, medianNs: 0, p99Ns: 0, p999Ns: 0, maxNs: 0) }
+        guard count > 0 else { return StreamJitter.Summary(count: 0, minNs: 0, maxNs: 0, medianNs: 0, p99Ns: 0, p999Ns: 0) }
+        // The histogram keeps 3 significant digits; no percentile can exceed the exact maximum.
+        let exact = Int64(clamping: max(minimum.magnitude, maximum.magnitude))
         return StreamJitter.Summary(
-            count: count, minNs: minimum, medianNs: Int64(histogram.valueAtPercentile(50)),
-            p99Ns: Int64(histogram.valueAtPercentile(99)), p999Ns: Int64(histogram.valueAtPercentile(99.9)), maxNs: maximum)
+            count: count, minNs: minimum, maxNs: maximum, medianNs: min(exact, Int64(histogram.valueAtPercentile(50))),
+            p99Ns: min(exact, Int64(histogram.valueAtPercentile(99))), p999Ns: min(exact, Int64(histogram.valueAtPercentile(99.9))))
     }
 
     func buckets(firstBucketNs: UInt64, base: Double) -> [(upperNs: UInt64, count: UInt64)] {

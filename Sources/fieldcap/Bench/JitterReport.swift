@@ -37,14 +37,15 @@ struct JitterReport {
     func table() -> String {
         var lines = [String(format: "%.1f s, fieldcap CPU %.1f%% of one core%@", seconds, cpuShare * 100,
                             load > 0 ? " (with \(load) busy threads)" : "")]
-        lines.append("interval error and latency in µs: min / median / p99 / p99.9 / max (median and percentiles of the absolute value)")
+        lines.append("in µs: median / p99 / p99.9 / max of the absolute value, then the signed extremes [min, max]")
         for stream in streams {
             let j = stream.jitter
             lines.append("")
             lines.append("\(j.id)  \(stream.source.descriptor.device)  \(String(format: "%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)")
             for (name, s) in [("interval error, dequeue  ", j.dequeueIntervalError), ("interval error, capture  ", j.captureIntervalError),
                               ("dequeue latency          ", j.dequeueLatency)] {
-                lines.append("  \(name)" + [s.minNs, s.medianNs, s.p99Ns, s.p999Ns, s.maxNs].map(Self.us).joined(separator: " / "))
+                lines.append("  \(name)" + [s.medianNs, s.p99Ns, s.p999Ns, s.maxAbsNs].map(Self.us).joined(separator: " / ")
+                    + "  [\(Self.us(s.minNs)), \(Self.us(s.maxNs))]")
             }
             if let tracker = stream.clockTracker {
                 lines.append(String(
@@ -59,7 +60,10 @@ struct JitterReport {
 
     func json() throws -> Data {
         func summary(_ s: StreamJitter.Summary) -> [String: Any] {
-            ["count": s.count, "min_ns": s.minNs, "median_abs_ns": s.medianNs, "p99_abs_ns": s.p99Ns, "p999_abs_ns": s.p999Ns, "max_ns": s.maxNs]
+            [
+                "count": s.count, "min_ns": s.minNs, "max_ns": s.maxNs, "median_abs_ns": s.medianNs, "p99_abs_ns": s.p99Ns,
+                "p999_abs_ns": s.p999Ns, "max_abs_ns": s.maxAbsNs,
+            ]
         }
         let document: [String: Any] = [
             "fieldcap_version": Fieldcap.version, "seconds": seconds, "load_threads": load,
