@@ -16,14 +16,23 @@ extension V4L2Camera {
 
     public var report: SourceReport {
         let stamps = kernelTimestamps
-        let rateSource = rateAsked ? "asked" : "the camera's current rate; fps= to change"
+        var rateSource: String =
+            switch rateChoice {
+            case .asked: "asked"
+            case .standard: "fieldcap's default; fps= to change"
+            case .highestListed: "the highest the camera lists for this size, since it lists no 30; fps= to change"
+            case .current: "the camera's own rate: it lists none; fps= to change"
+            }
+        if let askedRate, abs(askedRate - grantedRate) > 0.01 {
+            rateSource = "asked for \(SourceReport.rate(askedRate)), the camera granted this; " + rateSource
+        }
         var controls: [String: JSONValue] = [:]
         for control in appliedControls { controls[control.name] = ["asked": .integer(control.asked), "granted": .integer(control.granted)] }
         let granted: JSONValue = [
             "device": .string(descriptor.device), "driver": .string(identity.driver), "card": .string(identity.card),
             "bus": .string(identity.bus), "format": .string(grantedFormat.pixelFormat.rawValue),
             "width": JSONValue(grantedFormat.width), "height": JSONValue(grantedFormat.height),
-            "rate": .double(grantedRate), "rate_source": rateAsked ? "asked" : "current", "buffers": JSONValue(buffers.count),
+            "rate": .double(grantedRate), "rate_source": .string(rateChoice.rawValue), "buffers": JSONValue(buffers.count),
             "controls": .object(controls),
             "kernel_timestamps": ["clock": .string(stamps.clock), "source": .string(stamps.source)],
         ]

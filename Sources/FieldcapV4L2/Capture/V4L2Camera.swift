@@ -27,13 +27,13 @@ import Glibc
 /// kernel's queue and the `requeueFailure` atomic. Counters and the report are read once the
 /// capture thread has been joined.
 public final class V4L2Camera: CaptureSource, @unchecked Sendable {
-    /// What to ask the camera for. Every field has a default: the camera's current size and
-    /// rate, YUYV, 8 buffers, no controls, a 2 s stall limit.
+    /// What to ask the camera for. Every field has a default: 640x480, YUYV, 30 fps (or the
+    /// highest rate the camera lists for them), 8 buffers, no controls, a 2 s stall limit.
     public struct Options: Sendable {
-        /// Width and height to ask for; nil keeps the device's current size (640x480 when it
-        /// reports none).
+        /// Width and height to ask for; nil: 640x480.
         public var size: (width: Int, height: Int)?
-        /// Frames per second to ask for; nil keeps the device's current rate.
+        /// Frames per second to ask for; nil: 30 where the camera lists it for the format and
+        /// size, else the highest it lists (`V4L2Device.defaultRate(for:)`).
         public var rate: Double?
         public var pixelFormat: VideoFormat.PixelFormat = .yuyv
         /// mmap buffers to request.
@@ -60,8 +60,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// What the device granted (it may differ from what was asked).
     public let grantedFormat: VideoFormat
     public let grantedRate: Double
-    /// Whether the rate was asked for (`fps=`), or kept as the camera's current rate.
-    public let rateAsked: Bool
+    /// Where the frame rate came from: asked for, fieldcap's default, or the camera's.
+    public let rateChoice: V4L2Device.RateChoice
+    /// The rate fieldcap asked for (nil: it kept the camera's), which the driver may have changed.
+    public let askedRate: Double?
     /// `uncertainty_ns` of a frame stamped at dequeue: one frame period (30 fps when unknown).
     private var fallbackUncertaintyNs: UInt64 { UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30)) }
     public let identity: V4L2Device.Identity
@@ -125,8 +127,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         self.device = device
         identity = device.identity
         grantedFormat = try device.setFormat(pixelFormat, size: size)
-        grantedRate = try device.setRate(rate)
-        rateAsked = rate != nil
+        // Asked for, or fieldcap's default; always set, then read back.
+        let (defaultRate, defaultChoice) = rate == nil ? device.defaultRate(for: grantedFormat) : (nil, .asked)
+        grantedRate = try device.setRate(rate ?? defaultRate)
+        rateChoice = rate == nil ? defaultChoice : .asked
+        askedRate = rate ?? defaultRate
         // Controls, before streaming.
         var applied: [(String, Int64, Int64)] = []
         for (name, value) in options.controls {

@@ -41,6 +41,29 @@ extension V4L2Device {
         return granted
     }
 
+    /// Where a camera's frame rate came from.
+    public enum RateChoice: String, Sendable {
+        /// `fps=` asked for it.
+        case asked
+        /// fieldcap's default: 30 fps, which the camera lists for the granted format and size.
+        case standard
+        /// The camera does not list 30 fps for the format and size: the highest rate it lists.
+        case highestListed
+        /// The camera lists no discrete rates: the rate it was at.
+        case current
+    }
+
+    /// The rate to ask for when none was given: 30 fps where the camera lists it for `format`
+    /// (the rate VI-SLAM datasets and the ROS camera drivers use), else the highest it lists, else
+    /// nil (keep what it runs at). Not the camera's current rate: that is whatever the last program
+    /// left, and a UVC camera resets it to the mode's default at VIDIOC_S_FMT anyway.
+    func defaultRate(for format: VideoFormat) -> (rate: Double?, choice: RateChoice) {
+        let listed = rates(Self.fourcc(format.pixelFormat), format.width, format.height)
+        if listed.contains(where: { abs($0 - 30) < 0.01 }) { return (30, .standard) }
+        if let highest = listed.max() { return (highest, .highestListed) }
+        return (nil, .current)
+    }
+
     /// Asks for `rate` frames per second (nil: keeps the current rate) and returns the rate the
     /// driver granted (0 when it reports none). The corresponding ioctls are `VIDIOC_S_PARM` and
     /// `VIDIOC_G_PARM`.

@@ -164,7 +164,7 @@ public final class V4L2Device {
         return sizes
     }
 
-    private func rates(_ pixelFormat: UInt32, _ width: Int, _ height: Int) -> [Double] {
+    func rates(_ pixelFormat: UInt32, _ width: Int, _ height: Int) -> [Double] {
         var rates: [Double] = []
         var index: UInt32 = 0
         while true {
