@@ -11,13 +11,15 @@ import Glibc
 /// Segment size). A frame cut short by the end of the file is left out: a raw frame must have
 /// its format's exact size, an MJPEG frame must end with its end-of-image marker.
 public enum MatroskaSalvage {
-    /// Salvages `path` in place and returns how many frames it now holds. A file without even a
-    /// readable header becomes a valid file with no frames.
-    public static func salvage(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) -> Int {
+    /// Salvages `path` in place, keeping at most `limit` frames (the first ones), and returns
+    /// how many frames it now holds. A file without even a readable header becomes a valid file
+    /// with no frames.
+    public static func salvage(path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil) throws(MediaError) -> Int {
         let temporary = path + ".salvage"
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
         var failure: MediaError?
         forEachWholeFrame(in: path, format: format) { bytes, ns in
+            if let limit, writer.frameCount >= limit { return false }
             do throws(MediaError) { try writer.writeFrame(bytes, captureNs: ns) } catch {
                 failure = error
                 return false
@@ -39,6 +41,21 @@ public enum MatroskaSalvage {
             return true
         }
         return count
+    }
+
+    /// Cuts `path` back to its first `keep` frames without rewriting it (no free space needed):
+    /// the file ends after the last frame kept, and a finished file's Segment size and duration
+    /// are set to match.
+    public static func cut(path: String, keeping keep: Int) throws(MediaError) {
+        var error = CMatroska_error()
+        guard CMatroska_cut_frames(path, keep, &error) == 0 else { throw MediaError(cError: error, path: path) }
+    }
+
+    /// Whether a frame of `size` bytes can be whole in `format`, as far as its size tells: a raw
+    /// frame has its format's exact size (an MJPEG frame's end-of-image marker needs its bytes).
+    static func mayBeWhole(size: UInt64, format: VideoFormat) -> Bool {
+        guard let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height) else { return size >= 2 }
+        return size == UInt64(expected)
     }
 
     /// Calls `body` with each frame's bytes and time (ns on the file's timeline) until the first

@@ -37,7 +37,7 @@ public final class MatroskaWriter {
     public private(set) var frameCount = 0
 
     /// The file's timestamp unit (CMatroska.h).
-    private static let nanosecondsPerTick = UInt64(CMATROSKA_NANOSECONDS_PER_TICK)
+    static let nanosecondsPerTick = UInt64(CMATROSKA_NANOSECONDS_PER_TICK)
 
     /// Whether frames go to the disk with direct I/O (see the type's documentation).
     public var writesDirect: Bool { file.map { CMatroska_writes_direct($0) } ?? false }
@@ -84,10 +84,7 @@ public final class MatroskaWriter {
     }
 
     private static func failure(_ error: CMatroska_error, path: String) -> MediaError {
-        var error = error
-        let operation = withUnsafeBytes(of: &error.operation) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        let message = withUnsafeBytes(of: &error.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        return MediaError(path: path, operation: operation, code: error.code, message: message)
+        MediaError(cError: error, path: path)
     }
 
     deinit {

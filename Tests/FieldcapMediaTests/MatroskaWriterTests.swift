@@ -186,6 +186,8 @@ struct EBMLLayout {
     var cuePoints = 0
     /// The whole length (ID, size, data) of each Void element.
     var voidLengths: [Int] = []
+    /// Where each Cluster starts and ends in the file.
+    var clusters: [Range<Int>] = []
 
     static let segment: UInt32 = 0x1853_8067, cluster: UInt32 = 0x1F43_B675, cues: UInt32 = 0x1C53_BB6B
     static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB, void: UInt32 = 0xEC
@@ -214,7 +216,10 @@ struct EBMLLayout {
             let unknown = rawSize == (UInt64(1) << (7 * UInt64(sizeLength))) - 1
             let end = unknown ? range.upperBound : min(range.upperBound, start + Int(rawSize))
             switch UInt32(id) {
-            case Self.segment, Self.cluster, Self.cues: walk(bytes, start..<end)
+            case Self.cluster:
+                clusters.append(offset..<end)
+                walk(bytes, start..<end)
+            case Self.segment, Self.cues: walk(bytes, start..<end)
             case Self.simpleBlock:
                 if let (_, trackLength) = Self.vint(bytes, start, keepMarker: false), start + trackLength + 2 < end {
                     simpleBlockKeyFlags.append(bytes[start + trackLength + 2] & 0x80 != 0)
