@@ -65,6 +65,47 @@ public enum SessionRecovery {
         return Trim(keptLines: kept, cutBytes: cutBytes)
     }
 
+    /// One timestamp line's values, as `stamp()` takes them.
+    public struct TimestampLine: Equatable, Sendable {
+        public var captureNs: UInt64
+        public var frameNumber: Int
+        public var uncertaintyNs: UInt64
+
+        public init(captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) {
+            self.captureNs = captureNs
+            self.frameNumber = frameNumber
+            self.uncertaintyNs = uncertaintyNs
+        }
+    }
+
+    /// Appends `lines` to `path` (created if missing), spelled byte for byte as the session's
+    /// writer spells them with `hostId` as the clock domain, and fsyncs: for lines a crash lost
+    /// whose values survived elsewhere (fieldcap's frame log holds each frame's). Call it after
+    /// `trimJSONLines`, so they follow whole lines.
+    public static func appendTimestampLines(_ lines: [TimestampLine], to path: String, hostId: String) throws {
+        guard !lines.isEmpty else { return }
+        let encoder = LineEncoder(hostId: hostId)
+        let bytes = ByteBuffer(capacity: lines.count * 160)
+        for line in lines {
+            encoder.appendTimestampLine(
+                to: bytes, captureNs: line.captureNs, frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs)
+        }
+        // Never through a symbolic link: recovery changes only the session's own files.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fd, bytes.bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SyncFieldError.ioFailure(path: path, operation: "write", errno: errno)
+            }
+            offset += written
+        }
+        guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
+    }
+
     /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced).
     ///
     /// - Parameters:
