@@ -18,11 +18,11 @@ public enum SessionFinisher {
     /// complete and valid, then validate it.
     public static func recover(directory: String, say: (String) -> Void) throws -> Outcome {
         guard let start = SessionStart(directory: directory) else { return .notAFieldcapSession }
-        if start.state != "recording" && SessionValidator.validate(directory: directory).isValid {
+        if start.state != "recording" && SessionValidator.validateWithVideos(directory: directory).isValid {
             return .alreadyValid(state: start.state)
         }
         try finish(directory: directory, start: start, rewriteVideos: true, state: "recovered", say: say)
-        return .recovered(SessionValidator.validate(directory: directory))
+        return .recovered(SessionValidator.validateWithVideos(directory: directory))
     }
 
     /// - Parameters:

@@ -182,6 +182,33 @@ struct PowerCutRecoveryTests {
         try SessionFinisher.finish(directory: path, start: SessionStart(directory: path)!, rewriteVideos: false, state: "stopped: test") { _ in }
         #expect(try MatroskaScan(path: "\(path)/cam_a.mkv").frames.count == frames - 10)
         #expect(try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" } == frames - 10)
+        #expect(SessionValidator.validateWithVideos(directory: path).isValid)
+    }
+
+    @Test("a session an older recover left with more frames than lines (state recovered) is finished again")
+    func olderRecoveryRepaired() throws {
+        let path = try record()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let original = try Data(contentsOf: URL(fileURLWithPath: "\(path)/cam_a.timestamps.jsonl"))
+        let frames = original.count { $0 == 10 }
+        try cut(path, "cam_a", keep: frames - 12)
+        try SessionRecovery.trimJSONLines(path: "\(path)/cam_a.timestamps.jsonl")
+        let start = SessionStart(directory: path)!
+        try SessionRecovery.finish(
+            directory: path, syncPoint: start.syncPoint,
+            timestampCounts: ["cam_a": frames - 12, "cam_b": try String(contentsOfFile: "\(path)/cam_b.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" },
+                              "imu": try String(contentsOfFile: "\(path)/imu.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" }],
+            recorded: ["imu"], links: ["cam_a": "\(path)/cam_a.mkv", "cam_b": "\(path)/cam_b.mkv"])
+        var document = start.document
+        document["state"] = "recovered"
+        try SessionStart.store(document, directory: path)
         #expect(SessionValidator.validate(directory: path).isValid)
+        #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
+            Issue.record("left alone")
+            return
+        }
+        #expect(report.isValid, "\(report.problems)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(path)/cam_a.timestamps.jsonl")) == original)
     }
 }
