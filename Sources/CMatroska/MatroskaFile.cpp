@@ -19,6 +19,7 @@
 #include <ebml/EbmlHead.h>
 #include <ebml/EbmlStream.h>
 #include <ebml/EbmlSubHead.h>
+#include <ebml/EbmlVoid.h>
 #include <ebml/IOCallback.h>
 #include <ebml/StdIOCallback.h>
 #include <matroska/KaxBlock.h>
@@ -459,13 +460,15 @@ struct WalkedFile {
     int segmentSizeLength = 0;
     bool segmentSizeFinite = false;
     uint64_t segmentDataStart = 0;
-    /// Where the first Cluster starts (0: none was found).
+    /// Where the first Cluster starts (without one: where the elements before it end).
     uint64_t firstClusterPosition = 0;
     /// Where the 8-byte Duration's value is (0: none of that size), and the timestamp unit.
     uint64_t durationPosition = 0;
     uint64_t scale = nanosecondsPerTick;
-    /// The video track's DefaultDuration in nanoseconds (0: none).
-    uint64_t defaultDurationNs = 0;
+    /// The Info element's WritingApp.
+    std::string writingApp;
+    /// Elements before the first Cluster other than Info, Tracks and Void (a SeekHead, Cues...).
+    bool otherElements = false;
 };
 
 /// Walks the frames of the file's (first) video track in file order and calls `onFrame` with
@@ -526,6 +529,7 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                 auto &info = *static_cast<KaxInfo *>(element.get());
                 if (!readChildren(stream, info)) break;
                 if (auto timecodeScale = FindChild<KaxTimecodeScale>(info)) file.scale = timecodeScale->GetValue();
+                if (auto app = FindChild<KaxWritingApp>(info)) file.writingApp = app->GetValueUTF8();
                 auto duration = FindChild<KaxDuration>(info);
                 if (duration != nullptr && duration->IsFiniteSize() && duration->GetSize() == 8) {
                     file.durationPosition = duration->GetElementPosition() + duration->HeadSize();
@@ -536,7 +540,6 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                 if (auto entry = videoTrack(tracks)) {
                     file.hasVideoTrack = true;
                     track = FindChild<KaxTrackNumber>(*entry)->GetValue();
-                    if (auto period = FindChild<KaxTrackDefaultDuration>(*entry)) file.defaultDurationNs = period->GetValue();
                 }
             } else if (id == EBML_ID(KaxCluster)) {
                 if (file.firstClusterPosition == 0) file.firstClusterPosition = element->GetElementPosition();
@@ -580,10 +583,13 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                     if (stop) break;
                 }
                 if (!whole) break;
+            } else if (id != EBML_ID(EbmlVoid)) {
+                file.otherElements = true;
             }
             expected = end;
             input->setFilePointer(static_cast<int64>(end), seek_beginning);
         }
+        if (file.firstClusterPosition == 0) file.firstClusterPosition = expected;
     } catch (...) {
     }
     return frames;
@@ -630,7 +636,8 @@ void writeAt(int fd, const uint8_t *bytes, size_t count, uint64_t offset) {
 
 }  // namespace
 
-extern "C" int CMatroska_cut_frames(const char *path, long keep, CMatroska_error *error) {
+extern "C" int CMatroska_finish_in_place(const char *path, long keep, double frame_period_ms, const char *writing_app,
+                                         CMatroska_error *error) {
     WalkedFile file;
     long seen = 0;
     uint64_t cutAt = 0, lastTime = 0;
@@ -641,40 +648,34 @@ extern "C" int CMatroska_cut_frames(const char *path, long keep, CMatroska_error
         lastTime = frame.timeNs;
         return true;
     }, error);
-    if (frames < 0) return -1;
-    if (!file.isMatroska) {
-        fail(error, EINVAL, "cut", "not a Matroska file");
-        return -1;
+    // A file that is not there has nothing to finish.
+    if (frames < 0) return error != nullptr && error->code == ENOENT ? 1 : -1;
+    // Only the layout CMatroska_create writes: its Segment size and Duration have room for their
+    // final values, and nothing (a SeekHead, Cues) points past the cut.
+    if (!file.isMatroska || !file.hasVideoTrack || file.writingApp != writing_app || file.otherElements ||
+        file.segmentSizeLength != 8 || file.durationPosition == 0 || seen < keep) {
+        return 1;
     }
-    // Nothing to cut: no more frames than asked for, and nothing after the last of them.
-    if (seen < keep || (keep == 0 && file.firstClusterPosition == 0)) return 0;
     if (keep == 0) cutAt = file.firstClusterPosition;
+    if (cutAt < file.segmentDataStart) return 1;
     int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         fail(error, errno, "open", std::strerror(errno));
         return -1;
     }
-    int result = guarded(error, "cutting the Matroska file", [&] {
-        if (ftruncate(fd, static_cast<off_t>(cutAt)) != 0) throw OutputFailure{errno, "ftruncate"};
-        // A finished file's Segment size, in the bytes it had (an unfinished one's stays unknown).
+    int result = guarded(error, "finishing the Matroska file in place", [&] {
+        if (cutAt < file.fileSize && ftruncate(fd, static_cast<off_t>(cutAt)) != 0) throw OutputFailure{errno, "ftruncate"};
         uint64_t size = cutAt - file.segmentDataStart;
-        int length = file.segmentSizeLength;
-        if (file.segmentSizeFinite && length >= 1 && length <= 8 && size < (uint64_t{1} << (7 * length)) - 1) {
-            uint8_t field[8];
-            for (int index = length - 1; index >= 0; --index, size >>= 8) field[index] = static_cast<uint8_t>(size & 0xFF);
-            field[0] |= static_cast<uint8_t>(0x80 >> (length - 1));
-            writeAt(fd, field, static_cast<size_t>(length), file.segmentSizePosition);
-        }
-        // The duration: to the last frame kept, plus its share (the track's frame period).
-        if (file.durationPosition != 0 && file.durationPosition + 8 <= cutAt) {
-            double ticks = keep == 0 ? 0 : (static_cast<double>(lastTime) + static_cast<double>(file.defaultDurationNs)) /
-                                               static_cast<double>(file.scale);
-            uint64_t bits;
-            std::memcpy(&bits, &ticks, sizeof bits);
-            uint8_t field[8];
-            for (int index = 7; index >= 0; --index, bits >>= 8) field[index] = static_cast<uint8_t>(bits & 0xFF);
-            writeAt(fd, field, sizeof field, file.durationPosition);
-        }
+        uint8_t field[8];
+        for (int index = 7; index >= 0; --index, size >>= 8) field[index] = static_cast<uint8_t>(size & 0xFF);
+        field[0] = 0x01;  // an 8-byte size (the value fits in its 56 bits)
+        writeAt(fd, field, sizeof field, file.segmentSizePosition);
+        // As CMatroska_finish's caller gives it: to the last frame, plus its share.
+        double ticks = keep == 0 ? 0 : static_cast<double>(lastTime / file.scale) + frame_period_ms;
+        uint64_t bits;
+        std::memcpy(&bits, &ticks, sizeof bits);
+        for (int index = 7; index >= 0; --index, bits >>= 8) field[index] = static_cast<uint8_t>(bits & 0xFF);
+        writeAt(fd, field, sizeof field, file.durationPosition);
         if (fsync(fd) != 0) throw OutputFailure{errno, "fsync"};
     });
     ::close(fd);

@@ -132,8 +132,9 @@ extension CameraRecovery {
 
     /// Brings `{base}.mkv`, `{base}.timestamps.jsonl` and `{base}.frames.ndjson` into agreement.
     ///
-    /// - Parameter rewriteVideo: rewrite the video to its last whole frame (it then plays as a
-    ///   finished file); without it, for a disk too full to rewrite it, frames are cut in place.
+    /// The video is made a finished file of the frames kept in place (`finishInPlace`): no copy,
+    /// however long it is. One in another layout is rewritten when `rewriteVideo` allows (not on
+    /// a disk too full for a copy).
     static func recover(
         base: String, format: VideoFormat, nominalRate: Double, hostId: String, rewriteVideo: Bool
     ) throws -> Outcome {
@@ -151,16 +152,20 @@ extension CameraRecovery {
             lastCaptureNs: stamps.parsed(stamps.count - 1)?["capture_ns"]?.unsignedValue,
             logged: { loggedFrame(log.parsed($0)) })
 
-        var frames: Int
-        var framesBefore: Int
-        if rewriteVideo {
-            let written = try MatroskaSalvage.salvage(path: video, format: format, nominalRate: nominalRate, limit: plan.frames)
-            frames = written
-            framesBefore = written < plan.frames ? written : times.count
-        } else {
-            framesBefore = MatroskaSalvage.countFrames(path: video, format: format)
-            frames = min(plan.frames, framesBefore)
-            if framesBefore > frames { try MatroskaSalvage.cut(path: video, keeping: frames) }
+        // Whole frames: a raw frame has its format's size, an MJPEG one needs its bytes read.
+        let whole = format.pixelFormat == .mjpeg ? min(times.count, MatroskaSalvage.countFrames(path: video, format: format)) : times.count
+        var frames = min(plan.frames, whole)
+        var framesBefore = whole
+        if try !MatroskaSalvage.finishInPlace(path: video, keeping: frames, nominalRate: nominalRate) {
+            if rewriteVideo {
+                let written = try MatroskaSalvage.salvage(path: video, format: format, nominalRate: nominalRate, limit: frames)
+                framesBefore = written < frames ? written : whole
+                frames = written
+            } else {
+                // Another writer's layout, and no room for a copy: the video stays as it is
+                // (validate says so if it holds more frames than lines).
+                framesBefore = frames
+            }
         }
 
         var timestampsCut = stampsTrim.cutBytes

@@ -43,12 +43,19 @@ public enum MatroskaSalvage {
         return count
     }
 
-    /// Cuts `path` back to its first `keep` frames without rewriting it (no free space needed):
-    /// the file ends after the last frame kept, and a finished file's Segment size and duration
-    /// are set to match.
-    public static func cut(path: String, keeping keep: Int) throws(MediaError) {
+    /// Makes `path`, a file `MatroskaWriter` wrote, finished or not, a finished file of its first
+    /// `keep` frames without rewriting it: it ends after the last frame kept, with the Segment
+    /// size and duration `finish` would have written. An hour of video is finished at once, on a
+    /// disk with no room for a copy. Returns false, having changed nothing, for a file in another
+    /// layout (another writer's, a remux with an index) or with fewer frames.
+    public static func finishInPlace(path: String, keeping keep: Int, nominalRate: Double) throws(MediaError) -> Bool {
         var error = CMatroska_error()
-        guard CMatroska_cut_frames(path, keep, &error) == 0 else { throw MediaError(cError: error, path: path) }
+        let periodTicks = MatroskaWriter.framePeriodTicks(nominalRate: nominalRate)
+        switch CMatroska_finish_in_place(path, keep, periodTicks, MatroskaWriter.writingApp, &error) {
+        case 0: return true
+        case 1: return false
+        default: throw MediaError(cError: error, path: path)
+        }
     }
 
     /// Whether a frame of `size` bytes can be whole in `format`, as far as its size tells: a raw

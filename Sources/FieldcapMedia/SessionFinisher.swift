@@ -26,8 +26,8 @@ public enum SessionFinisher {
     }
 
     /// - Parameters:
-    ///   - rewriteVideos: rewrite each video to its last whole frame (it then plays as a finished
-    ///     file); without it the videos are only read, for a disk with no room to rewrite them.
+    ///   - rewriteVideos: a video fieldcap cannot finish in place (another writer's layout) may be
+    ///     rewritten; not on a disk with no room for a copy. fieldcap's own are finished in place.
     ///   - state: what fieldcap.json's `state` becomes.
     ///   - say: one line per stream on what was kept.
     public static func finish(

@@ -91,27 +91,45 @@ struct MatroskaScanTests {
         #expect(try MatroskaScan(path: path).frames.count == 12)
     }
 
-    @Test("a cut in place keeps the first frames of a finished file, with its size and duration to match, and of an unfinished one")
-    func cutInPlace() throws {
+    @Test("finished in place: the first frames of a finished or an unfinished file, with the Segment size and duration finish writes")
+    func finishInPlace() throws {
         for finished in [true, false] {
             let path = try makeVideo(20, finished: finished)
             defer { try? FileManager.default.removeItem(atPath: path) }
-            try MatroskaSalvage.cut(path: path, keeping: 12)
+            #expect(try MatroskaSalvage.finishInPlace(path: path, keeping: 12, nominalRate: 30))
             #expect(try MatroskaScan(path: path).frames.count == 12)
             let probe = try runTool("ffprobe", [
                 "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of", "default=noprint_wrappers=1", path,
             ])
             #expect(probe.status == 0 && probe.output.contains("nb_read_frames=12"), "\(probe.output)")
-            if finished {
-                // Frame 11 at 367 ms plus its share of 33 ms: 0.4 s, not the 20 frames' 0.667 s.
-                let duration = probe.output.split(separator: "\n").first { $0.hasPrefix("duration=") }.flatMap { Double($0.dropFirst(9)) }
-                #expect(duration.map { abs($0 - 0.400) < 0.002 } == true, "\(probe.output)")
-            }
-            // Asking for as many frames as it has, or more, changes nothing.
-            let before = try Data(contentsOf: URL(fileURLWithPath: path))
-            try MatroskaSalvage.cut(path: path, keeping: 12)
-            try MatroskaSalvage.cut(path: path, keeping: 30)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+            // Frame 11 at 367 ms plus its share of 33 ms: 0.4 s (20 frames were 0.667 s; an
+            // unfinished file had no duration).
+            let duration = probe.output.split(separator: "\n").first { $0.hasPrefix("duration=") }.flatMap { Double($0.dropFirst(9)) }
+            #expect(duration.map { abs($0 - 0.400) < 0.002 } == true, "\(probe.output)")
+            // The same bytes as a file written with those 12 frames and finished.
+            let reference = try makeVideo(12)
+            defer { try? FileManager.default.removeItem(atPath: reference) }
+            let ours = try Data(contentsOf: URL(fileURLWithPath: path)), theirs = try Data(contentsOf: URL(fileURLWithPath: reference))
+            #expect(ours.count == theirs.count)
+            #expect(EBMLLayout.withoutTrackUID(ours) == EBMLLayout.withoutTrackUID(theirs))
+            // Finishing it again with as many frames changes nothing; more than it has is refused.
+            #expect(try MatroskaSalvage.finishInPlace(path: path, keeping: 12, nominalRate: 30))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == ours)
+            #expect(try !MatroskaSalvage.finishInPlace(path: path, keeping: 30, nominalRate: 30))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == ours)
         }
+    }
+
+    @Test("another writer's file (FFmpeg's remux, with its index) is not finished in place")
+    func otherLayout() throws {
+        let path = try makeVideo(10)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let remuxed = path + ".remux.mkv"
+        defer { try? FileManager.default.removeItem(atPath: remuxed) }
+        #expect(try runTool("ffmpeg", ["-v", "error", "-i", path, "-c", "copy", "-y", remuxed]).status == 0)
+        #expect(try MatroskaScan(path: remuxed).frames.count == 10)
+        let before = try Data(contentsOf: URL(fileURLWithPath: remuxed))
+        #expect(try !MatroskaSalvage.finishInPlace(path: remuxed, keeping: 5, nominalRate: 30))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: remuxed)) == before)
     }
 }

@@ -110,11 +110,15 @@ typedef int (*CMatroska_frame_seen)(void *context, uint64_t size, uint64_t time_
 long CMatroska_scan_frames(const char *path, CMatroska_file_info *info, CMatroska_frame_seen handler, void *context,
                            CMatroska_error *error);
 
-/// Cuts `path` back to its first `keep` frames (as CMatroska_scan_frames counts them): the file
-/// ends after the Cluster of the last frame kept, and, if it was finished, its Segment size and
-/// Duration are set to match. Nothing is rewritten, so it needs no free space. A file with no
-/// more than `keep` frames is left alone. Returns 0, or -1 with `error` filled.
-int CMatroska_cut_frames(const char *path, long keep, CMatroska_error *error);
+/// Makes a file CMatroska_create wrote (with `writing_app`), finished or not, a finished file of
+/// its first `keep` frames (as CMatroska_scan_frames counts them), in place: it ends after the
+/// Cluster of the last frame kept, its Segment gets its size and its Duration the last frame's
+/// time plus `frame_period_ms`, as CMatroska_finish would write them. Nothing is rewritten, so an
+/// hour of video is finished at once and with no free space. Returns 0 when done, 1 (nothing
+/// changed) when the file is missing, not in that layout or has fewer than `keep` frames, -1 with
+/// `error` filled on failure.
+int CMatroska_finish_in_place(const char *path, long keep, double frame_period_ms, const char *writing_app,
+                              CMatroska_error *error);
 
 #ifdef __cplusplus
 }
