@@ -173,6 +173,23 @@ struct PowerCutRecoveryTests {
         for (index, line) in lines.enumerated() { #expect(line.contains(#""frame_number":\#(index),"#)) }
     }
 
+    @Test("a cut before any stream file reached the disk leaves a valid session with every stream empty")
+    func nothingReachedTheDisk() throws {
+        let path = try record()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try cut(path, "cam_a", keep: 0)
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != "fieldcap.json" {
+            try FileManager.default.removeItem(atPath: "\(path)/\(name)")
+        }
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
+            Issue.record("not recovered")
+            return
+        }
+        #expect(report.isValid, "\(report.problems)")
+        #expect(report.streamCount == 3 && report.lineCount == 0)
+        #expect(try MatroskaScan(path: "\(path)/cam_a.mkv").frames.isEmpty)
+    }
+
     @Test("with no room to rewrite the video (a full disk) the frames are cut in place")
     func cutInPlace() throws {
         let path = try record()

@@ -106,7 +106,19 @@ public enum SessionRecovery {
         guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
     }
 
-    /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced).
+    /// Creates `path` empty (0644 less the umask, fsynced) unless something is there.
+    private static func createIfMissing(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        if fd < 0 {
+            if errno == EEXIST { return }
+            throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno)
+        }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
+    }
+
+    /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced), and
+    /// an empty file for each stream file the manifest names that is missing.
     ///
     /// - Parameters:
     ///   - timestampCounts: lines in each stream's `{id}.timestamps.jsonl` after trimming.
@@ -116,6 +128,12 @@ public enum SessionRecovery {
         directory: String, syncPoint: SyncPoint, timestampCounts: [String: Int], recorded: Set<String>,
         links: [String: String]
     ) throws {
+        // A stream whose files never reached the disk (a power cut in its first second) is listed
+        // with no lines: its files exist, empty, as the manifest names them.
+        for id in timestampCounts.keys.sorted() {
+            try createIfMissing("\(directory)/\(id).timestamps.jsonl")
+            if recorded.contains(id) { try createIfMissing("\(directory)/\(id).jsonl") }
+        }
         let manifest = SessionManifest(hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
         try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/sync_point.json")
         try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/manifest.json")
