@@ -467,7 +467,7 @@ struct WalkedFile {
     uint64_t scale = nanosecondsPerTick;
     /// The Info element's WritingApp.
     std::string writingApp;
-    /// Elements before the first Cluster other than Info, Tracks and Void (a SeekHead, Cues...).
+    /// The Segment holds elements besides Info, Tracks, Clusters and Voids (a SeekHead, Cues...).
     bool otherElements = false;
 };
 
@@ -653,7 +653,7 @@ extern "C" int CMatroska_finish_in_place(const char *path, long keep, double fra
     // Only the layout CMatroska_create writes: its Segment size and Duration have room for their
     // final values, and nothing (a SeekHead, Cues) points past the cut.
     if (!file.isMatroska || !file.hasVideoTrack || file.writingApp != writing_app || file.otherElements ||
-        file.segmentSizeLength != 8 || file.durationPosition == 0 || seen < keep) {
+        file.segmentSizeLength != 8 || file.durationPosition == 0 || file.scale == 0 || seen < keep) {
         return 1;
     }
     if (keep == 0) cutAt = file.firstClusterPosition;

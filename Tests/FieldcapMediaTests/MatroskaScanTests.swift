@@ -120,6 +120,21 @@ struct MatroskaScanTests {
         }
     }
 
+    @Test("a damaged header (a timestamp unit of 0) is not finished in place, and does not crash the walk")
+    func zeroScale() throws {
+        let path = try makeVideo(5, finished: false)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        // TimecodeScale (ID 2A D7 B1), 1,000,000 in 3 bytes.
+        let scale: [UInt8] = [0x2A, 0xD7, 0xB1, 0x83, 0x0F, 0x42, 0x40]
+        let at = try #require((0...(bytes.count - scale.count)).first { Array(bytes[$0..<($0 + scale.count)]) == scale })
+        bytes.replaceSubrange((at + 4)..<(at + 7), with: [0, 0, 0])
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect(try MatroskaScan(path: path).frames.count == 5)
+        #expect(try !MatroskaSalvage.finishInPlace(path: path, keeping: 3, nominalRate: 30))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
+    }
+
     @Test("another writer's file (FFmpeg's remux, with its index) is not finished in place")
     func otherLayout() throws {
         let path = try makeVideo(10)
