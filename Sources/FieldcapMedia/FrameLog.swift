@@ -11,7 +11,10 @@ import SyncField
 /// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
 /// power cut took from the timestamps file, which the SyncField writer syncs on its own schedule.
 ///
-/// Written through SyncField's batched `OutputFile`: whole lines only, `sync` makes them durable.
+/// Written through SyncField's `OutputFile` (whole lines only), each line as soon as it is made,
+/// right after its frame: a killed recorder leaves no frame in the video without its line here,
+/// where a batch would leave up to a second of them, whose timestamp lines (in the SyncField
+/// writer's batch) are then lost with them. `sync` makes the lines durable.
 ///
 /// Writer-thread-bound.
 final class FrameLog {
@@ -42,7 +45,7 @@ final class FrameLog {
         line.append(#","bytes_used":"#)
         line.appendJSONNumber(UInt64(record.bytesUsed))
         line.append("}\n")
-        if line.count >= VideoSessionSink.frameLogBatchBytes { file.writePending() }
+        file.writePending()
         if let failure = file.failure { throw failure }
     }
 

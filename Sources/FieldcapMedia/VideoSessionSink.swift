@@ -8,11 +8,13 @@ import SyncField
 /// A frame is written to its video file before its timestamp line, so a timestamp line never
 /// refers to a frame the file does not hold.
 ///
-/// After a power cut the video can hold frames whose timestamp lines were lost: its frames reach
-/// the disk at this sink's syncs (their bytes at once, with direct I/O), the timestamp lines at
-/// the SyncField writer's own. The frame log holds each frame's timestamp values too, and is made
-/// durable before the video at every sync and at the end, so whatever frames a cut leaves in the
-/// video, the log has their lines and `fieldcap recover` restores them (`CameraRecovery`).
+/// After a crash or a power cut the video can hold frames whose timestamp lines were lost: its
+/// frames reach the disk at this sink's syncs (their bytes at once, with direct I/O), the
+/// timestamp lines at the SyncField writer's own, and a killed process loses the lines still in
+/// that writer's batch. The frame log holds each frame's timestamp values too; its line is written
+/// right after the frame, and made durable before the video at every sync and at the end, so
+/// whatever frames a kill or a cut leaves in the video, the log has their lines and
+/// `fieldcap recover` restores them (`CameraRecovery`).
 ///
 /// Writer-thread-bound.
 public final class VideoSessionSink: RecordSink {
@@ -23,7 +25,8 @@ public final class VideoSessionSink: RecordSink {
     private let directIO: Bool
     private var streamIDs: [String] = []
 
-    /// How much of a camera's frame log waits in memory before it is written.
+    /// A camera's frame log buffer. Each line is written as it is made; lines a full disk refused
+    /// wait here for the space the recorder gives back as it stops (its disk reserve counts this).
     public static let frameLogBatchBytes = 64 * 1024
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem

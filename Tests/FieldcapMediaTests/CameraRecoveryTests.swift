@@ -74,6 +74,33 @@ struct CameraRecoveryTests {
     }
 }
 
+@Suite("Frame log")
+struct FrameLogTests {
+    @Test("each frame's log line is written right after the frame, not at the next sync: a kill leaves none of the video's frames without it")
+    func lineFollowsItsFrame() throws {
+        let path = NSTemporaryDirectory() + "/framelog-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        try session.start()
+        let format = VideoFormat(width: 16, height: 8, pixelFormat: .grey)
+        let sink = VideoSessionSink(session: session)
+        try sink.open(streams: [StreamDescriptor(id: "cam", kind: .video, nominalRate: 30, device: "test", videoFormat: format)])
+        let frame = [UInt8](repeating: 7, count: 128)
+        for index in 0..<5 {
+            var record = CaptureRecord()
+            record.sequence = UInt64(index)
+            record.captureNs = 1_000_000_000 + UInt64(index) * 33_333_333
+            record.uncertaintyNs = 1_000
+            try frame.withUnsafeBytes { try sink.write(record, frame: $0, stream: 0, frameNumber: index) }
+            // No sync yet: what the kernel has (a killed process's files keep it).
+            let logged = try String(contentsOfFile: "\(path)/cam.frames.ndjson", encoding: .utf8).split(separator: "\n")
+            #expect(logged.count == index + 1)
+            #expect(try MatroskaScan(path: "\(path)/cam.mkv").frames.count == index + 1)
+        }
+        _ = try sink.close()
+    }
+}
+
 /// A synthetic recording whose files are then set back to what a power cut leaves, and recovered.
 @Suite("Recovering a camera after a power cut")
 struct PowerCutRecoveryTests {
