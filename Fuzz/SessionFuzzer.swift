@@ -13,7 +13,7 @@ public func fuzzSession(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     FuzzSession.materialize(Array(UnsafeBufferPointer(start: data, count: size)), into: directory)
-    _ = SessionValidator.validate(directory: directory)
+    _ = SessionValidator.validateWithVideos(directory: directory)
     _ = try? SessionFinisher.recover(directory: directory, say: { _ in })
     return 0
 }

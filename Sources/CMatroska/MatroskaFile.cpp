@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <sys/random.h>
@@ -18,6 +19,7 @@
 #include <ebml/EbmlHead.h>
 #include <ebml/EbmlStream.h>
 #include <ebml/EbmlSubHead.h>
+#include <ebml/EbmlVoid.h>
 #include <ebml/IOCallback.h>
 #include <ebml/StdIOCallback.h>
 #include <matroska/KaxBlock.h>
@@ -407,11 +409,11 @@ namespace {
 
 /// Reads a master element's children, keeping those read before a failure (a file cut short).
 /// Returns false when reading failed and nothing after this element can be trusted.
-bool readChildren(EbmlStream &stream, EbmlMaster &master) {
+bool readChildren(EbmlStream &stream, EbmlMaster &master, ScopeMode scope = SCOPE_ALL_DATA) {
     int upper = 0;
     EbmlElement *found = nullptr;
     try {
-        master.Read(stream, EBML_CONTEXT(&master), upper, found, true, SCOPE_ALL_DATA);
+        master.Read(stream, EBML_CONTEXT(&master), upper, found, true, scope);
     } catch (...) {
         delete found;
         return false;
@@ -425,60 +427,130 @@ bool readChildren(EbmlStream &stream, EbmlMaster &master) {
     return true;
 }
 
-/// The number of the first video track, or 0.
-uint64_t videoTrackNumber(KaxTracks &tracks) {
+/// The first video track's entry, or nullptr.
+KaxTrackEntry *videoTrack(KaxTracks &tracks) {
     for (auto child : tracks) {
         if (EbmlId(*child) != EBML_ID(KaxTrackEntry)) continue;
         auto &entry = *static_cast<KaxTrackEntry *>(child);
         auto type = FindChild<KaxTrackType>(entry);
         auto number = FindChild<KaxTrackNumber>(entry);
-        if (type != nullptr && number != nullptr && type->GetValue() == track_video) return number->GetValue();
+        if (type != nullptr && number != nullptr && type->GetValue() == track_video) return &entry;
     }
-    return 0;
+    return nullptr;
 }
 
-}  // namespace
+/// A frame met by walkFrames.
+struct WalkedFrame {
+    /// Its bytes, when the walk reads them (valid during the call only).
+    const uint8_t *bytes;
+    uint64_t size;
+    /// Its time in nanoseconds on the file's timeline.
+    uint64_t timeNs;
+    /// Where the Cluster holding it ends in the file.
+    uint64_t clusterEnd;
+};
 
-extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler handler, void *context,
-                                      CMatroska_error *error) {
+/// What walkFrames learned about the file besides its frames: what it is, and where the fields
+/// are that a cut changes.
+struct WalkedFile {
+    bool isMatroska = false;
+    bool hasVideoTrack = false;
+    uint64_t fileSize = 0;
+    uint64_t segmentSizePosition = 0;
+    int segmentSizeLength = 0;
+    bool segmentSizeFinite = false;
+    uint64_t segmentDataStart = 0;
+    /// Where the first Cluster starts (without one: where the elements before it end).
+    uint64_t firstClusterPosition = 0;
+    /// Where the 8-byte Duration's value is (0: none of that size), and the timestamp unit.
+    uint64_t durationPosition = 0;
+    uint64_t scale = nanosecondsPerTick;
+    /// The Info element's WritingApp.
+    std::string writingApp;
+    /// The Segment holds elements besides Info, Tracks, Clusters and Voids (a SeekHead, Cues...).
+    bool otherElements = false;
+};
+
+/// Walks the frames of the file's (first) video track in file order and calls `onFrame` with
+/// each, until it returns false. The walk ends quietly at the end of the file and at the first
+/// element that is cut short, cannot be read, or does not start where the one before it ended:
+/// a power cut can leave a block of zeros where a Cluster's header was, and libebml would look
+/// for the next element beyond it, in the frames' bytes or at a later Cluster, which would then
+/// be numbered as this one. With SCOPE_PARTIAL_DATA only each block's header is read, not its
+/// frames. Returns how many frames went to `onFrame`, or -1 with `error` filled when the file
+/// cannot be opened.
+template <typename OnFrame>
+long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onFrame, CMatroska_error *error) {
+    struct stat status;
+    if (stat(path, &status) != 0) {
+        fail(error, errno, "stat", std::strerror(errno));
+        return -1;
+    }
+    file.fileSize = static_cast<uint64_t>(status.st_size);
     std::unique_ptr<StdIOCallback> input;
     if (guarded(error, "open", [&] { input = std::make_unique<StdIOCallback>(path, MODE_READ); }) != 0) return -1;
     long frames = 0;
-    // Whatever goes wrong past the header ends the reading: the frames before it are the result.
+    // Whatever goes wrong past the header ends the walk: the frames before it are the result.
     try {
         EbmlStream stream(*input);
         // The sizes are sanity limits: the header is a few dozen bytes, a finished Segment is the
         // whole file (an unfinished one's size is "unknown", which passes any limit).
         std::unique_ptr<EbmlElement> head(stream.FindNextID(EBML_INFO(EbmlHead), 4096));
-        if (!head) return 0;
-        head->SkipData(stream, EBML_CONTEXT(head.get()));
+        if (!head || head->GetElementPosition() != 0 || !head->IsFiniteSize()) return 0;
+        auto &header = *static_cast<EbmlHead *>(head.get());
+        if (readChildren(stream, header)) {
+            auto docType = FindChild<EDocType>(header);
+            std::string type = docType != nullptr ? std::string(*docType) : std::string();
+            file.isMatroska = type == "matroska" || type == "webm";
+        }
+        if (!file.isMatroska) return 0;
+        input->setFilePointer(static_cast<int64>(head->GetEndPosition()), seek_beginning);
         std::unique_ptr<EbmlElement> segment(stream.FindNextID(EBML_INFO(KaxSegment), UINT64_MAX));
-        if (!segment) return 0;
-        uint64_t scale = nanosecondsPerTick;
+        if (!segment || segment->GetElementPosition() != head->GetEndPosition()) return 0;
+        const auto idLength = EBML_ID_LENGTH(static_cast<const EbmlId &>(*segment));
+        file.segmentSizePosition = segment->GetElementPosition() + idLength;
+        file.segmentSizeLength = segment->HeadSize() - idLength;
+        file.segmentSizeFinite = segment->IsFiniteSize();
+        file.segmentDataStart = input->getFilePointer();
         // Until a Tracks element says otherwise, the track fieldcap writes.
         uint64_t track = writtenTrackNumber;
+        uint64_t expected = file.segmentDataStart;
         int upper = 0;
         bool stop = false;
         while (!stop) {
             std::unique_ptr<EbmlElement> element(
                 stream.FindNextElement(EBML_CONTEXT(segment.get()), upper, UINT64_MAX, true));
             if (!element || upper > 0) break;  // the end, or past this Segment
+            if (element->GetElementPosition() != expected || !element->IsFiniteSize()) break;
             upper = 0;
+            const uint64_t end = element->GetEndPosition();
             const EbmlId id(*element);
             if (id == EBML_ID(KaxInfo)) {
                 auto &info = *static_cast<KaxInfo *>(element.get());
                 if (!readChildren(stream, info)) break;
-                if (auto timecodeScale = FindChild<KaxTimecodeScale>(info)) scale = timecodeScale->GetValue();
+                if (auto timecodeScale = FindChild<KaxTimecodeScale>(info)) file.scale = timecodeScale->GetValue();
+                if (auto app = FindChild<KaxWritingApp>(info)) file.writingApp = app->GetValueUTF8();
+                auto duration = FindChild<KaxDuration>(info);
+                if (duration != nullptr && duration->IsFiniteSize() && duration->GetSize() == 8) {
+                    file.durationPosition = duration->GetElementPosition() + duration->HeadSize();
+                }
             } else if (id == EBML_ID(KaxTracks)) {
                 auto &tracks = *static_cast<KaxTracks *>(element.get());
                 if (!readChildren(stream, tracks)) break;
-                if (uint64_t number = videoTrackNumber(tracks)) track = number;
+                if (auto entry = videoTrack(tracks)) {
+                    file.hasVideoTrack = true;
+                    track = FindChild<KaxTrackNumber>(*entry)->GetValue();
+                }
             } else if (id == EBML_ID(KaxCluster)) {
+                if (file.firstClusterPosition == 0) file.firstClusterPosition = element->GetElementPosition();
+                // A Cluster that runs past the end of the file was cut short: its frames, and
+                // the rest, are not whole.
+                if (end > file.fileSize) break;
                 auto &cluster = *static_cast<KaxCluster *>(element.get());
-                bool whole = readChildren(stream, cluster);
+                bool whole = readChildren(stream, cluster, scope);
                 auto timecode = FindChild<KaxClusterTimecode>(cluster);
                 if (timecode == nullptr) break;
-                cluster.InitTimecode(timecode->GetValue(), static_cast<int64>(scale));
+                cluster.InitTimecode(timecode->GetValue(), static_cast<int64>(file.scale));
                 for (auto child : cluster) {
                     KaxInternalBlock *block = nullptr;
                     if (EbmlId(*child) == EBML_ID(KaxSimpleBlock)) {
@@ -486,25 +558,126 @@ extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler 
                     } else if (EbmlId(*child) == EBML_ID(KaxBlockGroup)) {
                         block = FindChild<KaxBlock>(*static_cast<KaxBlockGroup *>(child));
                     }
-                    // A block cut short has no frames.
-                    if (block == nullptr || !block->ValueIsSet() || block->TrackNum() != track) continue;
+                    if (block == nullptr || block->TrackNum() != track) continue;
+                    // A block that could not be read whole has no frames (with its bytes read,
+                    // libmatroska marks it; without, its header is all there is to check).
+                    if (scope == SCOPE_ALL_DATA ? !block->ValueIsSet() : block->NumberFrames() == 0) continue;
                     block->SetParent(cluster);
                     // A time before the timeline's start (a negative block offset) counts as 0.
                     auto time = block->GlobalTimecode();
                     if (time > static_cast<uint64_t>(INT64_MAX)) time = 0;
                     for (unsigned index = 0; index < block->NumberFrames() && !stop; index++) {
-                        auto &frame = block->GetBuffer(index);
+                        WalkedFrame frame{nullptr, 0, time, end};
+                        if (scope == SCOPE_ALL_DATA) {
+                            auto &buffer = block->GetBuffer(index);
+                            frame.bytes = buffer.Buffer();
+                            frame.size = buffer.Size();
+                        } else {
+                            auto size = block->GetFrameSize(index);
+                            if (size < 0) break;
+                            frame.size = static_cast<uint64_t>(size);
+                        }
                         ++frames;
-                        stop = handler(context, frame.Buffer(), frame.Size(), time) != 0;
+                        stop = !onFrame(frame);
                     }
                     if (stop) break;
                 }
                 if (!whole) break;
-            } else {
-                element->SkipData(stream, EBML_CONTEXT(element.get()));
+            } else if (id != EBML_ID(EbmlVoid)) {
+                file.otherElements = true;
             }
+            expected = end;
+            input->setFilePointer(static_cast<int64>(end), seek_beginning);
         }
+        if (file.firstClusterPosition == 0) file.firstClusterPosition = expected;
     } catch (...) {
     }
     return frames;
+}
+
+}  // namespace
+
+extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler handler, void *context,
+                                      CMatroska_error *error) {
+    WalkedFile file;
+    return walkFrames(path, SCOPE_ALL_DATA, file, [&](const WalkedFrame &frame) {
+        return handler(context, frame.bytes, frame.size, frame.timeNs) == 0;
+    }, error);
+}
+
+extern "C" long CMatroska_scan_frames(const char *path, CMatroska_file_info *info, CMatroska_frame_seen handler,
+                                      void *context, CMatroska_error *error) {
+    WalkedFile file;
+    long frames = walkFrames(path, SCOPE_PARTIAL_DATA, file, [&](const WalkedFrame &frame) {
+        return handler == nullptr || handler(context, frame.size, frame.timeNs) == 0;
+    }, error);
+    if (info != nullptr) {
+        info->is_matroska = file.isMatroska;
+        info->has_video_track = file.hasVideoTrack;
+    }
+    return frames;
+}
+
+namespace {
+
+/// Writes `count` bytes at `offset`, retrying short writes and EINTR.
+void writeAt(int fd, const uint8_t *bytes, size_t count, uint64_t offset) {
+    while (count > 0) {
+        ssize_t written = ::pwrite(fd, bytes, count, static_cast<off_t>(offset));
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            throw OutputFailure{errno, "write"};
+        }
+        bytes += written;
+        count -= static_cast<size_t>(written);
+        offset += static_cast<uint64_t>(written);
+    }
+}
+
+}  // namespace
+
+extern "C" int CMatroska_finish_in_place(const char *path, long keep, double frame_period_ms, const char *writing_app,
+                                         CMatroska_error *error) {
+    WalkedFile file;
+    long seen = 0;
+    uint64_t cutAt = 0, lastTime = 0;
+    long frames = walkFrames(path, SCOPE_PARTIAL_DATA, file, [&](const WalkedFrame &frame) {
+        if (seen == keep) return false;
+        ++seen;
+        cutAt = frame.clusterEnd;
+        lastTime = frame.timeNs;
+        return true;
+    }, error);
+    // A file that is not there has nothing to finish.
+    if (frames < 0) return error != nullptr && error->code == ENOENT ? 1 : -1;
+    // Only the layout CMatroska_create writes: its Segment size and Duration have room for their
+    // final values, and nothing (a SeekHead, Cues) points past the cut.
+    if (!file.isMatroska || !file.hasVideoTrack || file.writingApp != writing_app || file.otherElements ||
+        file.segmentSizeLength != 8 || file.durationPosition == 0 || file.scale == 0 || seen < keep) {
+        return 1;
+    }
+    if (keep == 0) cutAt = file.firstClusterPosition;
+    if (cutAt < file.segmentDataStart) return 1;
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        fail(error, errno, "open", std::strerror(errno));
+        return -1;
+    }
+    int result = guarded(error, "finishing the Matroska file in place", [&] {
+        if (cutAt < file.fileSize && ftruncate(fd, static_cast<off_t>(cutAt)) != 0) throw OutputFailure{errno, "ftruncate"};
+        uint64_t size = cutAt - file.segmentDataStart;
+        uint8_t field[8];
+        for (int index = 7; index >= 0; --index, size >>= 8) field[index] = static_cast<uint8_t>(size & 0xFF);
+        field[0] = 0x01;  // an 8-byte size (the value fits in its 56 bits)
+        writeAt(fd, field, sizeof field, file.segmentSizePosition);
+        // As CMatroska_finish's caller gives it: to the last frame, plus its share.
+        double ticks = keep == 0 ? 0 : static_cast<double>(lastTime / file.scale) + frame_period_ms;
+        uint64_t bits;
+        std::memcpy(&bits, &ticks, sizeof bits);
+        for (int index = 7; index >= 0; --index, bits >>= 8) field[index] = static_cast<uint8_t>(bits & 0xFF);
+        writeAt(fd, field, sizeof field, file.durationPosition);
+        if (fsync(fd) != 0) throw OutputFailure{errno, "fsync"};
+    });
+    ::close(fd);
+    return result;
 }

@@ -5,9 +5,16 @@ import SyncField
 /// can be traced from its timestamp line to the kernel. (Not `.jsonl`: in a SyncField session
 /// every `{name}.jsonl` is a sensor stream's file.)
 ///
-///     {"frame_number":0,"sequence":0,"device_ns":123,"dequeue_ns":456,"capture_ns":450,"flags":8193,"bytes_used":614400}
+///     {"frame_number":0,"sequence":0,"device_ns":123,"dequeue_ns":456,"capture_ns":450,"uncertainty_ns":1000,"flags":8193,"bytes_used":614400}
 ///
-/// Written through SyncField's batched `OutputFile`: whole lines only, `sync` makes them durable.
+/// It also holds every value of the frame's timestamp line (`capture_ns`, `frame_number`,
+/// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
+/// power cut took from the timestamps file, which the SyncField writer syncs on its own schedule.
+///
+/// Written through SyncField's `OutputFile` (whole lines only), each line as soon as it is made,
+/// right after its frame: a killed recorder leaves no frame in the video without its line here,
+/// where a batch would leave up to a second of them, whose timestamp lines (in the SyncField
+/// writer's batch) are then lost with them. `sync` makes the lines durable.
 ///
 /// Writer-thread-bound.
 final class FrameLog {
@@ -31,12 +38,14 @@ final class FrameLog {
         line.appendJSONNumber(record.dequeueNs)
         line.append(#","capture_ns":"#)
         line.appendJSONNumber(record.captureNs)
+        line.append(#","uncertainty_ns":"#)
+        line.appendJSONNumber(record.uncertaintyNs)
         line.append(#","flags":"#)
         line.appendJSONNumber(UInt64(record.flags))
         line.append(#","bytes_used":"#)
         line.appendJSONNumber(UInt64(record.bytesUsed))
         line.append("}\n")
-        if line.count >= VideoSessionSink.frameLogBatchBytes { file.writePending() }
+        file.writePending()
         if let failure = file.failure { throw failure }
     }
 

@@ -11,13 +11,15 @@ import Glibc
 /// Segment size). A frame cut short by the end of the file is left out: a raw frame must have
 /// its format's exact size, an MJPEG frame must end with its end-of-image marker.
 public enum MatroskaSalvage {
-    /// Salvages `path` in place and returns how many frames it now holds. A file without even a
-    /// readable header becomes a valid file with no frames.
-    public static func salvage(path: String, format: VideoFormat, nominalRate: Double) throws(MediaError) -> Int {
+    /// Salvages `path` in place, keeping at most `limit` frames (the first ones), and returns
+    /// how many frames it now holds. A file without even a readable header becomes a valid file
+    /// with no frames.
+    public static func salvage(path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil) throws(MediaError) -> Int {
         let temporary = path + ".salvage"
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
         var failure: MediaError?
         forEachWholeFrame(in: path, format: format) { bytes, ns in
+            if let limit, writer.frameCount >= limit { return false }
             do throws(MediaError) { try writer.writeFrame(bytes, captureNs: ns) } catch {
                 failure = error
                 return false
@@ -39,6 +41,28 @@ public enum MatroskaSalvage {
             return true
         }
         return count
+    }
+
+    /// Makes `path`, a file `MatroskaWriter` wrote, finished or not, a finished file of its first
+    /// `keep` frames without rewriting it: it ends after the last frame kept, with the Segment
+    /// size and duration `finish` would have written. An hour of video is finished at once, on a
+    /// disk with no room for a copy. Returns false, having changed nothing, for a file in another
+    /// layout (another writer's, a remux with an index) or with fewer frames.
+    public static func finishInPlace(path: String, keeping keep: Int, nominalRate: Double) throws(MediaError) -> Bool {
+        var error = CMatroska_error()
+        let periodTicks = MatroskaWriter.framePeriodTicks(nominalRate: nominalRate)
+        switch CMatroska_finish_in_place(path, keep, periodTicks, MatroskaWriter.writingApp, &error) {
+        case 0: return true
+        case 1: return false
+        default: throw MediaError(cError: error, path: path)
+        }
+    }
+
+    /// Whether a frame of `size` bytes can be whole in `format`, as far as its size tells: a raw
+    /// frame has its format's exact size (an MJPEG frame's end-of-image marker needs its bytes).
+    static func mayBeWhole(size: UInt64, format: VideoFormat) -> Bool {
+        guard let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height) else { return size >= 2 }
+        return size == UInt64(expected)
     }
 
     /// Calls `body` with each frame's bytes and time (ns on the file's timeline) until the first

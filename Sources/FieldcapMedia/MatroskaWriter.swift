@@ -36,8 +36,11 @@ public final class MatroskaWriter {
     /// Frames written so far.
     public private(set) var frameCount = 0
 
+    /// The files' WritingApp, by which `MatroskaSalvage.finishInPlace` knows their layout.
+    static let writingApp = "fieldcap"
+
     /// The file's timestamp unit (CMatroska.h).
-    private static let nanosecondsPerTick = UInt64(CMATROSKA_NANOSECONDS_PER_TICK)
+    static let nanosecondsPerTick = UInt64(CMATROSKA_NANOSECONDS_PER_TICK)
 
     /// Whether frames go to the disk with direct I/O (see the type's documentation).
     public var writesDirect: Bool { file.map { CMatroska_writes_direct($0) } ?? false }
@@ -48,7 +51,7 @@ public final class MatroskaWriter {
         self.path = path
         self.format = format
         let period = nominalRate > 0 ? 1e9 / nominalRate : 0
-        framePeriodTicks = period / Double(Self.nanosecondsPerTick)
+        framePeriodTicks = Self.framePeriodTicks(nominalRate: nominalRate)
         // O_NOFOLLOW: a link planted in the session directory must not send the video elsewhere.
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(errno, "open", path: path) }
@@ -60,10 +63,15 @@ public final class MatroskaWriter {
                 var track = CMatroska_video_track(
                     codec_id: codecID, colour_space: colourSpace, width: UInt32(format.width),
                     height: UInt32(format.height), default_duration_ns: UInt64(period.rounded()))
-                return CMatroska_create(fd, directFd, &track, "fieldcap", &error)
+                return CMatroska_create(fd, directFd, &track, Self.writingApp, &error)
             }
         }
         guard file != nil else { throw Self.failure(error, path: path) }
+    }
+
+    /// The nominal frame period in ticks: the last frame's share of the file's duration.
+    static func framePeriodTicks(nominalRate: Double) -> Double {
+        nominalRate > 0 ? 1e9 / nominalRate / Double(nanosecondsPerTick) : 0
     }
 
     /// The FourCC a raw format is stored under (the track's ColourSpace; FFmpeg's and VLC's
@@ -84,10 +92,7 @@ public final class MatroskaWriter {
     }
 
     private static func failure(_ error: CMatroska_error, path: String) -> MediaError {
-        var error = error
-        let operation = withUnsafeBytes(of: &error.operation) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        let message = withUnsafeBytes(of: &error.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        return MediaError(path: path, operation: operation, code: error.code, message: message)
+        MediaError(cError: error, path: path)
     }
 
     deinit {

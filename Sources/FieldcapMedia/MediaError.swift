@@ -1,3 +1,5 @@
+import CMatroska
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,5 +16,15 @@ public struct MediaError: Error, CustomStringConvertible, Equatable {
 
     static func system(_ code: Int32, _ operation: String, path: String) -> MediaError {
         MediaError(path: path, operation: operation, code: code, message: String(cString: strerror(code)))
+    }
+}
+
+extension MediaError {
+    /// What a CMatroska call reported.
+    init(cError: CMatroska_error, path: String) {
+        var error = cError
+        let operation = withUnsafeBytes(of: &error.operation) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let message = withUnsafeBytes(of: &error.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        self.init(path: path, operation: operation, code: error.code, message: message)
     }
 }

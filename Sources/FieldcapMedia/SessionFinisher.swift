@@ -18,16 +18,16 @@ public enum SessionFinisher {
     /// complete and valid, then validate it.
     public static func recover(directory: String, say: (String) -> Void) throws -> Outcome {
         guard let start = SessionStart(directory: directory) else { return .notAFieldcapSession }
-        if start.state != "recording" && SessionValidator.validate(directory: directory).isValid {
+        if start.state != "recording" && SessionValidator.validateWithVideos(directory: directory).isValid {
             return .alreadyValid(state: start.state)
         }
         try finish(directory: directory, start: start, rewriteVideos: true, state: "recovered", say: say)
-        return .recovered(SessionValidator.validate(directory: directory))
+        return .recovered(SessionValidator.validateWithVideos(directory: directory))
     }
 
     /// - Parameters:
-    ///   - rewriteVideos: rewrite each video to its last whole frame (it then plays as a finished
-    ///     file); without it the videos are only read, for a disk with no room to rewrite them.
+    ///   - rewriteVideos: a video fieldcap cannot finish in place (another writer's layout) may be
+    ///     rewritten; not on a disk with no room for a copy. fieldcap's own are finished in place.
     ///   - state: what fieldcap.json's `state` becomes.
     ///   - say: one line per stream on what was kept.
     public static func finish(
@@ -40,16 +40,22 @@ public enum SessionFinisher {
         for stream in start.streams {
             let base = "\(directory)/\(stream.id)"
             if let format = stream.format {
-                let frames = rewriteVideos
-                    ? try MatroskaSalvage.salvage(path: "\(base).mkv", format: format, nominalRate: stream.nominalRate)
-                    : MatroskaSalvage.countFrames(path: "\(base).mkv", format: format)
-                let stamps = try SessionRecovery.trimJSONLines(path: "\(base).timestamps.jsonl", limit: frames)
-                let log = try SessionRecovery.trimJSONLines(path: "\(base).frames.ndjson", limit: frames)
-                counts[stream.id] = stamps.keptLines
+                let camera = try CameraRecovery.recover(
+                    base: base, format: format, nominalRate: stream.nominalRate, hostId: start.syncPoint.hostId,
+                    rewriteVideo: rewriteVideos)
+                counts[stream.id] = camera.frames
                 links[stream.id] = stream.linkedPath ?? "\(directory)/\(stream.id).mkv"
-                notes[stream.id] = ["frames_in_video": frames, "timestamp_lines": stamps.keptLines, "timestamps_cut_bytes": stamps.cutBytes,
-                                    "frames_log_cut_bytes": log.cutBytes]
-                say("  \(stream.id): \(frames) frames in \(stream.id).mkv, \(stamps.keptLines) timestamp lines kept (\(stamps.cutBytes) bytes cut)")
+                notes[stream.id] = [
+                    "frames_in_video": camera.frames, "timestamp_lines": camera.frames,
+                    "timestamp_lines_restored": camera.restoredLines, "frames_cut": camera.framesCut,
+                    "timestamps_cut_bytes": camera.timestampsCutBytes, "frames_log_cut_bytes": camera.frameLogCutBytes,
+                ]
+                var detail: [String] = []
+                if camera.restoredLines > 0 { detail.append("\(camera.restoredLines) restored from \(stream.id).frames.ndjson") }
+                if camera.framesCut > 0 { detail.append("\(camera.framesCut) frames without a timestamp line cut from the video") }
+                if camera.timestampsCutBytes > 0 { detail.append("\(camera.timestampsCutBytes) bytes of timestamp lines cut") }
+                say("  \(stream.id): \(camera.frames) frames in \(stream.id).mkv and \(camera.frames) timestamp lines"
+                    + (detail.isEmpty ? "" : " (\(detail.joined(separator: "; ")))"))
             } else {
                 // A sample is its timestamp line and its sensor line: keep the samples both hold.
                 let stamps = try SessionRecovery.trimJSONLines(path: "\(base).timestamps.jsonl")
@@ -70,7 +76,9 @@ public enum SessionFinisher {
         // The sidecar as it stands now (the end's, when the recorder got to write it).
         var document = SessionStart(directory: directory)?.document ?? start.document
         document["state"] = state
-        document["recovery"] = ["recovered_utc": SessionStart.utc(Date()), "was": start.state, "streams": notes]
+        var recovery: [String: Any] = ["recovered_utc": SessionStart.utc(Date()), "was": start.state, "streams": notes]
+        if start.streams.contains(where: { $0.format != nil }) { recovery["camera_timestamps"] = CameraRecovery.method }
+        document["recovery"] = recovery
         try SessionStart.store(document, directory: directory)
     }
 }

@@ -8,6 +8,14 @@ import SyncField
 /// A frame is written to its video file before its timestamp line, so a timestamp line never
 /// refers to a frame the file does not hold.
 ///
+/// After a crash or a power cut the video can hold frames whose timestamp lines were lost: its
+/// frames reach the disk at this sink's syncs (their bytes at once, with direct I/O), the
+/// timestamp lines at the SyncField writer's own, and a killed process loses the lines still in
+/// that writer's batch. The frame log holds each frame's timestamp values too; its line is written
+/// right after the frame, and made durable before the video at every sync and at the end, so
+/// whatever frames a kill or a cut leaves in the video, the log has their lines and
+/// `fieldcap recover` restores them (`CameraRecovery`).
+///
 /// Writer-thread-bound.
 public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
@@ -17,7 +25,8 @@ public final class VideoSessionSink: RecordSink {
     private let directIO: Bool
     private var streamIDs: [String] = []
 
-    /// How much of a camera's frame log waits in memory before it is written.
+    /// A camera's frame log buffer. Each line is written as it is made; lines a full disk refused
+    /// wait here for the space the recorder gives back as it stops (its disk reserve counts this).
     public static let frameLogBatchBytes = 64 * 1024
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem
@@ -62,17 +71,18 @@ public final class VideoSessionSink: RecordSink {
     }
 
     public func sync() throws {
-        for video in videos { try video?.sync() }
+        // The logs first: a cut between the two leaves the log ahead of the video, never behind.
         for log in frameLogs { try log?.sync() }
+        for video in videos { try video?.sync() }
     }
 
     public func close() throws -> [String: Int] {
         var firstError: Error?
-        for video in videos {
-            do { try video?.finish() } catch { firstError = firstError ?? error }
-        }
         for log in frameLogs {
             do { try log?.sync() } catch { firstError = firstError ?? error }
+        }
+        for video in videos {
+            do { try video?.finish() } catch { firstError = firstError ?? error }
         }
         let counts = try sessionSink.close()
         if let firstError { throw firstError }

@@ -219,7 +219,7 @@ struct Record: ParsableCommand {
         ).write()
         if writeFailure != nil, let start = SessionStart(directory: directory) {
             // Files stopped at different points: cut them back to what they all hold. The videos
-            // are only read (a full disk has no room to rewrite them); they play to that frame.
+            // are cut in place (a full disk has no room for a copy).
             try SessionFinisher.finish(directory: directory, start: start, rewriteVideos: false, state: "stopped: \(reason)") { _ in }
         }
         status.printSummary(summary, elapsed: elapsed, reason: reason)

@@ -13,12 +13,15 @@ struct Recover: ParsableCommand {
             recording starts, and makes every file durable at least once a second. recover uses
             that to finish the session:
 
-              - each video is rewritten to play to its last complete frame (a frame cut short by
-                the end of the file is left out);
               - lines that did not reach the disk whole, or read back damaged, are cut from the
                 end of every .jsonl and .ndjson file;
-              - a camera's timestamp lines are cut to the frames its video holds, and an IMU's
-                timestamp and sensor lines to the samples both files have;
+              - each video keeps exactly the frames that have a timestamp line: lines a power cut
+                took are written back from the camera's frame log ({id}.frames.ndjson holds the
+                values the recorder stamped), each only where it gives the frame's time in the
+                video; a frame with no such line, or cut short by the end of the file, is cut;
+              - each video is made a finished file in place (its size and duration written; no
+                copy, however long it is), so it plays to its last frame;
+              - an IMU's timestamp and sensor lines are cut to the samples both files have;
               - sync_point.json and manifest.json are written as the recorder would have, and
                 fieldcap.json says what was recovered.
 

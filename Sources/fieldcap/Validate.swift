@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapMedia
 import FieldcapSession
 import Foundation
 import SyncField
@@ -11,7 +12,10 @@ struct Validate: ParsableCommand {
             Parses every line of every stream file and checks keys, their order and types, the \
             number and string spellings the SDK produces, non-decreasing capture_ns, \
             clock_domain == host_id, sensor lines against their timestamp lines, and the \
-            manifest and sync point against the files.
+            manifest and sync point against the files. Each video the manifest links must \
+            exist, be Matroska with a video track, and hold frame_count frames (counted from \
+            the blocks' headers, without decoding); a linked path that no longer exists is \
+            looked for under its file name in the session directory.
 
             Each problem is printed as FILE:LINE: MESSAGE. Exit status: 0 when the session is \
             valid, 1 when it has problems, 64 for a usage error.
@@ -36,7 +40,7 @@ struct Validate: ParsableCommand {
 
     func run() throws {
         let progress = ValidationProgressLine(quiet: quiet)
-        let report = SessionValidator.validate(directory: directory, progress: progress.show)
+        let report = SessionValidator.validateWithVideos(directory: directory, progress: progress.show)
         progress.line.erase()
         for problem in report.problems { print("\(directory)/\(problem)") }
         for warning in report.warnings where !quiet { print("\(directory)/\(warning) (warning)") }

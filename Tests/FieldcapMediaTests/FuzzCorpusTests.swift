@@ -16,7 +16,7 @@ struct FuzzCorpusTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(Self.corpus)/\(name)")))
         FuzzSession.materialize(bytes, into: directory)
-        _ = SessionValidator.validate(directory: directory)
+        _ = SessionValidator.validateWithVideos(directory: directory)
         return (try SessionFinisher.recover(directory: directory, say: { _ in }), directory)
     }
 

@@ -186,9 +186,22 @@ struct EBMLLayout {
     var cuePoints = 0
     /// The whole length (ID, size, data) of each Void element.
     var voidLengths: [Int] = []
+    /// Where each Cluster starts and ends in the file.
+    var clusters: [Range<Int>] = []
 
     static let segment: UInt32 = 0x1853_8067, cluster: UInt32 = 0x1F43_B675, cues: UInt32 = 0x1C53_BB6B
     static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB, void: UInt32 = 0xEC
+
+    /// A file's bytes with its TrackUID (random per file) zeroed, to compare two files' layout.
+    static func withoutTrackUID(_ data: Data) -> Data {
+        var bytes = [UInt8](data)
+        // TrackUID: ID 0x73C5, a one-byte size, the value.
+        if let at = (0..<(bytes.count - 3)).first(where: { bytes[$0] == 0x73 && bytes[$0 + 1] == 0xC5 }) {
+            let length = Int(bytes[at + 2] & 0x7F)
+            for index in (at + 3)..<min(bytes.count, at + 3 + length) { bytes[index] = 0 }
+        }
+        return Data(bytes)
+    }
 
     init(path: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -214,7 +227,10 @@ struct EBMLLayout {
             let unknown = rawSize == (UInt64(1) << (7 * UInt64(sizeLength))) - 1
             let end = unknown ? range.upperBound : min(range.upperBound, start + Int(rawSize))
             switch UInt32(id) {
-            case Self.segment, Self.cluster, Self.cues: walk(bytes, start..<end)
+            case Self.cluster:
+                clusters.append(offset..<end)
+                walk(bytes, start..<end)
+            case Self.segment, Self.cues: walk(bytes, start..<end)
             case Self.simpleBlock:
                 if let (_, trackLength) = Self.vint(bytes, start, keepMarker: false), start + trackLength + 2 < end {
                     simpleBlockKeyFlags.append(bytes[start + trackLength + 2] & 0x80 != 0)

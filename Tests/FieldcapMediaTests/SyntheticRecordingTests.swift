@@ -41,6 +41,17 @@ struct SyntheticRecordingTests {
             for (index, line) in lines.enumerated() {
                 #expect(line.contains(#""frame_number":\#(index),"#))
             }
+            // The frame log holds every value of each frame's timestamp line, for recover to
+            // write back the lines a power cut took.
+            let logged = try String(contentsOfFile: "\(path)/\(camera).frames.ndjson", encoding: .utf8).split(separator: "\n")
+            #expect(logged.count == lines.count)
+            for (stamp, log) in zip(lines, logged) {
+                let stampFields = try JSONSerialization.jsonObject(with: Data(stamp.utf8)) as! [String: Any]
+                let logFields = try JSONSerialization.jsonObject(with: Data(log.utf8)) as! [String: Any]
+                for key in ["capture_ns", "frame_number", "uncertainty_ns"] {
+                    #expect((stampFields[key] as? NSNumber) == (logFields[key] as? NSNumber), "\(camera) \(key): \(stamp) vs \(log)")
+                }
+            }
         }
     }
 }

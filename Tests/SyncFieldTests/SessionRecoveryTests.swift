@@ -44,6 +44,41 @@ struct SessionRecoveryTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
         #expect(try SessionRecovery.trimJSONLines(path: path + ".missing") == SessionRecovery.Trim(keptLines: 0, cutBytes: 0))
     }
+
+    @Test("lines written back are the writer's bytes, after the whole lines kept, and never through a symbolic link")
+    func appendedLines() throws {
+        let directory = TemporaryDirectory("recovery-append")
+        let session = SyncSession(hostId: "rig_\"01/", outputDir: directory.path)
+        try session.start()
+        let values: [SessionRecovery.TimestampLine] = [
+            .init(captureNs: 1_234_567_890_123, frameNumber: 0, uncertaintyNs: 5_000_000),
+            .init(captureNs: 1_234_600_000_000, frameNumber: 1, uncertaintyNs: 1_042),
+            .init(captureNs: UInt64.max, frameNumber: 2, uncertaintyNs: 0),
+        ]
+        for line in values {
+            try session.stamp("cam", frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs, captureNs: line.captureNs)
+        }
+        try session.stop()
+        let written = try Data(contentsOf: URL(fileURLWithPath: directory.file("cam.timestamps.jsonl")))
+
+        let path = directory.file("restored.jsonl")
+        try Data(written.prefix { $0 != 10 } + [10] + Array("{\"capture_ns\":".utf8)).write(to: URL(fileURLWithPath: path))
+        #expect(try SessionRecovery.trimJSONLines(path: path).keptLines == 1)
+        try SessionRecovery.appendTimestampLines(Array(values.dropFirst()), to: path, hostId: "rig_\"01/")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == written)
+
+        let missing = directory.file("new.jsonl")
+        try SessionRecovery.appendTimestampLines(values, to: missing, hostId: "rig_\"01/")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: missing)) == written)
+
+        let victim = directory.file("victim")
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: directory.file("link.jsonl"), withDestinationPath: victim)
+        #expect(throws: SyncFieldError.self) {
+            try SessionRecovery.appendTimestampLines(values, to: directory.file("link.jsonl"), hostId: "rig")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == Data("precious\n".utf8))
+    }
 }
 
 @Suite("Files stay inside the session")

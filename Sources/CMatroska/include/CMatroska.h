@@ -83,10 +83,42 @@ void CMatroska_free(CMatroska_writer *writer);
 typedef int (*CMatroska_frame_handler)(void *context, const uint8_t *bytes, size_t count, uint64_t time_ns);
 
 /// Reads the frames of the file's (first) video track in file order, for a recording that was
-/// never finished: reading stops quietly at the end of the file, at the first element cut short
-/// and at the first that cannot be read, after the frames before it. Returns how many frames
-/// went to `handler`, or -1 with `error` filled when the file cannot be opened.
+/// never finished: reading stops quietly at the end of the file, at the first element cut short,
+/// at the first that cannot be read and at the first that does not start where the one before it
+/// ended (a power cut can leave zeros where a Cluster's header was), after the frames before it.
+/// Returns how many frames went to `handler`, or -1 with `error` filled when the file cannot be
+/// opened.
 long CMatroska_read_frames(const char *path, CMatroska_frame_handler handler, void *context, CMatroska_error *error);
+
+/// What CMatroska_scan_frames found the file to be.
+typedef struct {
+    /// It starts with an EBML header whose DocType is "matroska" or "webm".
+    bool is_matroska;
+    /// Its Tracks element names a video track (the one whose frames are counted).
+    bool has_video_track;
+} CMatroska_file_info;
+
+/// Receives one frame seen by CMatroska_scan_frames: its size and its time in nanoseconds on the
+/// file's timeline. Returns 0 to go on, anything else to stop.
+typedef int (*CMatroska_frame_seen)(void *context, uint64_t size, uint64_t time_ns);
+
+/// Finds the frames of the file's (first) video track as CMatroska_read_frames does, reading
+/// only each block's header, not the frames' bytes: an hour of video is counted by reading a few
+/// kilobytes a frame. A frame counts only when its block lies wholly inside the file. `handler`
+/// may be NULL. Returns how many frames were seen, or -1 with `error` filled when the file cannot
+/// be opened; `info` (may be NULL) says what the file is.
+long CMatroska_scan_frames(const char *path, CMatroska_file_info *info, CMatroska_frame_seen handler, void *context,
+                           CMatroska_error *error);
+
+/// Makes a file CMatroska_create wrote (with `writing_app`), finished or not, a finished file of
+/// its first `keep` frames (as CMatroska_scan_frames counts them), in place: it ends after the
+/// Cluster of the last frame kept, its Segment gets its size and its Duration the last frame's
+/// time plus `frame_period_ms`, as CMatroska_finish would write them. Nothing is rewritten, so an
+/// hour of video is finished at once and with no free space. Returns 0 when done, 1 (nothing
+/// changed) when the file is missing, not in that layout or has fewer than `keep` frames, -1 with
+/// `error` filled on failure.
+int CMatroska_finish_in_place(const char *path, long keep, double frame_period_ms, const char *writing_app,
+                              CMatroska_error *error);
 
 #ifdef __cplusplus
 }

@@ -65,7 +65,60 @@ public enum SessionRecovery {
         return Trim(keptLines: kept, cutBytes: cutBytes)
     }
 
-    /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced).
+    /// One timestamp line's values, as `stamp()` takes them.
+    public struct TimestampLine: Equatable, Sendable {
+        public var captureNs: UInt64
+        public var frameNumber: Int
+        public var uncertaintyNs: UInt64
+
+        public init(captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) {
+            self.captureNs = captureNs
+            self.frameNumber = frameNumber
+            self.uncertaintyNs = uncertaintyNs
+        }
+    }
+
+    /// Appends `lines` to `path` (created if missing), spelled byte for byte as the session's
+    /// writer spells them with `hostId` as the clock domain, and fsyncs: for lines a crash lost
+    /// whose values survived elsewhere (fieldcap's frame log holds each frame's). Call it after
+    /// `trimJSONLines`, so they follow whole lines.
+    public static func appendTimestampLines(_ lines: [TimestampLine], to path: String, hostId: String) throws {
+        guard !lines.isEmpty else { return }
+        let encoder = LineEncoder(hostId: hostId)
+        let bytes = ByteBuffer(capacity: lines.count * 160)
+        for line in lines {
+            encoder.appendTimestampLine(
+                to: bytes, captureNs: line.captureNs, frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs)
+        }
+        // Never through a symbolic link: recovery changes only the session's own files.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fd, bytes.bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SyncFieldError.ioFailure(path: path, operation: "write", errno: errno)
+            }
+            offset += written
+        }
+        guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
+    }
+
+    /// Creates `path` empty (0644 less the umask, fsynced) unless something is there.
+    private static func createIfMissing(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        if fd < 0 {
+            if errno == EEXIST { return }
+            throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno)
+        }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
+    }
+
+    /// Writes `sync_point.json` and `manifest.json` as `stop()` does (atomically, fsynced), and
+    /// an empty file for each stream file the manifest names that is missing.
     ///
     /// - Parameters:
     ///   - timestampCounts: lines in each stream's `{id}.timestamps.jsonl` after trimming.
@@ -75,6 +128,12 @@ public enum SessionRecovery {
         directory: String, syncPoint: SyncPoint, timestampCounts: [String: Int], recorded: Set<String>,
         links: [String: String]
     ) throws {
+        // A stream whose files never reached the disk (a power cut in its first second) is listed
+        // with no lines: its files exist, empty, as the manifest names them.
+        for id in timestampCounts.keys.sorted() {
+            try createIfMissing("\(directory)/\(id).timestamps.jsonl")
+            if recorded.contains(id) { try createIfMissing("\(directory)/\(id).jsonl") }
+        }
         let manifest = SessionManifest(hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
         try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/sync_point.json")
         try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/manifest.json")

@@ -11,6 +11,12 @@ public struct SessionValidator {
         public var line: Int?
         public var message: String
 
+        public init(file: String, line: Int? = nil, message: String) {
+            self.file = file
+            self.line = line
+            self.message = message
+        }
+
         public var description: String {
             if let line { return "\(file):\(line): \(message)" }
             return "\(file): \(message)"

@@ -1,0 +1,90 @@
+import Foundation
+import SyncField
+
+extension SessionValidator {
+    /// Every rule `validate(directory:progress:)` checks, and the videos: each video stream's
+    /// linked file exists, is Matroska with a video track, and holds as many frames as the
+    /// manifest's `frame_count` (counted from the blocks' headers, without reading the frames).
+    /// What `fieldcap validate` and `fieldcap recover` check. It lives here rather than in
+    /// `SyncField`, whose validator knows no video format and needs no C library.
+    ///
+    /// A linked path that no longer exists is looked for under its file name beside
+    /// `manifest.json`, so a session copied off the rig still validates.
+    public static func validateWithVideos(directory: String, progress: ((Progress) -> Void)? = nil) -> Report {
+        var report = validate(directory: directory, progress: progress)
+        let videos = videoProblems(directory: directory)
+        report.problems += videos.problems
+        report.warnings += videos.warnings
+        return report
+    }
+
+    /// The problems (and warnings) with the videos `manifest.json` links. A manifest that cannot
+    /// be read gives none here: `validate` reports it.
+    static func videoProblems(directory: String) -> (problems: [Problem], warnings: [Problem]) {
+        var problems: [Problem] = []
+        var warnings: [Problem] = []
+        guard let data = FileManager.default.contents(atPath: "\(directory)/manifest.json"),
+            let manifest = try? JSONTextParser.parse([UInt8](data)), case .object(let streams)? = manifest["streams"]
+        else { return ([], []) }
+        let recordedByFieldcap = FileManager.default.fileExists(atPath: "\(directory)/fieldcap.json")
+        for stream in streams {
+            let id = stream.key, entry = stream.value
+            guard entry["type"]?.stringValue == "video", let path = entry["path"]?.stringValue else { continue }
+            func problem(_ message: String) { problems.append(Problem(file: "manifest.json", message: "streams.\(id).path: \(message)")) }
+            guard let video = resolve(path, in: directory) else {
+                let name = (path as NSString).lastPathComponent
+                problem("\(path) does not exist" + (path.hasPrefix("/") && !name.isEmpty ? " (nor does \(name) in the session directory)" : ""))
+                continue
+            }
+            let shown = Self.relative(video, to: directory)
+            let scan: MatroskaScan
+            do { scan = try MatroskaScan(path: video) } catch {
+                problem("\(shown) cannot be read: \(error)")
+                continue
+            }
+            guard scan.isMatroska else {
+                let named = ["mkv", "mka", "mk3d", "webm"].contains((video as NSString).pathExtension.lowercased())
+                if recordedByFieldcap || named {
+                    problem("\(shown) is not a Matroska file (no EBML header with DocType matroska or webm)")
+                } else {
+                    warnings.append(Problem(
+                        file: "manifest.json",
+                        message: "streams.\(id).path: \(shown) is not a Matroska file, so its frames were not counted"))
+                }
+                continue
+            }
+            guard scan.hasVideoTrack else {
+                problem("\(shown) has no video track")
+                continue
+            }
+            if let count = entry["frame_count"]?.integerValue, count != Int64(scan.frames.count) {
+                problems.append(Problem(
+                    file: "manifest.json",
+                    message: "streams.\(id).frame_count is \(count) but \(shown) holds \(scan.frames.count) frames: "
+                        + (recordedByFieldcap
+                            ? "`fieldcap recover` brings the video and its timestamp lines back into agreement"
+                            : "the video and its timestamp lines disagree")))
+            }
+        }
+        return (problems, warnings)
+    }
+
+    /// `path` from `directory` when it is inside it (as the validator names files), else as it is.
+    private static func relative(_ path: String, to directory: String) -> String {
+        let base = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let file = URL(fileURLWithPath: path).standardizedFileURL.path
+        return file.hasPrefix(base + "/") ? String(file.dropFirst(base.count + 1)) : path
+    }
+
+    /// `path` as the manifest gives it (relative paths from the session directory), else its file
+    /// name in the session directory; nil when neither is a file.
+    private static func resolve(_ path: String, in directory: String) -> String? {
+        var candidates = [path.hasPrefix("/") ? path : "\(directory)/\(path)"]
+        let name = (path as NSString).lastPathComponent
+        if path.hasPrefix("/") && !name.isEmpty { candidates.append("\(directory)/\(name)") }
+        return candidates.first { candidate in
+            var info = stat()
+            return stat(candidate, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import FieldcapCore
+import Foundation
+import SyncField
+import Testing
+@testable import FieldcapMedia
+
+@Suite("validate: each linked video against its manifest")
+struct VideoValidationTests {
+    /// A 2 s session at 30 fps: `cam` stamped and linked to `cam.mkv` with 61 frames, and an IMU.
+    /// With `fieldcap`, a fieldcap.json beside it.
+    private func makeSession(fieldcap: Bool = true) throws -> String {
+        let path = NSTemporaryDirectory() + "/videocheck-\(UUID().uuidString)"
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        try session.start()
+        let format = VideoFormat(width: 32, height: 24, pixelFormat: .yuyv)
+        let writer = try MatroskaWriter(path: "\(path)/cam.mkv", format: format, nominalRate: 30)
+        let frame = [UInt8](repeating: 0x80, count: format.pixelFormat.frameBytes(width: 32, height: 24)!)
+        for index in 0..<61 {
+            let capture = 9_000_000_000 + UInt64(index) * 33_333_333
+            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: capture) }
+            try session.stamp("cam", frameNumber: index, captureNs: capture)
+        }
+        for index in 0..<400 { try session.record("imu", frameNumber: index, channels: ["accel_x": Double(index)]) }
+        try writer.finish()
+        session.link("cam", path: "\(path)/cam.mkv")
+        try session.stop()
+        if fieldcap { FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8)) }
+        return path
+    }
+
+    /// Cuts `cam`'s timestamp lines and the manifest's frame_count to `count`.
+    private func cutStamps(_ path: String, to count: Int) throws {
+        let lines = try String(contentsOfFile: "\(path)/cam.timestamps.jsonl", encoding: .utf8).split(separator: "\n")
+        try (lines.prefix(count).joined(separator: "\n") + "\n").write(toFile: "\(path)/cam.timestamps.jsonl", atomically: true, encoding: .utf8)
+        let manifest = try String(contentsOfFile: "\(path)/manifest.json", encoding: .utf8)
+        try manifest.replacingOccurrences(of: #""frame_count": 61,"#, with: #""frame_count": \#(count),"#)
+            .write(toFile: "\(path)/manifest.json", atomically: true, encoding: .utf8)
+    }
+
+    private func messages(_ report: SessionValidator.Report) -> [String] { report.problems.map(\.description) }
+
+    @Test("a video holding 61 frames whose manifest and timestamp lines were cut to 49 fails, with the numbers")
+    func frameCountMismatch() throws {
+        let path = try makeSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(SessionValidator.validateWithVideos(directory: path).problems.isEmpty)
+        try cutStamps(path, to: 49)
+        // The SyncField rules alone see nothing wrong: the manifest matches its 49 lines.
+        #expect(SessionValidator.validate(directory: path).isValid)
+        let report = SessionValidator.validateWithVideos(directory: path)
+        #expect(!report.isValid)
+        #expect(messages(report) == [
+            "manifest.json: streams.cam.frame_count is 49 but cam.mkv holds 61 frames: `fieldcap recover` brings the video and its timestamp lines back into agreement",
+        ])
+    }
+
+    @Test("a linked video that is missing, not Matroska, or has no video track is a problem naming it")
+    func notAVideo() throws {
+        let path = try makeSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data("not a video\n".utf8).write(to: URL(fileURLWithPath: "\(path)/cam.mkv"))
+        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [
+            "manifest.json: streams.cam.path: cam.mkv is not a Matroska file (no EBML header with DocType matroska or webm)",
+        ])
+        let audio = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=duration=0.2", "-f", "matroska", "-y", "\(path)/cam.mkv"])
+        #expect(audio.status == 0, "\(audio.output)")
+        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == ["manifest.json: streams.cam.path: cam.mkv has no video track"])
+        try FileManager.default.removeItem(atPath: "\(path)/cam.mkv")
+        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [
+            "manifest.json: streams.cam.path: \(path)/cam.mkv does not exist (nor does cam.mkv in the session directory)",
+        ])
+        try FileManager.default.createDirectory(atPath: "\(path)/cam.mkv", withIntermediateDirectories: false)
+        #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
+    }
+
+    @Test("a session moved elsewhere finds its video beside the manifest, and is checked against it")
+    func movedSession() throws {
+        let path = try makeSession()
+        let moved = path + "-moved"
+        try FileManager.default.moveItem(atPath: path, toPath: moved)
+        defer { try? FileManager.default.removeItem(atPath: moved) }
+        #expect(SessionValidator.validateWithVideos(directory: moved).problems.isEmpty)
+        try cutStamps(moved, to: 49)
+        #expect(messages(SessionValidator.validateWithVideos(directory: moved)).first?.contains("frame_count is 49 but cam.mkv holds 61 frames") == true)
+    }
+
+    @Test("another recorder's video in another container is not counted, and says so; fieldcap's must be Matroska")
+    func otherContainers() throws {
+        let path = try makeSession(fieldcap: false)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let mp4 = "\(path)/cam.mp4"
+        FileManager.default.createFile(atPath: mp4, contents: Data([0, 0, 0, 0x18] + Array("ftypisom".utf8)))
+        let manifest = try String(contentsOfFile: "\(path)/manifest.json", encoding: .utf8)
+        try manifest.replacingOccurrences(of: #"cam.mkv""#, with: #"cam.mp4""#).write(toFile: "\(path)/manifest.json", atomically: true, encoding: .utf8)
+        let report = SessionValidator.validateWithVideos(directory: path)
+        #expect(report.isValid, "\(report.problems)")
+        #expect(report.warnings.map(\.description).contains("manifest.json: streams.cam.path: cam.mp4 is not a Matroska file, so its frames were not counted"))
+        FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8))
+        #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
+    }
+}
