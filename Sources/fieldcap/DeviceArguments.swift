@@ -17,7 +17,7 @@ struct DeviceArguments: ParsableArguments {
                 return try cameras.map { argument throws(PlanError) in try DeviceSpec(kind: .camera, argument: argument) }
                     + imus.map { argument throws(PlanError) in try DeviceSpec(kind: .imu, argument: argument) }
             } catch {
-                throw ValidationError(error)
+                throw error.exitForCommand()
             }
         }
     }
@@ -26,9 +26,9 @@ struct DeviceArguments: ParsableArguments {
 }
 
 extension DevicePlan {
-    /// `validate`, for a command's `validate()`: a problem is a usage error.
+    /// `validate`, for a command's `validate()`: a problem is one line and exit status 64.
     func validateForCommand(verb: String) throws {
-        do throws(PlanError) { try validate(verb: verb) } catch { throw ValidationError(error) }
+        do throws(PlanError) { try validate(verb: verb) } catch { throw error.exitForCommand() }
     }
 
     /// Opens and sets up every device. A device that cannot be used as asked is one line on
@@ -37,8 +37,7 @@ extension DevicePlan {
         do {
             return try makeSources()
         } catch let error as PlanError {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-            throw ExitCode(64)
+            throw error.exitForCommand()
         } catch let error as DeviceSetupError {
             FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
             throw ExitCode(64)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapSession
+import Foundation
 
 // The plan's types on the command line: the quantities as option values, plan errors as usage
 // errors (one line, exit 64).
@@ -17,7 +18,12 @@ extension ByteSize: ExpressibleByArgument {
     public static var defaultCompletionKind: CompletionKind { .default }
 }
 
-extension ValidationError {
-    /// A plan's error, as ArgumentParser reports a usage error.
-    init(_ error: PlanError) { self.init(error.message) }
+extension PlanError {
+    /// The error as the command line reports a device or config problem: one line on stderr
+    /// naming the argument, and exit status 64 (a usage error). ArgumentParser's own usage
+    /// errors add the usage text, which buries the one line that matters here.
+    func exitForCommand() -> ExitCode {
+        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        return ExitCode(64)
+    }
 }
