@@ -8,7 +8,10 @@ import SyncField
 /// A frame is written to its video file before its timestamp line, so a timestamp line never
 /// refers to a frame the file does not hold.
 ///
-/// Writer-thread-bound.
+/// Thread-bound per stream: each stream's `write` and `sync` come from one writer thread (the
+/// recorder gives each video its own), different streams' from different threads at once; each
+/// stream has its own video file and frame log, and the session is thread-safe. `open` and
+/// `close` from the controlling thread.
 public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
     private var videos: [MatroskaWriter?] = []
@@ -61,9 +64,11 @@ public final class VideoSessionSink: RecordSink {
         try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
-    public func sync() throws {
-        for video in videos { try video?.sync() }
-        for log in frameLogs { try log?.sync() }
+    public func sync(streams: [Int]) throws {
+        for stream in streams {
+            try videos[stream]?.sync()
+            try frameLogs[stream]?.sync()
+        }
     }
 
     public func close() throws -> [String: Int] {
