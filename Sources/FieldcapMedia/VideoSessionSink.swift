@@ -47,12 +47,15 @@ public final class VideoSessionSink: RecordSink {
         videos = try streams.map { descriptor in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
             let path = "\(directory)/\(descriptor.id).mkv"
-            let writer = try MatroskaWriter(path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO)
+            let writer = try MatroskaWriter(
+                path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO,
+                watch: sessionSink.session.diskWatch)
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }
         frameLogs = try streams.map { descriptor in
-            descriptor.kind == .video ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson") : nil
+            descriptor.kind == .video
+                ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson", watch: sessionSink.session.diskWatch) : nil
         }
     }
 

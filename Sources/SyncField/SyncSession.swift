@@ -89,6 +89,10 @@ public final class SyncSession: @unchecked Sendable {
     public let hostId: String
     public let outputDir: URL
     public let options: Options
+    /// Times every write and sync of the session's files, to tell a stalled or very slow disk:
+    /// which files, how long (an operation of a second or more). It starts afresh with each run.
+    /// Files written beside the session (videos) can be timed with it too.
+    public let diskWatch = DiskWatch()
 
     private static let stoppedEpoch = -2
     /// The current run while started, `stoppedEpoch` otherwise.
@@ -163,9 +167,10 @@ public final class SyncSession: @unchecked Sendable {
         locked.links = [:]
         queue.reopen(epoch: locked.run)
         writerFailureFlag.reset()
+        diskWatch.reset()
         let writer = SessionWriter(
             queue: queue, registry: registry, hostId: hostId, directory: directoryPath, options: options,
-            failureFlag: writerFailureFlag)
+            watch: diskWatch, failureFlag: writerFailureFlag)
         writer.start()
         locked.writer = writer
         locked.started = true

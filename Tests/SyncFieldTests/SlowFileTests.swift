@@ -64,4 +64,49 @@ struct SlowFileTests {
         #expect(try session.stop() == ["cam": 1, "imu": records])
         #expect(directory.lines("imu.timestamps.jsonl").count == records)
     }
+
+    @Test("a sync that hangs is reported while it lasts and afterwards, with its file and duration")
+    func hangingSyncIsReported() throws {
+        let directory = TemporaryDirectory()
+        let hang = HangingSync(path: directory.file("imu.jsonl"))
+        hang.install()
+        defer { hang.remove() }
+        var options = SyncSession.Options()
+        options.syncIntervalNs = 10_000_000
+        let session = SyncSession(hostId: "h", outputDir: directory.path, options: options)
+        try session.start()
+        try session.record("imu", frameNumber: 0, channels: ["x": 1])
+        #expect(hang.entered.wait(timeout: .now() + 30) == .success, "the IMU's file was never synced")
+        // The session's watch reports stalls of 1 s or more: wait (bounded) until this one is.
+        var ongoing: [DiskWatch.Stall] = []
+        let deadline = MonotonicClock.now() + 30_000_000_000
+        while ongoing.isEmpty && MonotonicClock.now() < deadline {
+            ongoing = session.diskWatch.takeRecentStalls().filter { $0.file == "imu.jsonl" }
+            usleep(50_000)
+        }
+        #expect(ongoing.count == 1)
+        #expect(ongoing.first?.operation == .sync)
+        #expect(ongoing.first?.ongoing == true)
+        #expect((ongoing.first?.seconds ?? 0) >= 1)
+        hang.release.signal()
+        // Once over, it is reported once more as ended, then no longer.
+        var ended: [DiskWatch.Stall] = []
+        while ended.isEmpty && MonotonicClock.now() < deadline {
+            ended = session.diskWatch.takeRecentStalls().filter { $0.file == "imu.jsonl" && !$0.ongoing }
+            usleep(10_000)
+        }
+        #expect(ended.count == 1)
+        #expect(session.diskWatch.takeRecentStalls().filter { $0.file == "imu.jsonl" && !$0.ongoing }.isEmpty)
+        try session.stop()
+        let summary = session.diskWatch.summary().filter { $0.file == "imu.jsonl" }
+        #expect(summary.count == 1)
+        #expect(summary.first?.operation == .sync)
+        #expect(summary.first?.count == 1)
+        #expect((summary.first?.longestSeconds ?? 0) >= 1)
+        #expect(summary.first?.longestSeconds == summary.first?.totalSeconds)
+        // A new run starts afresh.
+        try session.start()
+        #expect(session.diskWatch.summary().isEmpty)
+        try session.stop()
+    }
 }

@@ -15,6 +15,8 @@ import Musl
 package final class FileSyncState: Sendable {
     package let path: String
     package let fd: Int32
+    /// Times each sync, for a report of a stalled disk.
+    private let timer: DiskWatch.Timer?
     private let written = Atomic<Bool>(false)
     private let hasFailed = Atomic<Bool>(false)
     private let failed = Mutex<SyncFieldError?>(nil)
@@ -30,9 +32,10 @@ package final class FileSyncState: Sendable {
     package static let beforeSyncForTesting = Mutex<SyncHook?>(nil)
     #endif
 
-    package init(path: String, fd: Int32) {
+    package init(path: String, fd: Int32, watch: DiskWatch? = nil) {
         self.path = path
         self.fd = fd
+        timer = watch?.timer(path: path, operation: .sync)
     }
 
     /// The file was written to: the next `sync` has something to make durable.
@@ -44,11 +47,15 @@ package final class FileSyncState: Sendable {
     package func sync() {
         // Cleared first: a write that lands during the sync is synced by the next one.
         guard written.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let started = timer?.begin()
         #if DEBUG
+        // Inside the timed part: the hook stands for a slow fdatasync.
         if let hook = Self.beforeSyncForTesting.withLock({ $0 }) { hook.body(path) }
         #endif
-        if fdatasync(fd) != 0 {
-            let code = errno
+        let synced = fdatasync(fd)
+        let code = errno
+        if let started { timer?.end(started) }
+        if synced != 0 {
             guard code != EINVAL else { return }
             failed.withLock { if $0 == nil { $0 = .ioFailure(path: path, operation: "fdatasync", errno: code) } }
             hasFailed.store(true, ordering: .releasing)

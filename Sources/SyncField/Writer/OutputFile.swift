@@ -22,14 +22,18 @@ package final class OutputFile {
     /// Whether the file was written since its last sync, and a failed sync's error.
     package let syncState: FileSyncState
     private var writeFailure: SyncFieldError?
+    /// Times each write, for a report of a stalled disk.
+    private let writeTimer: DiskWatch.Timer?
     /// The last write found the disk full; what it could not write is still pending.
     private var waitingForSpace = false
 
-    package init(path: String, fd: Int32, batchBytes: Int) {
+    /// `watch` times the file's writes and syncs (a slow or stalled disk is reported).
+    package init(path: String, fd: Int32, batchBytes: Int, watch: DiskWatch? = nil) {
         self.path = path
         self.fd = fd
         self.pending = ByteBuffer(capacity: batchBytes + 4096)
-        self.syncState = FileSyncState(path: path, fd: fd)
+        self.syncState = FileSyncState(path: path, fd: fd, watch: watch)
+        self.writeTimer = watch?.timer(path: path, operation: .write)
     }
 
     /// The first failed write or sync, if any.
@@ -50,6 +54,8 @@ package final class OutputFile {
             pending.removeAll()
             return
         }
+        let started = writeTimer?.begin()
+        defer { if let started { writeTimer?.end(started) } }
         var offset = 0
         let bytes = pending.bytes
         while offset < bytes.count {

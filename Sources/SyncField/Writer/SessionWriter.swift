@@ -31,6 +31,7 @@ final class SessionWriter: @unchecked Sendable {
     private let encoder: LineEncoder
     private let directory: String
     private let options: SyncSession.Options
+    private let watch: DiskWatch
     private var streams: [StreamFiles?] = []
     private let scratch = ByteBuffer(capacity: 4096)
     private lazy var channelEncoder = ChannelEncoder(out: scratch)
@@ -50,8 +51,9 @@ final class SessionWriter: @unchecked Sendable {
 
     init(
         queue: EntryQueue, registry: StreamRegistry, hostId: String, directory: String,
-        options: SyncSession.Options, failureFlag: SyncSession.FailureFlag
+        options: SyncSession.Options, watch: DiskWatch, failureFlag: SyncSession.FailureFlag
     ) {
+        self.watch = watch
         self.failureFlag = failureFlag
         self.queue = queue
         self.registry = registry
@@ -143,7 +145,7 @@ final class SessionWriter: @unchecked Sendable {
         if files.timestamps == nil {
             let file = OutputFile(
                 path: "\(directory)/\(state.id).timestamps.jsonl", fd: state.timestampsFD,
-                batchBytes: options.batchBytes)
+                batchBytes: options.batchBytes, watch: watch)
             files.timestamps = file
             syncer?.add(file.syncState)
         }
@@ -158,7 +160,8 @@ final class SessionWriter: @unchecked Sendable {
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
             let file = OutputFile(
-                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes)
+                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes,
+                watch: watch)
             files.sensor = file
             syncer?.add(file.syncState)
         }
