@@ -37,6 +37,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
+    /// Buffers whose frame is with the writer: pushed by the capture thread, back at `releaseBuffer`.
+    private let buffersAtWriter = Atomic<Int>(0)
     /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).
     private(set) public var untrustedTimestamps = 0
     /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
@@ -203,8 +205,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             let failure = requeueFailure.load(ordering: .relaxed)
             if failure != 0 { throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: failure) }
             if MonotonicClock.now() &- lastFrame > stallTimeoutNs {
-                throw V4L2Error(code: .gone, device: device.path, operation: "capture", errno: 0,
-                                hint: "no frame for \(stallTimeoutNs / 1_000_000) ms: the camera stalled or was disconnected")
+                // With every buffer at the writer (a disk slower than the video, or stalled), the
+                // camera has nowhere to put a frame: it skips them (sequence gaps), it has not stalled.
+                if buffersAtWriter.load(ordering: .relaxed) >= buffers.count {
+                    lastFrame = MonotonicClock.now()
+                } else {
+                    throw V4L2Error(code: .gone, device: device.path, operation: "capture", errno: 0,
+                                    hint: "no frame for \(stallTimeoutNs / 1_000_000) ms: the camera stalled or was disconnected")
+                }
             }
             var ready: UInt32 = 0
             var failed: UInt32 = 0
@@ -271,7 +279,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
-            if !ring.push(record, sequence: record.sequence) {
+            if ring.push(record, sequence: record.sequence) {
+                buffersAtWriter.add(1, ordering: .relaxed)
+            } else {
                 _ = queue(Int32(buffer.index))
             }
         }
@@ -283,6 +293,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     }
 
     public func releaseBuffer(_ index: Int32) {
+        buffersAtWriter.subtract(1, ordering: .relaxed)
         // QBUF from the writer thread: the kernel's vb2 queue takes its own lock. A refusal ends
         // the stream (the capture thread sees it); after a stop it does not matter.
         if queue(index) != 0 && errno != EINVAL {
