@@ -69,6 +69,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
     /// would have had.
     public let timelineGaps = DropCounter()
+    public var deviceGaps: DropCounter? { timelineGaps }
     /// Gaps seen (each may miss several samples).
     public private(set) var gapEvents = 0
     /// Samples whose time was not after the previous one's (moved just past it, counted).

@@ -37,6 +37,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public var clockMapping: ClockMapping.Snapshot? { mapping.snapshot }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
+    public var deviceGaps: DropCounter? { sequenceGaps }
     /// Buffers whose frame is with the writer: pushed by the capture thread, back at `releaseBuffer`.
     private let buffersAtWriter = Atomic<Int>(0)
     /// Frames whose kernel timestamp was not used (untrusted clock or implausible time).

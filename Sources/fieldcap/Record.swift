@@ -176,7 +176,7 @@ struct Record: ParsableCommand {
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json)
+        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: session.diskWatch)
         if !quiet && !json { status.printHeader() }
 
         let started = MonotonicClock.now()
@@ -216,7 +216,8 @@ struct Record: ParsableCommand {
         let elapsed = Double(MonotonicClock.now() - started) / 1e9
         try Sidecar(
             hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
-            sources: sources, summary: summary, videoWrites: sink.videoWrites, directory: directory,
+            sources: sources, summary: summary, videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
+            diskStallNs: session.diskWatch.stallNs, directory: directory,
             linkDirectory: session.outputDir.path
         ).write()
         if writeFailure != nil, let start = SessionStart(directory: directory) {

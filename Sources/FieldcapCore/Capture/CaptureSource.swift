@@ -84,11 +84,18 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// Hands a frame buffer back after the writer wrote it. Writer-thread-bound; the default does
     /// nothing (sources without buffers).
     func releaseBuffer(_ index: Int32)
+
+    /// Records the device lost before the capture thread saw them, as the device's own count
+    /// shows (a camera's sequence gaps: frames it skipped, for one when fieldcap held all its
+    /// buffers; an IMU's timeline gaps). Counted by the capture thread, read from any thread.
+    /// nil (the default) for sources that cannot tell.
+    var deviceGaps: DropCounter? { get }
 }
 
 extension CaptureSource {
     public func frameBytes(of record: CaptureRecord) -> UnsafeRawBufferPointer? { nil }
     public func releaseBuffer(_ index: Int32) {}
+    public var deviceGaps: DropCounter? { nil }
 }
 
 extension Double {
