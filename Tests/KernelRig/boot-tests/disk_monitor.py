@@ -11,10 +11,12 @@ so it is whole when it appears), a JSON object:
     {"stall": 3, "bps": 8000000}          writes stopped (1 byte a second) for 3 s, then at bps
 
 and the monitor answers with SHARE/done-N once it is done (for a stall: once the rate is back),
-holding what it did and when (host CLOCK_MONOTONIC). It serves until it is killed.
+holding what it did and when (host CLOCK_MONOTONIC). It serves until QEMU closes the monitor
+(the guest powered off) or it is killed.
 """
 import json
 import os
+import select
 import socket
 import sys
 import time
@@ -55,7 +57,9 @@ number = 1
 while True:
     request = f"{share}/request-{number}"
     if not os.path.exists(request):
-        time.sleep(0.05)
+        # Meanwhile QEMU may send events (read and ignored) or close the monitor: then it is over.
+        if select.select([monitor], [], [], 0.05)[0] and not stream.readline():
+            sys.exit(0)
         continue
     asked = json.load(open(request))
     done = {"asked": asked, "began": time.monotonic()}
