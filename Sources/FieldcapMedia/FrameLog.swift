@@ -20,8 +20,10 @@ import SyncField
 final class FrameLog {
     private let file: OutputFile
 
-    init(path: String) throws {
-        file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: VideoSessionSink.frameLogBatchBytes)
+    /// `watch` times the log's writes and syncs.
+    init(path: String, watch: DiskWatch? = nil) throws {
+        file = OutputFile(
+            path: path, fd: try OutputFile.open(path: path), batchBytes: VideoSessionSink.frameLogBatchBytes, watch: watch)
     }
 
     deinit { file.close() }

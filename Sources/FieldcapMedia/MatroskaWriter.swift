@@ -1,5 +1,6 @@
 import CMatroska
 import FieldcapCore
+import SyncField
 
 #if canImport(Glibc)
 import Glibc
@@ -35,6 +36,9 @@ public final class MatroskaWriter {
     private var finished = false
     /// Frames written so far.
     public private(set) var frameCount = 0
+    /// Time each frame's write and each sync, for a report of a stalled disk.
+    private let writeTimer: DiskWatch.Timer?
+    private let syncTimer: DiskWatch.Timer?
 
     /// The files' WritingApp, by which `MatroskaSalvage.finishInPlace` knows their layout.
     static let writingApp = "fieldcap"
@@ -46,10 +50,15 @@ public final class MatroskaWriter {
     public var writesDirect: Bool { file.map { CMatroska_writes_direct($0) } ?? false }
 
     /// Creates (or replaces) `path` and writes the Matroska header and the video track.
-    /// `directIO: false` writes every frame through the page cache.
-    public init(path: String, format: VideoFormat, nominalRate: Double, directIO: Bool = true) throws(MediaError) {
+    /// `directIO: false` writes every frame through the page cache; `watch` times the frames'
+    /// writes and the syncs.
+    public init(
+        path: String, format: VideoFormat, nominalRate: Double, directIO: Bool = true, watch: DiskWatch? = nil
+    ) throws(MediaError) {
         self.path = path
         self.format = format
+        writeTimer = watch?.timer(path: path, operation: .write)
+        syncTimer = watch?.timer(path: path, operation: .sync)
         let period = nominalRate > 0 ? 1e9 / nominalRate : 0
         framePeriodTicks = Self.framePeriodTicks(nominalRate: nominalRate)
         // O_NOFOLLOW: a link planted in the session directory must not send the video elsewhere.
@@ -106,7 +115,11 @@ public final class MatroskaWriter {
     /// to the file when `writeFrame` returns.
     public func sync() throws(MediaError) {
         guard !finished else { return }
-        if fdatasync(fd) != 0 { throw .system(errno, "fdatasync", path: path) }
+        let started = syncTimer?.begin()
+        let synced = fdatasync(fd)
+        let code = errno
+        if let started { syncTimer?.end(started) }
+        if synced != 0 { throw .system(code, "fdatasync", path: path) }
     }
 
     /// Writes one frame captured at `captureNs` (`CLOCK_MONOTONIC_RAW`).
@@ -123,9 +136,10 @@ public final class MatroskaWriter {
         // one tick (capture_ns in the timestamps file stays exact).
         if let lastTick, tick <= lastTick { tick = lastTick + 1 }
         var error = CMatroska_error()
-        guard CMatroska_write_frame(file, bytes.baseAddress, bytes.count, tick, &error) == 0 else {
-            throw Self.failure(error, path: path)
-        }
+        let started = writeTimer?.begin()
+        let written = CMatroska_write_frame(file, bytes.baseAddress, bytes.count, tick, &error)
+        if let started { writeTimer?.end(started) }
+        guard written == 0 else { throw Self.failure(error, path: path) }
         lastTick = tick
         frameCount += 1
     }
@@ -137,7 +151,11 @@ public final class MatroskaWriter {
         let duration = lastTick.map { Double($0) + framePeriodTicks } ?? 0
         var error = CMatroska_error()
         guard CMatroska_finish(file, duration, &error) == 0 else { throw Self.failure(error, path: path) }
-        if fdatasync(fd) != 0 { throw .system(errno, "fdatasync", path: path) }
+        let started = syncTimer?.begin()
+        let synced = fdatasync(fd)
+        let syncError = errno
+        if let started { syncTimer?.end(started) }
+        if synced != 0 { throw .system(syncError, "fdatasync", path: path) }
         if directFd >= 0 {
             Glibc.close(directFd)
             directFd = -1

@@ -16,7 +16,10 @@ import SyncField
 /// whatever frames a kill or a cut leaves in the video, the log has their lines and
 /// `fieldcap recover` restores them (`CameraRecovery`).
 ///
-/// Writer-thread-bound.
+/// Thread-bound per stream: each stream's `write` and `sync` come from one writer thread (the
+/// recorder gives each video its own), different streams' from different threads at once; each
+/// stream has its own video file and frame log, and the session is thread-safe. `open` and
+/// `close` from the controlling thread.
 public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
     private var videos: [MatroskaWriter?] = []
@@ -53,12 +56,15 @@ public final class VideoSessionSink: RecordSink {
         videos = try streams.map { descriptor in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
             let path = "\(directory)/\(descriptor.id).mkv"
-            let writer = try MatroskaWriter(path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO)
+            let writer = try MatroskaWriter(
+                path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO,
+                watch: sessionSink.session.diskWatch)
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }
         frameLogs = try streams.map { descriptor in
-            descriptor.kind == .video ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson") : nil
+            descriptor.kind == .video
+                ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson", watch: sessionSink.session.diskWatch) : nil
         }
     }
 
@@ -70,10 +76,12 @@ public final class VideoSessionSink: RecordSink {
         try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
-    public func sync() throws {
-        // The logs first: a cut between the two leaves the log ahead of the video, never behind.
-        for log in frameLogs { try log?.sync() }
-        for video in videos { try video?.sync() }
+    public func sync(streams: [Int]) throws {
+        // The log first: a cut between the two leaves the log ahead of the video, never behind.
+        for stream in streams {
+            try frameLogs[stream]?.sync()
+            try videos[stream]?.sync()
+        }
     }
 
     public func close() throws -> [String: Int] {

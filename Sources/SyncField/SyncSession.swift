@@ -15,9 +15,11 @@ import Synchronization
 /// Thread-safe, like the SDK: any thread may call any method, and the lines of one stream are
 /// written in the order its calls were made. Unlike the SDK, a call neither takes a contended
 /// lock nor makes a system call: it reads the clock, checks its input, and hands a fixed-size
-/// entry to a lock-free queue. A writer thread encodes the lines, writes them in large batches,
-/// and makes them durable at least once per `Options.syncInterval` (1 s by default), so a crash
-/// loses at most that window. `stop()` drains everything, syncs, writes `sync_point.json` and
+/// entry to a lock-free queue. A writer thread encodes the lines and writes them in large
+/// batches; at least once per `Options.syncInterval` (1 s by default) it hands them all to the
+/// kernel and a sync thread makes them durable, so a crash loses at most that window (more only
+/// when the disk itself takes longer to sync). A file slow to sync delays no other stream's
+/// lines and no caller. `stop()` drains everything, syncs, writes `sync_point.json` and
 /// `manifest.json`, and returns the line counts.
 ///
 /// A stream's first call in a run creates its files (under a lock, once); that call is also
@@ -87,6 +89,10 @@ public final class SyncSession: @unchecked Sendable {
     public let hostId: String
     public let outputDir: URL
     public let options: Options
+    /// Times every write and sync of the session's files, to tell a stalled or very slow disk:
+    /// which files, how long (an operation of a second or more). It starts afresh with each run.
+    /// Files written beside the session (videos) can be timed with it too.
+    public let diskWatch = DiskWatch()
 
     private static let stoppedEpoch = -2
     /// The current run while started, `stoppedEpoch` otherwise.
@@ -133,6 +139,13 @@ public final class SyncSession: @unchecked Sendable {
         return locked.writer?.pthread
     }
 
+    /// The thread that syncs the current run's files (for tests that watch what it does).
+    var syncThread: pthread_t? {
+        lock.lock()
+        defer { lock.unlock() }
+        return locked.writer?.syncPthread
+    }
+
     // MARK: - Lifecycle
 
     /// Begins a run: creates the output directory and captures the sync point.
@@ -154,9 +167,10 @@ public final class SyncSession: @unchecked Sendable {
         locked.links = [:]
         queue.reopen(epoch: locked.run)
         writerFailureFlag.reset()
+        diskWatch.reset()
         let writer = SessionWriter(
             queue: queue, registry: registry, hostId: hostId, directory: directoryPath, options: options,
-            failureFlag: writerFailureFlag)
+            watch: diskWatch, failureFlag: writerFailureFlag)
         writer.start()
         locked.writer = writer
         locked.started = true

@@ -157,12 +157,15 @@ struct Record: ParsableCommand {
                 batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
-        // Idle writers poll, and on a small CPU each wake-up costs: the recorder's writer sleeps as
-        // long as its cameras' buffers allow, the SyncField writer while a quarter of its queue
+        // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
+        // sleeps as long as its own streams allow (a video's while a third of its camera's
+        // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue
         // fills. The queue holds 4,096 entries (0.8 MB) rather than the library's 16,384
-        // (3.3 MB, all touched at start): 4 s of a 1 kHz IMU. A full queue makes the recorder's
-        // writer wait, with an IMU's capture ring (4,096 records) still taking what comes meanwhile.
-        recorderOptions.idlePollNs = Recorder.Options.idlePollNs(for: sources.map(\.descriptor))
+        // (3.3 MB, all touched at start): 4 s of a 1 kHz IMU. Its writer only hands batches to the
+        // kernel (a sync thread makes them durable), so it keeps up through a stalled disk; if it
+        // ever did not, a full queue makes the sensors' writer wait, with an IMU's capture ring
+        // (4,096 records, 4 s more) still taking what comes meanwhile.
+        recorderOptions.idlePollNs = 100_000_000
         sessionOptions.queueCapacity = 4096
         sessionOptions.idlePollNs = sessionOptions.idlePollNs(
             forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
@@ -174,7 +177,7 @@ struct Record: ParsableCommand {
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json)
+        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: session.diskWatch)
         if !quiet && !json { status.printHeader() }
 
         let started = MonotonicClock.now()
@@ -214,7 +217,8 @@ struct Record: ParsableCommand {
         let elapsed = Double(MonotonicClock.now() - started) / 1e9
         try Sidecar(
             hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
-            sources: sources, summary: summary, videoWrites: sink.videoWrites, directory: directory,
+            sources: sources, summary: summary, videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
+            diskStallNs: session.diskWatch.stallNs, directory: directory,
             linkDirectory: session.outputDir.path
         ).write()
         if writeFailure != nil, let start = SessionStart(directory: directory) {

@@ -15,6 +15,9 @@ struct Sidecar {
     var summary: [Recorder.StreamSummary]
     /// How each video's frames went to its file (`VideoSessionSink.videoWrites`).
     var videoWrites: [String: String] = [:]
+    /// Writes and syncs that took `diskStallNs` or longer, per file (`DiskWatch.summary`).
+    var diskStalls: [DiskWatch.Summary] = []
+    var diskStallNs: UInt64 = DiskWatch().stallNs
     var directory: String
     /// The directory as the session's `link()` paths spell it.
     var linkDirectory: String
@@ -105,7 +108,23 @@ struct Sidecar {
             "state": "complete",
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": streams,
+            "disk_stalls": diskStallsEntry,
         ]
         try Self.store(document, directory: directory)
+    }
+
+    /// Which files waited for the disk for `diskStallNs` or longer in one operation, how often,
+    /// how long, and when first (seconds after the sync point): a slow card or a stalled disk.
+    var diskStallsEntry: [String: Any] {
+        [
+            "threshold_seconds": Double(diskStallNs) / 1e9,
+            "files": diskStalls.map {
+                [
+                    "file": $0.file, "operation": $0.operation.rawValue, "count": $0.count, "seconds": $0.totalSeconds,
+                    "longest_seconds": $0.longestSeconds,
+                    "first_at_seconds": Double(Int64(bitPattern: $0.firstStartedNs &- syncPoint.monotonicNs)) / 1e9,
+                ] as [String: Any]
+            },
+        ]
     }
 }

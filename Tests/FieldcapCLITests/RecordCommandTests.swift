@@ -33,6 +33,10 @@ struct RecordCommandTests {
         let streams = try #require(info["streams"] as? [[String: Any]])
         #expect(streams.map { $0["id"] as? String } == ["cam_left", "cam0", "imu0"])
         #expect(result.stderr.contains("check it with: fieldcap validate"))
+        // The sidecar says whether the disk stalled, also when it did not.
+        let stalls = try #require(info["disk_stalls"] as? [String: Any])
+        #expect(stalls["threshold_seconds"] as? Double == 1)
+        #expect(stalls["files"] is [Any])
     }
 
     @Test("SIGINT stops cleanly, and a second SIGINT while stopping changes nothing")
@@ -87,6 +91,7 @@ struct RecordCommandTests {
         for line in lines {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["streams"] is [Any] && object?["elapsed_s"] is Double)
+            #expect(object?["disk_stalls"] is [Any])
         }
     }
 

@@ -54,6 +54,61 @@ final class GatedSink: RecordSink {
     func close() throws -> [String: Int] { try inner.close() }
 }
 
+/// A sensor source that never drops: when its ring is full it waits and tries again, so it
+/// finishes only if a writer drains its ring (a capture thread must never do this; a test
+/// source may, to show which writer drains what).
+final class PatientSource: CaptureSource, @unchecked Sendable {
+    let descriptor: StreamDescriptor
+    let count: Int
+    let finishedPushing = DispatchSemaphore(value: 0)
+
+    init(id: String, count: Int) {
+        self.count = count
+        descriptor = StreamDescriptor(id: id, kind: .sensor, channels: ["x"], nominalRate: 1000, device: "patient")
+    }
+
+    func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+        var record = CaptureRecord()
+        for sequence in 0..<count {
+            record.sequence = UInt64(sequence)
+            record.captureNs = 1_000_000 + UInt64(sequence) * 1000
+            record.dequeueNs = record.captureNs
+            record.values[0] = Double(sequence)
+            record.valueCount = 1
+            while !ring.tryPush(record) {
+                if stop.isRequested { return }
+                usleep(200)
+            }
+        }
+        finishedPushing.signal()
+        while !stop.isRequested { usleep(1000) }
+    }
+}
+
+/// A sink that holds back the frames of video streams until released: a disk that stalls under
+/// the videos. Sensor records go through at once.
+final class VideoGatedSink: RecordSink {
+    let inner: SyncSessionSink
+    let gate = DispatchSemaphore(value: 0)
+    let frameWaiting = DispatchSemaphore(value: 0)
+    private let released = Atomic<Bool>(false)
+
+    init(session: SyncSession) { inner = SyncSessionSink(session: session) }
+
+    func open(streams: [StreamDescriptor]) throws { try inner.open(streams: streams) }
+
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+        if frame != nil && !released.load(ordering: .acquiring) {
+            frameWaiting.signal()
+            gate.wait()
+            released.store(true, ordering: .releasing)
+        }
+        try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
+    }
+
+    func close() throws -> [String: Int] { try inner.close() }
+}
+
 func temporaryPath(_ label: String) -> String { NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)" }
 
 @Suite("Recorder pipeline")
@@ -106,6 +161,53 @@ struct RecorderTests {
         #expect(summary[0].droppedRuns.first?.lowerBound == 2)  // frames 0 and 1 had the two buffers
         #expect(summary[0].written >= 2)
         #expect(SessionValidator.validate(directory: path).problems.isEmpty)
+    }
+
+    @Test("a video write that hangs holds up no sensor: every sample is written while the video's writer waits")
+    func hangingVideoWriteHoldsUpNoSensor() throws {
+        let path = temporaryPath("recorder-video-stall")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig", outputDir: path)
+        try session.start()
+        let sink = VideoGatedSink(session: session)
+        let camera = SyntheticCamera(id: "cam", width: 64, height: 48, rate: 100, bufferCount: 2)
+        let imu = PatientSource(id: "imu", count: 10_000)
+        var options = Recorder.Options()
+        options.ringCapacity = 64  // 10,000 samples pass only if a writer drains the ring meanwhile
+        let recorder = Recorder(sources: [camera, imu], sink: sink, options: options)
+        try recorder.start()
+        // Bounded waits: a writer that waited for the video would fail the test, not hang it.
+        #expect(sink.frameWaiting.wait(timeout: .now() + 30) == .success, "no frame reached the sink")
+        #expect(imu.finishedPushing.wait(timeout: .now() + 60) == .success, "the IMU's ring was not drained while the video's write hung")
+        let deadline = Date().addingTimeInterval(30)
+        while recorder.statistics[1].written < 10_000 && Date() < deadline { usleep(10_000) }
+        #expect(recorder.statistics[1].written == 10_000)
+        // Meanwhile the camera, its buffers held by the hung write, dropped frames and counted them.
+        while recorder.statistics[0].dropped < 10 && Date() < deadline { usleep(10_000) }
+        sink.gate.signal()
+        let summary = try recorder.stop()
+        #expect(summary[1] == Recorder.StreamSummary(id: "imu", written: 10_000, dropped: 0))
+        #expect(summary[0].dropped >= 10)
+        #expect(summary[0].written >= 1)
+        // Every frame written has its line, numbered by its place among them.
+        let lines = try String(contentsOfFile: path + "/cam.timestamps.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == summary[0].written)
+        #expect(lines.last?.contains(#""frame_number":\#(summary[0].written - 1),"#) == true)
+        #expect(SessionValidator.validate(directory: path).problems.isEmpty)
+    }
+
+    @Test("the sensor streams share one writer thread; each video stream has its own, sleeping as its camera allows")
+    func writerThreads() {
+        let video = { (id: String, rate: Double) in
+            StreamDescriptor(id: id, kind: .video, nominalRate: rate, device: "test",
+                             videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: 8)
+        }
+        let sensor = { (id: String) in StreamDescriptor(id: id, kind: .sensor, channels: ["x"], nominalRate: 1000, device: "test") }
+        let lanes = Recorder.lanes(for: [video("cam0", 30), sensor("imu"), video("cam1", 60), sensor("mag")], maximumIdlePollNs: 100_000_000)
+        #expect(lanes.map(\.threadName) == ["fc-writer", "fc-wr-cam0", "fc-wr-cam1"])
+        #expect(lanes.map(\.streams) == [[1, 3], [0], [2]])
+        #expect(lanes.map { $0.idlePollNs / 100_000 } == [1000, 888, 444])
+        #expect(Recorder.lanes(for: [video("cam", 30)], maximumIdlePollNs: 5_000_000).map(\.idlePollNs) == [5_000_000])
     }
 
     @Test("stopping in the middle of a synthetic recording writes every captured sample, and the session validates")

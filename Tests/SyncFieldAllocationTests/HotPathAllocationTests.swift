@@ -8,13 +8,16 @@ import Testing
 // one; so its hook counts only the allocations made on the threads under watch.
 nonisolated(unsafe) var watchedCaller = pthread_t()
 nonisolated(unsafe) var watchedWriter = pthread_t()
+nonisolated(unsafe) var watchedSyncer = pthread_t()
 let callerAllocations = Atomic<Int>(0)
 let writerAllocations = Atomic<Int>(0)
+let syncerAllocations = Atomic<Int>(0)
 
 let countWatchedAllocations: MallocInterposerSwift.AllocationHook = { _ in
     let me = pthread_self()
     if me == watchedCaller { callerAllocations.add(1, ordering: .relaxed) }
     if me == watchedWriter { writerAllocations.add(1, ordering: .relaxed) }
+    if me == watchedSyncer { syncerAllocations.add(1, ordering: .relaxed) }
 }
 
 /// Runs `body` on a fresh thread of its own and waits for it.
@@ -46,14 +49,18 @@ struct HotPathAllocationTests {
         #expect(callerAllocations.load(ordering: .relaxed) >= 100)
     }
 
-    @Test("fixed-shape records and stamps allocate nothing, on the caller's thread or the writer's")
+    @Test("fixed-shape records and stamps allocate nothing, on the caller's thread, the writer's or the sync thread's")
     func fixedShapeAllocatesNothing() throws {
         let directory = NSTemporaryDirectory() + "/alloc-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let session = SyncSession(hostId: "rig_01", outputDir: directory)
+        // Syncs every 50 ms, so the sync thread makes several rounds while watched.
+        var options = SyncSession.Options()
+        options.syncInterval = 0.05
+        let session = SyncSession(hostId: "rig_01", outputDir: directory, options: options)
         try session.start()
         let imu = try session.sensorStream("imu", channels: ["accel_x", "accel_y", "accel_z", "gyro_x", "gyro_y", "gyro_z"])
         let writer = try #require(session.writerThread)
+        let syncer = try #require(session.syncThread)
         let records = 50_000
         MallocInterposerSwift.setAllocationHook(countWatchedAllocations)
         onOwnThread {
@@ -66,8 +73,10 @@ struct HotPathAllocationTests {
             usleep(100_000)
             watchedCaller = pthread_self()
             watchedWriter = writer
+            watchedSyncer = syncer
             callerAllocations.store(0, ordering: .relaxed)
             writerAllocations.store(0, ordering: .relaxed)
+            syncerAllocations.store(0, ordering: .relaxed)
             MallocInterposerSwift.hook()
             for frame in 2_000..<(2_000 + records) {
                 values[0] = Double(frame) * 1e-3
@@ -78,10 +87,12 @@ struct HotPathAllocationTests {
             MallocInterposerSwift.unhook()
             watchedCaller = pthread_t()
             watchedWriter = pthread_t()
+            watchedSyncer = pthread_t()
         }
         MallocInterposerSwift.setAllocationHook(nil)
         #expect(try session.stop() == ["imu": records + 2_000, "cam": records + 2_000])
         #expect(callerAllocations.load(ordering: .relaxed) == 0)
         #expect(writerAllocations.load(ordering: .relaxed) == 0)
+        #expect(syncerAllocations.load(ordering: .relaxed) == 0)
     }
 }

@@ -89,6 +89,12 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// happened. Front ends read sources only through this. The default describes the stream
     /// from its descriptor, stamped at dequeue.
     var report: SourceReport { get }
+
+    /// Records the device lost before the capture thread saw them, as the device's own count
+    /// shows (a camera's sequence gaps: frames it skipped, for one when fieldcap held all its
+    /// buffers; an IMU's timeline gaps). Counted by the capture thread, read from any thread.
+    /// nil (the default) for sources that cannot tell.
+    var deviceGaps: DropCounter? { get }
 }
 
 extension CaptureSource {
@@ -112,6 +118,8 @@ extension CaptureSource {
             kind: "other", granted: .object(granted), summary: summary, timeSource: "dequeue",
             timestamps: SourceReport.dequeueTimestamps)
     }
+
+    public var deviceGaps: DropCounter? { nil }
 }
 
 extension Double {

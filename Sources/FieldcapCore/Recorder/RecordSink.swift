@@ -1,26 +1,36 @@
 import SyncField
 
-/// Where the writer thread puts records. Writer-thread-bound.
+/// Where the writer threads put records.
+///
+/// The recorder writes each stream from one writer thread: all sensor streams from one, each
+/// video stream from a thread of its own (`Recorder`). So `write` and `sync` for a given stream
+/// always come from the same thread, while different streams are written at the same time from
+/// different threads: a sink keeps each stream's outputs apart, and what streams share (a
+/// `SyncSession`) must be thread-safe. `open` and `close` come from the controlling thread,
+/// before the writers start and after they finished.
 public protocol RecordSink: AnyObject {
     /// Prepares the outputs of `streams` (indices match the records' stream index).
     func open(streams: [StreamDescriptor]) throws
     /// Writes one record of stream `stream`; `frameNumber` is its index in that stream's output;
     /// `frame` holds a video record's bytes (read in place, valid during the call).
     func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws
-    /// Makes what was written so far durable. The writer calls it at least once per
-    /// `Recorder.Options.syncIntervalNs`.
-    func sync() throws
+    /// Makes what was written so far for `streams` durable, from the thread that writes them.
+    /// Each writer calls it at least once per `Recorder.Options.syncIntervalNs`.
+    func sync(streams: [Int]) throws
     /// Finishes every output. Returns the records written per stream id.
     func close() throws -> [String: Int]
 }
 
 extension RecordSink {
-    /// Sinks whose outputs sync themselves (a `SyncSession` does, on its own writer) need nothing.
-    public func sync() throws {}
+    /// Sinks whose outputs sync themselves (a `SyncSession` does, on its own thread) need nothing.
+    public func sync(streams: [Int]) throws {}
 }
 
 /// Writes records into a SyncField session: sensor records through allocation-free
 /// `SensorStream`s, frame records as timestamp lines.
+///
+/// Thread-safe for `write` on different streams at once (after `open`): the session is, and the
+/// per-stream tables are only read once opened.
 public final class SyncSessionSink: RecordSink {
     public let session: SyncSession
     private var descriptors: [StreamDescriptor] = []

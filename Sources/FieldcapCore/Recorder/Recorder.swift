@@ -6,10 +6,19 @@ import Glibc
 #endif
 
 /// The recording pipeline: one capture thread per source, each pushing `CaptureRecord`s into its
-/// own SPSC ring; one writer thread draining every ring in batches into a `RecordSink`.
+/// own SPSC ring; writer threads draining the rings in batches into a `RecordSink`: one for all
+/// the sensor streams (`fc-writer`), and one per video stream (`fc-wr-ID`).
 ///
-/// A capture thread never waits for the writer: a full ring counts a drop and capture goes on.
-/// `stop` asks the sources to finish, joins their threads, lets the writer drain what the rings
+/// A video's writer waits for the disk at every frame (direct I/O) and at every sync; on a slow
+/// card that is most of its time (0.3-0.7 s a frame at 2 MB/s in the kernel rig, 3 s through a
+/// 3 s stall). With one writer for everything, a 1 kHz IMU's ring filled behind those waits and
+/// lost 41% of its samples at 8 MB/s (issue 28). Now the thread that drains the sensors never
+/// writes a frame nor syncs a video: when the disk cannot take everything, the video streams are
+/// the ones that drop (their cameras run out of buffers), and each video's writer keeps one
+/// write in flight for its file.
+///
+/// A capture thread never waits for a writer: a full ring counts a drop and capture goes on.
+/// `stop` asks the sources to finish, joins their threads, lets the writers drain what the rings
 /// hold, and closes the sink.
 ///
 /// Thread-safe: `start` and `stop` from one controlling thread; `statistics` from any.
@@ -21,18 +30,19 @@ public final class Recorder: @unchecked Sendable {
         /// buffers (they come back only once written), so a small ring loses nothing and keeps
         /// the memory (160 bytes a record) small on a rig.
         public var videoRingCapacity = 256
-        /// Records the writer takes from one ring before looking at the next.
+        /// Records a writer takes from one ring before looking at the next.
         public var batchLimit = 512
-        /// How long the writer sleeps when every ring is empty (`idlePollNs(for:)` fits it to
-        /// the streams).
+        /// The longest a writer thread sleeps when its rings are empty. Each sleeps less when its
+        /// own streams need it (`idlePollNs(for:)`).
         public var idlePollNs: UInt64 = 5_000_000
         /// The longest time between two `RecordSink.sync` calls: what a crash can lose.
         public var syncIntervalNs: UInt64 = 1_000_000_000
 
         public init() {}
 
-        /// The writer's sleep for these streams: as long as it can be without a camera running
-        /// short of buffers, and at most 100 ms (as often as an IIO device is read).
+        /// The sleep of a writer thread that writes these streams: as long as it can be without
+        /// a camera running short of buffers, and at most 100 ms (as often as an IIO device is
+        /// read).
         ///
         /// On a small CPU each wake-up costs (in the kernel rig a writer woken every 20 ms was a
         /// quarter of an IMU recording's CPU), and a writer woken for every frame doubles a
@@ -65,24 +75,41 @@ public final class Recorder: @unchecked Sendable {
         public var endedEarlyAtNs: UInt64?
     }
 
+    /// One writer thread and the streams it writes. Thread-bound (its writer) until joined.
+    final class WriterLane {
+        let threadName: String
+        /// Stream indices.
+        let streams: [Int]
+        let idlePollNs: UInt64
+        /// Records written per stream of `streams`, in the same order.
+        var written: [Int]
+        var writeError: Error?
+        var thread: DedicatedThread?
+
+        init(threadName: String, streams: [Int], idlePollNs: UInt64) {
+            self.threadName = threadName
+            self.streams = streams
+            self.idlePollNs = idlePollNs
+            written = Array(repeating: 0, count: streams.count)
+        }
+    }
+
     public let sources: [CaptureSource]
     public let options: Options
     private let sink: RecordSink
     private let rings: [SPSCRing<CaptureRecord>]
     private let stopSignal = StopSignal()
     private let capturesRunning = Atomic<Int>(0)
-    /// Records written per stream, published by the writer after each batch for status lines.
+    /// Records written per stream, published by its writer after each batch for status lines.
     private let writtenSoFar: [Counter]
 
     final class Counter: Sendable { let value = Atomic<Int>(0) }
     private var captureThreads: [DedicatedThread] = []
-    private var writerThread: DedicatedThread?
+    /// The sensors' writer first (when there are sensors), then one per video stream.
+    private let lanes: [WriterLane]
     /// Written by each capture thread before it finishes; read after joining.
     private var captureErrors: [String?]
     private var captureEndedNs: [UInt64?]
-    /// Writer-bound until joined.
-    private var written: [Int]
-    private var writeError: Error?
     private let failed = Atomic<Bool>(false)
 
     /// Whether writing failed (a full disk, an I/O error): capture is stopping, and the caller
@@ -101,16 +128,31 @@ public final class Recorder: @unchecked Sendable {
         }
         captureErrors = Array(repeating: nil, count: sources.count)
         captureEndedNs = Array(repeating: nil, count: sources.count)
-        written = Array(repeating: 0, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
+        lanes = Self.lanes(for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs)
     }
 
-    /// Opens the sink and starts the writer, then one capture thread per source.
+    /// Which writer thread writes which stream: the sensor streams together, each video stream
+    /// on its own.
+    static func lanes(for streams: [StreamDescriptor], maximumIdlePollNs: UInt64) -> [WriterLane] {
+        func lane(_ name: String, _ indices: [Int]) -> WriterLane {
+            WriterLane(
+                threadName: name, streams: indices,
+                idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })))
+        }
+        let sensors = streams.indices.filter { streams[$0].kind != .video }
+        let videos = streams.indices.filter { streams[$0].kind == .video }
+        return (sensors.isEmpty ? [] : [lane("fc-writer", sensors)]) + videos.map { lane("fc-wr-\(streams[$0].id)", [$0]) }
+    }
+
+    /// Opens the sink and starts the writers, then one capture thread per source.
     public func start() throws {
         try sink.open(streams: sources.map(\.descriptor))
-        // Counted before the writer starts: it ends once this reaches zero and the rings are empty.
+        // Counted before the writers start: each ends once this reaches zero and its rings are empty.
         capturesRunning.store(sources.count, ordering: .releasing)
-        writerThread = DedicatedThread(name: "fc-writer") { [self] in drainUntilFinished() }
+        for lane in lanes {
+            lane.thread = DedicatedThread(name: lane.threadName) { [self] in drainUntilFinished(lane) }
+        }
         for (index, source) in sources.enumerated() {
             let ring = rings[index]
             captureThreads.append(DedicatedThread(name: "fc-cap-\(source.descriptor.id)") { [self] in
@@ -132,8 +174,14 @@ public final class Recorder: @unchecked Sendable {
     public func stop() throws -> [StreamSummary] {
         stopSignal.request()
         for thread in captureThreads { thread.join() }
-        writerThread?.join()
-        writerThread = nil
+        var written = Array(repeating: 0, count: sources.count)
+        var writeError: Error?
+        for lane in lanes {
+            lane.thread?.join()
+            lane.thread = nil
+            for (slot, index) in lane.streams.enumerated() { written[index] = lane.written[slot] }
+            writeError = writeError ?? lane.writeError
+        }
         var counts: [String: Int] = [:]
         var closeError: Error?
         do { counts = try sink.close() } catch { closeError = error }
@@ -157,43 +205,51 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
-    private func drainUntilFinished() {
+    /// One writer thread's loop: drain its streams' rings into the sink, sync them, until every
+    /// capture has ended and the rings are empty, or a write failed.
+    private func drainUntilFinished(_ lane: WriterLane) {
         var lastSync = MonotonicClock.now()
         while true {
-            if MonotonicClock.now() &- lastSync >= options.syncIntervalNs && writeError == nil {
-                do { try sink.sync() } catch {
-                    writeError = error
-                    failed.store(true, ordering: .releasing)
-                    stopSignal.request()
-                }
+            if MonotonicClock.now() &- lastSync >= options.syncIntervalNs && lane.writeError == nil {
+                do { try sink.sync(streams: lane.streams) } catch { fail(lane, error) }
                 lastSync = MonotonicClock.now()
             }
             // Read before draining: a capture thread that is done has pushed its last record.
             let capturesDone = capturesRunning.load(ordering: .acquiring) == 0
             var taken = 0
-            for index in rings.indices where writeError == nil {
+            // By index: no iterator, which allocates in debug builds.
+            var slot = 0
+            while slot < lane.streams.count && lane.writeError == nil {
+                let index = lane.streams[slot]
+                let source = sources[index]
                 taken += rings[index].consume(limit: options.batchLimit) { run in
-                    for record in run where writeError == nil {
+                    for record in run where lane.writeError == nil {
                         do {
                             try sink.write(
-                                record, frame: sources[index].frameBytes(of: record), stream: index,
-                                frameNumber: written[index])
-                            written[index] += 1
+                                record, frame: source.frameBytes(of: record), stream: index,
+                                frameNumber: lane.written[slot])
+                            lane.written[slot] += 1
                         } catch {
-                            writeError = error
-                            failed.store(true, ordering: .releasing)
-                            stopSignal.request()
+                            fail(lane, error)
                         }
-                        if record.bufferIndex >= 0 { sources[index].releaseBuffer(record.bufferIndex) }
+                        if record.bufferIndex >= 0 { source.releaseBuffer(record.bufferIndex) }
                     }
                 }
-                writtenSoFar[index].value.store(written[index], ordering: .relaxed)
+                writtenSoFar[index].value.store(lane.written[slot], ordering: .relaxed)
+                slot += 1
             }
             if taken == 0 {
-                if capturesDone || writeError != nil { return }
+                if capturesDone || lane.writeError != nil { return }
                 // Once stopping, briefly: the capture threads are pushing their last records.
-                stopSignal.idle(nanoseconds: options.idlePollNs)
+                stopSignal.idle(nanoseconds: lane.idlePollNs)
             }
         }
+    }
+
+    /// A write or sync failed (a full disk, an I/O error): this writer stops, and so does capture.
+    private func fail(_ lane: WriterLane, _ error: Error) {
+        lane.writeError = error
+        failed.store(true, ordering: .releasing)
+        stopSignal.request()
     }
 }

@@ -82,6 +82,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
     /// would have had.
     public let timelineGaps = DropCounter()
+    public var deviceGaps: DropCounter? { timelineGaps }
     /// Gaps seen (each may miss several samples). Read after capture ended.
     public var gapEvents: Int { emitter.gapEvents }
     /// Samples whose time was not after the previous one's (moved just past it, counted).

@@ -82,6 +82,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public var clockTracker: ClockTracker { tracker }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter()
+    public var deviceGaps: DropCounter? { sequenceGaps }
+    /// Buffers whose frame is with the writer: pushed by the capture thread, back at `releaseBuffer`.
+    private let buffersAtWriter = Atomic<Int>(0)
     /// Why a frame's kernel timestamp was not used, and it got its dequeue time instead.
     public enum DequeueFallback: Int, CaseIterable, Sendable {
         /// The driver does not stamp with CLOCK_MONOTONIC (`V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN` or
@@ -192,7 +195,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             let failure = requeueFailure.load(ordering: .relaxed)
             if failure != 0 { throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: failure) }
             if MonotonicClock.now() &- lastFrame > stallTimeoutNs {
-                throw DeviceError.stalled(device: device.path, timeoutNs: stallTimeoutNs, what: "frame")
+                // With every buffer at the writer or held for the next clock pair (a disk slower
+                // than the video, or stalled), the camera has nowhere to put a frame: it skips
+                // them (sequence gaps), it has not stalled.
+                if buffersAtWriter.load(ordering: .relaxed) + (held != nil ? 1 : 0) >= buffers.count {
+                    lastFrame = MonotonicClock.now()
+                } else {
+                    throw DeviceError.stalled(device: device.path, timeoutNs: stallTimeoutNs, what: "frame")
+                }
             }
             var ready: UInt32 = 0
             var failed: UInt32 = 0
@@ -313,7 +323,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     @inline(__always)
     private func push(_ record: CaptureRecord, into ring: SPSCRing<CaptureRecord>) {
         lastCapture = record.captureNs
-        if !ring.push(record, sequence: record.sequence) {
+        if ring.push(record, sequence: record.sequence) {
+            buffersAtWriter.add(1, ordering: .relaxed)
+        } else {
             _ = queue(record.bufferIndex)
         }
     }
@@ -324,6 +336,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     }
 
     public func releaseBuffer(_ index: Int32) {
+        buffersAtWriter.subtract(1, ordering: .relaxed)
         // QBUF from the writer thread: the kernel's vb2 queue takes its own lock. A refusal ends
         // the stream (the capture thread sees it); after a stop it does not matter.
         if queue(index) != 0 && errno != EINVAL {

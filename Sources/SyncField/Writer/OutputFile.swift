@@ -7,27 +7,37 @@ import Musl
 /// One JSONL file of a session, written by the writer thread in large batches.
 ///
 /// Lines are collected in `pending` and leave it with `write(2)` when it passes the batch size
-/// or at each durability tick, which also `fdatasync`s. A failed write keeps the error
+/// or at each durability tick; `sync` (or, in a session, the sync thread through `syncState`)
+/// `fdatasync`s what was written. A failed write keeps the error
 /// (with path, operation and errno) and discards what follows for this file only, so the file
 /// holds whole lines up to the failure. A full disk (ENOSPC, EDQUOT) is the exception: the lines
 /// not written stay pending and each later write tries them again, so space freed before the
 /// file is closed (a recorder giving back its reserve as it stops) still takes them.
 ///
-/// Thread-bound (writer).
+/// Thread-bound (writer), except `syncState`, which another thread may sync.
 package final class OutputFile {
     package let path: String
     let fd: Int32
     package let pending: ByteBuffer
-    package private(set) var failure: SyncFieldError?
-    private var dirty = false
+    /// Whether the file was written since its last sync, and a failed sync's error.
+    package let syncState: FileSyncState
+    private var writeFailure: SyncFieldError?
+    /// Times each write, for a report of a stalled disk.
+    private let writeTimer: DiskWatch.Timer?
     /// The last write found the disk full; what it could not write is still pending.
     private var waitingForSpace = false
 
-    package init(path: String, fd: Int32, batchBytes: Int) {
+    /// `watch` times the file's writes and syncs (a slow or stalled disk is reported).
+    package init(path: String, fd: Int32, batchBytes: Int, watch: DiskWatch? = nil) {
         self.path = path
         self.fd = fd
         self.pending = ByteBuffer(capacity: batchBytes + 4096)
+        self.syncState = FileSyncState(path: path, fd: fd, watch: watch)
+        self.writeTimer = watch?.timer(path: path, operation: .write)
     }
+
+    /// The first failed write or sync, if any.
+    package var failure: SyncFieldError? { writeFailure ?? syncState.failure }
 
     /// Creates (or truncates, as the SDK does) `path` for writing, mode 0644 less the umask. A
     /// symbolic link in its place is refused (ELOOP): what a session writes stays in it.
@@ -40,10 +50,12 @@ package final class OutputFile {
     /// Writes what is pending.
     package func writePending() {
         guard pending.count > 0 else { return }
-        guard failure == nil || waitingForSpace else {
+        guard writeFailure == nil || waitingForSpace else {
             pending.removeAll()
             return
         }
+        let started = writeTimer?.begin()
+        defer { if let started { writeTimer?.end(started) } }
         var offset = 0
         let bytes = pending.bytes
         while offset < bytes.count {
@@ -51,7 +63,7 @@ package final class OutputFile {
             if written < 0 {
                 if errno == EINTR { continue }
                 let code = errno
-                failure = failure ?? .ioFailure(path: path, operation: "write", errno: code)
+                writeFailure = writeFailure ?? .ioFailure(path: path, operation: "write", errno: code)
                 let lineStart = truncateToWholeLines(unwritten: bytes, from: offset)
                 if code == ENOSPC || code == EDQUOT {
                     // Keep the lines not written (from the cut line on) for the next attempt.
@@ -69,7 +81,7 @@ package final class OutputFile {
         }
         pending.removeAll()
         waitingForSpace = false
-        dirty = true
+        syncState.noteWritten()
     }
 
     /// After a short write, cuts the file back to its last complete line so a reader never
@@ -88,21 +100,17 @@ package final class OutputFile {
         return offset - partial
     }
 
-    /// Makes what was written durable.
-    package func sync() {
-        guard dirty else { return }
-        dirty = false
-        if fdatasync(fd) != 0 && errno != EINVAL && failure == nil {
-            failure = .ioFailure(path: path, operation: "fdatasync", errno: errno)
-        }
-    }
+    /// Makes what was written durable (not while another thread syncs `syncState`).
+    package func sync() { syncState.sync() }
 
     package func close() {
         writePending()
         sync()
         // close is never retried: on Linux the descriptor is gone even when it reports EINTR.
-        if Glibc.close(fd) != 0 && failure == nil && errno != EINTR {
-            failure = .ioFailure(path: path, operation: "close", errno: errno)
+        let closed = Glibc.close(fd)
+        let code = errno
+        if closed != 0 && failure == nil && code != EINTR {
+            writeFailure = .ioFailure(path: path, operation: "close", errno: code)
         }
     }
 }

@@ -6,8 +6,11 @@ import Glibc
 import Musl
 #endif
 
-/// The writer thread of one run: drains the queue, encodes lines, writes them in batches and
-/// makes them durable at least once per `syncIntervalNs`.
+/// The writer thread of one run: drains the queue, encodes lines, writes them in batches, and
+/// at least once per `syncIntervalNs` hands every batch to the kernel and asks the sync thread
+/// (`FileSyncer`) to make the files durable. The writer itself never waits for a sync: a file
+/// whose `fdatasync` takes seconds (a slow card, a disk busy with video) delays no other
+/// stream's lines and no caller.
 ///
 /// Thread-bound (writer) between `start` and `finish`; `finish` joins the thread, after which
 /// the caller may read `lineCounts` and `failure`.
@@ -28,10 +31,13 @@ final class SessionWriter: @unchecked Sendable {
     private let encoder: LineEncoder
     private let directory: String
     private let options: SyncSession.Options
+    private let watch: DiskWatch
     private var streams: [StreamFiles?] = []
     private let scratch = ByteBuffer(capacity: 4096)
     private lazy var channelEncoder = ChannelEncoder(out: scratch)
     private var thread: DedicatedThread?
+    /// Makes the files durable; started with the writer, finished by it.
+    private var syncer: FileSyncer?
 
     /// Set by `finish`: the position after the last accepted entry. -1 while running.
     private let finalPosition = Atomic<Int>(-1)
@@ -45,8 +51,9 @@ final class SessionWriter: @unchecked Sendable {
 
     init(
         queue: EntryQueue, registry: StreamRegistry, hostId: String, directory: String,
-        options: SyncSession.Options, failureFlag: SyncSession.FailureFlag
+        options: SyncSession.Options, watch: DiskWatch, failureFlag: SyncSession.FailureFlag
     ) {
+        self.watch = watch
         self.failureFlag = failureFlag
         self.queue = queue
         self.registry = registry
@@ -59,8 +66,12 @@ final class SessionWriter: @unchecked Sendable {
     var pthread: pthread_t? { thread?.thread }
 
     func start() {
+        syncer = FileSyncer()
         thread = DedicatedThread(name: "fc-syncfield") { [self] in run() }
     }
+
+    /// The sync thread's POSIX thread while it runs (for tests that watch what it does).
+    var syncPthread: pthread_t? { syncer?.pthread }
 
     /// Waits until every entry before `position` is written, closes the files and joins.
     func finish(at position: Int) {
@@ -76,7 +87,8 @@ final class SessionWriter: @unchecked Sendable {
             let taken = queue.drain(limit: 4096) { entry, channels in handle(entry, channels: channels) }
             let now = MonotonicClock.now()
             if now &- lastSync >= options.syncIntervalNs {
-                forEachFile { $0.writePending(); $0.sync() }
+                forEachFile { $0.writePending() }
+                syncer?.requestSync()
                 noteFailures()
                 lastSync = now
             }
@@ -88,6 +100,8 @@ final class SessionWriter: @unchecked Sendable {
                 finishing.idle(nanoseconds: min(options.idlePollNs, untilSync))
             }
         }
+        // No sync runs once the sync thread is joined: the files are synced and closed here.
+        syncer?.finish()
         forEachFile { $0.close() }
         noteFailures()
         for (index, files) in streams.enumerated() {
@@ -97,9 +111,12 @@ final class SessionWriter: @unchecked Sendable {
     }
 
     private func forEachFile(_ body: (OutputFile) -> Void) {
-        for files in streams {
-            if let file = files?.timestamps { body(file) }
-            if let file = files?.sensor { body(file) }
+        // By index: a for-in loop's iterator allocated in debug builds, at every sync.
+        var index = 0
+        while index < streams.count {
+            if let file = streams[index]?.timestamps { body(file) }
+            if let file = streams[index]?.sensor { body(file) }
+            index += 1
         }
     }
 
@@ -126,9 +143,11 @@ final class SessionWriter: @unchecked Sendable {
         let files = files(for: index)
         let state = files.state
         if files.timestamps == nil {
-            files.timestamps = OutputFile(
+            let file = OutputFile(
                 path: "\(directory)/\(state.id).timestamps.jsonl", fd: state.timestampsFD,
-                batchBytes: options.batchBytes)
+                batchBytes: options.batchBytes, watch: watch)
+            files.timestamps = file
+            syncer?.add(file.syncState)
         }
         let timestamps = files.timestamps!
         let lineStart = timestamps.pending.count
@@ -140,8 +159,11 @@ final class SessionWriter: @unchecked Sendable {
 
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
-            files.sensor = OutputFile(
-                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes)
+            let file = OutputFile(
+                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes,
+                watch: watch)
+            files.sensor = file
+            syncer?.add(file.syncState)
         }
         let sensor = files.sensor!
         LineEncoder.appendSensorHead(to: sensor.pending, sharing: timestamps.pending, lineStart: lineStart, tail: tail)

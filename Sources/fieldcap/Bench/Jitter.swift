@@ -60,9 +60,9 @@ struct Jitter: ParsableCommand {
         let busy = BusyLoad(threads: load)
         defer { busy.stop() }
         let sink = JitterSink()
-        // The writer paced as in a recording, so the CPU and timing measured are a recording's.
+        // The writers paced as in a recording, so the CPU and timing measured are a recording's.
         var options = Recorder.Options()
-        options.idlePollNs = Recorder.Options.idlePollNs(for: sources.map(\.descriptor))
+        options.idlePollNs = 100_000_000
         let recorder = Recorder(sources: sources, sink: sink, options: options)
         let cpuBefore = Self.processCPUSeconds()
         let started = MonotonicClock.now()
