@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(
             name: "fieldcap",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
+                "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -85,7 +85,9 @@ let package = Package(
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
-        .testTarget(name: "FieldcapSessionTests", dependencies: ["FieldcapSession", "FieldcapCore"]),
+        .testTarget(
+            name: "FieldcapSessionTests",
+            dependencies: ["FieldcapSession", "FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "SyncField"]

@@ -2,6 +2,7 @@
 // arbitrary files (scripts/fuzz builds and runs it). Neither may crash, hang or write outside
 // the directory, whatever the files hold.
 import FieldcapMedia
+import FieldcapSession
 import Foundation
 import SyncField
 import TestSupport

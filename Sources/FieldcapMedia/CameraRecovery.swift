@@ -19,7 +19,7 @@ import SyncField
 /// capture time only to ±0.5 ms around the first frame's, while the lost line said it to a
 /// microsecond, and a line carrying the first kind of value among lines of the second would pass
 /// for one of them.
-enum CameraRecovery {
+public enum CameraRecovery {
     struct Plan: Equatable {
         /// The frames the video and the timestamp lines keep.
         var frames: Int
@@ -29,7 +29,7 @@ enum CameraRecovery {
     }
 
     /// How it is done, for fieldcap.json's `recovery` notes.
-    static let method = "each video keeps the frames that have a timestamp line: lines a crash lost are written back from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); a frame with no such line is cut from the video (frames_cut), since its time in the video (1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
+    public static let method = "each video keeps the frames that have a timestamp line: lines a crash lost are written back from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); a frame with no such line is cut from the video (frames_cut), since its time in the video (1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
 
     /// A frame log line's values that a timestamp line holds.
     struct LoggedFrame: Equatable {
@@ -114,31 +114,44 @@ enum CameraRecovery {
 }
 
 extension CameraRecovery {
-    /// What recovering one camera stream did.
-    struct Outcome: Equatable {
-        /// Frames in the video and timestamp lines now.
-        var frames: Int
-        /// Whole frames the video held before.
-        var framesBefore: Int
-        /// Timestamp lines written back from the frame log.
-        var restoredLines: Int
-        /// Bytes cut from the end of the timestamps file and of the frame log.
-        var timestampsCutBytes: Int
-        var frameLogCutBytes: Int
+    /// A camera stream's three files.
+    public struct Files: Sendable {
+        public var video: String
+        public var timestamps: String
+        public var frameLog: String
 
-        /// Frames cut from the video because no timestamp line could be kept or restored for them.
-        var framesCut: Int { framesBefore - frames }
+        public init(video: String, timestamps: String, frameLog: String) {
+            self.video = video
+            self.timestamps = timestamps
+            self.frameLog = frameLog
+        }
     }
 
-    /// Brings `{base}.mkv`, `{base}.timestamps.jsonl` and `{base}.frames.ndjson` into agreement.
+    /// What recovering one camera stream did.
+    public struct Outcome: Equatable, Sendable {
+        /// Frames in the video and timestamp lines now.
+        public var frames: Int
+        /// Whole frames the video held before.
+        public var framesBefore: Int
+        /// Timestamp lines written back from the frame log.
+        public var restoredLines: Int
+        /// Bytes cut from the end of the timestamps file and of the frame log.
+        public var timestampsCutBytes: Int
+        public var frameLogCutBytes: Int
+
+        /// Frames cut from the video because no timestamp line could be kept or restored for them.
+        public var framesCut: Int { framesBefore - frames }
+    }
+
+    /// Brings a camera's video, timestamp lines and frame log into agreement.
     ///
     /// The video is made a finished file of the frames kept in place (`finishInPlace`): no copy,
     /// however long it is. One in another layout is rewritten when `rewriteVideo` allows (not on
     /// a disk too full for a copy).
-    static func recover(
-        base: String, format: VideoFormat, nominalRate: Double, hostId: String, rewriteVideo: Bool
+    public static func recover(
+        _ files: Files, format: VideoFormat, nominalRate: Double, hostId: String, rewriteVideo: Bool
     ) throws -> Outcome {
-        let video = "\(base).mkv", stampsPath = "\(base).timestamps.jsonl", logPath = "\(base).frames.ndjson"
+        let video = files.video, stampsPath = files.timestamps, logPath = files.frameLog
         // Lines a cut left half-written or unreadable go first; then the files say what survived.
         let stampsTrim = try SessionRecovery.trimJSONLines(path: stampsPath)
         let logTrim = try SessionRecovery.trimJSONLines(path: logPath)

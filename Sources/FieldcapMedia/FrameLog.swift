@@ -17,18 +17,21 @@ import SyncField
 /// writer's batch) are then lost with them. `sync` makes the lines durable.
 ///
 /// Writer-thread-bound.
-final class FrameLog {
+public final class FrameLog {
     private let file: OutputFile
 
+    /// The log's buffer. Each line is written as it is made; lines a full disk refused wait here
+    /// for the space the recorder gives back as it stops (its disk reserve counts this).
+    public static let batchBytes = 64 * 1024
+
     /// `watch` times the log's writes and syncs.
-    init(path: String, watch: DiskWatch? = nil) throws {
-        file = OutputFile(
-            path: path, fd: try OutputFile.open(path: path), batchBytes: VideoSessionSink.frameLogBatchBytes, watch: watch)
+    public init(path: String, watch: DiskWatch? = nil) throws {
+        file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: Self.batchBytes, watch: watch)
     }
 
     deinit { file.close() }
 
-    func append(_ record: CaptureRecord, frameNumber: Int) throws {
+    public func append(_ record: CaptureRecord, frameNumber: Int) throws {
         let line = file.pending
         line.append(#"{"frame_number":"#)
         line.appendJSONNumber(frameNumber)
@@ -51,7 +54,7 @@ final class FrameLog {
         if let failure = file.failure { throw failure }
     }
 
-    func sync() throws {
+    public func sync() throws {
         file.writePending()
         file.sync()
         if let failure = file.failure { throw failure }

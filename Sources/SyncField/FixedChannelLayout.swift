@@ -21,7 +21,7 @@ final class FixedChannelLayout: Sendable {
         var ranges: [Range<Int>] = []
         for name in sorted {
             let start = keys.count
-            keys += ByteBuffer.jsonStringLiteral(name) + [UInt8(ascii: ":")]
+            keys += OutputBytes.jsonStringLiteral(name) + [UInt8(ascii: ":")]
             ranges.append(start..<keys.count)
         }
         encodedKeys = .allocate(capacity: keys.count)
@@ -33,7 +33,7 @@ final class FixedChannelLayout: Sendable {
 
     /// Appends `{"a":1,"b":2}` for `values`, given in `names` order.
     @inline(__always)
-    func appendObject(values: borrowing InlineArray<16, Double>, to out: ByteBuffer) {
+    func appendObject(values: borrowing InlineArray<16, Double>, to out: OutputBytes) {
         out.append(UInt8(ascii: "{"))
         for position in 0..<writeOrder.count {
             if position > 0 { out.append(UInt8(ascii: ",")) }

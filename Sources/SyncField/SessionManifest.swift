@@ -28,9 +28,9 @@ public struct SessionManifest: Equatable, Sendable {
             let isSensor = recorded.contains(id)
             streams[id] = Stream(
                 type: isSensor ? "sensor" : "video",
-                timestampsPath: timestampCounts[id] == nil ? nil : "\(id).timestamps.jsonl",
+                timestampsPath: timestampCounts[id] == nil ? nil : SyncFieldFiles.timestamps(id),
                 frameCount: timestampCounts[id],
-                sensorPath: isSensor ? "\(id).jsonl" : nil,
+                sensorPath: isSensor ? SyncFieldFiles.sensor(id) : nil,
                 path: links[id])
         }
         self.streams = streams

@@ -5,7 +5,7 @@
 /// never hidden, and short enough that the longer of the two names fits the 255-byte limit.
 public enum StreamID {
     /// The longest id whose `{id}.timestamps.jsonl` still fits NAME_MAX (255 bytes).
-    public static let maximumUTF8Length = 255 - ".timestamps.jsonl".utf8.count
+    public static let maximumUTF8Length = 255 - SyncFieldFiles.timestampsSuffix.utf8.count
 
     /// Why `id` cannot be a stream id, or nil when it can.
     public static func problem(with id: String) -> String? {

@@ -201,16 +201,16 @@ public final class SyncSession: @unchecked Sendable {
             if state.timestampsEpoch.load(ordering: .acquiring) == run {
                 counts[state.id] = writer.lineCounts[state.index] ?? 0
                 if writer.failure != nil {
-                    counts[state.id] = Self.countLines(path: "\(directoryPath)/\(state.id).timestamps.jsonl")
+                    counts[state.id] = Self.countLines(path: "\(directoryPath)/\(SyncFieldFiles.timestamps(state.id))")
                 }
             }
             if state.sensorEpoch.load(ordering: .acquiring) == run { recorded.insert(state.id) }
         }
         let manifest = SessionManifest(hostId: hostId, timestampCounts: counts, recorded: recorded, links: locked.links)
         if let syncPoint = locked.syncPoint {
-            try Self.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/sync_point.json")
+            try Self.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/\(SyncFieldFiles.syncPoint)")
         }
-        try Self.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/manifest.json")
+        try Self.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/\(SyncFieldFiles.manifest)")
         if let failure = writer.failure { throw failure }
         return counts
     }
@@ -336,11 +336,11 @@ public final class SyncSession: @unchecked Sendable {
     /// Opens `state`'s files for `run`. Called with the lock held.
     func openFiles(_ state: StreamState, sensor: Bool, run: Int) throws {
         if state.timestampsEpoch.load(ordering: .relaxed) != run {
-            state.timestampsFD = try OutputFile.open(path: "\(directoryPath)/\(state.id).timestamps.jsonl")
+            state.timestampsFD = try OutputFile.open(path: "\(directoryPath)/\(SyncFieldFiles.timestamps(state.id))")
             state.timestampsEpoch.store(run, ordering: .releasing)
         }
         if sensor && state.sensorEpoch.load(ordering: .relaxed) != run {
-            state.sensorFD = try OutputFile.open(path: "\(directoryPath)/\(state.id).jsonl")
+            state.sensorFD = try OutputFile.open(path: "\(directoryPath)/\(SyncFieldFiles.sensor(state.id))")
             state.sensorEpoch.store(run, ordering: .releasing)
         }
     }

@@ -32,7 +32,7 @@ public struct FrameTimestamp: Equatable, Sendable {
 
     /// The line as the SDK writes it, with its trailing newline.
     public func jsonLine() -> [UInt8] {
-        let out = ByteBuffer(capacity: 160)
+        let out = OutputBytes(capacity: 160)
         LineEncoder(hostId: clockDomain, clockSource: clockSource).appendTimestampLine(
             to: out, captureNs: captureNs, frameNumber: frameNumber, uncertaintyNs: uncertaintyNs)
         return out.array

@@ -1,11 +1,12 @@
 import ArgumentParser
+import FieldcapSession
 import Foundation
 import Logging
 import SyncField
 
 @main
 struct Fieldcap: ParsableCommand {
-    static let version = "0.1.0-dev"
+    static let version = Sidecar.fieldcapVersion
 
     // Every command spells its name: ArgumentParser otherwise derives it from the type's name
     // (String(describing:), which demangles it), again each time it builds the command tree:

@@ -1,6 +1,5 @@
 import ArgumentParser
 import FieldcapCore
-import FieldcapMedia
 import FieldcapSession
 import Foundation
 import Logging
@@ -89,7 +88,7 @@ struct Record: ParsableCommand {
 
     /// Where sessions go when neither --root nor a config's output says.
     static var defaultRoot: String { ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions" }
-    static let defaultMinFree = ByteSize(bytes: 256 << 20)
+    static let defaultMinFree = RecordingController.defaultMinFree
 
     static func defaultHostId() -> String {
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
@@ -131,111 +130,54 @@ struct Record: ParsableCommand {
     func run() throws {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
-        let (root, minFree, duration, syncEvery) = (settings.root, settings.minFree, settings.duration, settings.syncEvery)
         let sources = try settings.plan.makeSourcesForCommand()
-        let host = settings.hostId
-        let startedWall = Date()
-        // Refuse before making anything when the disk is already below --min-free.
-        let target = out.map { ($0 as NSString).deletingLastPathComponent } ?? root
-        if let free = freeBytes(at: target.isEmpty ? "." : target) ?? freeBytes(at: "."), free < minFree.bytes {
-            FileHandle.standardError.write(Data("Error: only \(ByteSize(bytes: free)) free where the session would go (\(target.isEmpty ? "." : target)), below --min-free \(minFree): free some space, record elsewhere, or lower --min-free\n".utf8))
-            throw ExitCode(4)
-        }
-        let directory = try SessionDirectory.create(explicit: out, root: root, hostId: host, at: startedWall)
-
+        let recording = RecordingController(
+            sources: sources,
+            settings: RecordingController.Settings(
+                hostId: settings.hostId, out: out, root: settings.root, duration: settings.duration,
+                syncEvery: settings.syncEvery, minFree: settings.minFree, directIO: !noDirectIO))
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
-
-        let cameras = sources.filter { $0.descriptor.kind == .video }
-        var sessionOptions = SyncSession.Options()
-        sessionOptions.syncInterval = syncEvery.seconds
-        let reserve = DiskReserve(
-            directory: directory,
-            bytes: DiskReserve.bytes(
-                streams: sources.count, cameras: cameras.count,
-                batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
-        var recorderOptions = Recorder.Options()
-        recorderOptions.syncIntervalNs = UInt64(syncEvery.seconds * 1e9)
-        // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
-        // sleeps as long as its own streams allow (a video's while a third of its camera's
-        // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue
-        // fills. The queue holds 4,096 entries (0.8 MB) rather than the library's 16,384
-        // (3.3 MB, all touched at start): 4 s of a 1 kHz IMU. Its writer only hands batches to the
-        // kernel (a sync thread makes them durable), so it keeps up through a stalled disk; if it
-        // ever did not, a full queue makes the sensors' writer wait, with an IMU's capture ring
-        // (4,096 records, 4 s more) still taking what comes meanwhile.
-        recorderOptions.idlePollNs = 100_000_000
-        sessionOptions.queueCapacity = 4096
-        sessionOptions.idlePollNs = sessionOptions.idlePollNs(
-            forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
-        let session = SyncSession(hostId: host, outputDir: directory, options: sessionOptions)
-        let syncPoint = try session.start()
-        try Sidecar.writeStart(
-            hostId: host, syncPoint: syncPoint, sources: sources, directory: directory, linkDirectory: session.outputDir.path)
-        let sink = VideoSessionSink(session: session, directIO: !noDirectIO)
-        let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
-        try recorder.start()
+        do {
+            try recording.start()
+        } catch let error as RecordingController.StartError {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            if case .diskBelowMinFree = error { throw ExitCode(4) }
+            throw ExitCode(64)
+        }
+        let directory = recording.directory!
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: session.diskWatch)
+        let status = StatusReporter(
+            directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: recording.session?.diskWatch)
         if !quiet && !json { status.printHeader() }
 
-        let started = MonotonicClock.now()
-        var reason = "duration"
+        var reason: RecordingController.StopReason
         while true {
-            let elapsed = Double(MonotonicClock.now() - started) / 1e9
-            if let duration, elapsed >= duration.seconds { break }
-            let wait = min(0.5, (duration?.seconds ?? .infinity) - elapsed)
-            if recorder.hasFailed {
-                reason = "write failed"
+            if let stop = recording.checkStop() {
+                reason = stop
                 break
             }
-            if let free = freeBytes(at: directory), free < minFree.bytes {
-                reason = "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
+            if let signal = signals.wait(seconds: max(0.001, min(0.5, recording.remaining))) {
+                reason = .requested(signal == SIGINT ? "SIGINT" : "SIGTERM")
                 break
             }
-            if let signal = signals.wait(seconds: max(0.001, wait)) {
-                reason = signal == SIGINT ? "SIGINT" : "SIGTERM"
-                break
-            }
-            status.report(recorder.statistics, elapsed: Double(MonotonicClock.now() - started) / 1e9)
+            status.report(recording.statistics, elapsed: recording.elapsed)
         }
         status.finishLine()
         if !quiet && !json { FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8)) }
 
-        // Give back the reserve: the trailers, the manifest and the sidecar need room.
-        reserve.release()
-        var writeFailure: Error?
-        let summary: [Recorder.StreamSummary]
-        do {
-            summary = try recorder.stop()
-        } catch {
-            writeFailure = error
-            summary = recorder.finalSummary
-            reason = isDiskFull(error) ? "disk full (\(error))" : "write failed (\(error))"
-        }
-        let elapsed = Double(MonotonicClock.now() - started) / 1e9
-        try Sidecar(
-            hostId: host, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(), stopReason: reason,
-            sources: sources, summary: summary, videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
-            diskStallNs: session.diskWatch.stallNs, directory: directory,
-            linkDirectory: session.outputDir.path
-        ).write()
-        if writeFailure != nil, let start = SessionStart(directory: directory) {
-            // Files stopped at different points: cut them back to what they all hold. The videos
-            // are cut in place (a full disk has no room for a copy).
-            try SessionFinisher.finish(directory: directory, start: start, rewriteVideos: false, state: "stopped: \(reason)") { _ in }
-        }
-        status.printSummary(summary, elapsed: elapsed, reason: reason)
-        logger.info("stopped", metadata: ["reason": "\(reason)"])
-        if let writeFailure {
-            FileHandle.standardError.write(Data("Error: \(reason); the session holds what reached the disk and validates: \(directory)\n".utf8))
+        let outcome = try recording.stop(reason: reason)
+        status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)
+        logger.info("stopped", metadata: ["reason": "\(outcome.reason)"])
+        if let writeFailure = outcome.writeFailure {
+            FileHandle.standardError.write(Data("Error: \(outcome.reason); the session holds what reached the disk and validates: \(directory)\n".utf8))
             throw ExitCode(isDiskFull(writeFailure) ? 4 : 1)
         }
-        if reason.hasPrefix("disk nearly full") {
-            if !quiet { FileHandle.standardError.write(Data("stopped: \(reason); the session is complete: \(directory)\n".utf8)) }
+        if case .diskNearlyFull = outcome.reason {
+            if !quiet { FileHandle.standardError.write(Data("stopped: \(outcome.reason); the session is complete: \(directory)\n".utf8)) }
             throw ExitCode(4)
         }
-        if summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
+        if outcome.summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
     }
 }

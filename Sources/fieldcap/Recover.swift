@@ -1,6 +1,6 @@
 import ArgumentParser
 import FieldcapCore
-import FieldcapMedia
+import FieldcapSession
 import Foundation
 import SyncField
 

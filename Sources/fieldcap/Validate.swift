@@ -1,5 +1,4 @@
 import ArgumentParser
-import FieldcapMedia
 import FieldcapSession
 import Foundation
 import SyncField

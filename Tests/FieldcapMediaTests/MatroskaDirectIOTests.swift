@@ -1,5 +1,6 @@
 import CMatroska
 import Foundation
+import TestSupport
 import Testing
 import FieldcapCore
 @testable import FieldcapMedia

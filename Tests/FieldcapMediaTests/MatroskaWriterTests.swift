@@ -2,25 +2,7 @@ import Foundation
 import Testing
 import FieldcapCore
 @testable import FieldcapMedia
-
-/// Runs a tool from FFmpeg's command line (ffprobe, ffmpeg) and returns its output.
-func runTool(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    guard let path else {
-        Issue.record("\(tool) is not installed; scripts/install-deps installs it (Debian package ffmpeg)")
-        return (-1, "")
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
+import TestSupport
 
 @Suite("Matroska writer")
 struct MatroskaWriterTests {
@@ -193,6 +175,15 @@ struct EBMLLayout {
     static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB, void: UInt32 = 0xEC
 
     /// A file's bytes with its TrackUID (random per file) zeroed, to compare two files' layout.
+    /// How many bytes the TrackUID's value takes: a random number, written in as few bytes as it
+    /// needs (one in 256 has a leading zero byte and takes 7), so two files written alike differ
+    /// in size when their UIDs do.
+    static func trackUIDLength(_ data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        guard let at = (0..<(bytes.count - 3)).first(where: { bytes[$0] == 0x73 && bytes[$0 + 1] == 0xC5 }) else { return nil }
+        return Int(bytes[at + 2] & 0x7F)
+    }
+
     static func withoutTrackUID(_ data: Data) -> Data {
         var bytes = [UInt8](data)
         // TrackUID: ID 0x73C5, a one-byte size, the value.

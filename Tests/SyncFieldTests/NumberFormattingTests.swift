@@ -4,8 +4,8 @@ import Testing
 
 @Suite("Number spelling")
 struct NumberFormattingTests {
-    static func spelled(_ body: (ByteBuffer) -> Void) -> String {
-        let out = ByteBuffer()
+    static func spelled(_ body: (OutputBytes) -> Void) -> String {
+        let out = OutputBytes()
         body(out)
         return String(decoding: out.bytes, as: UTF8.self)
     }

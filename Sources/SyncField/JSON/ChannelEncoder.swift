@@ -15,7 +15,7 @@ final class ChannelEncoder {
 
         init<S: Sequence>(keys: S) where S.Element == String {
             sortedKeys = JSONKeyOrder.sorted(keys)
-            encodedKeys = sortedKeys.map { ByteBuffer.jsonStringLiteral($0) + [UInt8(ascii: ":")] }
+            encodedKeys = sortedKeys.map { OutputBytes.jsonStringLiteral($0) + [UInt8(ascii: ":")] }
         }
     }
 
@@ -25,9 +25,9 @@ final class ChannelEncoder {
         var cursor = 0
     }
 
-    private let out: ByteBuffer
+    private let out: OutputBytes
 
-    init(out: ByteBuffer) { self.out = out }
+    init(out: OutputBytes) { self.out = out }
 
     /// Appends `channels` (validated by `ChannelValues`) to the output.
     func encode(_ channels: [String: Any], cache: PlanCache) {

@@ -12,14 +12,14 @@ import Foundation
 /// resulting order.
 ///
 /// Thread-safe.
-public enum JSONKeyOrder {
+package enum JSONKeyOrder {
     /// `true` when Foundation puts `a` before `b`.
-    public static func precedes(_ a: String, _ b: String) -> Bool {
+    package static func precedes(_ a: String, _ b: String) -> Bool {
         asciiPrecedes(a, b) ?? foundationPrecedes(a, b)
     }
 
     /// `keys` in Foundation's order.
-    public static func sorted<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
+    package static func sorted<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
         keys.sorted(by: precedes)
     }
 
@@ -96,13 +96,13 @@ public enum JSONKeyOrder {
 /// line, so a reader of millions of lines sorts each list once.
 ///
 /// Thread-bound.
-public final class KeyOrderCache {
+package final class KeyOrderCache {
     private var sortedByKeys: [[String]: [String]] = [:]
 
-    public init() {}
+    package init() {}
 
     /// `keys` in Foundation's order.
-    public func sorted(_ keys: [String]) -> [String] {
+    package func sorted(_ keys: [String]) -> [String] {
         if let known = sortedByKeys[keys] { return known }
         let sorted = JSONKeyOrder.sorted(keys)
         if sortedByKeys.count < 10_000 { sortedByKeys[keys] = sorted }

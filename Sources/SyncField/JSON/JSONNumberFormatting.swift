@@ -8,9 +8,9 @@
 struct ByteBufferStream: TextOutputStream {
     /// Unmanaged: the stream lives only inside a call on `out`, and a strong reference cost a
     /// retain and a release per number.
-    let out: Unmanaged<ByteBuffer>
+    let out: Unmanaged<OutputBytes>
 
-    init(out: ByteBuffer) { self.out = .passUnretained(out) }
+    init(out: OutputBytes) { self.out = .passUnretained(out) }
 
     mutating func write(_ string: String) {
         var string = string
@@ -24,18 +24,18 @@ struct ByteBufferStream: TextOutputStream {
 }
 
 /// Number spellings exactly as Foundation's `JSONSerialization` writes them.
-extension ByteBuffer {
+extension OutputBytes {
     /// Appends a finite `Double` as `description` spells it, minus a trailing `.0`
     /// (`12`, `-0`, `1e+16`, `1e-05`, `0.30000000000000004`).
     @inline(__always)
-    public func appendJSONNumber(_ value: Double) {
+    package func appendJSONNumber(_ value: Double) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
         appendShortestSpelling(value)
     }
 
     /// Appends a finite `Float` as `Float.description` spells it, minus a trailing `.0`.
     @inline(__always)
-    public func appendJSONNumber(_ value: Float) {
+    package func appendJSONNumber(_ value: Float) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
         appendShortestSpelling(value)
     }
@@ -58,13 +58,13 @@ extension ByteBuffer {
 
     /// Appends an unsigned integer in decimal.
     @inline(__always)
-    public func appendJSONNumber(_ value: UInt64) {
+    package func appendJSONNumber(_ value: UInt64) {
         appendInPlace(maxCount: 20) { out in Self.writeDecimal(value, to: out) }
     }
 
     /// Appends a signed integer in decimal.
     @inline(__always)
-    public func appendJSONNumber(_ value: Int64) {
+    package func appendJSONNumber(_ value: Int64) {
         appendInPlace(maxCount: 20) { out in
             if value < 0 {
                 out[0] = UInt8(ascii: "-")
@@ -75,7 +75,7 @@ extension ByteBuffer {
     }
 
     @inline(__always)
-    public func appendJSONNumber(_ value: Int) { appendJSONNumber(Int64(value)) }
+    package func appendJSONNumber(_ value: Int) { appendJSONNumber(Int64(value)) }
 
     @inline(__always)
     static func writeDecimal(_ value: UInt64, to out: UnsafeMutablePointer<UInt8>) -> Int {

@@ -1,8 +1,8 @@
-extension ByteBuffer {
+extension OutputBytes {
     /// Appends `text` as a JSON string literal the way Foundation's `JSONSerialization` does:
     /// `"` `\` and `/` escaped, `\b \f \n \r \t` by name, other control characters as `\u00xx`
     /// (lower-case hex), everything else as raw UTF-8.
-    public func appendJSONString(_ text: String) {
+    package func appendJSONString(_ text: String) {
         append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { appendEscapedUTF8($0) }
@@ -36,8 +36,8 @@ extension ByteBuffer {
     }
 
     /// The JSON string literal for `text`, as bytes.
-    public static func jsonStringLiteral(_ text: String) -> [UInt8] {
-        let buffer = ByteBuffer(capacity: text.utf8.count + 8)
+    package static func jsonStringLiteral(_ text: String) -> [UInt8] {
+        let buffer = OutputBytes(capacity: text.utf8.count + 8)
         buffer.appendJSONString(text)
         return buffer.array
     }

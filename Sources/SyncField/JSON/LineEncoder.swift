@@ -12,15 +12,15 @@ struct LineEncoder {
     let middle: [UInt8]
 
     init(hostId: String, clockSource: String = syncFieldClockSource) {
-        middle = Array(#","clock_domain":"#.utf8) + ByteBuffer.jsonStringLiteral(hostId)
-            + Array(#","clock_source":"#.utf8) + ByteBuffer.jsonStringLiteral(clockSource)
+        middle = Array(#","clock_domain":"#.utf8) + OutputBytes.jsonStringLiteral(hostId)
+            + Array(#","clock_source":"#.utf8) + OutputBytes.jsonStringLiteral(clockSource)
             + Array(#","frame_number":"#.utf8)
     }
 
     /// Appends a timestamp line; returns where its tail (`,"clock_domain":...`) starts in `out`.
     @inline(__always)
     @discardableResult
-    func appendTimestampLine(to out: ByteBuffer, captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) -> Int {
+    func appendTimestampLine(to out: OutputBytes, captureNs: UInt64, frameNumber: Int, uncertaintyNs: UInt64) -> Int {
         out.append(#"{"capture_ns":"#)
         out.appendJSONNumber(captureNs)
         let tail = out.count
@@ -33,19 +33,19 @@ struct LineEncoder {
     /// byte, so those are copied rather than encoded again. The caller appends the channels
     /// object and then calls `appendSensorTail`.
     @inline(__always)
-    static func appendSensorHead(to out: ByteBuffer, sharing timestampLine: ByteBuffer, lineStart: Int, tail: Int) {
+    static func appendSensorHead(to out: OutputBytes, sharing timestampLine: OutputBytes, lineStart: Int, tail: Int) {
         out.append(UnsafeBufferPointer(rebasing: timestampLine.bytes[lineStart..<tail]))
         out.append(#","channels":"#)
     }
 
     /// Ends a sensor line started with `appendSensorHead(to:sharing:lineStart:tail:)`.
     @inline(__always)
-    static func appendSensorTail(to out: ByteBuffer, sharing timestampLine: ByteBuffer, tail: Int) {
+    static func appendSensorTail(to out: OutputBytes, sharing timestampLine: OutputBytes, tail: Int) {
         out.append(UnsafeBufferPointer(rebasing: timestampLine.bytes[tail...]))
     }
 
     @inline(__always)
-    func appendTail(to out: ByteBuffer, frameNumber: Int, uncertaintyNs: UInt64) {
+    func appendTail(to out: OutputBytes, frameNumber: Int, uncertaintyNs: UInt64) {
         out.append(middle)
         out.appendJSONNumber(frameNumber)
         out.append(#","uncertainty_ns":"#)

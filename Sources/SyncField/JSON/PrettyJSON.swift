@@ -11,14 +11,14 @@ extension PrettyJSONValue {
     /// `[.prettyPrinted, .sortedKeys]`, every `" : "` then replaced by `": "` (the SDK's own
     /// fix-up, applied to the whole text, strings included), and one trailing newline.
     package func sdkPrettyBytes() -> [UInt8] {
-        let out = ByteBuffer(capacity: 1024)
+        let out = OutputBytes(capacity: 1024)
         write(to: out, indent: 0)
         var bytes = Self.replacingSpacedColons(out.array)
         bytes.append(UInt8(ascii: "\n"))
         return bytes
     }
 
-    private func write(to out: ByteBuffer, indent: Int) {
+    private func write(to out: OutputBytes, indent: Int) {
         switch self {
         case .string(let text): out.appendJSONString(text)
         case .integer(let number): out.appendJSONNumber(number)
@@ -39,7 +39,7 @@ extension PrettyJSONValue {
         }
     }
 
-    private static func writeIndent(_ width: Int, to out: ByteBuffer) {
+    private static func writeIndent(_ width: Int, to out: OutputBytes) {
         for _ in 0..<width { out.append(UInt8(ascii: " ")) }
     }
 

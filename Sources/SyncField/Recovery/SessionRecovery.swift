@@ -85,7 +85,7 @@ public enum SessionRecovery {
     public static func appendTimestampLines(_ lines: [TimestampLine], to path: String, hostId: String) throws {
         guard !lines.isEmpty else { return }
         let encoder = LineEncoder(hostId: hostId)
-        let bytes = ByteBuffer(capacity: lines.count * 160)
+        let bytes = OutputBytes(capacity: lines.count * 160)
         for line in lines {
             encoder.appendTimestampLine(
                 to: bytes, captureNs: line.captureNs, frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs)
@@ -131,11 +131,11 @@ public enum SessionRecovery {
         // A stream whose files never reached the disk (a power cut in its first second) is listed
         // with no lines: its files exist, empty, as the manifest names them.
         for id in timestampCounts.keys.sorted() {
-            try createIfMissing("\(directory)/\(id).timestamps.jsonl")
-            if recorded.contains(id) { try createIfMissing("\(directory)/\(id).jsonl") }
+            try createIfMissing("\(directory)/\(SyncFieldFiles.timestamps(id))")
+            if recorded.contains(id) { try createIfMissing("\(directory)/\(SyncFieldFiles.sensor(id))") }
         }
         let manifest = SessionManifest(hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
-        try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/sync_point.json")
-        try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/manifest.json")
+        try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.syncPoint)")
+        try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.manifest)")
     }
 }

@@ -8,7 +8,7 @@ enum CanonicalJSON {
         if let integer = Int64(text) { result.append(String(integer)) }
         if let unsigned = UInt64(text) { result.append(String(unsigned)) }
         if let double = Double(text), double.isFinite {
-            let out = ByteBuffer(capacity: 32)
+            let out = OutputBytes(capacity: 32)
             out.appendJSONNumber(double)
             result.append(String(decoding: out.bytes, as: UTF8.self))
             if let single = Float(text), single.isFinite {
@@ -39,7 +39,7 @@ enum CanonicalJSON {
     }
 
     /// Appends the canonical compact spelling of `value`.
-    static func append(_ value: ParsedJSON, to out: ByteBuffer, keyOrder: KeyOrderCache) {
+    static func append(_ value: ParsedJSON, to out: OutputBytes, keyOrder: KeyOrderCache) {
         switch value {
         case .object(let members):
             out.append(UInt8(ascii: "{"))
@@ -79,7 +79,7 @@ enum CanonicalJSON {
     }
 
     static func bytes(_ value: ParsedJSON, keyOrder: KeyOrderCache) -> [UInt8] {
-        let out = ByteBuffer(capacity: 256)
+        let out = OutputBytes(capacity: 256)
         append(value, to: out, keyOrder: keyOrder)
         return out.array
     }

@@ -76,11 +76,11 @@ public struct SessionValidator {
             return
         }
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
-        let timestampIds = names.filter { $0.hasSuffix(".timestamps.jsonl") }.map { String($0.dropLast(".timestamps.jsonl".count)) }
-        let sensorIds = names.filter { $0.hasSuffix(".jsonl") && !$0.hasSuffix(".timestamps.jsonl") }
-            .map { String($0.dropLast(".jsonl".count)) }
+        let timestampIds = names.filter { $0.hasSuffix(SyncFieldFiles.timestampsSuffix) }.map { String($0.dropLast(SyncFieldFiles.timestampsSuffix.count)) }
+        let sensorIds = names.filter { $0.hasSuffix(SyncFieldFiles.sensorSuffix) && !$0.hasSuffix(SyncFieldFiles.timestampsSuffix) }
+            .map { String($0.dropLast(SyncFieldFiles.sensorSuffix.count)) }
 
-        for name in timestampIds.map({ "\($0).timestamps.jsonl" }) + sensorIds.map({ "\($0).jsonl" }) {
+        for name in timestampIds.map(SyncFieldFiles.timestamps) + sensorIds.map(SyncFieldFiles.sensor) {
             var info = stat()
             if stat("\(directory)/\(name)", &info) == 0 { bytesTotal += Int(info.st_size) }
         }
@@ -88,10 +88,10 @@ public struct SessionValidator {
         let hostId = syncPoint?["host_id"]?.stringValue
         var timestampLines: [String: [TimestampFields]] = [:]
         for id in timestampIds {
-            timestampLines[id] = checkStreamFile("\(id).timestamps.jsonl", keys: Self.timestampKeys, hostId: hostId)
+            timestampLines[id] = checkStreamFile(SyncFieldFiles.timestamps(id), keys: Self.timestampKeys, hostId: hostId)
         }
         for id in sensorIds {
-            let sensorLines = checkStreamFile("\(id).jsonl", keys: Self.sensorKeys, hostId: hostId)
+            let sensorLines = checkStreamFile(SyncFieldFiles.sensor(id), keys: Self.sensorKeys, hostId: hostId)
             if let timestamps = timestampLines[id] {
                 checkSensorMatchesTimestamps(id: id, sensor: sensorLines, timestamps: timestamps)
             } else {
@@ -102,7 +102,7 @@ public struct SessionValidator {
         report.lineCount = timestampLines.values.reduce(0) { $0 + $1.count }
         if report.streamCount < 2 && report.problems.isEmpty {
             report.warnings.append(Problem(
-                file: "manifest.json", line: nil,
+                file: SyncFieldFiles.manifest, line: nil,
                 message: "has \(report.streamCount) stream(s); the alignment service drops sync jobs with fewer than two"))
         }
     }
@@ -321,7 +321,7 @@ public struct SessionValidator {
     }
 
     private mutating func checkSyncPoint() -> ParsedJSON? {
-        let name = "sync_point.json"
+        let name = SyncFieldFiles.syncPoint
         guard let point = readPretty(name) else { return nil }
         guard case .object = point else {
             problem(name, nil, "must be an object")
@@ -391,7 +391,7 @@ public struct SessionValidator {
     }
 
     private mutating func checkManifest(hostId: String?, timestampLines: [String: [TimestampFields]], sensorIds: Set<String>) {
-        let name = "manifest.json"
+        let name = SyncFieldFiles.manifest
         guard let manifest = readPretty(name) else { return }
         guard case .object = manifest else {
             problem(name, nil, "must be an object")
@@ -428,11 +428,11 @@ public struct SessionValidator {
             var fields: [String: PrettyJSONValue] = [:]
             if let type { fields["type"] = .string(type) }
             if timestampLines[id] != nil {
-                if entry["timestamps_path"]?.stringValue != "\(id).timestamps.jsonl" {
+                if entry["timestamps_path"]?.stringValue != SyncFieldFiles.timestamps(id) {
                     problem(name, nil, "streams.\(id).timestamps_path must be \"\(id).timestamps.jsonl\"")
                 }
                 if let count = entry["frame_count"]?.integerValue {
-                    let actual = SyncSession.countLines(path: "\(directory)/\(id).timestamps.jsonl")
+                    let actual = SyncSession.countLines(path: "\(directory)/\(SyncFieldFiles.timestamps(id))")
                     if count != actual {
                         problem(name, nil, "streams.\(id).frame_count is \(count) but \(id).timestamps.jsonl has \(actual) lines")
                     }
@@ -440,16 +440,16 @@ public struct SessionValidator {
                 } else {
                     problem(name, nil, "streams.\(id).frame_count must be an integer")
                 }
-                fields["timestamps_path"] = .string("\(id).timestamps.jsonl")
+                fields["timestamps_path"] = .string(SyncFieldFiles.timestamps(id))
             } else if entry["timestamps_path"] != nil || entry["frame_count"] != nil {
                 problem(name, nil, "streams.\(id) names a timestamps file, but \(id).timestamps.jsonl does not exist")
             }
             if sensorIds.contains(id) {
                 if type != "sensor" { problem(name, nil, "streams.\(id) has a sensor file \(id).jsonl, so its type must be \"sensor\"") }
-                if entry["sensor_path"]?.stringValue != "\(id).jsonl" {
+                if entry["sensor_path"]?.stringValue != SyncFieldFiles.sensor(id) {
                     problem(name, nil, "streams.\(id).sensor_path must be \"\(id).jsonl\"")
                 }
-                fields["sensor_path"] = .string("\(id).jsonl")
+                fields["sensor_path"] = .string(SyncFieldFiles.sensor(id))
             } else if type == "sensor" {
                 problem(name, nil, "streams.\(id) is a sensor, but \(id).jsonl does not exist")
             } else if entry["sensor_path"] != nil {

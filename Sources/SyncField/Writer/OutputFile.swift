@@ -18,7 +18,7 @@ import Musl
 package final class OutputFile {
     package let path: String
     let fd: Int32
-    package let pending: ByteBuffer
+    package let pending: OutputBytes
     /// Whether the file was written since its last sync, and a failed sync's error.
     package let syncState: FileSyncState
     private var writeFailure: SyncFieldError?
@@ -31,7 +31,7 @@ package final class OutputFile {
     package init(path: String, fd: Int32, batchBytes: Int, watch: DiskWatch? = nil) {
         self.path = path
         self.fd = fd
-        self.pending = ByteBuffer(capacity: batchBytes + 4096)
+        self.pending = OutputBytes(capacity: batchBytes + 4096)
         self.syncState = FileSyncState(path: path, fd: fd, watch: watch)
         self.writeTimer = watch?.timer(path: path, operation: .write)
     }

@@ -33,7 +33,7 @@ final class SessionWriter: @unchecked Sendable {
     private let options: SyncSession.Options
     private let watch: DiskWatch
     private var streams: [StreamFiles?] = []
-    private let scratch = ByteBuffer(capacity: 4096)
+    private let scratch = OutputBytes(capacity: 4096)
     private lazy var channelEncoder = ChannelEncoder(out: scratch)
     private var thread: DedicatedThread?
     /// Makes the files durable; started with the writer, finished by it.
@@ -144,7 +144,7 @@ final class SessionWriter: @unchecked Sendable {
         let state = files.state
         if files.timestamps == nil {
             let file = OutputFile(
-                path: "\(directory)/\(state.id).timestamps.jsonl", fd: state.timestampsFD,
+                path: "\(directory)/\(SyncFieldFiles.timestamps(state.id))", fd: state.timestampsFD,
                 batchBytes: options.batchBytes, watch: watch)
             files.timestamps = file
             syncer?.add(file.syncState)
@@ -160,7 +160,7 @@ final class SessionWriter: @unchecked Sendable {
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
             let file = OutputFile(
-                path: "\(directory)/\(state.id).jsonl", fd: state.sensorFD, batchBytes: options.batchBytes,
+                path: "\(directory)/\(SyncFieldFiles.sensor(state.id))", fd: state.sensorFD, batchBytes: options.batchBytes,
                 watch: watch)
             files.sensor = file
             syncer?.add(file.syncState)

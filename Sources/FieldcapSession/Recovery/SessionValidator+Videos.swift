@@ -1,3 +1,4 @@
+import FieldcapMedia
 import Foundation
 import SyncField
 
@@ -23,14 +24,14 @@ extension SessionValidator {
     static func videoProblems(directory: String) -> (problems: [Problem], warnings: [Problem]) {
         var problems: [Problem] = []
         var warnings: [Problem] = []
-        guard let data = FileManager.default.contents(atPath: "\(directory)/manifest.json"),
+        guard let data = FileManager.default.contents(atPath: SessionLayout(directory: directory).manifest),
             let manifest = try? JSONTextParser.parse([UInt8](data)), case .object(let streams)? = manifest["streams"]
         else { return ([], []) }
-        let recordedByFieldcap = FileManager.default.fileExists(atPath: "\(directory)/fieldcap.json")
+        let recordedByFieldcap = FileManager.default.fileExists(atPath: SessionLayout(directory: directory).sidecar)
         for stream in streams {
             let id = stream.key, entry = stream.value
             guard entry["type"]?.stringValue == "video", let path = entry["path"]?.stringValue else { continue }
-            func problem(_ message: String) { problems.append(Problem(file: "manifest.json", message: "streams.\(id).path: \(message)")) }
+            func problem(_ message: String) { problems.append(Problem(file: SessionLayout.manifestName, message: "streams.\(id).path: \(message)")) }
             guard let video = resolve(path, in: directory) else {
                 let name = (path as NSString).lastPathComponent
                 problem("\(path) does not exist" + (path.hasPrefix("/") && !name.isEmpty ? " (nor does \(name) in the session directory)" : ""))
@@ -48,7 +49,7 @@ extension SessionValidator {
                     problem("\(shown) is not a Matroska file (no EBML header with DocType matroska or webm)")
                 } else {
                     warnings.append(Problem(
-                        file: "manifest.json",
+                        file: SessionLayout.manifestName,
                         message: "streams.\(id).path: \(shown) is not a Matroska file, so its frames were not counted"))
                 }
                 continue
@@ -59,7 +60,7 @@ extension SessionValidator {
             }
             if let count = entry["frame_count"]?.integerValue, count != Int64(scan.frames.count) {
                 problems.append(Problem(
-                    file: "manifest.json",
+                    file: SessionLayout.manifestName,
                     message: "streams.\(id).frame_count is \(count) but \(shown) holds \(scan.frames.count) frames: "
                         + (recordedByFieldcap
                             ? "`fieldcap recover` brings the video and its timestamp lines back into agreement"

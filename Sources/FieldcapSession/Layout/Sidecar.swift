@@ -1,26 +1,49 @@
 import FieldcapCore
-import FieldcapMedia
 import Foundation
 import SyncField
 
 /// `fieldcap.json`: what the SyncField format has no place for. It sits beside the SyncField
-/// files, which stay byte-compatible with the SDK.
-struct Sidecar {
-    var hostId: String
-    var syncPoint: SyncPoint
-    var startedWall: Date
-    var stoppedWall: Date
-    var stopReason: String
-    var sources: [CaptureSource]
-    var summary: [Recorder.StreamSummary]
+/// files, which stay byte-compatible with the SDK. The one model of it: written at start
+/// (`writeStart`) and at the end (`write`), read back by recovery (`Contents`), rewritten with
+/// its notes (`store`), all in one spelling (`bytes`).
+public struct Sidecar {
+    /// The version fieldcap writes into its sidecar (and `fieldcap --version` prints).
+    public static let fieldcapVersion = "0.1.0-dev"
+
+    public var hostId: String
+    public var syncPoint: SyncPoint
+    public var startedWall: Date
+    public var stoppedWall: Date
+    public var stopReason: String
+    public var sources: [CaptureSource]
+    public var summary: [Recorder.StreamSummary]
     /// How each video's frames went to its file (`VideoSessionSink.videoWrites`).
-    var videoWrites: [String: String] = [:]
+    public var videoWrites: [String: String] = [:]
     /// Writes and syncs that took `diskStallNs` or longer, per file (`DiskWatch.summary`).
-    var diskStalls: [DiskWatch.Summary] = []
-    var diskStallNs: UInt64 = DiskWatch().stallNs
-    var directory: String
+    public var diskStalls: [DiskWatch.Summary] = []
+    public var diskStallNs: UInt64 = DiskWatch().stallNs
+    public var layout: SessionLayout
     /// The directory as the session's `link()` paths spell it.
-    var linkDirectory: String
+    public var linkDirectory: String
+
+    public init(
+        hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
+        sources: [CaptureSource], summary: [Recorder.StreamSummary], videoWrites: [String: String],
+        diskStalls: [DiskWatch.Summary], diskStallNs: UInt64, layout: SessionLayout, linkDirectory: String
+    ) {
+        self.hostId = hostId
+        self.syncPoint = syncPoint
+        self.startedWall = startedWall
+        self.stoppedWall = stoppedWall
+        self.stopReason = stopReason
+        self.sources = sources
+        self.summary = summary
+        self.videoWrites = videoWrites
+        self.diskStalls = diskStalls
+        self.diskStallNs = diskStallNs
+        self.layout = layout
+        self.linkDirectory = linkDirectory
+    }
 
     static var kernel: String {
         var names = utsname()
@@ -53,9 +76,9 @@ struct Sidecar {
         ]
         if let format = descriptor.videoFormat {
             entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
-            entry["video_path"] = "\(descriptor.id).mkv"
-            entry["frames_path"] = "\(descriptor.id).frames.ndjson"
-            entry["linked_path"] = "\(linkDirectory)/\(descriptor.id).mkv"
+            entry["video_path"] = SessionLayout.videoName(descriptor.id)
+            entry["frames_path"] = SessionLayout.frameLogName(descriptor.id)
+            entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
         }
         if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
         return entry
@@ -66,20 +89,31 @@ struct Sidecar {
     /// to write the rest (SIGKILL, a power cut). `write()` replaces it at the end.
     /// `linkDirectory` is the directory as the session's `link()` paths spell it (the manifest
     /// gives each video's path as it was linked).
-    static func writeStart(hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], directory: String, linkDirectory: String) throws {
+    public static func writeStart(
+        hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String
+    ) throws {
         let document: [String: Any] = [
-            "fieldcap_version": Fieldcap.version, "state": "recording", "host_id": hostId,
+            "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": sources.map { streamEntry($0.descriptor, linkDirectory: linkDirectory) },
         ]
-        try store(document, directory: directory)
+        try store(document, layout: layout)
     }
 
-    static func store(_ document: [String: Any], directory: String) throws {
-        try SessionStart.store(document, directory: directory)
+    /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).
+    public static func store(_ document: [String: Any], layout: SessionLayout) throws {
+        try SyncSession.writeAtomically(try bytes(document), to: layout.sidecar)
     }
 
-    func write() throws {
+    /// A time in `fieldcap.json`: `2024-03-08T09:28:21.123Z`, spelled as the sync point's
+    /// `iso_datetime` rather than with ISO8601DateFormatter, whose ICU set-up was a tenth of an
+    /// IMU recording's start-up on a slow CPU.
+    public static func utc(_ date: Date) -> String {
+        SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
+    }
+
+    /// Writes the sidecar of a recording that ended (`state: complete`).
+    public func write() throws {
         let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
             var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
             entry["written"] = stream.written
@@ -98,19 +132,19 @@ struct Sidecar {
             return entry
         }
         let document: [String: Any] = [
-            "fieldcap_version": Fieldcap.version,
+            "fieldcap_version": Self.fieldcapVersion,
             "host_id": hostId,
             "hostname": ProcessInfo.processInfo.hostName,
             "kernel": Self.kernel,
-            "started_utc": SessionStart.utc(startedWall),
-            "stopped_utc": SessionStart.utc(stoppedWall),
+            "started_utc": Self.utc(startedWall),
+            "stopped_utc": Self.utc(stoppedWall),
             "stop_reason": stopReason,
             "state": "complete",
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": streams,
             "disk_stalls": diskStallsEntry,
         ]
-        try Self.store(document, directory: directory)
+        try Self.store(document, layout: layout)
     }
 
     /// Which files waited for the disk for `diskStallNs` or longer in one operation, how often,

@@ -11,20 +11,21 @@ import SyncField
 /// Takes what the sidecar is built from (strings, booleans, integers, floating-point numbers,
 /// arrays and string-keyed dictionaries of them) and what `JSONSerialization` reads back
 /// (`NSNumber`s), for `recover`.
-enum SidecarJSON {
-    struct UnsupportedValue: Error, CustomStringConvertible {
-        var value: String
-        var description: String { "fieldcap.json cannot hold \(value)" }
+extension Sidecar {
+    public struct UnsupportedValue: Error, CustomStringConvertible {
+        public var value: String
+        public var description: String { "fieldcap.json cannot hold \(value)" }
     }
 
-    static func bytes(_ document: [String: Any]) throws -> [UInt8] {
-        let out = ByteBuffer(capacity: 4096)
-        try write(document, to: out, indent: 0)
+    /// The bytes of a sidecar document.
+    public static func bytes(_ document: [String: Any]) throws -> [UInt8] {
+        let out = OutputBytes(capacity: 4096)
+        try encode(document, to: out, indent: 0)
         out.append(UInt8(ascii: "\n"))
         return out.array
     }
 
-    private static func write(_ value: Any, to out: ByteBuffer, indent: Int) throws {
+    private static func encode(_ value: Any, to out: OutputBytes, indent: Int) throws {
         // A number read back by JSONSerialization: its stored type says how it was written.
         if type(of: value) is NSNumber.Type, let number = value as? NSNumber {
             switch String(cString: number.objCType) {
@@ -35,7 +36,7 @@ enum SidecarJSON {
             }
             return
         }
-        if let json = value as? JSONValue { return try write(json, to: out, indent: indent) }
+        if let json = value as? JSONValue { return try encode(json, to: out, indent: indent) }
         // Exact types: with Foundation, `as?` also bridges between numbers and Bool.
         let kind = type(of: value)
         switch value {
@@ -58,7 +59,7 @@ enum SidecarJSON {
                 out.append(indentation(indent + 2))
                 out.appendJSONString(key)
                 out.append(" : ")
-                try write(object[key]!, to: out, indent: indent + 2)
+                try encode(object[key]!, to: out, indent: indent + 2)
             }
             out.append("\n" + indentation(indent) + "}")
         case let array as [Any]:
@@ -67,7 +68,7 @@ enum SidecarJSON {
             for (position, element) in array.enumerated() {
                 if position > 0 { out.append(",\n") }
                 out.append(indentation(indent + 2))
-                try write(element, to: out, indent: indent + 2)
+                try encode(element, to: out, indent: indent + 2)
             }
             out.append("\n" + indentation(indent) + "]")
         default:
@@ -76,7 +77,7 @@ enum SidecarJSON {
     }
 
     /// What a source reported (`JSONValue`), written by the same rules.
-    private static func write(_ value: JSONValue, to out: ByteBuffer, indent: Int) throws {
+    private static func encode(_ value: JSONValue, to out: OutputBytes, indent: Int) throws {
         switch value {
         case .null: out.append("null")
         case .bool(let flag): out.append(flag ? "true" : "false")
@@ -84,12 +85,12 @@ enum SidecarJSON {
         case .unsigned(let number): out.appendJSONNumber(number)
         case .double(let number): try appendFinite(number, to: out)
         case .string(let text): out.appendJSONString(text)
-        case .array(let values): try write(values as [Any], to: out, indent: indent)
-        case .object(let members): try write(members as [String: Any], to: out, indent: indent)
+        case .array(let values): try encode(values as [Any], to: out, indent: indent)
+        case .object(let members): try encode(members as [String: Any], to: out, indent: indent)
         }
     }
 
-    private static func appendFinite(_ number: Double, to out: ByteBuffer) throws {
+    private static func appendFinite(_ number: Double, to out: OutputBytes) throws {
         guard number.isFinite else { throw UnsupportedValue(value: "\(number)") }
         out.appendJSONNumber(number)
     }
@@ -97,7 +98,7 @@ enum SidecarJSON {
     private static func indentation(_ width: Int) -> String { String(repeating: " ", count: width) }
 }
 
-extension ByteBuffer {
+extension OutputBytes {
     fileprivate func append(_ text: String) {
         var text = text
         text.withUTF8 { append($0) }

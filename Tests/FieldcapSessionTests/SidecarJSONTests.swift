@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import FieldcapMedia
+@testable import FieldcapSession
 
 @Suite("fieldcap.json encoding")
 struct SidecarJSONTests {
@@ -25,16 +25,16 @@ struct SidecarJSONTests {
     @Test("writes what JSONSerialization writes (pretty, sorted keys), byte for byte")
     func matchesFoundation() throws {
         let foundation = Array(try JSONSerialization.data(withJSONObject: Self.document, options: [.prettyPrinted, .sortedKeys])) + [10]
-        let ours = try SidecarJSON.bytes(Self.document)
+        let ours = try Sidecar.bytes(Self.document)
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
     }
 
     @Test("a document read back by JSONSerialization (NSNumbers, booleans among them, as recover has it) is written as JSONSerialization writes it")
     func readBack() throws {
-        let written = try SidecarJSON.bytes(Self.document)
+        let written = try Sidecar.bytes(Self.document)
         let readBack = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
         let foundation = Array(try JSONSerialization.data(withJSONObject: readBack, options: [.prettyPrinted, .sortedKeys])) + [10]
-        let ours = try SidecarJSON.bytes(readBack)
+        let ours = try Sidecar.bytes(readBack)
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
         // What changed on the way is what JSON itself keeps (-0.0 is read back as the integer 0).
         #expect(ours.count == written.count - 1)
@@ -42,6 +42,6 @@ struct SidecarJSONTests {
 
     @Test("values JSON has no spelling for are refused, not written", arguments: [Double.nan, Double.infinity])
     func nonFinite(value: Double) {
-        #expect(throws: SidecarJSON.UnsupportedValue.self) { try SidecarJSON.bytes(["x": value]) }
+        #expect(throws: Sidecar.UnsupportedValue.self) { try Sidecar.bytes(["x": value]) }
     }
 }

@@ -1,4 +1,5 @@
 import FieldcapMedia
+import FieldcapSession
 import Foundation
 import SyncField
 import TestSupport

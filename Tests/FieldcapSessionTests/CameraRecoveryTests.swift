@@ -1,6 +1,8 @@
 import FieldcapCore
+import FieldcapSession
 import Foundation
 import SyncField
+import TestSupport
 import Testing
 @testable import FieldcapMedia
 
@@ -123,10 +125,10 @@ struct PowerCutRecoveryTests {
             }
             return entry
         }
-        try SessionStart.store([
+        try Sidecar.store([
             "state": "recording", "host_id": "rig_01", "streams": streams,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-        ], directory: path)
+        ], layout: SessionLayout(directory: path))
         let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session))
         try recorder.start()
         usleep(2_000_000)
@@ -138,9 +140,9 @@ struct PowerCutRecoveryTests {
     /// `cam`'s timestamp lines cut to `keep` (and a half line), its log to `logKeep`.
     private func cut(_ path: String, _ cam: String, keep: Int, logKeep: Int? = nil) throws {
         for name in ["manifest.json", "sync_point.json"] { try FileManager.default.removeItem(atPath: "\(path)/\(name)") }
-        var document = SessionStart(directory: path)!.document
+        var document = Sidecar.Contents(layout: SessionLayout(directory: path))!.document
         document["state"] = "recording"
-        try SessionStart.store(document, directory: path)
+        try Sidecar.store(document, layout: SessionLayout(directory: path))
         let stamps = try String(contentsOfFile: "\(path)/\(cam).timestamps.jsonl", encoding: .utf8).split(separator: "\n")
         try (stamps.prefix(keep).joined(separator: "\n") + "\n{\"capture_ns\":12").write(
             toFile: "\(path)/\(cam).timestamps.jsonl", atomically: false, encoding: .utf8)
@@ -151,7 +153,7 @@ struct PowerCutRecoveryTests {
     }
 
     private func notes(_ path: String, _ id: String) -> [String: Any] {
-        let recovery = SessionStart(directory: path)!.document["recovery"] as! [String: Any]
+        let recovery = Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any]
         return (recovery["streams"] as! [String: Any])[id] as! [String: Any]
     }
 
@@ -175,7 +177,7 @@ struct PowerCutRecoveryTests {
         #expect(note["timestamp_lines_restored"] as? Int == 12 && note["frames_cut"] as? Int == 0, "\(note)")
         #expect(notes(path, "cam_b")["timestamp_lines_restored"] as? Int == 0)
         #expect(said.contains { $0.contains("cam_a: \(frames) frames in cam_a.mkv and \(frames) timestamp lines (12 restored from cam_a.frames.ndjson") }, "\(said)")
-        #expect((SessionStart(directory: path)!.document["recovery"] as! [String: Any])["camera_timestamps"] is String)
+        #expect((Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any])["camera_timestamps"] is String)
     }
 
     @Test("frames whose lines neither file kept are cut from the video, which then holds one frame per line")
@@ -223,7 +225,7 @@ struct PowerCutRecoveryTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let frames = try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" }
         try cut(path, "cam_a", keep: frames - 10, logKeep: frames - 10)
-        try SessionFinisher.finish(directory: path, start: SessionStart(directory: path)!, rewriteVideos: false, state: "stopped: test") { _ in }
+        try SessionFinisher.finish(directory: path, start: Sidecar.Contents(layout: SessionLayout(directory: path))!, rewriteVideos: false, state: "stopped: test") { _ in }
         #expect(try MatroskaScan(path: "\(path)/cam_a.mkv").frames.count == frames - 10)
         #expect(try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" } == frames - 10)
         #expect(SessionValidator.validateWithVideos(directory: path).isValid)
@@ -237,7 +239,7 @@ struct PowerCutRecoveryTests {
         let frames = original.count { $0 == 10 }
         try cut(path, "cam_a", keep: frames - 12)
         try SessionRecovery.trimJSONLines(path: "\(path)/cam_a.timestamps.jsonl")
-        let start = SessionStart(directory: path)!
+        let start = Sidecar.Contents(layout: SessionLayout(directory: path))!
         try SessionRecovery.finish(
             directory: path, syncPoint: start.syncPoint,
             timestampCounts: ["cam_a": frames - 12, "cam_b": try String(contentsOfFile: "\(path)/cam_b.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" },
@@ -245,7 +247,7 @@ struct PowerCutRecoveryTests {
             recorded: ["imu"], links: ["cam_a": "\(path)/cam_a.mkv", "cam_b": "\(path)/cam_b.mkv"])
         var document = start.document
         document["state"] = "recovered"
-        try SessionStart.store(document, directory: path)
+        try Sidecar.store(document, layout: SessionLayout(directory: path))
         #expect(SessionValidator.validate(directory: path).isValid)
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
         guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapMedia
 import SyncField
 
 /// Writes a recording: each video stream into its own Matroska file (`{id}.mkv`, linked into the
@@ -24,19 +25,18 @@ public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
     private var videos: [MatroskaWriter?] = []
     private var frameLogs: [FrameLog?] = []
-    private let directory: String
+    private let layout: SessionLayout
     private let directIO: Bool
     private var streamIDs: [String] = []
 
-    /// A camera's frame log buffer. Each line is written as it is made; lines a full disk refused
-    /// wait here for the space the recorder gives back as it stops (its disk reserve counts this).
-    public static let frameLogBatchBytes = 64 * 1024
+    /// A camera's frame log buffer (the disk reserve counts it).
+    public static let frameLogBatchBytes = FrameLog.batchBytes
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem
     /// does direct I/O (`MatroskaWriter`).
     public init(session: SyncSession, directIO: Bool = true) {
         sessionSink = SyncSessionSink(session: session)
-        directory = session.outputDir.path
+        layout = SessionLayout(directory: session.outputDir.path)
         self.directIO = directIO
     }
 
@@ -55,7 +55,7 @@ public final class VideoSessionSink: RecordSink {
         streamIDs = streams.map(\.id)
         videos = try streams.map { descriptor in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
-            let path = "\(directory)/\(descriptor.id).mkv"
+            let path = layout.video(descriptor.id)
             let writer = try MatroskaWriter(
                 path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO,
                 watch: sessionSink.session.diskWatch)
@@ -64,7 +64,7 @@ public final class VideoSessionSink: RecordSink {
         }
         frameLogs = try streams.map { descriptor in
             descriptor.kind == .video
-                ? try FrameLog(path: "\(directory)/\(descriptor.id).frames.ndjson", watch: sessionSink.session.diskWatch) : nil
+                ? try FrameLog(path: layout.frameLog(descriptor.id), watch: sessionSink.session.diskWatch) : nil
         }
     }
 

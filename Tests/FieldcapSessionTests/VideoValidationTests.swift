@@ -1,6 +1,8 @@
 import FieldcapCore
+import FieldcapSession
 import Foundation
 import SyncField
+import TestSupport
 import Testing
 @testable import FieldcapMedia
 

@@ -9,12 +9,12 @@
 /// The stored properties skip Swift's run-time exclusivity checks: every append changes
 /// `count`, and checking each change (`swift_beginAccess`) was about 7% of an IMU recording's
 /// CPU in a profile. The buffer is thread-bound and never hands out `inout` access to them.
-public final class ByteBuffer {
-    @exclusivity(unchecked) public private(set) var count: Int = 0
-    @exclusivity(unchecked) public private(set) var capacity: Int
+package final class OutputBytes {
+    @exclusivity(unchecked) package private(set) var count: Int = 0
+    @exclusivity(unchecked) package private(set) var capacity: Int
     @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<UInt8>
 
-    public init(capacity: Int = 4096) {
+    package init(capacity: Int = 4096) {
         self.capacity = max(64, capacity)
         self.base = .allocate(capacity: self.capacity)
     }
@@ -22,11 +22,11 @@ public final class ByteBuffer {
     deinit { base.deallocate() }
 
     /// The encoded bytes. Valid until the next mutation.
-    public var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+    package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Makes room for at least `extra` more bytes.
     @inline(__always)
-    public func reserve(_ extra: Int) {
+    package func reserve(_ extra: Int) {
         if count + extra > capacity { grow(to: count + extra) }
     }
 
@@ -42,14 +42,14 @@ public final class ByteBuffer {
     }
 
     @inline(__always)
-    public func append(_ byte: UInt8) {
+    package func append(_ byte: UInt8) {
         reserve(1)
         base[count] = byte
         count += 1
     }
 
     @inline(__always)
-    public func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
         (base + count).update(from: source, count: bytes.count)
@@ -57,36 +57,36 @@ public final class ByteBuffer {
     }
 
     @inline(__always)
-    public func append(_ bytes: [UInt8]) {
+    package func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { append($0) }
     }
 
     @inline(__always)
-    public func append(_ text: StaticString) {
+    package func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     @inline(__always)
-    public func append(contentsOf other: ByteBuffer) {
+    package func append(contentsOf other: OutputBytes) {
         append(other.bytes)
     }
 
     /// Writes `count` bytes directly into the buffer's free space through `body`, which returns
     /// how many it used.
     @inline(__always)
-    public func appendInPlace(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+    package func appendInPlace(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
         reserve(maxCount)
         count += body(base + count)
     }
 
     /// Drops everything after the first `newCount` bytes.
-    public func truncate(to newCount: Int) {
+    package func truncate(to newCount: Int) {
         precondition(newCount >= 0 && newCount <= count)
         count = newCount
     }
 
-    public func removeAll() { count = 0 }
+    package func removeAll() { count = 0 }
 
     /// The contents as an array (for tests and small files).
-    public var array: [UInt8] { Array(bytes) }
+    package var array: [UInt8] { Array(bytes) }
 }

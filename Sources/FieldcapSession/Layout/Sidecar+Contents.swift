@@ -1,0 +1,56 @@
+import FieldcapCore
+import Foundation
+import SyncField
+
+extension Sidecar {
+    /// What `fieldcap.json` says about a session, as the recorder wrote it at start (or at the
+    /// end): what recovery needs to finish it.
+    public struct Contents {
+        public struct Stream: Sendable {
+            public var id: String
+            public var nominalRate: Double
+            public var format: VideoFormat?
+            public var linkedPath: String?
+        }
+
+        /// The whole document, to write back with changes.
+        public var document: [String: Any]
+        /// `recording` (written at start, never finished), `complete`, `recovered`, `stopped: ...`.
+        public var state: String
+        public var syncPoint: SyncPoint
+        public var streams: [Stream]
+
+        public init?(layout: SessionLayout) {
+            guard let data = FileManager.default.contents(atPath: layout.sidecar),
+                let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let hostId = document["host_id"] as? String, StreamID.problem(with: hostId) == nil,
+                let sync = document["sync_point"] as? [String: Any],
+                let monotonic = (sync["monotonic_ns"] as? NSNumber)?.uint64Value,
+                let wall = (sync["wall_clock_ns"] as? NSNumber)?.uint64Value,
+                let entries = document["streams"] as? [[String: Any]]
+            else { return nil }
+            var streams: [Stream] = []
+            for entry in entries {
+                // Ids name files in the directory: only ones the recorder could have written.
+                guard let id = entry["id"] as? String, StreamID.problem(with: id) == nil else { return nil }
+                var format: VideoFormat?
+                if let fields = entry["format"] as? [String: Any] {
+                    guard let width = fields["width"] as? Int, let height = fields["height"] as? Int,
+                        let name = fields["pixel_format"] as? String,
+                        let pixel = VideoFormat.PixelFormat(rawValue: name),
+                        (1...16384).contains(width), (1...16384).contains(height)
+                    else { return nil }
+                    format = VideoFormat(width: width, height: height, pixelFormat: pixel)
+                }
+                streams.append(
+                    Stream(
+                        id: id, nominalRate: (entry["nominal_rate"] as? Double) ?? 0, format: format,
+                        linkedPath: entry["linked_path"] as? String))
+            }
+            self.document = document
+            state = (document["state"] as? String) ?? "complete"
+            syncPoint = SyncPoint(monotonicNs: monotonic, wallClockNs: wall, hostId: hostId)
+            self.streams = streams
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import FieldcapCore
+import FieldcapMedia
+import Foundation
+import SyncField
+
+/// One recording's lifecycle, for any front end: `start` makes the session directory and starts
+/// capture and writing; `checkStop` says when the recording should end by itself (its duration,
+/// a failed writer, the disk's free space below the minimum); `statistics` is the live status;
+/// `stop` finishes every file and writes the sidecar. The front end owns the rest: signals, the
+/// terminal, exit codes.
+///
+/// Driven by one thread (the front end's), which calls `start`, `checkStop`, `statistics` and
+/// `stop` in turn; the capture and writer threads are the recorder's.
+public final class RecordingController {
+    public struct Settings: Sendable {
+        public var hostId: String
+        /// The session directory to create, or nil for `root/HOST-UTCTIME`.
+        public var out: String?
+        public var root: String
+        public var duration: TimeSpan?
+        public var syncEvery: TimeSpan
+        public var minFree: ByteSize
+        /// Write the videos with direct I/O where the filesystem does it (`MatroskaWriter`).
+        public var directIO: Bool
+
+        public init(
+            hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
+            syncEvery: TimeSpan = TimeSpan(seconds: 1), minFree: ByteSize = RecordingController.defaultMinFree,
+            directIO: Bool = true
+        ) {
+            self.hostId = hostId
+            self.out = out
+            self.root = root
+            self.duration = duration
+            self.syncEvery = syncEvery
+            self.minFree = minFree
+            self.directIO = directIO
+        }
+    }
+
+    /// Why a recording stopped. Its description is the sidecar's `stop_reason`.
+    public enum StopReason: Equatable, Sendable, CustomStringConvertible {
+        /// The duration asked for has passed.
+        case duration
+        /// The front end was told to stop (a signal's name, `SIGINT`; an API request...).
+        case requested(String)
+        /// The disk's free space fell below the minimum: stopped cleanly, the session is complete.
+        case diskNearlyFull(free: UInt64, minFree: ByteSize)
+        /// A writer failed while recording (seen before the stop).
+        case writeFailed
+        /// Writing failed as the recording stopped: the disk filled up, or another error.
+        case writeError(String, diskFull: Bool)
+
+        public var description: String {
+            switch self {
+            case .duration: "duration"
+            case .requested(let who): who
+            case .diskNearlyFull(let free, let minFree): "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
+            case .writeFailed: "write failed"
+            case .writeError(let error, let diskFull): diskFull ? "disk full (\(error))" : "write failed (\(error))"
+            }
+        }
+    }
+
+    /// The session as it ended.
+    public struct Outcome {
+        public var directory: String
+        public var reason: StopReason
+        public var summary: [Recorder.StreamSummary]
+        /// Seconds from the start of capture to the stop.
+        public var elapsed: Double
+        /// The error that ended writing, if one did: the session was cut back to what every file
+        /// holds and still validates.
+        public var writeFailure: Error?
+    }
+
+    /// Refused before anything was made.
+    public enum StartError: Error, CustomStringConvertible {
+        /// The disk where the session would go has less free space than the minimum.
+        case diskBelowMinFree(free: UInt64, path: String, minFree: ByteSize)
+        case directory(SessionDirectoryError)
+
+        public var description: String {
+            switch self {
+            case .diskBelowMinFree(let free, let path, let minFree):
+                "only \(ByteSize(bytes: free)) free where the session would go (\(path)), below --min-free \(minFree): free some space, record elsewhere, or lower --min-free"
+            case .directory(let error): error.message
+            }
+        }
+    }
+
+    public static let defaultMinFree = ByteSize(bytes: 256 << 20)
+
+    public let sources: [CaptureSource]
+    public let settings: Settings
+    /// Set by `start`.
+    public private(set) var layout: SessionLayout?
+    public private(set) var session: SyncSession?
+    private var recorder: Recorder?
+    private var sink: VideoSessionSink?
+    private var reserve: DiskReserve?
+    private var syncPoint: SyncPoint?
+    private var startedWall = Date()
+    private var startedNs: UInt64 = 0
+
+    public init(sources: [CaptureSource], settings: Settings) {
+        self.sources = sources
+        self.settings = settings
+    }
+
+    public var directory: String? { layout?.directory }
+
+    /// Makes the session directory (refusing a disk already below the minimum free space), starts
+    /// the SyncField session, writes the sidecar's start, and starts capture and writing.
+    /// The calling thread's signal mask is inherited by every thread started here.
+    public func start() throws {
+        startedWall = Date()
+        let target = settings.out.map { ($0 as NSString).deletingLastPathComponent } ?? settings.root
+        let shown = target.isEmpty ? "." : target
+        if let free = freeBytes(at: shown) ?? freeBytes(at: "."), free < settings.minFree.bytes {
+            throw StartError.diskBelowMinFree(free: free, path: shown, minFree: settings.minFree)
+        }
+        let directory: String
+        do {
+            directory = try SessionDirectory.create(
+                explicit: settings.out, root: settings.root, hostId: settings.hostId, at: startedWall)
+        } catch let error as SessionDirectoryError {
+            throw StartError.directory(error)
+        }
+        let layout = SessionLayout(directory: directory)
+        self.layout = layout
+
+        let cameras = sources.filter { $0.descriptor.kind == .video }
+        var sessionOptions = SyncSession.Options()
+        sessionOptions.syncInterval = settings.syncEvery.seconds
+        reserve = DiskReserve(
+            layout: layout,
+            bytes: DiskReserve.bytes(
+                streams: sources.count, cameras: cameras.count,
+                batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
+        var recorderOptions = Recorder.Options()
+        recorderOptions.syncIntervalNs = UInt64(settings.syncEvery.seconds * 1e9)
+        // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
+        // sleeps as long as its own streams allow (a video's while a third of its camera's
+        // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue
+        // fills. The queue holds 4,096 entries (0.8 MB) rather than the library's 16,384
+        // (3.3 MB, all touched at start): 4 s of a 1 kHz IMU. Its writer only hands batches to the
+        // kernel (a sync thread makes them durable), so it keeps up through a stalled disk; if it
+        // ever did not, a full queue makes the sensors' writer wait, with an IMU's capture ring
+        // (4,096 records, 4 s more) still taking what comes meanwhile.
+        recorderOptions.idlePollNs = 100_000_000
+        sessionOptions.queueCapacity = 4096
+        sessionOptions.idlePollNs = sessionOptions.idlePollNs(
+            forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
+        let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)
+        self.session = session
+        let syncPoint = try session.start()
+        self.syncPoint = syncPoint
+        try Sidecar.writeStart(
+            hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
+            linkDirectory: session.outputDir.path)
+        let sink = VideoSessionSink(session: session, directIO: settings.directIO)
+        self.sink = sink
+        let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
+        self.recorder = recorder
+        try recorder.start()
+        startedNs = MonotonicClock.now()
+    }
+
+    /// Seconds since capture started.
+    public var elapsed: Double { Double(MonotonicClock.now() - startedNs) / 1e9 }
+
+    /// Seconds until the duration ends (infinity without one).
+    public var remaining: Double { (settings.duration?.seconds ?? .infinity) - elapsed }
+
+    /// Each stream's records written, queued and dropped so far.
+    public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] { recorder?.statistics ?? [] }
+
+    /// Why the recording should stop now on its own, if it should.
+    public func checkStop() -> StopReason? {
+        if let duration = settings.duration, elapsed >= duration.seconds { return .duration }
+        if recorder?.hasFailed == true { return .writeFailed }
+        if let directory, let free = freeBytes(at: directory), free < settings.minFree.bytes {
+            return .diskNearlyFull(free: free, minFree: settings.minFree)
+        }
+        return nil
+    }
+
+    /// Stops capture, writes what was captured, finishes every file and writes the sidecar. A
+    /// write that fails while stopping becomes the outcome's reason and `writeFailure`; the
+    /// session is then cut back to what every file holds, so it still validates.
+    public func stop(reason: StopReason) throws -> Outcome {
+        guard let recorder, let sink, let session, let layout, let syncPoint else {
+            preconditionFailure("stop() before start()")
+        }
+        var reason = reason
+        // Give back the reserve: the trailers, the manifest and the sidecar need room.
+        reserve?.release()
+        var writeFailure: Error?
+        let summary: [Recorder.StreamSummary]
+        do {
+            summary = try recorder.stop()
+        } catch {
+            writeFailure = error
+            summary = recorder.finalSummary
+            reason = .writeError("\(error)", diskFull: isDiskFull(error))
+        }
+        let elapsed = elapsed
+        try Sidecar(
+            hostId: settings.hostId, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(),
+            stopReason: reason.description, sources: sources, summary: summary, videoWrites: sink.videoWrites,
+            diskStalls: session.diskWatch.summary(), diskStallNs: session.diskWatch.stallNs, layout: layout,
+            linkDirectory: session.outputDir.path
+        ).write()
+        if writeFailure != nil, let contents = Sidecar.Contents(layout: layout) {
+            // Files stopped at different points: cut them back to what they all hold. The videos
+            // are cut in place (a full disk has no room for a copy).
+            try SessionFinisher.finish(
+                directory: layout.directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
+            ) { _ in }
+        }
+        return Outcome(
+            directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed, writeFailure: writeFailure)
+    }
+}

@@ -1,0 +1,88 @@
+import FieldcapCore
+import FieldcapMedia
+import Foundation
+import SyncField
+
+/// Brings a session's files into agreement after its recording ended without `stop()`
+/// finishing them (killed, or stopped by a full disk): the steps of `fieldcap recover`.
+public enum SessionFinisher {
+    public enum Outcome {
+        /// No readable fieldcap.json with streams and a sync point: nothing was changed.
+        case notAFieldcapSession
+        /// Already finished and valid: nothing was changed.
+        case alreadyValid(state: String)
+        /// Finished; the validator's report on the result.
+        case recovered(SessionValidator.Report)
+    }
+
+    /// What `fieldcap recover DIR` does: finish the session unless it is foreign or already
+    /// complete and valid, then validate it.
+    public static func recover(directory: String, say: (String) -> Void) throws -> Outcome {
+        let layout = SessionLayout(directory: directory)
+        guard let start = Sidecar.Contents(layout: layout) else { return .notAFieldcapSession }
+        if start.state != "recording" && SessionValidator.validateWithVideos(directory: directory).isValid {
+            return .alreadyValid(state: start.state)
+        }
+        try finish(directory: directory, start: start, rewriteVideos: true, state: "recovered", say: say)
+        return .recovered(SessionValidator.validateWithVideos(directory: directory))
+    }
+
+    /// - Parameters:
+    ///   - rewriteVideos: a video fieldcap cannot finish in place (another writer's layout) may be
+    ///     rewritten; not on a disk with no room for a copy. fieldcap's own are finished in place.
+    ///   - state: what fieldcap.json's `state` becomes.
+    ///   - say: one line per stream on what was kept.
+    public static func finish(
+        directory: String, start: Sidecar.Contents, rewriteVideos: Bool, state: String, say: (String) -> Void
+    ) throws {
+        let layout = SessionLayout(directory: directory)
+        var counts: [String: Int] = [:]
+        var recorded: Set<String> = []
+        var links: [String: String] = [:]
+        var notes: [String: Any] = [:]
+        for stream in start.streams {
+            if let format = stream.format {
+                let files = CameraRecovery.Files(
+                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id), frameLog: layout.frameLog(stream.id))
+                let camera = try CameraRecovery.recover(
+                    files, format: format, nominalRate: stream.nominalRate, hostId: start.syncPoint.hostId,
+                    rewriteVideo: rewriteVideos)
+                counts[stream.id] = camera.frames
+                links[stream.id] = stream.linkedPath ?? layout.video(stream.id)
+                notes[stream.id] = [
+                    "frames_in_video": camera.frames, "timestamp_lines": camera.frames,
+                    "timestamp_lines_restored": camera.restoredLines, "frames_cut": camera.framesCut,
+                    "timestamps_cut_bytes": camera.timestampsCutBytes, "frames_log_cut_bytes": camera.frameLogCutBytes,
+                ]
+                var detail: [String] = []
+                if camera.restoredLines > 0 { detail.append("\(camera.restoredLines) restored from \(SessionLayout.frameLogName(stream.id))") }
+                if camera.framesCut > 0 { detail.append("\(camera.framesCut) frames without a timestamp line cut from the video") }
+                if camera.timestampsCutBytes > 0 { detail.append("\(camera.timestampsCutBytes) bytes of timestamp lines cut") }
+                say("  \(stream.id): \(camera.frames) frames in \(stream.id).mkv and \(camera.frames) timestamp lines"
+                    + (detail.isEmpty ? "" : " (\(detail.joined(separator: "; ")))"))
+            } else {
+                // A sample is its timestamp line and its sensor line: keep the samples both hold.
+                let stamps = try SessionRecovery.trimJSONLines(path: layout.timestamps(stream.id))
+                let sensor = try SessionRecovery.trimJSONLines(path: layout.sensor(stream.id))
+                let samples = min(stamps.keptLines, sensor.keptLines)
+                let stampsCut = try SessionRecovery.trimJSONLines(path: layout.timestamps(stream.id), limit: samples)
+                let sensorCut = try SessionRecovery.trimJSONLines(path: layout.sensor(stream.id), limit: samples)
+                counts[stream.id] = samples
+                recorded.insert(stream.id)
+                let cut = stamps.cutBytes + stampsCut.cutBytes + sensor.cutBytes + sensorCut.cutBytes
+                notes[stream.id] = ["samples": samples, "cut_bytes": cut]
+                say("  \(stream.id): \(samples) samples kept (\(cut) bytes cut)")
+            }
+        }
+        try SessionRecovery.finish(directory: directory, syncPoint: start.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
+        // The space a killed recorder held in reserve (see the recorder's DiskReserve).
+        unlink(layout.reserve)
+        // The sidecar as it stands now (the end's, when the recorder got to write it).
+        var document = Sidecar.Contents(layout: layout)?.document ?? start.document
+        document["state"] = state
+        var recovery: [String: Any] = ["recovered_utc": Sidecar.utc(Date()), "was": start.state, "streams": notes]
+        if start.streams.contains(where: { $0.format != nil }) { recovery["camera_timestamps"] = CameraRecovery.method }
+        document["recovery"] = recovery
+        try Sidecar.store(document, layout: layout)
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// A tool a test runs (ffprobe, ffmpeg) that is not installed.
+public struct ExternalToolMissing: Error, CustomStringConvertible {
+    public var tool: String
+    public var description: String { "\(tool) is not installed; scripts/install-deps installs it (Debian package ffmpeg)" }
+}
+
+/// Runs a tool from FFmpeg's command line (ffprobe, ffmpeg) and returns its status and output
+/// (stdout and stderr together). A missing tool is an error: the test fails, it is not skipped.
+public func runTool(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    guard let path else { throw ExternalToolMissing(tool: tool) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
