@@ -29,7 +29,8 @@ public enum CameraRecovery {
     }
 
     /// How it is done, for fieldcap.json's `recovery` notes.
-    public static let method = "each video keeps the frames that have a timestamp line: lines a crash lost are written back from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); a frame with no such line is cut from the video (frames_cut), since its time in the video (1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
+    public static let method =
+        "each video keeps the frames that have a timestamp line: lines a crash lost are written back from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); a frame with no such line is cut from the video (frames_cut), since its time in the video (1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
 
     /// A frame log line's values that a timestamp line holds.
     struct LoggedFrame: Equatable {
@@ -56,10 +57,14 @@ public enum CameraRecovery {
         var previous = stampedLines > 0 ? lastCaptureNs : nil
         var restored: [SessionRecovery.TimestampLine] = []
         for index in stampedLines..<videoTimesNs.count {
-            guard let frame = logged(index), frame.frameNumber == index, let uncertainty = frame.uncertaintyNs else { break }
+            guard let frame = logged(index), frame.frameNumber == index, let uncertainty = frame.uncertaintyNs else {
+                break
+            }
             if let previous, frame.captureNs < previous { break }
-            guard videoTimeNs(index: index, captureNs: frame.captureNs, firstCaptureNs: anchor, videoTimesNs: videoTimesNs)
-                == videoTimesNs[index]
+            guard
+                videoTimeNs(
+                    index: index, captureNs: frame.captureNs, firstCaptureNs: anchor, videoTimesNs: videoTimesNs)
+                    == videoTimesNs[index]
             else { break }
             restored.append(.init(captureNs: frame.captureNs, frameNumber: index, uncertaintyNs: uncertainty))
             previous = frame.captureNs
@@ -105,7 +110,8 @@ public enum CameraRecovery {
 
     /// A frame log line's values, if it has them with the right types.
     static func loggedFrame(_ line: ParsedJSON?) -> LoggedFrame? {
-        guard let line, let frameNumber = line["frame_number"]?.integerValue, let capture = line["capture_ns"]?.unsignedValue
+        guard let line, let frameNumber = line["frame_number"]?.integerValue,
+            let capture = line["capture_ns"]?.unsignedValue
         else { return nil }
         let uncertainty = line["uncertainty_ns"].flatMap { $0.unsignedValue }
         if line["uncertainty_ns"] != nil && uncertainty == nil { return nil }
@@ -166,12 +172,15 @@ extension CameraRecovery {
             logged: { loggedFrame(log.parsed($0)) })
 
         // Whole frames: a raw frame has its format's size, an MJPEG one needs its bytes read.
-        let whole = format.pixelFormat == .mjpeg ? min(times.count, MatroskaSalvage.countFrames(path: video, format: format)) : times.count
+        let whole =
+            format.pixelFormat == .mjpeg
+            ? min(times.count, MatroskaSalvage.countFrames(path: video, format: format)) : times.count
         var frames = min(plan.frames, whole)
         var framesBefore = whole
         if try !MatroskaSalvage.finishInPlace(path: video, keeping: frames, nominalRate: nominalRate) {
             if rewriteVideo {
-                let written = try MatroskaSalvage.salvage(path: video, format: format, nominalRate: nominalRate, limit: frames)
+                let written = try MatroskaSalvage.salvage(
+                    path: video, format: format, nominalRate: nominalRate, limit: frames)
                 framesBefore = written < frames ? written : whole
                 frames = written
             } else {
@@ -190,7 +199,8 @@ extension CameraRecovery {
         }
         let logCut = try SessionRecovery.trimJSONLines(path: logPath, limit: frames).cutBytes
         return Outcome(
-            frames: frames, framesBefore: framesBefore, restoredLines: restored.count, timestampsCutBytes: timestampsCut,
+            frames: frames, framesBefore: framesBefore, restoredLines: restored.count,
+            timestampsCutBytes: timestampsCut,
             frameLogCutBytes: logTrim.cutBytes + logCut)
     }
 }

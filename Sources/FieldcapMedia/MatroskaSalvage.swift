@@ -2,7 +2,7 @@ import CMatroska
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Rewrites a Matroska file that was never finished (the recorder was killed) into one that
@@ -14,7 +14,9 @@ public enum MatroskaSalvage {
     /// Salvages `path` in place, keeping at most `limit` frames (the first ones), and returns
     /// how many frames it now holds. A file without even a readable header becomes a valid file
     /// with no frames.
-    public static func salvage(path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil) throws(MediaError) -> Int {
+    public static func salvage(
+        path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil
+    ) throws(MediaError) -> Int {
         let temporary = path + ".salvage"
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
         var failure: MediaError?
@@ -61,7 +63,9 @@ public enum MatroskaSalvage {
     /// Whether a frame of `size` bytes can be whole in `format`, as far as its size tells: a raw
     /// frame has its format's exact size (an MJPEG frame's end-of-image marker needs its bytes).
     static func mayBeWhole(size: UInt64, format: VideoFormat) -> Bool {
-        guard let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height) else { return size >= 2 }
+        guard let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height) else {
+            return size >= 2
+        }
         return size == UInt64(expected)
     }
 
@@ -76,10 +80,12 @@ public enum MatroskaSalvage {
             var error = CMatroska_error()
             // A file that cannot be opened holds no frame.
             _ = withUnsafeMutablePointer(to: &reader) { reader in
-                CMatroska_read_frames(path, { context, bytes, count, ns in
-                    let reader = context!.assumingMemoryBound(to: FrameReader.self)
-                    return reader.pointee.take(UnsafeRawBufferPointer(start: bytes, count: count), ns) ? 0 : 1
-                }, reader, &error)
+                CMatroska_read_frames(
+                    path,
+                    { context, bytes, count, ns in
+                        let reader = context!.assumingMemoryBound(to: FrameReader.self)
+                        return reader.pointee.take(UnsafeRawBufferPointer(start: bytes, count: count), ns) ? 0 : 1
+                    }, reader, &error)
             }
         }
     }
@@ -91,7 +97,9 @@ public enum MatroskaSalvage {
         /// Passes a whole frame on; false at the first frame cut short, or when `body` says stop.
         func take(_ bytes: UnsafeRawBufferPointer, _ ns: UInt64) -> Bool {
             if let expectedBytes, bytes.count != expectedBytes { return false }
-            if expectedBytes == nil && !(bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9) {
+            if expectedBytes == nil
+                && !(bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9)
+            {
                 return false
             }
             return body(bytes, ns)

@@ -23,10 +23,12 @@ public struct MatroskaScan: Sendable {
         var error = CMatroska_error()
         var found: [(size: UInt64, timeNs: UInt64)] = []
         let count = withUnsafeMutablePointer(to: &found) { found in
-            CMatroska_scan_frames(path, &info, { context, size, time in
-                context!.assumingMemoryBound(to: [(size: UInt64, timeNs: UInt64)].self).pointee.append((size, time))
-                return 0
-            }, found, &error)
+            CMatroska_scan_frames(
+                path, &info,
+                { context, size, time in
+                    context!.assumingMemoryBound(to: [(size: UInt64, timeNs: UInt64)].self).pointee.append((size, time))
+                    return 0
+                }, found, &error)
         }
         guard count >= 0 else { throw MediaError(cError: error, path: path) }
         isMatroska = info.is_matroska

@@ -3,7 +3,7 @@ import FieldcapCore
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes one camera stream into a Matroska file with libmatroska: raw frames losslessly

@@ -1,7 +1,7 @@
 import CMatroska
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An error writing or reading a video file: the file, the call and the library's or the
@@ -23,8 +23,12 @@ extension MediaError {
     /// What a CMatroska call reported.
     init(cError: CMatroska_error, path: String) {
         var error = cError
-        let operation = withUnsafeBytes(of: &error.operation) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        let message = withUnsafeBytes(of: &error.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let operation = withUnsafeBytes(of: &error.operation) {
+            String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
+        let message = withUnsafeBytes(of: &error.message) {
+            String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
         self.init(path: path, operation: operation, code: error.code, message: message)
     }
 }

@@ -38,7 +38,8 @@ public final class SensorStream: @unchecked Sendable {
                 streamId: id, reason: "record has \(values.count) values for \(count) channels")
         }
         var entry = QueueEntry(
-            kind: .recordFixed, streamIndex: state.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
+            kind: .recordFixed, streamIndex: state.index, frameNumber: frameNumber, captureNs: ns,
+            uncertaintyNs: uncertaintyNs)
         for index in 0..<count {
             let value = values[index]
             guard value.isFinite else {

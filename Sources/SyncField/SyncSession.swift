@@ -208,7 +208,8 @@ public final class SyncSession: @unchecked Sendable {
         }
         let manifest = SessionManifest(hostId: hostId, timestampCounts: counts, recorded: recorded, links: locked.links)
         if let syncPoint = locked.syncPoint {
-            try Self.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/\(SyncFieldFiles.syncPoint)")
+            try Self.writeAtomically(
+                syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/\(SyncFieldFiles.syncPoint)")
         }
         try Self.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directoryPath)/\(SyncFieldFiles.manifest)")
         if let failure = writer.failure { throw failure }
@@ -237,7 +238,8 @@ public final class SyncSession: @unchecked Sendable {
         let run = epoch.load(ordering: .acquiring)
         let stream = try openStream(streamId, sensor: false, run: run)
         let entry = QueueEntry(
-            kind: .stamp, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
+            kind: .stamp, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns,
+            uncertaintyNs: uncertaintyNs)
         try enqueue(run: run, entry, channels: nil)
         return ns
     }
@@ -263,7 +265,8 @@ public final class SyncSession: @unchecked Sendable {
         let run = epoch.load(ordering: .acquiring)
         let stream = try openStream(streamId, sensor: true, run: run)
         let entry = QueueEntry(
-            kind: .record, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns, uncertaintyNs: uncertaintyNs)
+            kind: .record, streamIndex: stream.index, frameNumber: frameNumber, captureNs: ns,
+            uncertaintyNs: uncertaintyNs)
         try enqueue(run: run, entry, channels: channels)
         return ns
     }
@@ -290,7 +293,8 @@ public final class SyncSession: @unchecked Sendable {
         if channels.isEmpty || channels.count > QueueEntry.inlineValueCapacity {
             throw SyncFieldError.invalidChannelLayout(
                 streamId: streamId,
-                reason: "a fixed-shape stream has 1 to \(QueueEntry.inlineValueCapacity) channels, not \(channels.count)")
+                reason:
+                    "a fixed-shape stream has 1 to \(QueueEntry.inlineValueCapacity) channels, not \(channels.count)")
         }
         if Set(channels).count != channels.count {
             throw SyncFieldError.invalidChannelLayout(streamId: streamId, reason: "channel names repeat")
@@ -362,7 +366,9 @@ public final class SyncSession: @unchecked Sendable {
     /// Opens `state` for the current run if needed, for a fixed-shape record.
     @inline(__always)
     func openFixed(_ state: StreamState, run: Int) throws {
-        if state.timestampsEpoch.load(ordering: .acquiring) == run && state.sensorEpoch.load(ordering: .acquiring) == run {
+        if state.timestampsEpoch.load(ordering: .acquiring) == run
+            && state.sensorEpoch.load(ordering: .acquiring) == run
+        {
             return
         }
         lock.lock()
@@ -394,7 +400,9 @@ public final class SyncSession: @unchecked Sendable {
         file.pending.append(bytes)
         file.close()
         if let failure = file.failure { throw failure }
-        if rename(temporary, path) != 0 { throw SyncFieldError.ioFailure(path: path, operation: "rename", errno: errno) }
+        if rename(temporary, path) != 0 {
+            throw SyncFieldError.ioFailure(path: path, operation: "rename", errno: errno)
+        }
         let directory = (path as NSString).deletingLastPathComponent
         let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirFD >= 0 {

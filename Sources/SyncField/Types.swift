@@ -21,8 +21,10 @@ public struct FrameTimestamp: Equatable, Sendable {
     public let clockDomain: String
     public let uncertaintyNs: UInt64
 
-    public init(frameNumber: Int, captureNs: UInt64, clockSource: String = syncFieldClockSource,
-                clockDomain: String, uncertaintyNs: UInt64 = syncFieldDefaultUncertaintyNs) {
+    public init(
+        frameNumber: Int, captureNs: UInt64, clockSource: String = syncFieldClockSource,
+        clockDomain: String, uncertaintyNs: UInt64 = syncFieldDefaultUncertaintyNs
+    ) {
         self.frameNumber = frameNumber
         self.captureNs = captureNs
         self.clockSource = clockSource

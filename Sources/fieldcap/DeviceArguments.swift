@@ -14,7 +14,8 @@ struct DeviceArguments: ParsableArguments {
     var specs: [DeviceSpec] {
         get throws {
             do throws(PlanError) {
-                return try cameras.map { argument throws(PlanError) in try DeviceSpec(kind: .camera, argument: argument) }
+                return try cameras.map { argument throws(PlanError) in try DeviceSpec(kind: .camera, argument: argument)
+                }
                     + imus.map { argument throws(PlanError) in try DeviceSpec(kind: .imu, argument: argument) }
             } catch {
                 throw error.exitForCommand()

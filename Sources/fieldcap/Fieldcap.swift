@@ -31,7 +31,8 @@ struct Fieldcap: ParsableCommand {
         // The one place logging is set up; the library modules only accept loggers.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = ProcessInfo.processInfo.environment["FIELDCAP_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+            handler.logLevel =
+                ProcessInfo.processInfo.environment["FIELDCAP_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
             return handler
         }
         main(nil)

@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
 import FieldcapCore
 import FieldcapIIO
 import FieldcapV4L2
+import Foundation
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,13 +37,15 @@ struct List: ParsableCommand {
                 print("  \(node)  not usable: \(error)")
             }
         }
-        print("""
+        print(
+            """
               synthetic  moving colour-bar test pattern, YUYV; any even WIDTHxHEIGHT, any rate
                          --cam synthetic:1280x720@30,id=cam_left
             IMUs
             """)
         listIIO()
-        print("""
+        print(
+            """
               synthetic  \(SyntheticIMU.channelNames.joined(separator: ", ")) (m/s², rad/s); 1 to 100000 Hz
                          --imu synthetic:1000,id=imu
             """)
@@ -95,7 +97,11 @@ struct List: ParsableCommand {
             }
         }
         let triggers = IIODevice.triggers()
-        print("  triggers: " + (triggers.isEmpty ? "none (fieldcap makes an hrtimer trigger when configfs allows)" : triggers.map { "\($0.name) (\($0.id))" }.joined(separator: ", ")))
+        print(
+            "  triggers: "
+                + (triggers.isEmpty
+                    ? "none (fieldcap makes an hrtimer trigger when configfs allows)"
+                    : triggers.map { "\($0.name) (\($0.id))" }.joined(separator: ", ")))
         print("    --imu iio:device0,rate=1000  or  --imu NAME,channels=accel+anglvel,trigger=TRIGGER")
     }
 }

@@ -46,13 +46,19 @@ struct Record: ParsableCommand {
 
     @OptionGroup var devices: DeviceArguments
 
-    @Option(help: ArgumentHelp("Record the rig a YAML file describes (host id, output root, devices, storage limits); options given here win over the file's. `fieldcap check --help` shows the format.", valueName: "FILE"))
+    @Option(
+        help: ArgumentHelp(
+            "Record the rig a YAML file describes (host id, output root, devices, storage limits); options given here win over the file's. `fieldcap check --help` shows the format.",
+            valueName: "FILE"))
     var config: String?
 
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String?
 
-    @Option(help: ArgumentHelp("Where a session directory is made when --out is not given (default: $FIELDCAP_ROOT, else ./sessions).", valueName: "DIR"))
+    @Option(
+        help: ArgumentHelp(
+            "Where a session directory is made when --out is not given (default: $FIELDCAP_ROOT, else ./sessions).",
+            valueName: "DIR"))
     var root: String?
 
     @Option(help: ArgumentHelp("The host id: clock_domain of every line (default: the hostname).", valueName: "ID"))
@@ -61,13 +67,22 @@ struct Record: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this long: 10s, 500ms, 2m, 1h.", valueName: "DURATION"))
     var duration: Duration?
 
-    @Option(help: ArgumentHelp("Make everything durable (fdatasync) at least this often; a crash loses at most this much (default 1s).", valueName: "DURATION"))
+    @Option(
+        help: ArgumentHelp(
+            "Make everything durable (fdatasync) at least this often; a crash loses at most this much (default 1s).",
+            valueName: "DURATION"))
     var syncEvery: Duration?
 
-    @Option(help: ArgumentHelp("Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.", valueName: "SIZE"))
+    @Option(
+        help: ArgumentHelp(
+            "Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.",
+            valueName: "SIZE"))
     var minFree: ByteSize?
 
-    @Flag(help: "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall.")
+    @Flag(
+        help:
+            "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall."
+    )
     var noDirectIO = false
 
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
@@ -99,7 +114,8 @@ struct Record: ParsableCommand {
         var rig: RigConfig?
         if let config {
             if !devices.isEmpty {
-                throw ValidationError("--config \(config) describes the devices; give either --config or --cam/--imu, not both")
+                throw ValidationError(
+                    "--config \(config) describes the devices; give either --config or --cam/--imu, not both")
             }
             rig = try RigConfig.loadForCommand(path: config)
         }
@@ -119,11 +135,14 @@ struct Record: ParsableCommand {
 
     func validate() throws {
         if quiet && json {
-            throw ValidationError("--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one")
+            throw ValidationError(
+                "--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one"
+            )
         }
         _ = try settings()
         if let out, FileManager.default.fileExists(atPath: out) {
-            throw ValidationError("--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
+            throw ValidationError(
+                "--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
         }
     }
 
@@ -165,17 +184,25 @@ struct Record: ParsableCommand {
             status.report(recording.statistics, elapsed: recording.elapsed)
         }
         status.finishLine()
-        if !quiet && !json { FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8)) }
+        if !quiet && !json {
+            FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8))
+        }
 
         let outcome = try recording.stop(reason: reason)
         status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)
         logger.info("stopped", metadata: ["reason": "\(outcome.reason)"])
         if let writeFailure = outcome.writeFailure {
-            FileHandle.standardError.write(Data("Error: \(outcome.reason); the session holds what reached the disk and validates: \(directory)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "Error: \(outcome.reason); the session holds what reached the disk and validates: \(directory)\n"
+                        .utf8))
             throw ExitCode(isDiskFull(writeFailure) ? 4 : 1)
         }
         if case .diskNearlyFull = outcome.reason {
-            if !quiet { FileHandle.standardError.write(Data("stopped: \(outcome.reason); the session is complete: \(directory)\n".utf8)) }
+            if !quiet {
+                FileHandle.standardError.write(
+                    Data("stopped: \(outcome.reason); the session is complete: \(directory)\n".utf8))
+            }
             throw ExitCode(4)
         }
         if outcome.summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }

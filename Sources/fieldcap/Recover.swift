@@ -45,16 +45,23 @@ struct Recover: ParsableCommand {
     func run() throws {
         switch try SessionFinisher.recover(directory: directory, say: { print($0) }) {
         case .notAFieldcapSession:
-            FileHandle.standardError.write(Data("Error: \(directory) is not a fieldcap session (no readable fieldcap.json with its streams and sync point): nothing changed\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "Error: \(directory) is not a fieldcap session (no readable fieldcap.json with its streams and sync point): nothing changed\n"
+                        .utf8))
             throw ExitCode(65)
         case .alreadyValid(let state):
             print("\(directory): the session is \(state) and valid; nothing to recover")
         case .recovered(let report):
             for problem in report.problems { print("\(directory)/\(problem)") }
             if report.isValid {
-                print("\(directory): recovered; valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines")
+                print(
+                    "\(directory): recovered; valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines"
+                )
             } else {
-                print("\(directory): recovered, but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain")
+                print(
+                    "\(directory): recovered, but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain"
+                )
                 throw ExitCode(1)
             }
         }

@@ -66,7 +66,8 @@ final class StatusReporter {
             var line: [String: Any] = ["elapsed_s": elapsed, "streams": streams, "bytes": bytesWritten]
             if let free = diskFree { line["disk_free_bytes"] = free }
             line["disk_stalls"] = stalls.map {
-                ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing] as [String: Any]
+                ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing]
+                    as [String: Any]
             }
             if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
                 FileHandle.standardOutput.write(data + Data("\n".utf8))
@@ -79,16 +80,19 @@ final class StatusReporter {
                 + ((gaps[index] ?? 0) > 0 ? " gap \(gaps[index]!)" : "")
         }
         let disk = diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
-        line.draw(String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
-            + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk + Self.describe(stalls))
+        line.draw(
+            String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
+                + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk + Self.describe(stalls))
     }
 
     /// "  DISK STALLED: cam0.mkv write 3.0 s, imu.jsonl sync 2.1 s so far", or nothing.
     static func describe(_ stalls: [DiskWatch.Stall]) -> String {
         guard !stalls.isEmpty else { return "" }
-        return "  DISK STALLED: " + stalls.map {
-            String(format: "%@ %@ %.1f s%@", $0.file, $0.operation.rawValue, $0.seconds, $0.ongoing ? " so far" : "")
-        }.joined(separator: ", ")
+        return "  DISK STALLED: "
+            + stalls.map {
+                String(
+                    format: "%@ %@ %.1f s%@", $0.file, $0.operation.rawValue, $0.seconds, $0.ongoing ? " so far" : "")
+            }.joined(separator: ", ")
     }
 
     func finishLine() { line.keep() }
@@ -97,17 +101,23 @@ final class StatusReporter {
         guard !quiet else { return }
         var text = String(format: "recorded %.1f s (stopped by %@) into %@\n", elapsed, reason, directory)
         for (index, stream) in summary.enumerated() {
-            text += String(format: "  %@: %d written (%.1f/s), %d dropped", stream.id, stream.written, Double(stream.written) / max(elapsed, 0.001), stream.dropped)
+            text += String(
+                format: "  %@: %d written (%.1f/s), %d dropped", stream.id, stream.written,
+                Double(stream.written) / max(elapsed, 0.001), stream.dropped)
             if let range = stream.droppedRange { text += " (records \(range.lowerBound)...\(range.upperBound))" }
             if let gaps = sources[index].deviceGaps?.count, gaps > 0 { text += ", \(gaps) skipped by the device" }
             if let error = stream.captureError { text += "; ended early: \(error)" }
             text += "\n"
         }
         if let watch = diskWatch, case let stalls = watch.summary(), !stalls.isEmpty {
-            text += String(format: "  the disk stalled (an operation of %g s or more): ", Double(watch.stallNs) / 1e9) + stalls.map {
-                String(format: "%@ %@ %d time%@, %.1f s in all, longest %.1f s", $0.file, $0.operation.rawValue, $0.count,
-                       $0.count == 1 ? "" : "s", $0.totalSeconds, $0.longestSeconds)
-            }.joined(separator: "; ") + "\n"
+            text +=
+                String(format: "  the disk stalled (an operation of %g s or more): ", Double(watch.stallNs) / 1e9)
+                + stalls.map {
+                    String(
+                        format: "%@ %@ %d time%@, %.1f s in all, longest %.1f s", $0.file, $0.operation.rawValue,
+                        $0.count,
+                        $0.count == 1 ? "" : "s", $0.totalSeconds, $0.longestSeconds)
+                }.joined(separator: "; ") + "\n"
         }
         text += "check it with: fieldcap validate \(directory)\n"
         FileHandle.standardError.write(Data(text.utf8))

@@ -30,7 +30,8 @@ struct Validate: ParsableCommand {
     func validate() throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
-            throw ValidationError("\(directory) does not exist; give the session directory (the one holding manifest.json)")
+            throw ValidationError(
+                "\(directory) does not exist; give the session directory (the one holding manifest.json)")
         }
         guard isDirectory.boolValue else {
             throw ValidationError("\(directory) is a file; give the session directory (the one holding manifest.json)")
@@ -45,7 +46,9 @@ struct Validate: ParsableCommand {
         for warning in report.warnings where !quiet { print("\(directory)/\(warning) (warning)") }
         if report.isValid {
             if !quiet {
-                print("\(directory): valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines")
+                print(
+                    "\(directory): valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines"
+                )
             }
         } else {
             print("\(directory): \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s")")

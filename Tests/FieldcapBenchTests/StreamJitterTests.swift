@@ -1,5 +1,6 @@
-import Testing
 import FieldcapCore
+import Testing
+
 @testable import FieldcapBench
 
 @Suite("Jitter statistics")
@@ -21,7 +22,8 @@ struct StreamJitterTests {
         let sequences: [UInt64] = [0, 1, 2, 3, 4, 6]
         for (index, capture) in captures.enumerated() {
             let late: UInt64 = index == 3 ? 2_000_000 : 300_000
-            jitter.add(record(sequences[index], capture: capture + 1_000_000_000, dequeue: capture + 1_000_000_000 + late))
+            jitter.add(
+                record(sequences[index], capture: capture + 1_000_000_000, dequeue: capture + 1_000_000_000 + late))
         }
         #expect(jitter.records == 6)
         #expect(jitter.sequenceGaps == 1)
@@ -45,10 +47,10 @@ struct StreamJitterTests {
         var jitter = StreamJitter(id: "cam", nominalRate: 100)
         jitter.add(record(10, capture: 1_000_000_000, dequeue: 1_000_100_000))
         jitter.add(record(11, capture: 1_010_000_000, dequeue: 1_010_100_000))
-        jitter.add(record(0, capture: 1_020_000_000, dequeue: 1_020_100_000))   // the driver restarted
-        jitter.add(record(0, capture: 1_030_000_000, dequeue: 1_030_100_000))   // and repeated
+        jitter.add(record(0, capture: 1_020_000_000, dequeue: 1_020_100_000))  // the driver restarted
+        jitter.add(record(0, capture: 1_030_000_000, dequeue: 1_030_100_000))  // and repeated
         jitter.add(record(1, capture: 1_040_000_000, dequeue: 1_040_100_000))
-        jitter.add(record(5, capture: 1_080_000_000, dequeue: 1_080_100_000))   // skipped 2, 3, 4
+        jitter.add(record(5, capture: 1_080_000_000, dequeue: 1_080_100_000))  // skipped 2, 3, 4
         #expect(jitter.records == 6)
         #expect(jitter.sequenceRestarts == 2)
         #expect(jitter.sequenceGaps == 3)
@@ -80,7 +82,9 @@ struct StreamJitterTests {
         }
         let capture = jitter.captureIntervalError
         #expect(capture.maxAbsNs == 100_123)
-        #expect(capture.medianNs <= capture.maxAbsNs && capture.p99Ns <= capture.maxAbsNs && capture.p999Ns <= capture.maxAbsNs)
+        #expect(
+            capture.medianNs <= capture.maxAbsNs && capture.p99Ns <= capture.maxAbsNs
+                && capture.p999Ns <= capture.maxAbsNs)
         #expect(capture.p999Ns == 100_123)
         // The signed extremes are kept beside them.
         #expect(capture.minNs == 100_123 && capture.maxNs == 100_123)

@@ -1,6 +1,7 @@
+import FieldcapCore
 import TestSupport
 import Testing
-import FieldcapCore
+
 @testable import FieldcapBench
 
 private typealias Simulation = TimestampSimulation
@@ -23,7 +24,9 @@ private enum SimulatedRuns {
 
 @Suite("TimestampSimulation")
 struct TimestampSimulationTests {
-    @Test("fieldcap's mapped kernel times stay within 1 µs of the truth at p99, do not drift, and never leave their bound")
+    @Test(
+        "fieldcap's mapped kernel times stay within 1 µs of the truth at p99, do not drift, and never leave their bound"
+    )
     func fieldcapAccuracy() {
         for (configuration, seed, outcome) in SimulatedRuns.all {
             let fieldcap = outcome.result(.fieldcap)
@@ -37,7 +40,9 @@ struct TimestampSimulationTests {
         }
     }
 
-    @Test("through frequency steps and offset slews, fieldcap stays within the aims (5 µs at 500 ppm, 100 µs beyond) and inside its bounds")
+    @Test(
+        "through frequency steps and offset slews, fieldcap stays within the aims (5 µs at 500 ppm, 100 µs beyond) and inside its bounds"
+    )
     func fieldcapThroughSteps() {
         for (configuration, outcome) in SimulatedRuns.stepped {
             let fieldcap = outcome.result(.fieldcap)
@@ -48,18 +53,23 @@ struct TimestampSimulationTests {
         }
     }
 
-    @Test("periodic clock pairs (fieldcap before) keep extrapolating an old rate through a step: errors of hundreds of µs under a bound of a few")
+    @Test(
+        "periodic clock pairs (fieldcap before) keep extrapolating an old rate through a step: errors of hundreds of µs under a bound of a few"
+    )
     func periodicPairsFailThroughSteps() {
         for (configuration, outcome) in SimulatedRuns.stepped where configuration.readIntervalNs == nil {
             let periodic = outcome.result(.periodicPairs)
             let label = "\(configuration.name), \(configuration.scenario.rawValue)"
             #expect(periodic.maxErrorNs >= 100_000, "\(label): worst \(periodic.maxErrorNs) ns")
-            #expect((periodic.overBound ?? 0) >= 10, "\(label): \(periodic.overBound ?? -1) samples outside their bound")
+            #expect(
+                (periodic.overBound ?? 0) >= 10, "\(label): \(periodic.overBound ?? -1) samples outside their bound")
             #expect(periodic.maxErrorNs >= 20 * outcome.result(.fieldcap).maxErrorNs, "\(label)")
         }
     }
 
-    @Test("before their second pair, periodic pairs' error is bounded by the kernel's slew limit over the sampling interval")
+    @Test(
+        "before their second pair, periodic pairs' error is bounded by the kernel's slew limit over the sampling interval"
+    )
     func periodicWarmUp() {
         for (configuration, seed, outcome) in SimulatedRuns.all {
             let warmUp = outcome.signedErrors[.periodicPairs]!.prefix(outcome.warmUpSamples)
@@ -83,22 +93,27 @@ struct TimestampSimulationTests {
                 // only by its unbracketed reads and its settling at start: a smaller factor.
                 let (median, p99) = peer == .clockReadLoop ? (2.0, 1.5) : (20.0, 20.0)
                 let label = "\(configuration.name), seed \(seed), \(peer.rawValue)"
-                #expect(Double(result.medianErrorNs) >= median * Double(fieldcap.medianErrorNs),
-                        "\(label): median \(result.medianErrorNs) ns against \(fieldcap.medianErrorNs) ns")
-                #expect(Double(result.p99ErrorNs) >= p99 * Double(fieldcap.p99ErrorNs),
-                        "\(label): p99 \(result.p99ErrorNs) ns against \(fieldcap.p99ErrorNs) ns")
+                #expect(
+                    Double(result.medianErrorNs) >= median * Double(fieldcap.medianErrorNs),
+                    "\(label): median \(result.medianErrorNs) ns against \(fieldcap.medianErrorNs) ns")
+                #expect(
+                    Double(result.p99ErrorNs) >= p99 * Double(fieldcap.p99ErrorNs),
+                    "\(label): p99 \(result.p99ErrorNs) ns against \(fieldcap.p99ErrorNs) ns")
             }
         }
     }
 
-    @Test("each peer fails the way its design predicts: an offset drifts with the slew, arrival-based stamps carry the latency")
+    @Test(
+        "each peer fails the way its design predicts: an offset drifts with the slew, arrival-based stamps carry the latency"
+    )
     func peersFailAsPredicted() {
         for (configuration, seed, outcome) in SimulatedRuns.all {
             let label = "\(configuration.name), seed \(seed)"
             // A one-time offset drifts by exactly what MONOTONIC − RAW moved: ppm × duration.
             let offset = outcome.result(.oneTimeOffset)
-            #expect(abs(offset.driftNs - outcome.clockDriftNs) <= 5_000,
-                    "\(label): \(offset.driftNs) ns against \(outcome.clockDriftNs) ns")
+            #expect(
+                abs(offset.driftNs - outcome.clockDriftNs) <= 5_000,
+                "\(label): \(offset.driftNs) ns against \(outcome.clockDriftNs) ns")
             #expect(abs(outcome.clockDriftNs) > 100_000, "\(label): the clock hardly slewed")
             // The dequeue time's error is the delivery delay itself.
             let delays = outcome.delays.sorted()
@@ -106,8 +121,9 @@ struct TimestampSimulationTests {
             // A DLL on arrival times settles on the mean latency (stalls included) instead of the truth.
             let meanDelay = outcome.delays.reduce(0, +) / Int64(outcome.delays.count)
             let loopMedian = Simulation.percentile(outcome.signedErrors[.arrivalLoop]!.sorted(), 0.5)
-            #expect(abs(loopMedian - meanDelay) <= meanDelay / 4,
-                    "\(label): DLL \(loopMedian) ns, mean delay \(meanDelay) ns")
+            #expect(
+                abs(loopMedian - meanDelay) <= meanDelay / 4,
+                "\(label): DLL \(loopMedian) ns, mean delay \(meanDelay) ns")
         }
     }
 
@@ -190,7 +206,8 @@ struct OneWayClockEstimatorTests {
         #expect(estimator.toRaw(2_000) == 52_000)
     }
 
-    @Test("with no delay the line is the truth, within and beyond the window", arguments: [-2_000, 0, 8_000] as [Int64])
+    @Test(
+        "with no delay the line is the truth, within and beyond the window", arguments: [-2_000, 0, 8_000] as [Int64])
     func exactLine(divisor: Int64) {
         let clock = ExactClock(divisor: divisor)
         var estimator = OneWayClockEstimator()

@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import Testing
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 @Suite("fieldcap bench jitter")
 struct BenchJitterCommandTests {
@@ -15,10 +16,14 @@ struct BenchJitterCommandTests {
             "--duration", "2s", "--load", "1", "--report", report,
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        for text in ["cam  synthetic:320x240@30", "imu  synthetic:500", "interval error, dequeue", "with 1 busy threads"] {
+        for text in [
+            "cam  synthetic:320x240@30", "imu  synthetic:500", "interval error, dequeue", "with 1 busy threads",
+        ] {
             #expect(result.stdout.contains(text), "\(result.stdout)")
         }
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(report)/jitter.json"))) as! [String: Any]
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(report)/jitter.json")))
+            as! [String: Any]
         #expect(json["load_threads"] as? Int == 1)
         let share = json["cpu_share_of_one_core"] as! Double
         #expect(share > 0 && share < 0.9, "fieldcap's own CPU, without the busy thread's: \(share)")

@@ -22,11 +22,12 @@ struct RecordCommandTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(SessionValidator.validate(directory: out).problems.isEmpty)
         let files = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
-        #expect(files == [
-            "cam0.frames.ndjson", "cam0.mkv", "cam0.timestamps.jsonl", "cam_left.frames.ndjson", "cam_left.mkv",
-            "cam_left.timestamps.jsonl", "fieldcap.json",
-            "imu0.jsonl", "imu0.timestamps.jsonl", "manifest.json", "sync_point.json",
-        ])
+        #expect(
+            files == [
+                "cam0.frames.ndjson", "cam0.mkv", "cam0.timestamps.jsonl", "cam_left.frames.ndjson", "cam_left.mkv",
+                "cam_left.timestamps.jsonl", "fieldcap.json",
+                "imu0.jsonl", "imu0.timestamps.jsonl", "manifest.json", "sync_point.json",
+            ])
         let info = try sidecar(out)
         #expect(info["stop_reason"] as? String == "duration")
         #expect(info["host_id"] as? String == "rig_07")
@@ -43,10 +44,13 @@ struct RecordCommandTests {
     func interrupt() throws {
         let out = freshPath("record-sigint")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let result = try FieldcapProcess.run(["--cam", "synthetic:160x120@30", "--imu", "synthetic:1000", "--out", out]) { process in
+        let result = try FieldcapProcess.run(["--cam", "synthetic:160x120@30", "--imu", "synthetic:1000", "--out", out])
+        { process in
             // Wait until it is recording (bounded), then interrupt twice.
             let deadline = Date().addingTimeInterval(30)
-            while !FileManager.default.fileExists(atPath: out + "/imu0.timestamps.jsonl") && Date() < deadline { usleep(50_000) }
+            while !FileManager.default.fileExists(atPath: out + "/imu0.timestamps.jsonl") && Date() < deadline {
+                usleep(50_000)
+            }
             usleep(300_000)
             kill(process.processIdentifier, SIGINT)
             usleep(20_000)
@@ -57,17 +61,21 @@ struct RecordCommandTests {
         #expect(try sidecar(out)["stop_reason"] as? String == "SIGINT")
     }
 
-    @Test("no recording loads FFmpeg: videos are written with libmatroska", arguments: [
-        (["--imu", "synthetic:200"]),
-        (["--cam", "synthetic:160x120@30"]),
-    ])
+    @Test(
+        "no recording loads FFmpeg: videos are written with libmatroska",
+        arguments: [
+            (["--imu", "synthetic:200"]),
+            (["--cam", "synthetic:160x120@30"]),
+        ])
     func noFFmpeg(devices: [String]) throws {
         let out = freshPath("record-no-ffmpeg")
         defer { try? FileManager.default.removeItem(atPath: out) }
         var maps = ""
         let result = try FieldcapProcess.run(devices + ["--out", out, "-q"]) { process in
             let deadline = Date().addingTimeInterval(30)
-            while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline { usleep(20_000) }
+            while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline {
+                usleep(20_000)
+            }
             usleep(200_000)
             // Read to the end: procfs files report no size, and a sized read stops at the first page.
             if let file = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps") {
@@ -95,56 +103,58 @@ struct RecordCommandTests {
         }
     }
 
-    @Test("bad invocations give one clear line, exit 64, and write nothing", arguments: [
-        ([], "nothing to record"),
-        (["--cam", ""], "name a device"),
-        (["--cam", "synthetic,size"], "not KEY=VALUE"),
-        (["--cam", "synthetic,zoom=2"], "unknown option 'zoom'"),
-        (["--cam", "synthetic,size=641x480"], "even width"),
-        (["--cam", "synthetic,fps=0"], "fps '0'"),
-        (["--cam", "synthetic,fps=-5"], "fps '-5'"),
-        (["--cam", "synthetic,format=MJPG"], "format 'MJPG'"),
-        (["--imu", "synthetic:0"], "rate '0'"),
-        (["--imu", "synthetic:abc"], "rate 'abc'"),
-        (["--imu", "synthetic:1e9"], "rate '1e9'"),
-        (["--cam", "/dev/video0"], "/dev/video0"),
-        (["--cam", "/dev/video0,format=H264"], "format 'H264'"),
-        (["--cam", "/dev/null"], "not a V4L2 device"),
-        (["--cam", "/tmp"], "a directory"),
-        (["--cam", "/etc/hostname"], "a regular file"),
-        (["--imu", "iio:device0"], "no IIO devices"),
-        (["--imu", "iio:device0,clock=utc"], "clock 'utc'"),
-        (["--imu", "iio:device0,channels=accel_x++accel_y"], "joined by '+'"),
-        (["--imu", "iio:device0,rate=-5"], "rate '-5'"),
-        (["--imu", "synthetic,channels=accel_x"], "for IIO devices"),
-        (["--imu", "synthetic,id=a/b"], "stream id 'a/b'"),
-        (["--imu", "synthetic,id=..x"], "cannot be used"),
-        (["--imu", "synthetic,id=x", "--imu", "synthetic,id=x"], "used twice"),
-        (["--imu", "synthetic", "--host-id", "rig/1"], "--host-id"),
-        (["--imu", "synthetic", "--duration", "0s"], "duration"),
-        (["--imu", "synthetic", "--duration", "soon"], "duration"),
-        (["--imu", "synthetic", "--frobnicate"], "frobnicate"),
-        (["--cam", "synthetic,fps=1e6"], "fps '1e6'"),
-        (["--cam", "synthetic:640x480@abc"], "fps 'abc'"),
-        (["--cam", "synthetic,buffers=1"], "buffers '1'"),
-        (["--cam", "synthetic,size=0x0"], "size '0x0'"),
-        (["--cam", "synthetic,size=99999x99999"], "size '99999x99999'"),
-        (["--cam", "synthetic,id=cam,id=other"], "'id' is given twice"),
-        (["--imu", "synthetic,rate=100,rate=200"], "'rate' is given twice"),
-        (["--cam", "synthetic", "--cam", "synthetic,id=cam0"], "'cam0' is used twice"),
-        (["--imu", "synthetic,id=x\u{7}y"], "'x\\u{07}y' cannot be used"),
-        (["--imu", "synthetic", "--host-id", "a\nb"], "--host-id 'a\\nb'"),
-        (["--imu", "synthetic", "--duration=-5s"], "duration"),
-        (["--imu", "synthetic", "--duration", "1000h"], "duration"),
-        (["--imu", "synthetic", "--sync-every", "0s"], "sync-every"),
-        (["--imu", "synthetic", "--min-free", "lots"], "min-free"),
-        (["--imu", "/dev/null"], "--imu /dev/null"),
-        (["--imu", "synthetic", "--out", "/etc/hostname"], "already exists"),
-        (["--imu", "synthetic", "--out", ""], "--out"),
-        (["--imu", "synthetic", "--quiet", "--json"], "--quiet and --json"),
-        (["--cam", "synthetic,stall=1s"], "stall is for V4L2"),
-        (["--imu", "iio:device0,stall=0s"], "stall '0s'"),
-    ] as [([String], String)])
+    @Test(
+        "bad invocations give one clear line, exit 64, and write nothing",
+        arguments: [
+            ([], "nothing to record"),
+            (["--cam", ""], "name a device"),
+            (["--cam", "synthetic,size"], "not KEY=VALUE"),
+            (["--cam", "synthetic,zoom=2"], "unknown option 'zoom'"),
+            (["--cam", "synthetic,size=641x480"], "even width"),
+            (["--cam", "synthetic,fps=0"], "fps '0'"),
+            (["--cam", "synthetic,fps=-5"], "fps '-5'"),
+            (["--cam", "synthetic,format=MJPG"], "format 'MJPG'"),
+            (["--imu", "synthetic:0"], "rate '0'"),
+            (["--imu", "synthetic:abc"], "rate 'abc'"),
+            (["--imu", "synthetic:1e9"], "rate '1e9'"),
+            (["--cam", "/dev/video0"], "/dev/video0"),
+            (["--cam", "/dev/video0,format=H264"], "format 'H264'"),
+            (["--cam", "/dev/null"], "not a V4L2 device"),
+            (["--cam", "/tmp"], "a directory"),
+            (["--cam", "/etc/hostname"], "a regular file"),
+            (["--imu", "iio:device0"], "no IIO devices"),
+            (["--imu", "iio:device0,clock=utc"], "clock 'utc'"),
+            (["--imu", "iio:device0,channels=accel_x++accel_y"], "joined by '+'"),
+            (["--imu", "iio:device0,rate=-5"], "rate '-5'"),
+            (["--imu", "synthetic,channels=accel_x"], "for IIO devices"),
+            (["--imu", "synthetic,id=a/b"], "stream id 'a/b'"),
+            (["--imu", "synthetic,id=..x"], "cannot be used"),
+            (["--imu", "synthetic,id=x", "--imu", "synthetic,id=x"], "used twice"),
+            (["--imu", "synthetic", "--host-id", "rig/1"], "--host-id"),
+            (["--imu", "synthetic", "--duration", "0s"], "duration"),
+            (["--imu", "synthetic", "--duration", "soon"], "duration"),
+            (["--imu", "synthetic", "--frobnicate"], "frobnicate"),
+            (["--cam", "synthetic,fps=1e6"], "fps '1e6'"),
+            (["--cam", "synthetic:640x480@abc"], "fps 'abc'"),
+            (["--cam", "synthetic,buffers=1"], "buffers '1'"),
+            (["--cam", "synthetic,size=0x0"], "size '0x0'"),
+            (["--cam", "synthetic,size=99999x99999"], "size '99999x99999'"),
+            (["--cam", "synthetic,id=cam,id=other"], "'id' is given twice"),
+            (["--imu", "synthetic,rate=100,rate=200"], "'rate' is given twice"),
+            (["--cam", "synthetic", "--cam", "synthetic,id=cam0"], "'cam0' is used twice"),
+            (["--imu", "synthetic,id=x\u{7}y"], "'x\\u{07}y' cannot be used"),
+            (["--imu", "synthetic", "--host-id", "a\nb"], "--host-id 'a\\nb'"),
+            (["--imu", "synthetic", "--duration=-5s"], "duration"),
+            (["--imu", "synthetic", "--duration", "1000h"], "duration"),
+            (["--imu", "synthetic", "--sync-every", "0s"], "sync-every"),
+            (["--imu", "synthetic", "--min-free", "lots"], "min-free"),
+            (["--imu", "/dev/null"], "--imu /dev/null"),
+            (["--imu", "synthetic", "--out", "/etc/hostname"], "already exists"),
+            (["--imu", "synthetic", "--out", ""], "--out"),
+            (["--imu", "synthetic", "--quiet", "--json"], "--quiet and --json"),
+            (["--cam", "synthetic,stall=1s"], "stall is for V4L2"),
+            (["--imu", "iio:device0,stall=0s"], "stall '0s'"),
+        ] as [([String], String)])
     func badInvocation(arguments: [String], expected: String) throws {
         let root = freshPath("record-bad")
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -160,7 +170,9 @@ struct RecordCommandTests {
         let out = freshPath("record-min-free")
         let result = try FieldcapProcess.run(["--imu", "synthetic", "--out", out, "--min-free", "1000T"])
         #expect(result.status == 4)
-        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("below --min-free"), "\(result.stderr)")
+        #expect(
+            result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("below --min-free"),
+            "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
@@ -170,15 +182,19 @@ struct RecordCommandTests {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "umask \(umask); exec \"$0\" \"$@\"", FieldcapProcess.executable.path,
-                             "--cam", "synthetic:160x120@30", "--imu", "synthetic:100", "--duration", "1s", "--out", out, "-q"]
+        process.arguments = [
+            "-c", "umask \(umask); exec \"$0\" \"$@\"", FieldcapProcess.executable.path,
+            "--cam", "synthetic:160x120@30", "--imu", "synthetic:100", "--duration", "1s", "--out", out, "-q",
+        ]
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let names = try FileManager.default.contentsOfDirectory(atPath: out)
         #expect(names.count >= 7)
         for name in names + ["."] {
-            let mode = (try FileManager.default.attributesOfItem(atPath: "\(out)/\(name)")[.posixPermissions] as! NSNumber).intValue
+            let mode =
+                (try FileManager.default.attributesOfItem(atPath: "\(out)/\(name)")[.posixPermissions] as! NSNumber)
+                .intValue
             #expect(mode & 0o002 == 0, "\(name) is world-writable: \(String(mode, radix: 8))")
             if umask == "077" { #expect(mode & 0o077 == 0, "\(name) ignores the umask: \(String(mode, radix: 8))") }
         }
@@ -201,7 +217,9 @@ struct RecordCommandTests {
         let root = freshPath("record-root")
         defer { try? FileManager.default.removeItem(atPath: root) }
         for _ in 0..<2 {
-            let result = try FieldcapProcess.run(["--imu", "synthetic:50", "--duration", "200ms", "--root", root, "--host-id", "rigA", "-q"])
+            let result = try FieldcapProcess.run([
+                "--imu", "synthetic:50", "--duration", "200ms", "--root", root, "--host-id", "rigA", "-q",
+            ])
             #expect(result.status == 0, "\(result.stderr)")
         }
         let sessions = try FileManager.default.contentsOfDirectory(atPath: root).sorted()

@@ -15,10 +15,14 @@ struct RecoverCommandTests {
 
     private func lines(_ path: String) -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        return text.split(separator: "\n").map {
+            try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
     }
 
-    @Test("SIGKILL at 20 random moments of a two-camera + IMU recording: every session recovers, validates, and keeps all but the last second")
+    @Test(
+        "SIGKILL at 20 random moments of a two-camera + IMU recording: every session recovers, validates, and keeps all but the last second"
+    )
     func killedRecordings() throws {
         var generator = SystemRandomNumberGenerator()
         for round in 0..<20 {
@@ -31,15 +35,20 @@ struct RecoverCommandTests {
                 "--imu", "synthetic:500,id=imu", "--out", out, "-q",
             ]) { process in
                 let deadline = Date().addingTimeInterval(30)
-                while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline { usleep(10_000) }
+                while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline {
+                    usleep(10_000)
+                }
                 usleep(delay)
                 killedAtRaw = MonotonicClock.now()
                 kill(process.processIdentifier, SIGKILL)
             }
             let result = try FieldcapProcess.run(["recover", out])
-            #expect(result.status == 0, "round \(round), killed \(delay / 1000) ms in: \(result.stdout) \(result.stderr)")
+            #expect(
+                result.status == 0, "round \(round), killed \(delay / 1000) ms in: \(result.stdout) \(result.stderr)")
             #expect(SessionValidator.validate(directory: out).isValid, "round \(round)")
-            let info = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json"))) as! [String: Any]
+            let info =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json")))
+                as! [String: Any]
             #expect(info["state"] as? String == "recovered")
             for id in ["cam_left", "cam_right", "imu"] {
                 let stamps = lines("\(out)/\(id).timestamps.jsonl")
@@ -47,13 +56,16 @@ struct RecoverCommandTests {
                 // the moment the writer needs to take a record from its ring).
                 if delay > 1_600_000 {
                     let last = (stamps.last?["capture_ns"] as? NSNumber)?.uint64Value ?? 0
-                    #expect(last + 1_500_000_000 >= killedAtRaw, "round \(round) \(id): last kept line \(Double(killedAtRaw &- last) / 1e9) s before the kill")
+                    #expect(
+                        last + 1_500_000_000 >= killedAtRaw,
+                        "round \(round) \(id): last kept line \(Double(killedAtRaw &- last) / 1e9) s before the kill")
                 }
                 if id.hasPrefix("cam") {
                     // The video holds exactly one frame per timestamp line; the lines the kill
                     // took from the SyncField writer's batch come back from the frame log, so at
                     // most the frame whose log line was not yet written is cut.
-                    let frames = ((info["recovery"] as! [String: Any])["streams"] as! [String: Any])[id] as! [String: Any]
+                    let frames =
+                        ((info["recovery"] as! [String: Any])["streams"] as! [String: Any])[id] as! [String: Any]
                     #expect(stamps.count == frames["frames_in_video"] as! Int, "round \(round) \(id)")
                     #expect((frames["frames_cut"] as! Int) <= 1, "round \(round) \(id): \(frames)")
                 }
@@ -65,7 +77,9 @@ struct RecoverCommandTests {
     func healthyAndForeign() throws {
         let out = freshPath("recover-healthy")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let recorded = try FieldcapProcess.run(["--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--duration", "1s", "--out", out, "-q"])
+        let recorded = try FieldcapProcess.run([
+            "--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--duration", "1s", "--out", out, "-q",
+        ])
         #expect(recorded.status == 0)
         let before = try contents(out)
         let healthy = try FieldcapProcess.run(["recover", out])

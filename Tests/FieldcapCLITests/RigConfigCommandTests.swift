@@ -12,7 +12,8 @@ private func writeConfig(_ text: String) throws -> String {
 }
 
 /// The repository's top folder (this file is Tests/FieldcapCLITests/...).
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 @Suite("rig config, fieldcap check, install-udev")
 struct RigConfigCommandTests {
@@ -20,7 +21,8 @@ struct RigConfigCommandTests {
     func recordsConfig() throws {
         let root = freshPath("root")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let config = try writeConfig("""
+        let config = try writeConfig(
+            """
             # a test rig
             host_id: rig_yaml
             output: \(root)
@@ -46,7 +48,9 @@ struct RigConfigCommandTests {
         #expect(info["host_id"] as? String == "rig_yaml")
         let streams = (info["streams"] as! [[String: Any]]).map { $0["id"] as! String }
         #expect(streams == ["cam_left", "imu0"])
-        let frames = try String(contentsOfFile: "\(session)/cam_left.timestamps.jsonl", encoding: .utf8).split(separator: "\n").count
+        let frames = try String(contentsOfFile: "\(session)/cam_left.timestamps.jsonl", encoding: .utf8).split(
+            separator: "\n"
+        ).count
         #expect(frames >= 10 && frames <= 30, "15 fps for 1 s: \(frames)")
     }
 
@@ -55,7 +59,9 @@ struct RigConfigCommandTests {
         let out = freshPath("out")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let config = try writeConfig("host_id: from_file\nduration: 1h\nimus:\n  - device: synthetic\n    rate: 50\n")
-        let result = try FieldcapProcess.run(["--config", config, "--host-id", "from_flag", "--duration", "500ms", "--out", out, "-q"])
+        let result = try FieldcapProcess.run([
+            "--config", config, "--host-id", "from_flag", "--duration", "500ms", "--out", out, "-q",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try sidecar(out)["host_id"] as? String == "from_flag")
     }
@@ -69,7 +75,10 @@ struct RigConfigCommandTests {
         ("host_id: ok\n\nimus:\n  - device: iio:device0\n    clock: wall\n", 5, "clock 'wall'"),
         ("imus:\n  - device: iio:device0\n    channels: [accel, \"\"]\n", 3, "channels"),
         ("cameras:\n  - device: /dev/video0\n    format: H265\n", 3, "format 'H265'"),
-        ("cameras:\n  - device: /dev/video0\n    controls:\n      gain: loud\n", 4, "a control's value is a whole number"),
+        (
+            "cameras:\n  - device: /dev/video0\n    controls:\n      gain: loud\n", 4,
+            "a control's value is a whole number"
+        ),
         ("cameras:\n  - device: /dev/video0\n    stall: 1ms\n", 3, "stall '1ms'"),
         ("cameras:\n  - id: cam\n", 2, "needs 'device:'"),
         ("cameras:\n  device: synthetic\n", 1, "cameras must be a list"),
@@ -77,7 +86,10 @@ struct RigConfigCommandTests {
         ("min_free: lots\nimus:\n  - device: synthetic\n", 1, "min_free 'lots'"),
         ("duration: forever\nimus:\n  - device: synthetic\n", 1, "duration 'forever'"),
         ("ouput: /tmp\nimus:\n  - device: synthetic\n", 1, "did you mean 'output'?"),
-        ("imus:\n  - device: synthetic\n    id: imu\n  - device: synthetic\n    id: imu\n", 4, "stream id 'imu' is used twice"),
+        (
+            "imus:\n  - device: synthetic\n    id: imu\n  - device: synthetic\n    id: imu\n", 4,
+            "stream id 'imu' is used twice"
+        ),
         ("imus:\n  - device: synthetic\n    id: a/b\n", 2, "stream id 'a/b'"),
         ("imus:\n  - device: synthetic\n    rate: 100\n    rate: 200\n", 3, "'rate' given twice"),
         ("imus:\n  - device: synthetic\n   rate: 100\n", 3, "not valid YAML"),
@@ -106,7 +118,8 @@ struct RigConfigCommandTests {
     @Test("a config that is missing, a directory, empty or a list, and --config with --cam: clear errors")
     func unusableConfig() throws {
         let missing = try FieldcapProcess.run(["--config", "/nonexistent/rig.yaml"])
-        #expect(missing.status == 64 && missing.stderr.contains("/nonexistent/rig.yaml: no such file"), "\(missing.stderr)")
+        #expect(
+            missing.status == 64 && missing.stderr.contains("/nonexistent/rig.yaml: no such file"), "\(missing.stderr)")
         let directory = try FieldcapProcess.run(["check", "--config", NSTemporaryDirectory()])
         #expect(directory.status == 64 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
         let empty = try writeConfig("# nothing but a comment\n")
@@ -114,16 +127,22 @@ struct RigConfigCommandTests {
         #expect(emptyResult.status == 64 && emptyResult.stderr.contains("\(empty): is empty"), "\(emptyResult.stderr)")
         let list = try writeConfig("- just\n- a list\n")
         let listResult = try FieldcapProcess.run(["check", "--config", list])
-        #expect(listResult.status == 64 && listResult.stderr.contains("\(list):1: the config must be a block of 'key: value' lines"), "\(listResult.stderr)")
+        #expect(
+            listResult.status == 64
+                && listResult.stderr.contains("\(list):1: the config must be a block of 'key: value' lines"),
+            "\(listResult.stderr)")
         let config = try writeConfig("imus:\n  - device: synthetic\n")
         let both = try FieldcapProcess.run(["--config", config, "--cam", "synthetic"])
         #expect(both.status == 64 && both.stderr.contains("either --config or --cam/--imu"), "\(both.stderr)")
     }
 
-    @Test("check: every device set up as asked and shown, storage checked, no session made; a missing device fails naming its line")
+    @Test(
+        "check: every device set up as asked and shown, storage checked, no session made; a missing device fails naming its line"
+    )
     func check() throws {
         let root = freshPath("root")
-        let good = try writeConfig("""
+        let good = try writeConfig(
+            """
             output: \(root)
             min_free: 1M
             cameras:
@@ -136,12 +155,16 @@ struct RigConfigCommandTests {
             """)
         let result = try FieldcapProcess.run(["check", "--config", good])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        for text in ["ok    cam0  synthetic: moving test pattern, YUYV 320x240, 30 fps", "ok    imu0  synthetic: accel_x", "400 Hz", "ok    storage  \(root)", "ready:"] {
+        for text in [
+            "ok    cam0  synthetic: moving test pattern, YUYV 320x240, 30 fps", "ok    imu0  synthetic: accel_x",
+            "400 Hz", "ok    storage  \(root)", "ready:",
+        ] {
             #expect(result.stdout.contains(text), "\(result.stdout)")
         }
         #expect(!FileManager.default.fileExists(atPath: root), "check must not record")
 
-        let bad = try writeConfig("""
+        let bad = try writeConfig(
+            """
             output: \(root)
             imus:
               - device: synthetic
@@ -151,7 +174,9 @@ struct RigConfigCommandTests {
             """)
         let failed = try FieldcapProcess.run(["check", "--config", bad])
         #expect(failed.status == 1, "\(failed.stdout)\(failed.stderr)")
-        #expect(failed.stdout.contains("FAIL  left  \(bad):5: camera /dev/fieldcap-no-such-camera: open: No such file"), "\(failed.stdout)")
+        #expect(
+            failed.stdout.contains("FAIL  left  \(bad):5: camera /dev/fieldcap-no-such-camera: open: No such file"),
+            "\(failed.stdout)")
         #expect(failed.stdout.contains("ok    imu0"), "the other devices are still checked: \(failed.stdout)")
         #expect(failed.stderr.contains("1 problem(s)"), "\(failed.stderr)")
 
@@ -169,9 +194,13 @@ struct RigConfigCommandTests {
         #expect(file.contains("GROUP=\"fieldcap\""))
     }
 
-    @Test("the example config in deploy/ is one `fieldcap check` reads (its devices are a real rig's, so they are absent here)")
+    @Test(
+        "the example config in deploy/ is one `fieldcap check` reads (its devices are a real rig's, so they are absent here)"
+    )
     func exampleConfigParses() throws {
-        let result = try FieldcapProcess.run(["check", "--config", repository.appendingPathComponent("deploy/rig.yaml").path])
+        let result = try FieldcapProcess.run([
+            "check", "--config", repository.appendingPathComponent("deploy/rig.yaml").path,
+        ])
         // Exit 1 (devices missing), not 64 (a config error).
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("FAIL  cam_left"), "\(result.stdout)")

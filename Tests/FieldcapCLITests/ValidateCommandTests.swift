@@ -64,35 +64,48 @@ struct ValidateCommandTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = path + "/cam_left.timestamps.jsonl"
         var text = try String(contentsOfFile: file, encoding: .utf8)
-        text = text.replacingOccurrences(of: "\"clock_domain\":\"rig_01\",\"clock_source\":\"host_monotonic\",\"frame_number\":2",
-                                         with: "\"clock_domain\":\"other\",\"clock_source\":\"host_monotonic\",\"frame_number\":2")
+        text = text.replacingOccurrences(
+            of: "\"clock_domain\":\"rig_01\",\"clock_source\":\"host_monotonic\",\"frame_number\":2",
+            with: "\"clock_domain\":\"other\",\"clock_source\":\"host_monotonic\",\"frame_number\":2")
         try text.write(toFile: file, atomically: true, encoding: .utf8)
         let result = try FieldcapProcess.run(["validate", path])
         #expect(result.status == 1)
-        #expect(result.stdout.contains("cam_left.timestamps.jsonl:3: clock_domain \"other\" is not the session's host_id"))
+        #expect(
+            result.stdout.contains("cam_left.timestamps.jsonl:3: clock_domain \"other\" is not the session's host_id"))
         #expect(result.stdout.contains("1 problem"))
     }
 
-    @Test("a recorded session whose video holds more frames than its manifest and timestamp lines say fails, with the numbers")
+    @Test(
+        "a recorded session whose video holds more frames than its manifest and timestamp lines say fails, with the numbers"
+    )
     func videoAheadOfManifest() throws {
         let out = freshPath("validate-video")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let recorded = try FieldcapProcess.run(["--cam", "synthetic:160x120@30,id=cam", "--imu", "synthetic:200,id=imu", "--duration", "2s", "--out", out, "-q"])
+        let recorded = try FieldcapProcess.run([
+            "--cam", "synthetic:160x120@30,id=cam", "--imu", "synthetic:200,id=imu", "--duration", "2s", "--out", out,
+            "-q",
+        ])
         #expect(recorded.status == 0, "\(recorded.stderr)")
         #expect(try FieldcapProcess.run(["validate", out]).status == 0)
         let stampsPath = out + "/cam.timestamps.jsonl"
         let lines = try String(contentsOfFile: stampsPath, encoding: .utf8).split(separator: "\n")
         let kept = lines.count - 12
-        try (lines.prefix(kept).joined(separator: "\n") + "\n").write(toFile: stampsPath, atomically: true, encoding: .utf8)
+        try (lines.prefix(kept).joined(separator: "\n") + "\n").write(
+            toFile: stampsPath, atomically: true, encoding: .utf8)
         let manifest = try String(contentsOfFile: out + "/manifest.json", encoding: .utf8)
         try manifest.replacingOccurrences(of: #""frame_count": \#(lines.count),"#, with: #""frame_count": \#(kept),"#)
             .write(toFile: out + "/manifest.json", atomically: true, encoding: .utf8)
         let result = try FieldcapProcess.run(["validate", out])
         #expect(result.status == 1)
-        #expect(result.stdout.contains("\(out)/manifest.json: streams.cam.frame_count is \(kept) but cam.mkv holds \(lines.count) frames"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains(
+                "\(out)/manifest.json: streams.cam.frame_count is \(kept) but cam.mkv holds \(lines.count) frames"),
+            "\(result.stdout)")
     }
 
-    @Test("a path that is not a directory is one clear line and exit 64", arguments: ["/nonexistent/session", "/etc/hostname"])
+    @Test(
+        "a path that is not a directory is one clear line and exit 64",
+        arguments: ["/nonexistent/session", "/etc/hostname"])
     func notADirectory(path: String) throws {
         let result = try FieldcapProcess.run(["validate", path])
         #expect(result.status == 64)

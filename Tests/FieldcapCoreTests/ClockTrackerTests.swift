@@ -1,5 +1,6 @@
 import TestSupport
 import Testing
+
 @testable import FieldcapCore
 
 /// Another clock against RAW with a known truth: piecewise-constant rates (NTP frequency
@@ -82,31 +83,41 @@ struct ClockTrackerTests {
         return results
     }
 
-    @Test("a steady slew maps every frame to within a few ns, with an honest bound of a few µs",
-          arguments: [-500.0, 0, 37.5, 500])
+    @Test(
+        "a steady slew maps every frame to within a few ns, with an honest bound of a few µs",
+        arguments: [-500.0, 0, 37.5, 500])
     func steadySlew(ppm: Double) {
         let clock = PiecewiseClock(ppm: ppm)
         let results = Self.camera(clock, frames: 300) { 1_000_000 + Int64($0 % 9) * 400_000 }
         for (index, result) in results.enumerated() {
-            #expect(abs(result.errorNs) <= result.uncertaintyNs, "frame \(index): error \(result.errorNs) ns, bound \(result.uncertaintyNs) ns")
+            #expect(
+                abs(result.errorNs) <= result.uncertaintyNs,
+                "frame \(index): error \(result.errorNs) ns, bound \(result.uncertaintyNs) ns")
             #expect(abs(result.errorNs) < 500)
             if index > 2 { #expect(result.uncertaintyNs < 3_000) }
         }
     }
 
-    @Test("through a rate step anywhere in a frame interval, every frame stays within its bound and the aim",
-          arguments: [(500.0, 5_000 as Int64), (83_333.0, 100_000), (-83_333.0, 100_000), (100_000.0, 100_000)])
+    @Test(
+        "through a rate step anywhere in a frame interval, every frame stays within its bound and the aim",
+        arguments: [(500.0, 5_000 as Int64), (83_333.0, 100_000), (-83_333.0, 100_000), (100_000.0, 100_000)])
     func rateStep(ppm: Double, aimNs: Int64) {
         // The step lands at 40 positions across one frame interval, frames dequeued 1–17 ms late.
         for position in 0..<40 {
             var clock = PiecewiseClock(ppm: 20)
             let stepRaw = 1_000_000_000_000 + 10 * 33_333_333 + Int64(position) * 833_333
             clock.changeRate(atRaw: stepRaw, to: ppm)
-            let results = Self.camera(clock, frames: 40) { frame in [1_000_000, 17_000_000, 3_900_000, 800_000][frame % 4] }
+            let results = Self.camera(clock, frames: 40) { frame in
+                [1_000_000, 17_000_000, 3_900_000, 800_000][frame % 4]
+            }
             for (index, result) in results.enumerated() {
-                #expect(abs(result.errorNs) <= result.uncertaintyNs,
-                        "step at +\(position * 833) µs, frame \(index): error \(result.errorNs) ns above bound \(result.uncertaintyNs) ns")
-                #expect(abs(result.errorNs) <= aimNs, "step at +\(position * 833) µs, frame \(index): error \(result.errorNs) ns")
+                #expect(
+                    abs(result.errorNs) <= result.uncertaintyNs,
+                    "step at +\(position * 833) µs, frame \(index): error \(result.errorNs) ns above bound \(result.uncertaintyNs) ns"
+                )
+                #expect(
+                    abs(result.errorNs) <= aimNs,
+                    "step at +\(position * 833) µs, frame \(index): error \(result.errorNs) ns")
             }
             #expect(results.count == 40)
         }
@@ -199,8 +210,9 @@ struct ClockTrackerTests {
         #expect(tracker.driftPPM == nil)
     }
 
-    @Test("random clocks: rates up to the kernel's limit changing at random, brackets of random width; no frame outside its bound",
-          arguments: [1, 2, 3, 4, 5] as [UInt64])
+    @Test(
+        "random clocks: rates up to the kernel's limit changing at random, brackets of random width; no frame outside its bound",
+        arguments: [1, 2, 3, 4, 5] as [UInt64])
     func randomClocks(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var clock = PiecewiseClock(ppm: (Double.random(in: 0..<1, using: &random) * 2 - 1) * 500)
@@ -209,14 +221,19 @@ struct ClockTrackerTests {
         // A change at most every two frame intervals (the model's assumption).
         while at < start + 20_000_000_000 {
             at += 70_000_000 + Int64.random(in: 0...2_000_000_000, using: &random)
-            let ppm = Double.random(in: 0..<1, using: &random) < 0.3 ? (Double.random(in: 0..<1, using: &random) * 2 - 1) * 110_000 : (Double.random(in: 0..<1, using: &random) * 2 - 1) * 500
+            let ppm =
+                Double.random(in: 0..<1, using: &random) < 0.3
+                ? (Double.random(in: 0..<1, using: &random) * 2 - 1) * 110_000
+                : (Double.random(in: 0..<1, using: &random) * 2 - 1) * 500
             clock.changeRate(atRaw: at, to: ppm)
         }
         var tracker = ClockTracker()
         var held: (truth: Int64, kernel: Int64)?
         var checked = 0
         func check(_ mapped: ClockTracker.Mapped, _ truth: Int64) {
-            #expect(abs(mapped.rawNs - truth) <= mapped.uncertaintyNs, "seed \(seed): error \(mapped.rawNs - truth) ns above \(mapped.uncertaintyNs) ns")
+            #expect(
+                abs(mapped.rawNs - truth) <= mapped.uncertaintyNs,
+                "seed \(seed): error \(mapped.rawNs - truth) ns above \(mapped.uncertaintyNs) ns")
             checked += 1
         }
         tracker.add(clock.pair(atRaw: start - 10_000_000))
@@ -224,9 +241,14 @@ struct ClockTrackerTests {
             let truth = start + Int64(frame) * 33_333_333
             let kernel = clock.other(atRaw: truth)
             let width = 150 + Int64.random(in: 0...2_000, using: &random)
-            tracker.add(clock.pair(atRaw: truth + 200_000 + Int64.random(in: 0...15_000_000, using: &random), widthNs: width, where: Double.random(in: 0..<1, using: &random)))
+            tracker.add(
+                clock.pair(
+                    atRaw: truth + 200_000 + Int64.random(in: 0...15_000_000, using: &random), widthNs: width,
+                    where: Double.random(in: 0..<1, using: &random)))
             if let pending = held {
-                if case .mapped(let mapped) = tracker.map(pending.kernel)! { check(mapped, pending.truth) } else {
+                if case .mapped(let mapped) = tracker.map(pending.kernel)! {
+                    check(mapped, pending.truth)
+                } else {
                     check(tracker.mapNow(pending.kernel)!, pending.truth)
                 }
                 held = nil
@@ -243,7 +265,7 @@ struct ClockTrackerTests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("Clock tracker on this host")
@@ -264,7 +286,9 @@ struct HostClockTrackerTests {
         }
         let error = mapped.rawNs - check.rawNs
         // Within both brackets (tens of ns on a quiet machine; generous on a busy one).
-        #expect(abs(error) <= mapped.uncertaintyNs + (check.bracketNs + 1) / 2, "error \(error) ns, bound \(mapped.uncertaintyNs) ns")
+        #expect(
+            abs(error) <= mapped.uncertaintyNs + (check.bracketNs + 1) / 2,
+            "error \(error) ns, bound \(mapped.uncertaintyNs) ns")
         #expect(abs(tracker.driftPPM ?? 1e9) < 1000)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import SyncField
+import Synchronization
 import Testing
+
 @testable import FieldcapCore
 
 /// A source that pushes a script of samples as fast as it can, then waits to be stopped.
@@ -131,7 +132,11 @@ struct RecorderTests {
         sink.gate.signal()
         let summary = try recorder.stop()
         #expect(source.accepted == 64)
-        #expect(summary == [Recorder.StreamSummary(id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999, droppedRuns: [64...9_999])])
+        #expect(
+            summary == [
+                Recorder.StreamSummary(
+                    id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999, droppedRuns: [64...9_999])
+            ])
         let report = SessionValidator.validate(directory: path)
         #expect(report.problems.isEmpty, "\(report.problems)")
         let lines = try String(contentsOfFile: path + "/imu.jsonl", encoding: .utf8).split(separator: "\n")
@@ -178,7 +183,9 @@ struct RecorderTests {
         try recorder.start()
         // Bounded waits: a writer that waited for the video would fail the test, not hang it.
         #expect(sink.frameWaiting.wait(timeout: .now() + 30) == .success, "no frame reached the sink")
-        #expect(imu.finishedPushing.wait(timeout: .now() + 60) == .success, "the IMU's ring was not drained while the video's write hung")
+        #expect(
+            imu.finishedPushing.wait(timeout: .now() + 60) == .success,
+            "the IMU's ring was not drained while the video's write hung")
         let deadline = Date().addingTimeInterval(30)
         while recorder.statistics[1].written < 10_000 && Date() < deadline { usleep(10_000) }
         #expect(recorder.statistics[1].written == 10_000)
@@ -199,11 +206,15 @@ struct RecorderTests {
     @Test("the sensor streams share one writer thread; each video stream has its own, sleeping as its camera allows")
     func writerThreads() {
         let video = { (id: String, rate: Double) in
-            StreamDescriptor(id: id, kind: .video, nominalRate: rate, device: "test",
-                             videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: 8)
+            StreamDescriptor(
+                id: id, kind: .video, nominalRate: rate, device: "test",
+                videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: 8)
         }
-        let sensor = { (id: String) in StreamDescriptor(id: id, kind: .sensor, channels: ["x"], nominalRate: 1000, device: "test") }
-        let lanes = Recorder.lanes(for: [video("cam0", 30), sensor("imu"), video("cam1", 60), sensor("mag")], maximumIdlePollNs: 100_000_000)
+        let sensor = { (id: String) in
+            StreamDescriptor(id: id, kind: .sensor, channels: ["x"], nominalRate: 1000, device: "test")
+        }
+        let lanes = Recorder.lanes(
+            for: [video("cam0", 30), sensor("imu"), video("cam1", 60), sensor("mag")], maximumIdlePollNs: 100_000_000)
         #expect(lanes.map(\.threadName) == ["fc-writer", "fc-wr-cam0", "fc-wr-cam1"])
         #expect(lanes.map(\.streams) == [[1, 3], [0], [2]])
         #expect(lanes.map { $0.idlePollNs / 100_000 } == [1000, 888, 444])
@@ -236,7 +247,8 @@ struct RecorderTests {
     @Test("a source whose capture loop fails ends alone; the others go on and the error is reported")
     func failingSource() throws {
         final class Failing: CaptureSource, @unchecked Sendable {
-            let descriptor = StreamDescriptor(id: "broken", kind: .sensor, channels: ["v"], nominalRate: 10, device: "x")
+            let descriptor = StreamDescriptor(
+                id: "broken", kind: .sensor, channels: ["v"], nominalRate: 10, device: "x")
             struct Gone: Error, CustomStringConvertible { var description: String { "device disappeared" } }
             func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws { throw Gone() }
         }
@@ -244,7 +256,8 @@ struct RecorderTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let session = SyncSession(hostId: "rig", outputDir: path)
         try session.start()
-        let recorder = Recorder(sources: [Failing(), SyntheticIMU(id: "imu", rate: 500)], sink: SyncSessionSink(session: session))
+        let recorder = Recorder(
+            sources: [Failing(), SyntheticIMU(id: "imu", rate: 500)], sink: SyncSessionSink(session: session))
         try recorder.start()
         usleep(200_000)
         let summary = try recorder.stop()
@@ -256,8 +269,9 @@ struct RecorderTests {
     @Test("the writer sleeps while a third of the tightest camera's buffers fill, at most 100 ms, at least 2 ms")
     func idleSleepFitsTheCameras() {
         func camera(_ rate: Double, buffers: Int?) -> StreamDescriptor {
-            StreamDescriptor(id: "cam", kind: .video, nominalRate: rate, device: "test",
-                             videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: buffers)
+            StreamDescriptor(
+                id: "cam", kind: .video, nominalRate: rate, device: "test",
+                videoFormat: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv), frameBuffers: buffers)
         }
         let imu = StreamDescriptor(id: "imu", kind: .sensor, channels: ["x"], nominalRate: 1000, device: "test")
         let ms = { (streams: [StreamDescriptor]) in Double(Recorder.Options.idlePollNs(for: streams)) / 1e6 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import FieldcapCore
 
 /// A 64-byte record, the size a capture record has.

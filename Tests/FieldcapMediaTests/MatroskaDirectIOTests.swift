@@ -1,8 +1,9 @@
 import CMatroska
+import FieldcapCore
 import Foundation
 import TestSupport
 import Testing
-import FieldcapCore
+
 @testable import FieldcapMedia
 
 /// Frame buffers as a camera's: page-aligned, one per frame, each filled with its own bytes.
@@ -30,7 +31,9 @@ private final class AlignedFrames {
 private let temporaryDirectoryDoesDirectIO: Bool = {
     let path = NSTemporaryDirectory() + "/mkv-probe-\(UUID().uuidString).mkv"
     defer { try? FileManager.default.removeItem(atPath: path) }
-    guard let writer = try? MatroskaWriter(path: path, format: VideoFormat(width: 640, height: 480, pixelFormat: .yuyv), nominalRate: 30)
+    guard
+        let writer = try? MatroskaWriter(
+            path: path, format: VideoFormat(width: 640, height: 480, pixelFormat: .yuyv), nominalRate: 30)
     else { return false }
     return writer.writesDirect
 }()
@@ -39,15 +42,19 @@ private func frames(in path: String) -> [Data] {
     var read: [Data] = []
     var error = CMatroska_error()
     _ = withUnsafeMutablePointer(to: &read) { read in
-        CMatroska_read_frames(path, { context, bytes, count, _ in
-            context!.assumingMemoryBound(to: [Data].self).pointee.append(Data(bytes: bytes!, count: count))
-            return 0
-        }, read, &error)
+        CMatroska_read_frames(
+            path,
+            { context, bytes, count, _ in
+                context!.assumingMemoryBound(to: [Data].self).pointee.append(Data(bytes: bytes!, count: count))
+                return 0
+            }, read, &error)
     }
     return read
 }
 
-@Suite("Matroska writer, direct I/O", .enabled(if: temporaryDirectoryDoesDirectIO, "the temporary directory's filesystem has no direct I/O (tmpfs?)"))
+@Suite(
+    "Matroska writer, direct I/O",
+    .enabled(if: temporaryDirectoryDoesDirectIO, "the temporary directory's filesystem has no direct I/O (tmpfs?)"))
 struct MatroskaDirectIOTests {
     @Test("page-aligned frames go to the disk directly, each on an aligned offset, and read back exactly")
     func alignedFrames() throws {
@@ -66,19 +73,28 @@ struct MatroskaDirectIOTests {
 
         let file = try Data(contentsOf: URL(fileURLWithPath: path))
         for index in source.buffers.indices {
-            let offset = try #require(file.range(of: source.marker(index))?.lowerBound, "frame \(index) is not in the file")
+            let offset = try #require(
+                file.range(of: source.marker(index))?.lowerBound, "frame \(index) is not in the file")
             #expect(offset % 4096 == 0, "frame \(index) starts at \(offset)")
         }
         #expect(frames(in: path) == source.buffers.map { Data($0) })
-        let probe = try runTool("ffprobe", [
-            "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=codec_name,nb_read_frames",
-            "-of", "default=noprint_wrappers=1", path,
-        ])
-        #expect(probe.output.contains("codec_name=rawvideo") && probe.output.contains("nb_read_frames=12"), "ffprobe: \(probe.output)")
-        let decode = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
+        let probe = try runTool(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                "stream=codec_name,nb_read_frames",
+                "-of", "default=noprint_wrappers=1", path,
+            ])
+        #expect(
+            probe.output.contains("codec_name=rawvideo") && probe.output.contains("nb_read_frames=12"),
+            "ffprobe: \(probe.output)")
+        let decode = try runTool(
+            "ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
         defer { try? FileManager.default.removeItem(atPath: path + ".raw") }
         #expect(decode.status == 0, "\(decode.output)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: path + ".raw")) == source.buffers.reduce(into: Data()) { $0.append(Data($1)) })
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: path + ".raw"))
+                == source.buffers.reduce(into: Data()) { $0.append(Data($1)) })
     }
 
     @Test("a frame that is not whole alignment units, or not in an aligned buffer, still reads back exactly")
@@ -100,10 +116,12 @@ struct MatroskaDirectIOTests {
         #expect(writer.writesDirect)
         try writer.finish()
         #expect(frames(in: path) == written)
-        let decode = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-y", path + ".raw"])
+        let decode = try runTool(
+            "ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-y", path + ".raw"])
         defer { try? FileManager.default.removeItem(atPath: path + ".raw") }
         #expect(decode.status == 0, "\(decode.output)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: path + ".raw")) == written.reduce(into: Data()) { $0.append($1) })
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: path + ".raw")) == written.reduce(into: Data()) { $0.append($1) })
     }
 
     @Test("Voids of every length alignment needs, short and long size fields: every frame reads back at its size")
@@ -114,7 +132,8 @@ struct MatroskaDirectIOTests {
         // each frame is 2 bytes to a page and 1 byte long. The writer does not look inside MJPEG.
         let sizes = (0..<96).map { 20 * 4096 + ($0 * 43) % 4096 }
         let source = AlignedFrames(count: sizes.count, bytes: sizes.max()!)
-        let writer = try MatroskaWriter(path: path, format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg), nominalRate: 30)
+        let writer = try MatroskaWriter(
+            path: path, format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg), nominalRate: 30)
         var written: [Data] = []
         for (index, size) in sizes.enumerated() {
             let frame = UnsafeRawBufferPointer(rebasing: source.buffers[index][0..<size])
@@ -126,9 +145,13 @@ struct MatroskaDirectIOTests {
         #expect(frames(in: path) == written)
         let voids = try EBMLLayout(path: path).voidLengths
         #expect(voids.contains { $0 <= 128 } && voids.contains { $0 > 128 }, "Void lengths \(voids)")
-        let packets = try runTool("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=size", "-of", "csv=p=0", path])
+        let packets = try runTool(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=size", "-of", "csv=p=0", path])
         // (Its complaints about the frames, which are not JPEG, are not numbers.)
-        #expect(packets.output.split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } == sizes, "ffprobe: \(packets.output.prefix(300))")
+        #expect(
+            packets.output.split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } == sizes,
+            "ffprobe: \(packets.output.prefix(300))")
     }
 
     @Test("a file cut short in a directly written frame is salvaged to the frame before it")
@@ -165,7 +188,8 @@ struct MatroskaDirectIOTests {
         try writer.finish()
         #expect(frames(in: path) == source.buffers.map { Data($0) })
         // No Void padding: the first frame follows its headers directly.
-        let first = try #require(try Data(contentsOf: URL(fileURLWithPath: path)).range(of: source.marker(0))?.lowerBound)
+        let first = try #require(
+            try Data(contentsOf: URL(fileURLWithPath: path)).range(of: source.marker(0))?.lowerBound)
         #expect(first % 4096 != 0)
     }
 }

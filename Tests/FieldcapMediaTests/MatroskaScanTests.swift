@@ -2,6 +2,7 @@ import FieldcapCore
 import Foundation
 import TestSupport
 import Testing
+
 @testable import FieldcapMedia
 
 @Suite("Matroska scan and cut")
@@ -15,14 +16,18 @@ struct MatroskaScanTests {
         let writer = try MatroskaWriter(path: path, format: Self.format, nominalRate: 30)
         for index in 0..<count {
             let frame = [UInt8](repeating: UInt8(index), count: Self.frameBytes)
-            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: 7_000_000_000 + UInt64(index) * 33_333_333) }
+            try frame.withUnsafeBytes {
+                try writer.writeFrame($0, captureNs: 7_000_000_000 + UInt64(index) * 33_333_333)
+            }
         }
         if finished { try writer.finish() } else { try writer.sync() }
         return path
     }
 
     private func probeFrames(_ path: String) throws -> String {
-        let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        let probe = try runTool(
+            "ffprobe",
+            ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         return probe.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -36,7 +41,8 @@ struct MatroskaScanTests {
             #expect(scan.frames.count == 25)
             #expect(scan.frames.allSatisfy { $0.size == UInt64(Self.frameBytes) })
             // The writer's 1 ms ticks from the first frame: 0, 33, 67, 100, ...
-            #expect(scan.frames.map(\.timeNs) == (0..<25).map { UInt64((Double($0) * 33.333333).rounded()) * 1_000_000 })
+            #expect(
+                scan.frames.map(\.timeNs) == (0..<25).map { UInt64((Double($0) * 33.333333).rounded()) * 1_000_000 })
         }
     }
 
@@ -50,7 +56,9 @@ struct MatroskaScanTests {
         #expect(MatroskaSalvage.countFrames(path: path, format: Self.format) == 6)
     }
 
-    @Test("zeros where a Cluster was (a page a power cut lost) end the frames there: none after it is numbered in its place")
+    @Test(
+        "zeros where a Cluster was (a page a power cut lost) end the frames there: none after it is numbered in its place"
+    )
     func gapEndsTheFrames() throws {
         let path = try makeVideo(10, finished: false)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -71,7 +79,8 @@ struct MatroskaScanTests {
         let path = NSTemporaryDirectory() + "/scan-\(UUID().uuidString).mp4"
         defer { try? FileManager.default.removeItem(atPath: path) }
         // An MP4's first box, then text.
-        FileManager.default.createFile(atPath: path, contents: Data([0, 0, 0, 0x18] + Array("ftypisom and then some text".utf8)))
+        FileManager.default.createFile(
+            atPath: path, contents: Data([0, 0, 0, 0x18] + Array("ftypisom and then some text".utf8)))
         let scan = try MatroskaScan(path: path)
         #expect(!scan.isMatroska && scan.frames.isEmpty)
         do {
@@ -92,20 +101,27 @@ struct MatroskaScanTests {
         #expect(try MatroskaScan(path: path).frames.count == 12)
     }
 
-    @Test("finished in place: the first frames of a finished or an unfinished file, with the Segment size and duration finish writes")
+    @Test(
+        "finished in place: the first frames of a finished or an unfinished file, with the Segment size and duration finish writes"
+    )
     func finishInPlace() throws {
         for finished in [true, false] {
             let path = try makeVideo(20, finished: finished)
             defer { try? FileManager.default.removeItem(atPath: path) }
             #expect(try MatroskaSalvage.finishInPlace(path: path, keeping: 12, nominalRate: 30))
             #expect(try MatroskaScan(path: path).frames.count == 12)
-            let probe = try runTool("ffprobe", [
-                "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of", "default=noprint_wrappers=1", path,
-            ])
+            let probe = try runTool(
+                "ffprobe",
+                [
+                    "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of",
+                    "default=noprint_wrappers=1", path,
+                ])
             #expect(probe.status == 0 && probe.output.contains("nb_read_frames=12"), "\(probe.output)")
             // Frame 11 at 367 ms plus its share of 33 ms: 0.4 s (20 frames were 0.667 s; an
             // unfinished file had no duration).
-            let duration = probe.output.split(separator: "\n").first { $0.hasPrefix("duration=") }.flatMap { Double($0.dropFirst(9)) }
+            let duration = probe.output.split(separator: "\n").first { $0.hasPrefix("duration=") }.flatMap {
+                Double($0.dropFirst(9))
+            }
             #expect(duration.map { abs($0 - 0.400) < 0.002 } == true, "\(probe.output)")
             // The same bytes as a file written with those 12 frames and finished (one whose
             // random TrackUID takes as many bytes as ours, so the sizes can agree).
@@ -134,7 +150,8 @@ struct MatroskaScanTests {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         // TimecodeScale (ID 2A D7 B1), 1,000,000 in 3 bytes.
         let scale: [UInt8] = [0x2A, 0xD7, 0xB1, 0x83, 0x0F, 0x42, 0x40]
-        let at = try #require((0...(bytes.count - scale.count)).first { Array(bytes[$0..<($0 + scale.count)]) == scale })
+        let at = try #require(
+            (0...(bytes.count - scale.count)).first { Array(bytes[$0..<($0 + scale.count)]) == scale })
         bytes.replaceSubrange((at + 4)..<(at + 7), with: [0, 0, 0])
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         #expect(try MatroskaScan(path: path).frames.count == 5)

@@ -1,8 +1,9 @@
-import Foundation
-import Testing
 import FieldcapCore
-@testable import FieldcapMedia
+import Foundation
 import TestSupport
+import Testing
+
+@testable import FieldcapMedia
 
 @Suite("Matroska writer")
 struct MatroskaWriterTests {
@@ -25,18 +26,22 @@ struct MatroskaWriterTests {
         try writer.finish()
         #expect(writer.frameCount == 30)
 
-        let probe = try runTool("ffprobe", [
-            "-v", "error", "-count_frames", "-select_streams", "v:0",
-            "-show_entries", "stream=codec_name,codec_tag_string,pix_fmt,width,height,nb_read_frames",
-            "-of", "default=noprint_wrappers=1", path,
-        ])
+        let probe = try runTool(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-select_streams", "v:0",
+                "-show_entries", "stream=codec_name,codec_tag_string,pix_fmt,width,height,nb_read_frames",
+                "-of", "default=noprint_wrappers=1", path,
+            ])
         #expect(probe.status == 0)
         for expected in ["codec_name=rawvideo", "pix_fmt=yuyv422", "width=64", "height=48", "nb_read_frames=30"] {
             #expect(probe.output.contains(expected), "ffprobe: \(probe.output)")
         }
-        let pts = try runTool("ffprobe", [
-            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path,
-        ])
+        let pts = try runTool(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path,
+            ])
         let seconds = pts.output.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
         #expect(seconds.count == 30)
         for (index, value) in seconds.enumerated() {
@@ -44,7 +49,12 @@ struct MatroskaWriterTests {
             #expect(abs(value - expected) <= 0.0011, "frame \(index): \(value) s in the file, \(expected) s captured")
         }
         // Every frame decodes, and the last one's pixels are what was written.
-        let decode = try runTool("ffmpeg", ["-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
+        let decode = try runTool(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y",
+                path + ".raw",
+            ])
         defer { try? FileManager.default.removeItem(atPath: path + ".raw") }
         #expect(decode.status == 0, "\(decode.output)")
         let raw = try Data(contentsOf: URL(fileURLWithPath: path + ".raw"))
@@ -52,7 +62,9 @@ struct MatroskaWriterTests {
         #expect(Array(raw.suffix(frame.count)) == frame)
     }
 
-    @Test("written as a live stream: no index held until the end (no Cues), every frame a keyframe, and a seek still decodes the right frames")
+    @Test(
+        "written as a live stream: no index held until the end (no Cues), every frame a keyframe, and a seek still decodes the right frames"
+    )
     func keyframeEverySecond() throws {
         let path = NSTemporaryDirectory() + "/mkv-\(UUID().uuidString).mkv"
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -61,7 +73,9 @@ struct MatroskaWriterTests {
         var frame = [UInt8](repeating: 0, count: format.pixelFormat.frameBytes(width: 32, height: 16)!)
         for index in 0..<100 {  // 3.3 s at 30 fps
             for byte in frame.indices { frame[byte] = UInt8(truncatingIfNeeded: index) }
-            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: 1_000_000_000 + UInt64(index) * 33_333_333) }
+            try frame.withUnsafeBytes {
+                try writer.writeFrame($0, captureNs: 1_000_000_000 + UInt64(index) * 33_333_333)
+            }
         }
         try writer.finish()
         // Read from the file itself: each SimpleBlock's keyframe bit, and the index's CuePoints
@@ -70,10 +84,14 @@ struct MatroskaWriterTests {
         #expect(layout.simpleBlockKeyFlags.count == 100)
         #expect(layout.simpleBlockKeyFlags.allSatisfy { $0 })
         #expect(layout.cuePoints == 0)
-        let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        let probe = try runTool(
+            "ffprobe",
+            ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "100", "\(probe.output)")
         // Without an index a seek scans; from 2.5 s, frames 75...99 come out, each its own.
-        let decode = try runTool("ffmpeg", ["-v", "error", "-ss", "2.5", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
+        let decode = try runTool(
+            "ffmpeg",
+            ["-v", "error", "-ss", "2.5", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-y", path + ".raw"])
         defer { try? FileManager.default.removeItem(atPath: path + ".raw") }
         #expect(decode.status == 0, "\(decode.output)")
         let raw = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path + ".raw")))
@@ -89,20 +107,27 @@ struct MatroskaWriterTests {
             try? FileManager.default.removeItem(atPath: jpegPath)
             try? FileManager.default.removeItem(atPath: path)
         }
-        let make = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1", "-f", "mjpeg", "-y", jpegPath])
+        let make = try runTool(
+            "ffmpeg",
+            ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1", "-f", "mjpeg", "-y", jpegPath])
         #expect(make.status == 0)
         let jpeg = try Data(contentsOf: URL(fileURLWithPath: jpegPath))
-        let writer = try MatroskaWriter(path: path, format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg), nominalRate: 10)
+        let writer = try MatroskaWriter(
+            path: path, format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg), nominalRate: 10)
         for index in 0..<5 {
             try jpeg.withUnsafeBytes { try writer.writeFrame($0, captureNs: UInt64(index) * 100_000_000) }
         }
         try writer.finish()
-        let probe = try runTool("ffprobe", [
-            "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "default=noprint_wrappers=1", path,
-        ])
+        let probe = try runTool(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames", "-of",
+                "default=noprint_wrappers=1", path,
+            ])
         #expect(probe.output.contains("codec_name=mjpeg"))
         #expect(probe.output.contains("nb_read_frames=5"))
-        let extracted = try runTool("ffmpeg", ["-v", "error", "-i", path, "-frames:v", "1", "-c", "copy", "-f", "mjpeg", "-y", path + ".jpg"])
+        let extracted = try runTool(
+            "ffmpeg", ["-v", "error", "-i", path, "-frames:v", "1", "-c", "copy", "-f", "mjpeg", "-y", path + ".jpg"])
         defer { try? FileManager.default.removeItem(atPath: path + ".jpg") }
         #expect(extracted.status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path + ".jpg")) == jpeg)
@@ -111,7 +136,9 @@ struct MatroskaWriterTests {
     @Test("a path that cannot be created is an error naming it")
     func unwritablePath() {
         do {
-            _ = try MatroskaWriter(path: "/nonexistent-dir/x.mkv", format: VideoFormat(width: 8, height: 8, pixelFormat: .grey), nominalRate: 1)
+            _ = try MatroskaWriter(
+                path: "/nonexistent-dir/x.mkv", format: VideoFormat(width: 8, height: 8, pixelFormat: .grey),
+                nominalRate: 1)
             Issue.record("opened a file in a directory that does not exist")
         } catch {
             #expect(error.description.contains("/nonexistent-dir/x.mkv"))
@@ -139,11 +166,15 @@ struct MatroskaDurabilityTests {
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64 ?? 0
         #expect(size >= UInt64(10 * frame.count))
         try writer.finish()
-        let probe = try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        let probe = try runTool(
+            "ffprobe",
+            ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "10")
     }
 
-    @Test("a finished file reads back whole: recovering a session killed after its videos were finished keeps every frame")
+    @Test(
+        "a finished file reads back whole: recovering a session killed after its videos were finished keeps every frame"
+    )
     func finishedFileReadsBack() throws {
         let path = NSTemporaryDirectory() + "/mkv-finished-\(UUID().uuidString).mkv"
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -180,7 +211,9 @@ struct EBMLLayout {
     /// in size when their UIDs do.
     static func trackUIDLength(_ data: Data) -> Int? {
         let bytes = [UInt8](data)
-        guard let at = (0..<(bytes.count - 3)).first(where: { bytes[$0] == 0x73 && bytes[$0 + 1] == 0xC5 }) else { return nil }
+        guard let at = (0..<(bytes.count - 3)).first(where: { bytes[$0] == 0x73 && bytes[$0 + 1] == 0xC5 }) else {
+            return nil
+        }
         return Int(bytes[at + 2] & 0x7F)
     }
 
@@ -213,7 +246,8 @@ struct EBMLLayout {
         var offset = range.lowerBound
         while offset < range.upperBound {
             guard let (id, idLength) = Self.vint(bytes, offset, keepMarker: true),
-                  let (rawSize, sizeLength) = Self.vint(bytes, offset + idLength, keepMarker: false) else { return }
+                let (rawSize, sizeLength) = Self.vint(bytes, offset + idLength, keepMarker: false)
+            else { return }
             let start = offset + idLength + sizeLength
             let unknown = rawSize == (UInt64(1) << (7 * UInt64(sizeLength))) - 1
             let end = unknown ? range.upperBound : min(range.upperBound, start + Int(rawSize))

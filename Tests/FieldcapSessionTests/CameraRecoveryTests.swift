@@ -4,6 +4,7 @@ import Foundation
 import SyncField
 import TestSupport
 import Testing
+
 @testable import FieldcapMedia
 
 @Suite("Camera recovery: the video and its timestamp lines in agreement")
@@ -16,13 +17,15 @@ struct CameraRecoveryTests {
     static let videoTimes: [UInt64] = captures.map { ($0 - captures[0] + 500_000) / 1_000_000 * 1_000_000 }
 
     static func log(_ index: Int) -> Logged? {
-        index < captures.count ? Logged(frameNumber: index, captureNs: captures[index], uncertaintyNs: 1_000 + UInt64(index)) : nil
+        index < captures.count
+            ? Logged(frameNumber: index, captureNs: captures[index], uncertaintyNs: 1_000 + UInt64(index)) : nil
     }
 
     private func plan(video: Int, stamped: Int, logged: @escaping (Int) -> Logged? = log) -> CameraRecovery.Plan {
         CameraRecovery.plan(
             videoTimesNs: Array(Self.videoTimes.prefix(video)), stampedLines: stamped,
-            firstCaptureNs: stamped > 0 ? Self.captures[0] : nil, lastCaptureNs: stamped > 0 ? Self.captures[stamped - 1] : nil,
+            firstCaptureNs: stamped > 0 ? Self.captures[0] : nil,
+            lastCaptureNs: stamped > 0 ? Self.captures[stamped - 1] : nil,
             logged: logged)
     }
 
@@ -30,7 +33,11 @@ struct CameraRecoveryTests {
     func restoredFromLog() {
         let result = plan(video: 20, stamped: 8)
         #expect(result.frames == 20)
-        #expect(result.restored == (8..<20).map { .init(captureNs: Self.captures[$0], frameNumber: $0, uncertaintyNs: 1_000 + UInt64($0)) })
+        #expect(
+            result.restored
+                == (8..<20).map {
+                    .init(captureNs: Self.captures[$0], frameNumber: $0, uncertaintyNs: 1_000 + UInt64($0))
+                })
         // From no line at all: the first frame's log line is the anchor.
         #expect(plan(video: 20, stamped: 0).restored.count == 20)
     }
@@ -41,18 +48,28 @@ struct CameraRecoveryTests {
         #expect(plan(video: 12, stamped: 12) == CameraRecovery.Plan(frames: 12, restored: []))
     }
 
-    @Test("frames whose log line is missing, old (no uncertainty_ns), or another frame's are cut, from the first of them")
+    @Test(
+        "frames whose log line is missing, old (no uncertainty_ns), or another frame's are cut, from the first of them")
     func cutWhereTheLogCannotSay() {
         #expect(plan(video: 20, stamped: 8) { $0 < 15 ? Self.log($0) : nil }.frames == 15)
-        #expect(plan(video: 20, stamped: 8) { index in Self.log(index).map { Logged(frameNumber: $0.frameNumber, captureNs: $0.captureNs, uncertaintyNs: nil) } }.frames == 8)
+        #expect(
+            plan(video: 20, stamped: 8) { index in
+                Self.log(index).map { Logged(frameNumber: $0.frameNumber, captureNs: $0.captureNs, uncertaintyNs: nil) }
+            }.frames == 8)
         #expect(plan(video: 20, stamped: 8) { Self.log($0 == 11 ? 12 : $0) }.frames == 11)
         // A time that is not the frame's in the video (2 ms off), or before the line before it.
-        #expect(plan(video: 20, stamped: 8) { index in
-            Self.log(index).map { index == 13 ? Logged(frameNumber: index, captureNs: $0.captureNs + 2_000_000, uncertaintyNs: 5) : $0 }
-        }.frames == 13)
-        #expect(plan(video: 20, stamped: 8) { index in
-            Self.log(index).map { index == 9 ? Logged(frameNumber: index, captureNs: Self.captures[7] - 1, uncertaintyNs: 5) : $0 }
-        }.frames == 9)
+        #expect(
+            plan(video: 20, stamped: 8) { index in
+                Self.log(index).map {
+                    index == 13 ? Logged(frameNumber: index, captureNs: $0.captureNs + 2_000_000, uncertaintyNs: 5) : $0
+                }
+            }.frames == 13)
+        #expect(
+            plan(video: 20, stamped: 8) { index in
+                Self.log(index).map {
+                    index == 9 ? Logged(frameNumber: index, captureNs: Self.captures[7] - 1, uncertaintyNs: 5) : $0
+                }
+            }.frames == 9)
         // No line and no log: nothing to anchor the frames' times to.
         #expect(plan(video: 20, stamped: 0) { _ in nil } == CameraRecovery.Plan(frames: 0, restored: []))
     }
@@ -78,7 +95,9 @@ struct CameraRecoveryTests {
 
 @Suite("Frame log")
 struct FrameLogTests {
-    @Test("each frame's log line is written right after the frame, not at the next sync: a kill leaves none of the video's frames without it")
+    @Test(
+        "each frame's log line is written right after the frame, not at the next sync: a kill leaves none of the video's frames without it"
+    )
     func lineFollowsItsFrame() throws {
         let path = NSTemporaryDirectory() + "/framelog-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -86,7 +105,9 @@ struct FrameLogTests {
         try session.start()
         let format = VideoFormat(width: 16, height: 8, pixelFormat: .grey)
         let sink = VideoSessionSink(session: session)
-        try sink.open(streams: [StreamDescriptor(id: "cam", kind: .video, nominalRate: 30, device: "test", videoFormat: format)])
+        try sink.open(streams: [
+            StreamDescriptor(id: "cam", kind: .video, nominalRate: 30, device: "test", videoFormat: format)
+        ])
         let frame = [UInt8](repeating: 7, count: 128)
         for index in 0..<5 {
             var record = CaptureRecord()
@@ -120,15 +141,18 @@ struct PowerCutRecoveryTests {
         let streams: [[String: Any]] = sources.map { source in
             var entry: [String: Any] = ["id": source.descriptor.id, "nominal_rate": source.descriptor.nominalRate]
             if let format = source.descriptor.videoFormat {
-                entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
+                entry["format"] = [
+                    "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
+                ]
                 entry["linked_path"] = "\(path)/\(source.descriptor.id).mkv"
             }
             return entry
         }
-        try Sidecar.store([
-            "state": "recording", "host_id": "rig_01", "streams": streams,
-            "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-        ], layout: SessionLayout(directory: path))
+        try Sidecar.store(
+            [
+                "state": "recording", "host_id": "rig_01", "streams": streams,
+                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+            ], layout: SessionLayout(directory: path))
         let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session))
         try recorder.start()
         usleep(2_000_000)
@@ -139,16 +163,20 @@ struct PowerCutRecoveryTests {
     /// The state a power cut leaves: no manifest or sync point, fieldcap.json still "recording",
     /// `cam`'s timestamp lines cut to `keep` (and a half line), its log to `logKeep`.
     private func cut(_ path: String, _ cam: String, keep: Int, logKeep: Int? = nil) throws {
-        for name in ["manifest.json", "sync_point.json"] { try FileManager.default.removeItem(atPath: "\(path)/\(name)") }
+        for name in ["manifest.json", "sync_point.json"] {
+            try FileManager.default.removeItem(atPath: "\(path)/\(name)")
+        }
         var document = Sidecar.Contents(layout: SessionLayout(directory: path))!.document
         document["state"] = "recording"
         try Sidecar.store(document, layout: SessionLayout(directory: path))
-        let stamps = try String(contentsOfFile: "\(path)/\(cam).timestamps.jsonl", encoding: .utf8).split(separator: "\n")
+        let stamps = try String(contentsOfFile: "\(path)/\(cam).timestamps.jsonl", encoding: .utf8).split(
+            separator: "\n")
         try (stamps.prefix(keep).joined(separator: "\n") + "\n{\"capture_ns\":12").write(
             toFile: "\(path)/\(cam).timestamps.jsonl", atomically: false, encoding: .utf8)
         if let logKeep {
             let log = try String(contentsOfFile: "\(path)/\(cam).frames.ndjson", encoding: .utf8).split(separator: "\n")
-            try (log.prefix(logKeep).joined(separator: "\n") + "\n").write(toFile: "\(path)/\(cam).frames.ndjson", atomically: false, encoding: .utf8)
+            try (log.prefix(logKeep).joined(separator: "\n") + "\n").write(
+                toFile: "\(path)/\(cam).frames.ndjson", atomically: false, encoding: .utf8)
         }
     }
 
@@ -166,7 +194,8 @@ struct PowerCutRecoveryTests {
         #expect(frames >= 40)
         try cut(path, "cam_a", keep: frames - 12)
         var said: [String] = []
-        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { said.append($0) }) else {
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { said.append($0) })
+        else {
             Issue.record("not recovered")
             return
         }
@@ -176,8 +205,15 @@ struct PowerCutRecoveryTests {
         let note = notes(path, "cam_a")
         #expect(note["timestamp_lines_restored"] as? Int == 12 && note["frames_cut"] as? Int == 0, "\(note)")
         #expect(notes(path, "cam_b")["timestamp_lines_restored"] as? Int == 0)
-        #expect(said.contains { $0.contains("cam_a: \(frames) frames in cam_a.mkv and \(frames) timestamp lines (12 restored from cam_a.frames.ndjson") }, "\(said)")
-        #expect((Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any])["camera_timestamps"] is String)
+        #expect(
+            said.contains {
+                $0.contains(
+                    "cam_a: \(frames) frames in cam_a.mkv and \(frames) timestamp lines (12 restored from cam_a.frames.ndjson"
+                )
+            }, "\(said)")
+        #expect(
+            (Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any])[
+                "camera_timestamps"] is String)
     }
 
     @Test("frames whose lines neither file kept are cut from the video, which then holds one frame per line")
@@ -195,7 +231,14 @@ struct PowerCutRecoveryTests {
         let lines = try String(contentsOfFile: "\(path)/cam_b.timestamps.jsonl", encoding: .utf8).split(separator: "\n")
         #expect(lines.count == frames - 5)
         #expect(try MatroskaScan(path: "\(path)/cam_b.mkv").frames.count == frames - 5)
-        #expect(try runTool("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", "\(path)/cam_b.mkv"])
+        #expect(
+            try runTool(
+                "ffprobe",
+                [
+                    "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0",
+                    "\(path)/cam_b.mkv",
+                ]
+            )
             .output.trimmingCharacters(in: .whitespacesAndNewlines) == "\(frames - 5)")
         let note = notes(path, "cam_b")
         #expect(note["timestamp_lines_restored"] as? Int == 7 && note["frames_cut"] as? Int == 5, "\(note)")
@@ -225,9 +268,14 @@ struct PowerCutRecoveryTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let frames = try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" }
         try cut(path, "cam_a", keep: frames - 10, logKeep: frames - 10)
-        try SessionFinisher.finish(directory: path, start: Sidecar.Contents(layout: SessionLayout(directory: path))!, rewriteVideos: false, state: "stopped: test") { _ in }
+        try SessionFinisher.finish(
+            directory: path, start: Sidecar.Contents(layout: SessionLayout(directory: path))!, rewriteVideos: false,
+            state: "stopped: test"
+        ) { _ in }
         #expect(try MatroskaScan(path: "\(path)/cam_a.mkv").frames.count == frames - 10)
-        #expect(try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" } == frames - 10)
+        #expect(
+            try String(contentsOfFile: "\(path)/cam_a.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" } == frames
+                - 10)
         #expect(SessionValidator.validateWithVideos(directory: path).isValid)
     }
 
@@ -242,8 +290,13 @@ struct PowerCutRecoveryTests {
         let start = Sidecar.Contents(layout: SessionLayout(directory: path))!
         try SessionRecovery.finish(
             directory: path, syncPoint: start.syncPoint,
-            timestampCounts: ["cam_a": frames - 12, "cam_b": try String(contentsOfFile: "\(path)/cam_b.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" },
-                              "imu": try String(contentsOfFile: "\(path)/imu.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" }],
+            timestampCounts: [
+                "cam_a": frames - 12,
+                "cam_b": try String(contentsOfFile: "\(path)/cam_b.timestamps.jsonl", encoding: .utf8).count {
+                    $0 == "\n"
+                },
+                "imu": try String(contentsOfFile: "\(path)/imu.timestamps.jsonl", encoding: .utf8).count { $0 == "\n" },
+            ],
             recorded: ["imu"], links: ["cam_a": "\(path)/cam_a.mkv", "cam_b": "\(path)/cam_b.mkv"])
         var document = start.document
         document["state"] = "recovered"

@@ -42,18 +42,21 @@ struct DevicePlanTests {
                     fps: fast
                 """, name: "rig.yaml")
         }
-        #expect(error?.message.hasPrefix("rig.yaml:3: camera /dev/video0: fps 'fast'") == true, "\(error?.message ?? "")")
+        #expect(
+            error?.message.hasPrefix("rig.yaml:3: camera /dev/video0: fps 'fast'") == true, "\(error?.message ?? "")")
     }
 
     @Test("stream ids: given ones kept, the rest numbered per kind; a repeated id is refused")
     func streamIds() throws {
         let plan = DevicePlan(specs: [
             try DeviceSpec(kind: .camera, argument: "synthetic"), try DeviceSpec(kind: .imu, argument: "synthetic"),
-            try DeviceSpec(kind: .camera, argument: "synthetic,id=side"), try DeviceSpec(kind: .camera, argument: "synthetic"),
+            try DeviceSpec(kind: .camera, argument: "synthetic,id=side"),
+            try DeviceSpec(kind: .camera, argument: "synthetic"),
         ])
         #expect(plan.streamIds == ["cam0", "imu0", "side", "cam1"])
         let twice = DevicePlan(specs: [
-            try DeviceSpec(kind: .camera, argument: "synthetic,id=a"), try DeviceSpec(kind: .imu, argument: "synthetic,id=a"),
+            try DeviceSpec(kind: .camera, argument: "synthetic,id=a"),
+            try DeviceSpec(kind: .imu, argument: "synthetic,id=a"),
         ])
         let error = #expect(throws: PlanError.self) { try twice.validate(verb: "record") }
         #expect(error?.message.contains("used twice") == true)
@@ -73,9 +76,11 @@ struct DevicePlanTests {
         #expect(throws: DeviceSetupError.self) { try standard.makeSources() }
     }
 
-    @Test("sizes and times read as people write them", arguments: [
-        ("256M", UInt64(256 << 20), "256.0M"), ("1.25k", 1280, "1.2k"), ("0", 0, "0"), ("2G", 2 << 30, "2.0G"),
-    ] as [(String, UInt64, String)])
+    @Test(
+        "sizes and times read as people write them",
+        arguments: [
+            ("256M", UInt64(256 << 20), "256.0M"), ("1.25k", 1280, "1.2k"), ("0", 0, "0"), ("2G", 2 << 30, "2.0G"),
+        ] as [(String, UInt64, String)])
     func quantities(text: String, bytes: UInt64, shown: String) {
         #expect(ByteSize(text)?.bytes == bytes)
         #expect(ByteSize(text)?.description == shown)

@@ -31,8 +31,11 @@ struct FuzzCorpusTests {
         }
     }
 
-    @Test("the seeds: a complete session is left alone, killed ones recover into valid sessions, wrong types are reported, not hidden",
-          arguments: ["seed-complete", "seed-killed", "seed-killed-partial-lines", "seed-truncated-video", "seed-wrong-types"])
+    @Test(
+        "the seeds: a complete session is left alone, killed ones recover into valid sessions, wrong types are reported, not hidden",
+        arguments: [
+            "seed-complete", "seed-killed", "seed-killed-partial-lines", "seed-truncated-video", "seed-wrong-types",
+        ])
     func seeds(name: String) throws {
         let (outcome, directory) = try replay(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -40,7 +43,8 @@ struct FuzzCorpusTests {
         case ("seed-complete", .alreadyValid): break
         case ("seed-wrong-types", .recovered(let report)):
             // A frame_number written as a string is whole JSON: recovery keeps it, and says so.
-            #expect(!report.isValid && report.problems.contains { "\($0)".contains("frame_number") }, "\(report.problems)")
+            #expect(
+                !report.isValid && report.problems.contains { "\($0)".contains("frame_number") }, "\(report.problems)")
         case (let seed, .recovered(let report)) where seed.hasPrefix("seed-killed") || seed == "seed-truncated-video":
             #expect(report.isValid, "\(name): \(report.problems)")
         default:

@@ -14,7 +14,9 @@ struct RecordingControllerTests {
         let root = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let recording = RecordingController(
-            sources: [SyntheticCamera(id: "cam0", width: 64, height: 48, rate: 30), SyntheticIMU(id: "imu0", rate: 200)],
+            sources: [
+                SyntheticCamera(id: "cam0", width: 64, height: 48, rate: 30), SyntheticIMU(id: "imu0", rate: 200),
+            ],
             settings: .init(hostId: "rig", root: root, duration: TimeSpan(seconds: 1), minFree: ByteSize(bytes: 0)))
         try recording.start()
         let directory = try #require(recording.directory)
@@ -35,7 +37,10 @@ struct RecordingControllerTests {
         #expect(sidecar.state == "complete")
         #expect(sidecar.document["stop_reason"] as? String == "duration")
         #expect(sidecar.streams.map(\.id) == ["cam0", "imu0"])
-        for file in [layout.video("cam0"), layout.frameLog("cam0"), layout.timestamps("cam0"), layout.sensor("imu0"), layout.manifest] {
+        for file in [
+            layout.video("cam0"), layout.frameLog("cam0"), layout.timestamps("cam0"), layout.sensor("imu0"),
+            layout.manifest,
+        ] {
             #expect(FileManager.default.fileExists(atPath: file), "\(file)")
         }
         #expect(!FileManager.default.fileExists(atPath: layout.reserve))
@@ -59,8 +64,10 @@ struct RecordingControllerTests {
         #expect(RecordingController.StopReason.requested("SIGINT").description == "SIGINT")
         #expect(RecordingController.StopReason.writeFailed.description == "write failed")
         #expect(
-            RecordingController.StopReason.diskNearlyFull(free: 100 << 20, minFree: ByteSize(bytes: 256 << 20)).description
-                == "disk nearly full (\(ByteSize(bytes: 100 << 20)) free, below --min-free \(ByteSize(bytes: 256 << 20)))")
+            RecordingController.StopReason.diskNearlyFull(free: 100 << 20, minFree: ByteSize(bytes: 256 << 20))
+                .description
+                == "disk nearly full (\(ByteSize(bytes: 100 << 20)) free, below --min-free \(ByteSize(bytes: 256 << 20)))"
+        )
         #expect(RecordingController.StopReason.writeError("x", diskFull: true).description == "disk full (x)")
     }
 }

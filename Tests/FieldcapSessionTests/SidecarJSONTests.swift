@@ -1,39 +1,55 @@
 import Foundation
 import Testing
+
 @testable import FieldcapSession
 
 @Suite("fieldcap.json encoding")
 struct SidecarJSONTests {
     /// A document with every kind of value the sidecar holds.
-    static var document: [String: Any] { [
-        "fieldcap_version": "0.1.0", "state": "complete", "host_id": "rig-01",
-        "stop_reason": "disk nearly full (1.2 GB free, below --min-free 2 GB)",
-        "escapes": "tab\there, quote \" slash / backslash \\ control \u{1} é 😀",
-        "sync_point": ["monotonic_ns": UInt64(18_446_744_073_709_551_000), "wall_clock_ns": 1_763_800_000_123_456_789],
-        "streams": [
-            [
-                "id": "cam_a", "written": 17998, "nominal_rate": 30.0, "granted_rate": 29.97,
-                "drops": ["count": 0, "records": [[Int]]()],
-                "v4l2": ["frames_with_error_flag": 0, "controls": [String: Any](), "drift_ppm": -0.012,
-                         "clock_mapping": ["offset_ns": Int64(-1_234_567), "last_bracket_ns": 812]],
-                "flags": [true, false], "tiny": 1e-7, "big": 1.5e300, "whole": 12.0, "negative_zero": -0.0,
+    static var document: [String: Any] {
+        [
+            "fieldcap_version": "0.1.0", "state": "complete", "host_id": "rig-01",
+            "stop_reason": "disk nearly full (1.2 GB free, below --min-free 2 GB)",
+            "escapes": "tab\there, quote \" slash / backslash \\ control \u{1} é 😀",
+            "sync_point": [
+                "monotonic_ns": UInt64(18_446_744_073_709_551_000), "wall_clock_ns": 1_763_800_000_123_456_789,
             ],
-            ["id": "imu", "written": 572_207, "drops": ["count": 2, "records": [[10, 11], [400, 401]]], "scale": Float(0.5)],
-        ],
-    ] }
+            "streams": [
+                [
+                    "id": "cam_a", "written": 17998, "nominal_rate": 30.0, "granted_rate": 29.97,
+                    "drops": ["count": 0, "records": [[Int]]()],
+                    "v4l2": [
+                        "frames_with_error_flag": 0, "controls": [String: Any](), "drift_ppm": -0.012,
+                        "clock_mapping": ["offset_ns": Int64(-1_234_567), "last_bracket_ns": 812],
+                    ],
+                    "flags": [true, false], "tiny": 1e-7, "big": 1.5e300, "whole": 12.0, "negative_zero": -0.0,
+                ],
+                [
+                    "id": "imu", "written": 572_207, "drops": ["count": 2, "records": [[10, 11], [400, 401]]],
+                    "scale": Float(0.5),
+                ],
+            ],
+        ]
+    }
 
     @Test("writes what JSONSerialization writes (pretty, sorted keys), byte for byte")
     func matchesFoundation() throws {
-        let foundation = Array(try JSONSerialization.data(withJSONObject: Self.document, options: [.prettyPrinted, .sortedKeys])) + [10]
+        let foundation =
+            Array(try JSONSerialization.data(withJSONObject: Self.document, options: [.prettyPrinted, .sortedKeys])) + [
+                10
+            ]
         let ours = try Sidecar.bytes(Self.document)
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
     }
 
-    @Test("a document read back by JSONSerialization (NSNumbers, booleans among them, as recover has it) is written as JSONSerialization writes it")
+    @Test(
+        "a document read back by JSONSerialization (NSNumbers, booleans among them, as recover has it) is written as JSONSerialization writes it"
+    )
     func readBack() throws {
         let written = try Sidecar.bytes(Self.document)
         let readBack = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
-        let foundation = Array(try JSONSerialization.data(withJSONObject: readBack, options: [.prettyPrinted, .sortedKeys])) + [10]
+        let foundation =
+            Array(try JSONSerialization.data(withJSONObject: readBack, options: [.prettyPrinted, .sortedKeys])) + [10]
         let ours = try Sidecar.bytes(readBack)
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
         // What changed on the way is what JSON itself keeps (-0.0 is read back as the integer 0).

@@ -4,6 +4,7 @@ import Foundation
 import SyncField
 import TestSupport
 import Testing
+
 @testable import FieldcapMedia
 
 @Suite("validate: each linked video against its manifest")
@@ -33,7 +34,8 @@ struct VideoValidationTests {
     /// Cuts `cam`'s timestamp lines and the manifest's frame_count to `count`.
     private func cutStamps(_ path: String, to count: Int) throws {
         let lines = try String(contentsOfFile: "\(path)/cam.timestamps.jsonl", encoding: .utf8).split(separator: "\n")
-        try (lines.prefix(count).joined(separator: "\n") + "\n").write(toFile: "\(path)/cam.timestamps.jsonl", atomically: true, encoding: .utf8)
+        try (lines.prefix(count).joined(separator: "\n") + "\n").write(
+            toFile: "\(path)/cam.timestamps.jsonl", atomically: true, encoding: .utf8)
         let manifest = try String(contentsOfFile: "\(path)/manifest.json", encoding: .utf8)
         try manifest.replacingOccurrences(of: #""frame_count": 61,"#, with: #""frame_count": \#(count),"#)
             .write(toFile: "\(path)/manifest.json", atomically: true, encoding: .utf8)
@@ -51,9 +53,10 @@ struct VideoValidationTests {
         #expect(SessionValidator.validate(directory: path).isValid)
         let report = SessionValidator.validateWithVideos(directory: path)
         #expect(!report.isValid)
-        #expect(messages(report) == [
-            "manifest.json: streams.cam.frame_count is 49 but cam.mkv holds 61 frames: `fieldcap recover` brings the video and its timestamp lines back into agreement",
-        ])
+        #expect(
+            messages(report) == [
+                "manifest.json: streams.cam.frame_count is 49 but cam.mkv holds 61 frames: `fieldcap recover` brings the video and its timestamp lines back into agreement"
+            ])
     }
 
     @Test("a linked video that is missing, not Matroska, or has no video track is a problem naming it")
@@ -61,16 +64,23 @@ struct VideoValidationTests {
         let path = try makeSession()
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data("not a video\n".utf8).write(to: URL(fileURLWithPath: "\(path)/cam.mkv"))
-        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [
-            "manifest.json: streams.cam.path: cam.mkv is not a Matroska file (no EBML header with DocType matroska or webm)",
-        ])
-        let audio = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=duration=0.2", "-f", "matroska", "-y", "\(path)/cam.mkv"])
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: path)) == [
+                "manifest.json: streams.cam.path: cam.mkv is not a Matroska file (no EBML header with DocType matroska or webm)"
+            ])
+        let audio = try runTool(
+            "ffmpeg",
+            ["-v", "error", "-f", "lavfi", "-i", "sine=duration=0.2", "-f", "matroska", "-y", "\(path)/cam.mkv"])
         #expect(audio.status == 0, "\(audio.output)")
-        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == ["manifest.json: streams.cam.path: cam.mkv has no video track"])
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: path)) == [
+                "manifest.json: streams.cam.path: cam.mkv has no video track"
+            ])
         try FileManager.default.removeItem(atPath: "\(path)/cam.mkv")
-        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [
-            "manifest.json: streams.cam.path: \(path)/cam.mkv does not exist (nor does cam.mkv in the session directory)",
-        ])
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: path)) == [
+                "manifest.json: streams.cam.path: \(path)/cam.mkv does not exist (nor does cam.mkv in the session directory)"
+            ])
         try FileManager.default.createDirectory(atPath: "\(path)/cam.mkv", withIntermediateDirectories: false)
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
     }
@@ -83,7 +93,9 @@ struct VideoValidationTests {
         defer { try? FileManager.default.removeItem(atPath: moved) }
         #expect(SessionValidator.validateWithVideos(directory: moved).problems.isEmpty)
         try cutStamps(moved, to: 49)
-        #expect(messages(SessionValidator.validateWithVideos(directory: moved)).first?.contains("frame_count is 49 but cam.mkv holds 61 frames") == true)
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: moved)).first?.contains(
+                "frame_count is 49 but cam.mkv holds 61 frames") == true)
     }
 
     @Test("another recorder's video in another container is not counted, and says so; fieldcap's must be Matroska")
@@ -93,10 +105,13 @@ struct VideoValidationTests {
         let mp4 = "\(path)/cam.mp4"
         FileManager.default.createFile(atPath: mp4, contents: Data([0, 0, 0, 0x18] + Array("ftypisom".utf8)))
         let manifest = try String(contentsOfFile: "\(path)/manifest.json", encoding: .utf8)
-        try manifest.replacingOccurrences(of: #"cam.mkv""#, with: #"cam.mp4""#).write(toFile: "\(path)/manifest.json", atomically: true, encoding: .utf8)
+        try manifest.replacingOccurrences(of: #"cam.mkv""#, with: #"cam.mp4""#).write(
+            toFile: "\(path)/manifest.json", atomically: true, encoding: .utf8)
         let report = SessionValidator.validateWithVideos(directory: path)
         #expect(report.isValid, "\(report.problems)")
-        #expect(report.warnings.map(\.description).contains("manifest.json: streams.cam.path: cam.mp4 is not a Matroska file, so its frames were not counted"))
+        #expect(
+            report.warnings.map(\.description).contains(
+                "manifest.json: streams.cam.path: cam.mp4 is not a Matroska file, so its frames were not counted"))
         FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8))
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
     }

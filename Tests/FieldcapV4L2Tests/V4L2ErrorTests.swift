@@ -4,18 +4,20 @@ import Testing
 @testable import FieldcapV4L2
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What each errno means to a user, without a device: the code, and a hint that says what to do.
 @Suite("V4L2 errors")
 struct V4L2ErrorTests {
-    @Test("opening: each errno becomes the failure it is, with a hint", arguments: [
-        (ENOENT, DeviceError.Code.notFound, "fieldcap list"), (ENXIO, .notFound, "fieldcap list"),
-        (EACCES, .permissionDenied, "video' group"), (EPERM, .permissionDenied, "udev rules"),
-        (EBUSY, .busy, "another program"), (ENODEV, .gone, "unplugged"),
-        (ENOTTY, .notADevice, "not a V4L2 device"), (EINVAL, .notADevice, "not a V4L2 device"),
-    ] as [(Int32, DeviceError.Code, String)])
+    @Test(
+        "opening: each errno becomes the failure it is, with a hint",
+        arguments: [
+            (ENOENT, DeviceError.Code.notFound, "fieldcap list"), (ENXIO, .notFound, "fieldcap list"),
+            (EACCES, .permissionDenied, "video' group"), (EPERM, .permissionDenied, "udev rules"),
+            (EBUSY, .busy, "another program"), (ENODEV, .gone, "unplugged"),
+            (ENOTTY, .notADevice, "not a V4L2 device"), (EINVAL, .notADevice, "not a V4L2 device"),
+        ] as [(Int32, DeviceError.Code, String)])
     func open(errno code: Int32, expected: DeviceError.Code, hint: String) {
         let error = DeviceError.open(device: "/dev/video7", errno: code)
         #expect(error.code == expected)
@@ -37,9 +39,12 @@ struct V4L2ErrorTests {
     func stallAndGone() {
         let stall = DeviceError.stalled(device: "/dev/video0", timeoutNs: 2_000_000_000, what: "frame")
         #expect(stall.code == .stalled)
-        #expect(stall.description == "/dev/video0: capture; no frame for 2000 ms: the device stalled or was disconnected")
-        #expect(DeviceError(code: .gone, device: "x", operation: "poll", errno: ENODEV, hint: DeviceError.goneHint).description
-            .hasSuffix("; the device is gone (unplugged?)"))
+        #expect(
+            stall.description == "/dev/video0: capture; no frame for 2000 ms: the device stalled or was disconnected")
+        #expect(
+            DeviceError(code: .gone, device: "x", operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
+                .description
+                .hasSuffix("; the device is gone (unplugged?)"))
     }
 
     @Test("a node that is not a character device is refused before it is opened")

@@ -2,6 +2,7 @@ import Foundation
 import MallocInterposerSwift
 import Synchronization
 import Testing
+
 @testable import SyncField
 
 // The interposer counts every malloc in the process, and other suites run in parallel with this
@@ -58,7 +59,8 @@ struct HotPathAllocationTests {
         options.syncInterval = 0.05
         let session = SyncSession(hostId: "rig_01", outputDir: directory, options: options)
         try session.start()
-        let imu = try session.sensorStream("imu", channels: ["accel_x", "accel_y", "accel_z", "gyro_x", "gyro_y", "gyro_z"])
+        let imu = try session.sensorStream(
+            "imu", channels: ["accel_x", "accel_y", "accel_z", "gyro_x", "gyro_y", "gyro_z"])
         let writer = try #require(session.writerThread)
         let syncer = try #require(session.syncThread)
         let records = 50_000

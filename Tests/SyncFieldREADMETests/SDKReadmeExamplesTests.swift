@@ -81,11 +81,13 @@ struct SDKReadmeExamplesTests {
 
         for i in 0..<numSamples {
             let data = imu.read()
-            try session.record("imu", frameNumber: i, channels: [
-                "accel_x": data.ax,
-                "accel_y": data.ay,
-                "accel_z": data.az,
-            ])
+            try session.record(
+                "imu", frameNumber: i,
+                channels: [
+                    "accel_x": data.ax,
+                    "accel_y": data.ay,
+                    "accel_z": data.az,
+                ])
         }
 
         try session.stop()
@@ -102,35 +104,47 @@ struct SDKReadmeExamplesTests {
         try session.start()
         for i in 0..<3 {
             // Hand tracker -- nested joint positions and gestures
-            try session.record("hand_tracker", frameNumber: i, channels: [
-                "joints": [
-                    "wrist": [0.1, 0.2, 0.3],
-                    "thumb_tip": [0.4, 0.5, 0.6],
-                    "index_tip": [0.7, 0.8, 0.9],
-                ] as [String: Any],
-                "gestures": ["pinch": 0.95, "fist": 0.02] as [String: Any],
-                "finger_angles": [12.5, 45.0, 30.0, 15.0, 5.0],
-            ])
+            try session.record(
+                "hand_tracker", frameNumber: i,
+                channels: [
+                    "joints": [
+                        "wrist": [0.1, 0.2, 0.3],
+                        "thumb_tip": [0.4, 0.5, 0.6],
+                        "index_tip": [0.7, 0.8, 0.9],
+                    ] as [String: Any],
+                    "gestures": ["pinch": 0.95, "fist": 0.02] as [String: Any],
+                    "finger_angles": [12.5, 45.0, 30.0, 15.0, 5.0],
+                ])
 
             // Tactile grid -- 2D pressure array
-            try session.record("tactile", frameNumber: i, channels: [
-                "pressure_grid": [[0.1, 0.2, 0.3, 0.4],
-                                   [0.5, 0.6, 0.7, 0.8]],
-                "total_force": 12.5,
-            ])
+            try session.record(
+                "tactile", frameNumber: i,
+                channels: [
+                    "pressure_grid": [
+                        [0.1, 0.2, 0.3, 0.4],
+                        [0.5, 0.6, 0.7, 0.8],
+                    ],
+                    "total_force": 12.5,
+                ])
 
             // Robot arm -- joint states
-            try session.record("robot_arm", frameNumber: i, channels: [
-                "joint_positions": [0.0, -1.57, 0.0, -1.57, 0.0, 0.0],
-                "joint_velocities": [0.01, -0.02, 0.0, 0.01, 0.0, 0.0],
-                "gripper": ["width": 0.04, "force": 5.2] as [String: Any],
-            ])
+            try session.record(
+                "robot_arm", frameNumber: i,
+                channels: [
+                    "joint_positions": [0.0, -1.57, 0.0, -1.57, 0.0, 0.0],
+                    "joint_velocities": [0.01, -0.02, 0.0, 0.01, 0.0, 0.0],
+                    "gripper": ["width": 0.04, "force": 5.2] as [String: Any],
+                ])
         }
         #expect(try session.stop() == ["hand_tracker": 3, "tactile": 3, "robot_arm": 3])
         let hand = try String(contentsOf: outputURL.appendingPathComponent("hand_tracker.jsonl"), encoding: .utf8)
-        #expect(hand.contains(#""channels":{"finger_angles":[12.5,45,30,15,5],"gestures":{"fist":0.02,"pinch":0.95},"joints":{"index_tip":[0.7,0.8,0.9],"thumb_tip":[0.4,0.5,0.6],"wrist":[0.1,0.2,0.3]}}"#))
+        #expect(
+            hand.contains(
+                #""channels":{"finger_angles":[12.5,45,30,15,5],"gestures":{"fist":0.02,"pinch":0.95},"joints":{"index_tip":[0.7,0.8,0.9],"thumb_tip":[0.4,0.5,0.6],"wrist":[0.1,0.2,0.3]}}"#
+            ))
         let tactile = try String(contentsOf: outputURL.appendingPathComponent("tactile.jsonl"), encoding: .utf8)
-        #expect(tactile.contains(#""channels":{"pressure_grid":[[0.1,0.2,0.3,0.4],[0.5,0.6,0.7,0.8]],"total_force":12.5}"#))
+        #expect(
+            tactile.contains(#""channels":{"pressure_grid":[[0.1,0.2,0.3,0.4],[0.5,0.6,0.7,0.8]],"total_force":12.5}"#))
         expectValid(outputURL)
     }
 
@@ -159,10 +173,12 @@ struct SDKReadmeExamplesTests {
             var i = 0
             while recording {
                 let data = imu.read()
-                try? session.record(streamId, frameNumber: i, channels: [
-                    "accel_x": data.ax, "accel_y": data.ay, "accel_z": data.az,
-                    "gyro_x": data.gx, "gyro_y": data.gy, "gyro_z": data.gz,
-                ])
+                try? session.record(
+                    streamId, frameNumber: i,
+                    channels: [
+                        "accel_x": data.ax, "accel_y": data.ay, "accel_z": data.az,
+                        "gyro_x": data.gx, "gyro_y": data.gy, "gyro_z": data.gz,
+                    ])
                 i += 1
             }
         }
@@ -175,7 +191,9 @@ struct SDKReadmeExamplesTests {
         // ... record for desired duration ...
         // (here: until every loop has run a while; on a loaded 2-core machine that can take a moment)
         let deadline = Date().addingTimeInterval(20)
-        repeat { usleep(50_000) } while (camLeft.next < 20 || camRight.next < 20 || imuDevice.reads < 20) && Date() < deadline
+        repeat {
+            usleep(50_000)
+        } while (camLeft.next < 20 || camRight.next < 20 || imuDevice.reads < 20) && Date() < deadline
         recording = false
 
         let counts = try session.stop()
@@ -185,7 +203,8 @@ struct SDKReadmeExamplesTests {
         #expect(Set(counts.keys) == ["cam_left", "cam_right", "imu"])
         #expect(counts.values.allSatisfy { $0 > 0 })
         for (id, count) in counts {
-            let text = try String(contentsOf: outputURL.appendingPathComponent("\(id).timestamps.jsonl"), encoding: .utf8)
+            let text = try String(
+                contentsOf: outputURL.appendingPathComponent("\(id).timestamps.jsonl"), encoding: .utf8)
             #expect(text.split(separator: "\n").count == count)
         }
         expectValid(outputURL)

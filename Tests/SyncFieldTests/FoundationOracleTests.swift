@@ -1,6 +1,7 @@
-import TestSupport
 import Foundation
+import TestSupport
 import Testing
+
 @testable import SyncField
 
 /// Foundation as the oracle: whatever channels we are given, our sensor line is the line
@@ -29,7 +30,8 @@ struct FoundationOracleTests {
             case 0:
                 let specials: [Double] = [
                     -0.0, 0, 1e16, 1e-5, 1e15, 0.1 + 0.2, .leastNonzeroMagnitude, .leastNormalMagnitude,
-                    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 5e-324, 2.2250738585072009e-308, 9007199254740993,
+                    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 5e-324, 2.2250738585072009e-308,
+                    9007199254740993,
                     12, 100, 0.0001, 123456789012345678, 1e21, 1e-7,
                 ]
                 return specials[int(0..<specials.count)]
@@ -91,7 +93,8 @@ struct FoundationOracleTests {
             if channels.isEmpty { channels["only"] = generator.double() }
             let captureNs = UInt64(1_000_000 + frame)
             try session.record("s", frameNumber: frame, channels: channels, captureNs: captureNs)
-            expected.append(try foundationLine(Self.sdkDictionary(channels, captureNs: captureNs, frame: frame, host: host)))
+            expected.append(
+                try foundationLine(Self.sdkDictionary(channels, captureNs: captureNs, frame: frame, host: host)))
         }
         try session.stop()
         let ours = directory.lines("s.jsonl")
@@ -108,7 +111,8 @@ struct FoundationOracleTests {
         let session = SyncSession(hostId: "h", outputDir: directory.path)
         try session.start()
         let shapes: [[String: Any]] = [
-            ["b": 1, "a": 2], ["a": 1, "c": 2], ["c": ["y": 1, "x": 2], "a": 1], ["c": ["x": 1, "z": 2], "a": [["q": 1, "p": 2]]],
+            ["b": 1, "a": 2], ["a": 1, "c": 2], ["c": ["y": 1, "x": 2], "a": 1],
+            ["c": ["x": 1, "z": 2], "a": [["q": 1, "p": 2]]],
             ["b": 1, "a": 2], ["a": 1, "b": 2, "ch10": 3, "ch2": 4],
         ]
         var expected: [String] = []
@@ -127,20 +131,29 @@ struct FoundationOracleTests {
     func prettyFiles() throws {
         let host = "rig \"01\"/\\\u{08}\u{0C}\n\r\t\u{01}\u{1F}é中😀 : x"
         let links = ["cam/../x": "/data/a b.mp4", "ü": "\u{00}", "cam": "/data/cam : 1.mp4"]
-        let manifest = SessionManifest(hostId: host, timestampCounts: ["cam": 3, "imu": 0], recorded: ["imu"], links: links)
+        let manifest = SessionManifest(
+            hostId: host, timestampCounts: ["cam": 3, "imu": 0], recorded: ["imu"], links: links)
         let reference: [String: Any] = [
             "host_id": host, "sdk_version": "0.1.0",
             "streams": [
-                "cam": ["type": "video", "timestamps_path": "cam.timestamps.jsonl", "frame_count": 3, "path": "/data/cam : 1.mp4"],
-                "imu": ["type": "sensor", "sensor_path": "imu.jsonl", "timestamps_path": "imu.timestamps.jsonl", "frame_count": 0],
+                "cam": [
+                    "type": "video", "timestamps_path": "cam.timestamps.jsonl", "frame_count": 3,
+                    "path": "/data/cam : 1.mp4",
+                ],
+                "imu": [
+                    "type": "sensor", "sensor_path": "imu.jsonl", "timestamps_path": "imu.timestamps.jsonl",
+                    "frame_count": 0,
+                ],
                 "cam/../x": ["type": "video", "path": "/data/a b.mp4"],
                 "ü": ["type": "video", "path": "\u{00}"],
             ] as [String: Any],
         ]
-        #expect(String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self) == (try foundationPretty(reference)))
+        #expect(
+            String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self) == (try foundationPretty(reference)))
         let point = SyncPoint(monotonicNs: 42, wallClockNs: 1_700_000_000_987_654_321, hostId: host)
         var pointReference = point.toDict()
         pointReference["sdk_version"] = "0.1.0"
-        #expect(String(decoding: point.jsonValue.sdkPrettyBytes(), as: UTF8.self) == (try foundationPretty(pointReference)))
+        #expect(
+            String(decoding: point.jsonValue.sdkPrettyBytes(), as: UTF8.self) == (try foundationPretty(pointReference)))
     }
 }

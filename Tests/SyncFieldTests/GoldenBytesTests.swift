@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SyncField
 
 /// The examples of `syncfield-format.md`, byte for byte.
@@ -7,11 +8,13 @@ import Testing
 struct GoldenBytesTests {
     @Test("a timestamp line")
     func timestampLine() {
-        let line = FrameTimestamp(frameNumber: 0, captureNs: 1_234_567_890_123_456_789, clockDomain: "rig_01").jsonLine()
-        #expect(String(decoding: line, as: UTF8.self) == """
-            {"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}
+        let line = FrameTimestamp(frameNumber: 0, captureNs: 1_234_567_890_123_456_789, clockDomain: "rig_01")
+            .jsonLine()
+        #expect(
+            String(decoding: line, as: UTF8.self) == """
+                {"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}
 
-            """)
+                """)
     }
 
     nonisolated(unsafe) static let docSensorChannels: [String: Any] = [
@@ -29,13 +32,15 @@ struct GoldenBytesTests {
         let directory = TemporaryDirectory()
         let session = SyncSession(hostId: "rig_01", outputDir: directory.path)
         try session.start()
-        try session.record("imu", frameNumber: 0, channels: Self.docSensorChannels, captureNs: 1_234_567_890_123_456_789)
+        try session.record(
+            "imu", frameNumber: 0, channels: Self.docSensorChannels, captureNs: 1_234_567_890_123_456_789)
         let counts = try session.stop()
         #expect(counts == ["imu": 1])
         #expect(directory.lines("imu.jsonl") == [Self.docSensorLine])
-        #expect(directory.lines("imu.timestamps.jsonl") == [
-            #"{"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
-        ])
+        #expect(
+            directory.lines("imu.timestamps.jsonl") == [
+                #"{"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
+            ])
     }
 
     @Test("the doc's sensor line is what JSONSerialization writes too")
@@ -50,45 +55,49 @@ struct GoldenBytesTests {
 
     @Test("sync_point.json")
     func syncPoint() {
-        let point = SyncPoint(monotonicNs: 1_234_567_890_123_456_789, wallClockNs: 1_709_890_101_123_000_000, hostId: "rig_01")
-        #expect(String(decoding: point.jsonValue.sdkPrettyBytes(), as: UTF8.self) == """
-            {
-              "host_id": "rig_01",
-              "iso_datetime": "2024-03-08T09:28:21.123Z",
-              "monotonic_ns": 1234567890123456789,
-              "sdk_version": "0.1.0",
-              "timestamp_ms": 1709890101123,
-              "wall_clock_ns": 1709890101123000000
-            }
+        let point = SyncPoint(
+            monotonicNs: 1_234_567_890_123_456_789, wallClockNs: 1_709_890_101_123_000_000, hostId: "rig_01")
+        #expect(
+            String(decoding: point.jsonValue.sdkPrettyBytes(), as: UTF8.self) == """
+                {
+                  "host_id": "rig_01",
+                  "iso_datetime": "2024-03-08T09:28:21.123Z",
+                  "monotonic_ns": 1234567890123456789,
+                  "sdk_version": "0.1.0",
+                  "timestamp_ms": 1709890101123,
+                  "wall_clock_ns": 1709890101123000000
+                }
 
-            """)
+                """)
     }
 
     @Test("manifest.json")
     func manifest() {
         let manifest = SessionManifest(
-            hostId: "rig_01", timestampCounts: ["cam": 5, "imu": 10], recorded: ["imu"], links: ["cam": "/data/cam.mp4"])
-        #expect(String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self) == """
-            {
-              "host_id": "rig_01",
-              "sdk_version": "0.1.0",
-              "streams": {
-                "cam": {
-                  "frame_count": 5,
-                  "path": "\\/data\\/cam.mp4",
-                  "timestamps_path": "cam.timestamps.jsonl",
-                  "type": "video"
-                },
-                "imu": {
-                  "frame_count": 10,
-                  "sensor_path": "imu.jsonl",
-                  "timestamps_path": "imu.timestamps.jsonl",
-                  "type": "sensor"
+            hostId: "rig_01", timestampCounts: ["cam": 5, "imu": 10], recorded: ["imu"], links: ["cam": "/data/cam.mp4"]
+        )
+        #expect(
+            String(decoding: manifest.jsonValue.sdkPrettyBytes(), as: UTF8.self) == """
+                {
+                  "host_id": "rig_01",
+                  "sdk_version": "0.1.0",
+                  "streams": {
+                    "cam": {
+                      "frame_count": 5,
+                      "path": "\\/data\\/cam.mp4",
+                      "timestamps_path": "cam.timestamps.jsonl",
+                      "type": "video"
+                    },
+                    "imu": {
+                      "frame_count": 10,
+                      "sensor_path": "imu.jsonl",
+                      "timestamps_path": "imu.timestamps.jsonl",
+                      "type": "sensor"
+                    }
+                  }
                 }
-              }
-            }
 
-            """)
+                """)
     }
 
     @Test("an empty manifest prints its empty object as the SDK does")
@@ -106,16 +115,19 @@ struct GoldenBytesTests {
         try session.start()
         try session.stamp("cam_ego", frameNumber: 0, captureNs: 1_234_567_890_123_456_789)
         try session.stamp("cam_ego", frameNumber: 1, captureNs: 1_234_567_890_156_789_012)
-        try session.record("imu", frameNumber: 0, channels: ["accel_x": 0.12, "accel_y": -9.8, "accel_z": 0.05],
-                           captureNs: 1_234_567_890_123_456_789)
+        try session.record(
+            "imu", frameNumber: 0, channels: ["accel_x": 0.12, "accel_y": -9.8, "accel_z": 0.05],
+            captureNs: 1_234_567_890_123_456_789)
         try session.stop()
-        #expect(directory.lines("cam_ego.timestamps.jsonl") == [
-            #"{"capture_ns":1234567890123456789,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#,
-            #"{"capture_ns":1234567890156789012,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":5000000}"#,
-        ])
-        #expect(directory.lines("imu.jsonl") == [
-            #"{"capture_ns":1234567890123456789,"channels":{"accel_x":0.12,"accel_y":-9.8,"accel_z":0.05},"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
-        ])
+        #expect(
+            directory.lines("cam_ego.timestamps.jsonl") == [
+                #"{"capture_ns":1234567890123456789,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#,
+                #"{"capture_ns":1234567890156789012,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":5000000}"#,
+            ])
+        #expect(
+            directory.lines("imu.jsonl") == [
+                #"{"capture_ns":1234567890123456789,"channels":{"accel_x":0.12,"accel_y":-9.8,"accel_z":0.05},"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
+            ])
     }
 
     @Test("the SDK README's manifest example, in the order the SDK's code writes it")
@@ -129,12 +141,24 @@ struct GoldenBytesTests {
         let reference: [String: Any] = [
             "sdk_version": "0.1.0", "host_id": "iphone_01",
             "streams": [
-                "cam_ego": ["type": "video", "timestamps_path": "cam_ego.timestamps.jsonl", "frame_count": 900, "path": "/data/cam_ego.mp4"],
-                "cam_wrist": ["type": "video", "timestamps_path": "cam_wrist.timestamps.jsonl", "frame_count": 900, "path": "/data/cam_wrist.mp4"],
-                "imu": ["type": "sensor", "sensor_path": "imu.jsonl", "timestamps_path": "imu.timestamps.jsonl", "frame_count": 9000],
+                "cam_ego": [
+                    "type": "video", "timestamps_path": "cam_ego.timestamps.jsonl", "frame_count": 900,
+                    "path": "/data/cam_ego.mp4",
+                ],
+                "cam_wrist": [
+                    "type": "video", "timestamps_path": "cam_wrist.timestamps.jsonl", "frame_count": 900,
+                    "path": "/data/cam_wrist.mp4",
+                ],
+                "imu": [
+                    "type": "sensor", "sensor_path": "imu.jsonl", "timestamps_path": "imu.timestamps.jsonl",
+                    "frame_count": 9000,
+                ],
             ] as [String: Any],
         ]
         #expect(text == (try foundationPretty(reference)))
-        #expect(text.hasPrefix("{\n  \"host_id\": \"iphone_01\",\n  \"sdk_version\": \"0.1.0\",\n  \"streams\": {\n    \"cam_ego\": {\n      \"frame_count\": 900,"))
+        #expect(
+            text.hasPrefix(
+                "{\n  \"host_id\": \"iphone_01\",\n  \"sdk_version\": \"0.1.0\",\n  \"streams\": {\n    \"cam_ego\": {\n      \"frame_count\": 900,"
+            ))
     }
 }

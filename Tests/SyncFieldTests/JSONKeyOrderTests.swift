@@ -1,11 +1,14 @@
 import TestSupport
 import Testing
+
 @testable import SyncField
 
 /// fieldcap orders ASCII keys itself and leaves the rest to Foundation; Foundation is the oracle.
 @Suite("JSON key order")
 struct JSONKeyOrderTests {
-    static let pieces = ["a", "A", "b", "B", "z", "Z", "_", "0", "1", "2", "9", "10", "01", "00", "x_y", "ch", "Ch", "accel_x"]
+    static let pieces = [
+        "a", "A", "b", "B", "z", "Z", "_", "0", "1", "2", "9", "10", "01", "00", "x_y", "ch", "Ch", "accel_x",
+    ]
 
     @Test("ASCII keys are ordered as Foundation orders them, and most pairs without Foundation")
     func asciiAgreesWithFoundation() {

@@ -1,5 +1,6 @@
 import TestSupport
 import Testing
+
 @testable import SyncField
 
 @Suite("Number spelling")
@@ -16,11 +17,13 @@ struct NumberFormattingTests {
         return text
     }
 
-    @Test("the format doc's examples spell as written", arguments: [
-        (12.0, "12"), (-0.0, "-0"), (100.0, "100"), (1e15, "1000000000000000"), (1e16, "1e+16"),
-        (0.0001, "0.0001"), (1e-05, "1e-05"), (0.1 + 0.2, "0.30000000000000004"),
-        (Double.greatestFiniteMagnitude, "1.7976931348623157e+308"), (-9.8, "-9.8"), (0.12, "0.12"),
-    ])
+    @Test(
+        "the format doc's examples spell as written",
+        arguments: [
+            (12.0, "12"), (-0.0, "-0"), (100.0, "100"), (1e15, "1000000000000000"), (1e16, "1e+16"),
+            (0.0001, "0.0001"), (1e-05, "1e-05"), (0.1 + 0.2, "0.30000000000000004"),
+            (Double.greatestFiniteMagnitude, "1.7976931348623157e+308"), (-9.8, "-9.8"), (0.12, "0.12"),
+        ])
     func docExamples(value: Double, expected: String) {
         #expect(Self.spelled { $0.appendJSONNumber(value) } == expected)
     }
@@ -42,8 +45,10 @@ struct NumberFormattingTests {
             let ours = Self.spelled { $0.appendJSONNumber(value) }
             if ours != Self.foundationStyle(value) { mismatches.append("\(value.bitPattern)") }
         }
-        for special in [Double.leastNonzeroMagnitude, -Double.leastNormalMagnitude, 2.2250738585072009e-308, 5e-324,
-                        9007199254740992, 9007199254740993, 1e22, 1e23, 123456789012345680000.0] {
+        for special in [
+            Double.leastNonzeroMagnitude, -Double.leastNormalMagnitude, 2.2250738585072009e-308, 5e-324,
+            9007199254740992, 9007199254740993, 1e22, 1e23, 123456789012345680000.0,
+        ] {
             if Self.spelled({ $0.appendJSONNumber(special) }) != Self.foundationStyle(special) {
                 mismatches.append("\(special)")
             }

@@ -1,6 +1,7 @@
-import TestSupport
 import Foundation
+import TestSupport
 import Testing
+
 @testable import SyncField
 
 @Suite("Fixed-shape sensor streams")
@@ -18,7 +19,8 @@ struct SensorStreamTests {
             let ns = UInt64(frame) * 1_000_000
             try fixed.record(frameNumber: frame, values: values, captureNs: ns)
             try session.record(
-                "dict", frameNumber: frame, channels: Dictionary(uniqueKeysWithValues: zip(names, values)), captureNs: ns)
+                "dict", frameNumber: frame, channels: Dictionary(uniqueKeysWithValues: zip(names, values)),
+                captureNs: ns)
         }
         #expect(try session.stop() == ["fixed": 500, "dict": 500])
         #expect(directory.read("fixed.jsonl") == directory.read("dict.jsonl"))

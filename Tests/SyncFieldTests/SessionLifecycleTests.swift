@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SyncField
 
 @Suite("Session lifecycle and errors")
@@ -53,12 +54,17 @@ struct SessionLifecycleTests {
         try session.stop()
         let lines = directory.lines("cam.timestamps.jsonl")
         #expect(lines[0].hasPrefix("{\"capture_ns\":\(written),"))
-        #expect(lines[1] == #"{"capture_ns":99,"clock_domain":"h","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":7}"#)
+        #expect(
+            lines[1]
+                == #"{"capture_ns":99,"clock_domain":"h","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":7}"#
+        )
     }
 
-    @Test("NaN or infinity anywhere in the channels throws and writes nothing", arguments: [
-        Double.nan, Double.infinity, -Double.infinity,
-    ])
+    @Test(
+        "NaN or infinity anywhere in the channels throws and writes nothing",
+        arguments: [
+            Double.nan, Double.infinity, -Double.infinity,
+        ])
     func nonFiniteWritesNothing(bad: Double) throws {
         let directory = TemporaryDirectory()
         let session = SyncSession(hostId: "h", outputDir: directory.path)
@@ -95,10 +101,12 @@ struct SessionLifecycleTests {
         try session.stop()
     }
 
-    @Test("stream ids that are not a plain file name are refused and nothing is written outside", arguments: [
-        "", "/", "a/b", "../escape", "..", ".", ".hidden", "nul\u{0}byte", "new\nline", "tab\t", "del\u{7F}",
-        String(repeating: "x", count: 239),
-    ])
+    @Test(
+        "stream ids that are not a plain file name are refused and nothing is written outside",
+        arguments: [
+            "", "/", "a/b", "../escape", "..", ".", ".hidden", "nul\u{0}byte", "new\nline", "tab\t", "del\u{7F}",
+            String(repeating: "x", count: 239),
+        ])
     func unsafeStreamIds(id: String) throws {
         let parent = TemporaryDirectory()
         let directory = parent.file("session")

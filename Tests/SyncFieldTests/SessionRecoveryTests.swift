@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SyncField
 
 @Suite("Session recovery")
@@ -10,7 +11,10 @@ struct SessionRecoveryTests {
         return path
     }
 
-    private let good = Array(#"{"capture_ns":1,"frame_number":0}"#.utf8) + [10] + Array(#"{"capture_ns":2,"frame_number":1}"#.utf8) + [10]
+    private let good =
+        Array(#"{"capture_ns":1,"frame_number":0}"#.utf8) + [10] + Array(#"{"capture_ns":2,"frame_number":1}"#.utf8) + [
+            10
+        ]
 
     @Test("a partial last line is cut; complete lines stay byte for byte")
     func partialLine() throws {
@@ -39,10 +43,14 @@ struct SessionRecoveryTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(try SessionRecovery.trimJSONLines(path: path) == SessionRecovery.Trim(keptLines: 2, cutBytes: 0))
         #expect(try SessionRecovery.trimJSONLines(path: path, limit: 5).keptLines == 2)
-        #expect(try SessionRecovery.trimJSONLines(path: path, limit: 1) == SessionRecovery.Trim(keptLines: 1, cutBytes: 34))
-        #expect(try SessionRecovery.trimJSONLines(path: path, limit: 0) == SessionRecovery.Trim(keptLines: 0, cutBytes: 34))
+        #expect(
+            try SessionRecovery.trimJSONLines(path: path, limit: 1) == SessionRecovery.Trim(keptLines: 1, cutBytes: 34))
+        #expect(
+            try SessionRecovery.trimJSONLines(path: path, limit: 0) == SessionRecovery.Trim(keptLines: 0, cutBytes: 34))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
-        #expect(try SessionRecovery.trimJSONLines(path: path + ".missing") == SessionRecovery.Trim(keptLines: 0, cutBytes: 0))
+        #expect(
+            try SessionRecovery.trimJSONLines(path: path + ".missing")
+                == SessionRecovery.Trim(keptLines: 0, cutBytes: 0))
     }
 
     @Test("lines written back are the writer's bytes, after the whole lines kept, and never through a symbolic link")
@@ -56,13 +64,15 @@ struct SessionRecoveryTests {
             .init(captureNs: UInt64.max, frameNumber: 2, uncertaintyNs: 0),
         ]
         for line in values {
-            try session.stamp("cam", frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs, captureNs: line.captureNs)
+            try session.stamp(
+                "cam", frameNumber: line.frameNumber, uncertaintyNs: line.uncertaintyNs, captureNs: line.captureNs)
         }
         try session.stop()
         let written = try Data(contentsOf: URL(fileURLWithPath: directory.file("cam.timestamps.jsonl")))
 
         let path = directory.file("restored.jsonl")
-        try Data(written.prefix { $0 != 10 } + [10] + Array("{\"capture_ns\":".utf8)).write(to: URL(fileURLWithPath: path))
+        try Data(written.prefix { $0 != 10 } + [10] + Array("{\"capture_ns\":".utf8)).write(
+            to: URL(fileURLWithPath: path))
         #expect(try SessionRecovery.trimJSONLines(path: path).keptLines == 1)
         try SessionRecovery.appendTimestampLines(Array(values.dropFirst()), to: path, hostId: "rig_\"01/")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == written)
@@ -83,7 +93,9 @@ struct SessionRecoveryTests {
 
 @Suite("Files stay inside the session")
 struct SessionContainmentTests {
-    @Test("a symbolic link planted where a stream file goes is not written through, and recovery does not cut through one")
+    @Test(
+        "a symbolic link planted where a stream file goes is not written through, and recovery does not cut through one"
+    )
     func symlinksNotFollowed() throws {
         let directory = NSTemporaryDirectory() + "/contain-\(UUID().uuidString)"
         let victim = NSTemporaryDirectory() + "/victim-\(UUID().uuidString)"
@@ -94,7 +106,8 @@ struct SessionContainmentTests {
         }
         let original = Data("precious\nline without end".utf8)
         try original.write(to: URL(fileURLWithPath: victim))
-        try FileManager.default.createSymbolicLink(atPath: "\(directory)/cam.timestamps.jsonl", withDestinationPath: victim)
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(directory)/cam.timestamps.jsonl", withDestinationPath: victim)
 
         let session = SyncSession(hostId: "rig", outputDir: directory)
         try session.start()
@@ -108,7 +121,9 @@ struct SessionContainmentTests {
         #expect(refused)
         #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == original)
 
-        #expect(throws: SyncFieldError.self) { try SessionRecovery.trimJSONLines(path: "\(directory)/cam.timestamps.jsonl") }
+        #expect(throws: SyncFieldError.self) {
+            try SessionRecovery.trimJSONLines(path: "\(directory)/cam.timestamps.jsonl")
+        }
         #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == original)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import SyncField
 
 /// Makes the syncs of one file hang, once, until released: a file on a slow or stalled disk.

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import SyncField
 
 /// A fresh directory under the system temp folder, removed when the value is dropped.

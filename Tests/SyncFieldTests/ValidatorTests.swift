@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SyncField
 
 @Suite("Session validator")
@@ -12,7 +13,8 @@ struct ValidatorTests {
         for frame in 0..<5 {
             try session.stamp("cam", frameNumber: frame, captureNs: UInt64(1000 + frame * 10))
             try session.record(
-                "imu", frameNumber: frame, channels: ["accel_x": 0.5 * Double(frame), "g": [1, 2], "n": ["b": 1.5, "a": Float(0.1)]],
+                "imu", frameNumber: frame,
+                channels: ["accel_x": 0.5 * Double(frame), "g": [1, 2], "n": ["b": 1.5, "a": Float(0.1)]],
                 captureNs: UInt64(1001 + frame * 10))
         }
         session.link("cam", path: "/data/cam.mp4")
@@ -73,10 +75,12 @@ struct ValidatorTests {
             edit($0, "imu.timestamps.jsonl", line: 4, "}", #","extra":1}"#)
         },
         Breakage(name: "keys out of order", file: "cam.timestamps.jsonl", line: 2, expect: "order") {
-            edit($0, "cam.timestamps.jsonl", line: 2, #""clock_domain":"rig_01","clock_source":"host_monotonic""#,
-                 #""clock_source":"host_monotonic","clock_domain":"rig_01""#)
+            edit(
+                $0, "cam.timestamps.jsonl", line: 2, #""clock_domain":"rig_01","clock_source":"host_monotonic""#,
+                #""clock_source":"host_monotonic","clock_domain":"rig_01""#)
         },
-        Breakage(name: "capture_ns not an integer", file: "cam.timestamps.jsonl", line: 1, expect: "capture_ns must be") {
+        Breakage(name: "capture_ns not an integer", file: "cam.timestamps.jsonl", line: 1, expect: "capture_ns must be")
+        {
             edit($0, "cam.timestamps.jsonl", line: 1, #""capture_ns":1000"#, #""capture_ns":"1000""#)
         },
         Breakage(name: "negative capture_ns", file: "cam.timestamps.jsonl", line: 1, expect: "capture_ns must be") {
@@ -85,10 +89,15 @@ struct ValidatorTests {
         Breakage(name: "capture_ns decreasing", file: "cam.timestamps.jsonl", line: 3, expect: "never decrease") {
             edit($0, "cam.timestamps.jsonl", line: 3, #""capture_ns":1020"#, #""capture_ns":1005"#)
         },
-        Breakage(name: "frame_number not an integer", file: "cam.timestamps.jsonl", line: 2, expect: "frame_number must be") {
+        Breakage(
+            name: "frame_number not an integer", file: "cam.timestamps.jsonl", line: 2, expect: "frame_number must be"
+        ) {
             edit($0, "cam.timestamps.jsonl", line: 2, #""frame_number":1"#, #""frame_number":1.5"#)
         },
-        Breakage(name: "clock_domain not the host", file: "cam.timestamps.jsonl", line: 4, expect: "not the session's host_id") {
+        Breakage(
+            name: "clock_domain not the host", file: "cam.timestamps.jsonl", line: 4,
+            expect: "not the session's host_id"
+        ) {
             edit($0, "cam.timestamps.jsonl", line: 4, #""clock_domain":"rig_01""#, #""clock_domain":"rig_02""#)
         },
         Breakage(name: "clock_source wrong", file: "imu.timestamps.jsonl", line: 2, expect: "clock_source") {
@@ -97,7 +106,10 @@ struct ValidatorTests {
         Breakage(name: "number not spelled as the SDK", file: "imu.jsonl", line: 2, expect: "spelled 0.50") {
             edit($0, "imu.jsonl", line: 2, #""accel_x":0.5"#, #""accel_x":0.50"#)
         },
-        Breakage(name: "whitespace in a line", file: "cam.timestamps.jsonl", line: 2, expect: "not spelled as the SDK writes it") {
+        Breakage(
+            name: "whitespace in a line", file: "cam.timestamps.jsonl", line: 2,
+            expect: "not spelled as the SDK writes it"
+        ) {
             edit($0, "cam.timestamps.jsonl", line: 2, #""frame_number":1"#, #""frame_number": 1"#)
         },
         Breakage(name: "channel keys unsorted", file: "imu.jsonl", line: 3, expect: "Foundation's sorted order") {
@@ -106,10 +118,14 @@ struct ValidatorTests {
         Breakage(name: "channel leaf not a number", file: "imu.jsonl", line: 1, expect: "channels.g.0 is a string") {
             edit($0, "imu.jsonl", line: 1, #""g":[1,"#, #""g":["1","#)
         },
-        Breakage(name: "sensor line without its timestamp line", file: "imu.jsonl", line: 5, expect: "no matching line") {
+        Breakage(name: "sensor line without its timestamp line", file: "imu.jsonl", line: 5, expect: "no matching line")
+        {
             edit($0, "imu.jsonl", line: 5, #""frame_number":4"#, #""frame_number":7"#)
         },
-        Breakage(name: "sensor file without timestamps file", file: "imu.jsonl", line: nil, expect: "has no imu.timestamps.jsonl") {
+        Breakage(
+            name: "sensor file without timestamps file", file: "imu.jsonl", line: nil,
+            expect: "has no imu.timestamps.jsonl"
+        ) {
             try! FileManager.default.removeItem(atPath: $0.file("imu.timestamps.jsonl"))
         },
         Breakage(name: "manifest missing", file: "manifest.json", line: nil, expect: "missing") {
@@ -118,10 +134,14 @@ struct ValidatorTests {
         Breakage(name: "manifest frame_count wrong", file: "manifest.json", line: nil, expect: "frame_count is 6") {
             edit($0, "manifest.json", #""frame_count": 5,\#n      "path""#, #""frame_count": 6,\#n      "path""#)
         },
-        Breakage(name: "manifest host differs", file: "manifest.json", line: nil, expect: "differs from sync_point.json") {
+        Breakage(
+            name: "manifest host differs", file: "manifest.json", line: nil, expect: "differs from sync_point.json"
+        ) {
             edit($0, "manifest.json", #""host_id": "rig_01""#, #""host_id": "rig_02""#)
         },
-        Breakage(name: "manifest misses a stream", file: "manifest.json", line: nil, expect: "does not list stream 'extra'") {
+        Breakage(
+            name: "manifest misses a stream", file: "manifest.json", line: nil, expect: "does not list stream 'extra'"
+        ) {
             let source = $0.file("cam.timestamps.jsonl")
             try! FileManager.default.copyItem(atPath: source, toPath: $0.file("extra.timestamps.jsonl"))
         },
@@ -134,10 +154,13 @@ struct ValidatorTests {
         Breakage(name: "sync point missing", file: "sync_point.json", line: nil, expect: "missing") {
             try! FileManager.default.removeItem(atPath: $0.file("sync_point.json"))
         },
-        Breakage(name: "sync point timestamp_ms inconsistent", file: "sync_point.json", line: nil, expect: "timestamp_ms") {
+        Breakage(
+            name: "sync point timestamp_ms inconsistent", file: "sync_point.json", line: nil, expect: "timestamp_ms"
+        ) {
             edit($0, "sync_point.json", #""timestamp_ms": "#, #""timestamp_ms": 1"#)
         },
-        Breakage(name: "sync point iso_datetime malformed", file: "sync_point.json", line: nil, expect: "iso_datetime") {
+        Breakage(name: "sync point iso_datetime malformed", file: "sync_point.json", line: nil, expect: "iso_datetime")
+        {
             edit($0, "sync_point.json", "Z\"", "+00:00\"")
         },
         Breakage(name: "sync point sdk_version", file: "sync_point.json", line: nil, expect: "sdk_version") {
@@ -151,8 +174,13 @@ struct ValidatorTests {
         breakage.apply(directory)
         let report = SessionValidator.validate(directory: directory.path)
         #expect(!report.isValid)
-        let match = report.problems.first { $0.file == breakage.file && $0.line == breakage.line && $0.message.contains(breakage.expect) }
-        #expect(match != nil, "expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") '\(breakage.expect)', got \(report.problems)")
+        let match = report.problems.first {
+            $0.file == breakage.file && $0.line == breakage.line && $0.message.contains(breakage.expect)
+        }
+        #expect(
+            match != nil,
+            "expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") '\(breakage.expect)', got \(report.problems)"
+        )
     }
 
     @Test("progress: reported through every stream file, ever further, ending at their total size")
@@ -163,7 +191,8 @@ struct ValidatorTests {
         let imu = try session.sensorStream("imu", channels: ["accel_x", "accel_y", "accel_z"])
         // About 3 MB of sensor lines: progress comes within the file, not only at its end.
         for frame in 0..<25_000 {
-            try imu.record(frameNumber: frame, values: [0.125 * Double(frame), -9.81, 1e-3], captureNs: UInt64(1_000 + frame))
+            try imu.record(
+                frameNumber: frame, values: [0.125 * Double(frame), -9.81, 1e-3], captureNs: UInt64(1_000 + frame))
         }
         try session.stamp("cam", frameNumber: 0, captureNs: 5)
         try session.stop()
@@ -182,18 +211,24 @@ struct ValidatorTests {
 
     @Test("the integer fast path of the spelling check agrees with the full comparison")
     func integerFastPath() {
-        var cases = ["0", "-0", "00", "01", "-01", "-", "", "+1", "1e3", "1.0", "1.5", "-1", "10", "-10",
-                     "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-                     "18446744073709551615", "18446744073709551616", "1E2", "0.0", "-0.0", " 1", "1 "]
+        var cases = [
+            "0", "-0", "00", "01", "-01", "-", "", "+1", "1e3", "1.0", "1.5", "-1", "10", "-10",
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+            "18446744073709551615", "18446744073709551616", "1E2", "0.0", "-0.0", " 1", "1 ",
+        ]
         var random = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
             cases.append(String(Int64.random(in: .min ... .max, using: &random)))
             cases.append(String(UInt64.random(in: 0 ... .max, using: &random)))
-            let digits = (0..<Int.random(in: 1...22, using: &random)).map { _ in String(Int.random(in: 0...9, using: &random)) }
+            let digits = (0..<Int.random(in: 1...22, using: &random)).map { _ in
+                String(Int.random(in: 0...9, using: &random))
+            }
             cases.append((Bool.random(using: &random) ? "-" : "") + digits.joined())
         }
         for text in cases {
-            #expect(CanonicalJSON.isCanonical(number: text) == CanonicalJSON.spellings(ofNumber: text).contains(text), "\(text)")
+            #expect(
+                CanonicalJSON.isCanonical(number: text) == CanonicalJSON.spellings(ofNumber: text).contains(text),
+                "\(text)")
         }
     }
 
@@ -209,10 +244,13 @@ struct ValidatorTests {
         #expect(report.warnings.first?.message.contains("fewer than two") == true)
     }
 
-    @Test("the strict parser rejects what JSON does not allow", arguments: [
-        "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":1e}", "{\"a\":\"\u{01}\"}", "{\"a\":\"\\x\"}",
-        "{\"a\":1,}", "{\"a\" 1}", "[1,]", "{\"a\":\"\\ud800\"}", "{} {}", "nul", "{\"a\":tru}",
-    ])
+    @Test(
+        "the strict parser rejects what JSON does not allow",
+        arguments: [
+            "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":1e}", "{\"a\":\"\u{01}\"}",
+            "{\"a\":\"\\x\"}",
+            "{\"a\":1,}", "{\"a\" 1}", "[1,]", "{\"a\":\"\\ud800\"}", "{} {}", "nul", "{\"a\":tru}",
+        ])
     func parserRejects(text: String) {
         #expect(throws: JSONTextParser.Failure.self) { try JSONTextParser.parse(Array(text.utf8)) }
     }

@@ -3,7 +3,9 @@ import Foundation
 /// A tool a test runs (ffprobe, ffmpeg) that is not installed.
 public struct ExternalToolMissing: Error, CustomStringConvertible {
     public var tool: String
-    public var description: String { "\(tool) is not installed; scripts/install-deps installs it (Debian package ffmpeg)" }
+    public var description: String {
+        "\(tool) is not installed; scripts/install-deps installs it (Debian package ffmpeg)"
+    }
 }
 
 /// Runs a tool from FFmpeg's command line (ffprobe, ffmpeg) and returns its status and output

@@ -89,7 +89,10 @@ public struct StreamJitter {
         let captured = Int64(bitPattern: record.captureNs &- previous.captureNs) - Int64(periodNs.rounded())
         dequeueError.record(dequeued)
         captureError.record(captured)
-        keep(Point(seconds: Double(record.captureNs &- firstCaptureNs) / 1e9, dequeueErrorNs: dequeued, captureErrorNs: captured))
+        keep(
+            Point(
+                seconds: Double(record.captureNs &- firstCaptureNs) / 1e9, dequeueErrorNs: dequeued,
+                captureErrorNs: captured))
     }
 
     private mutating func keep(_ point: Point) {
@@ -111,12 +114,17 @@ public struct StreamJitter {
 
     /// The absolute interval errors in logarithmic buckets (upper bound ns, dequeue count,
     /// capture count), for a histogram plot.
-    public func intervalErrorBuckets(firstBucketNs: UInt64 = 1_000, base: Double = 2) -> [(upperNs: UInt64, dequeue: UInt64, capture: UInt64)] {
+    public func intervalErrorBuckets(
+        firstBucketNs: UInt64 = 1_000, base: Double = 2
+    ) -> [(upperNs: UInt64, dequeue: UInt64, capture: UInt64)] {
         let dequeue = dequeueError.buckets(firstBucketNs: firstBucketNs, base: base)
         let capture = captureError.buckets(firstBucketNs: firstBucketNs, base: base)
         return (0..<max(dequeue.count, capture.count)).map { index in
             let upper = index < dequeue.count ? dequeue[index].upperNs : capture[index].upperNs
-            return (upper, index < dequeue.count ? dequeue[index].count : 0, index < capture.count ? capture[index].count : 0)
+            return (
+                upper, index < dequeue.count ? dequeue[index].count : 0,
+                index < capture.count ? capture[index].count : 0
+            )
         }
     }
 }
@@ -124,7 +132,8 @@ public struct StreamJitter {
 /// Signed values into an HdrHistogram of their absolute values, with exact signed extremes.
 private struct SignedRecorder {
     /// Up to 100 s, 3 significant digits.
-    var histogram = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 100_000_000_000, numberOfSignificantValueDigits: .three)
+    var histogram = Histogram<UInt64>(
+        lowestDiscernibleValue: 1, highestTrackableValue: 100_000_000_000, numberOfSignificantValueDigits: .three)
     var minimum = Int64.max
     var maximum = Int64.min
 
@@ -136,12 +145,15 @@ private struct SignedRecorder {
 
     var summary: StreamJitter.Summary {
         let count = Int(histogram.totalCount)
-        guard count > 0 else { return StreamJitter.Summary(count: 0, minNs: 0, maxNs: 0, medianNs: 0, p99Ns: 0, p999Ns: 0) }
+        guard count > 0 else {
+            return StreamJitter.Summary(count: 0, minNs: 0, maxNs: 0, medianNs: 0, p99Ns: 0, p999Ns: 0)
+        }
         // The histogram keeps 3 significant digits; no percentile can exceed the exact maximum.
         let exact = Int64(clamping: max(minimum.magnitude, maximum.magnitude))
         return StreamJitter.Summary(
             count: count, minNs: minimum, maxNs: maximum, medianNs: min(exact, Int64(histogram.valueAtPercentile(50))),
-            p99Ns: min(exact, Int64(histogram.valueAtPercentile(99))), p999Ns: min(exact, Int64(histogram.valueAtPercentile(99.9))))
+            p99Ns: min(exact, Int64(histogram.valueAtPercentile(99))),
+            p999Ns: min(exact, Int64(histogram.valueAtPercentile(99.9))))
     }
 
     func buckets(firstBucketNs: UInt64, base: Double) -> [(upperNs: UInt64, count: UInt64)] {

@@ -1,7 +1,7 @@
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A deterministic simulation with known truth that measures how far each stamping strategy puts
@@ -288,7 +288,8 @@ public struct TimestampSimulation {
             delays.append(arrival - truth)
             truthOffsets.append(kernel - truth)
         }
-        let fieldcap = fieldcapStamps(samples, configuration, clock: clock, random: &pairRandom, beforeStart: beforeStart)
+        let fieldcap = fieldcapStamps(
+            samples, configuration, clock: clock, random: &pairRandom, beforeStart: beforeStart)
         errors[index(.fieldcap)] = fieldcap.errors
         bounds[index(.fieldcap)] = fieldcap.bounds
 
@@ -375,7 +376,8 @@ public struct TimestampSimulation {
                 let dequeue = samples[index].arrival
                 tracker.add(clockPair(configuration, atRaw: dequeue, clock: clock, random: &random, burst: 2))
                 // A camera holds one frame at most: a second sends the first on.
-                drainWaiting(dequeue: dequeue, force: waiting.count > 0 && !isMapped(tracker, samples[waiting[0]].kernel))
+                drainWaiting(
+                    dequeue: dequeue, force: waiting.count > 0 && !isMapped(tracker, samples[waiting[0]].kernel))
                 process(index, dequeue: dequeue)
             }
             drainWaiting(dequeue: samples.last?.arrival ?? 0, force: true)
@@ -411,7 +413,8 @@ public struct TimestampSimulation {
                     + "\(microseconds(result.maxErrorNs)) | \(microseconds(result.driftNs)) | "
                     + "\(result.overBound.map { "\($0)" } ?? "–") | \(result.maxBoundNs.map(microseconds) ?? "–") | "
                     + "\(ratio(result.medianErrorNs, reference?.medianErrorNs)) | "
-                    + "\(ratio(result.p99ErrorNs, reference?.p99ErrorNs)) | \(ratio(result.maxErrorNs, reference?.maxErrorNs)) |")
+                    + "\(ratio(result.p99ErrorNs, reference?.p99ErrorNs)) | \(ratio(result.maxErrorNs, reference?.maxErrorNs)) |"
+            )
         }
         return lines.joined(separator: "\n") + "\n"
     }

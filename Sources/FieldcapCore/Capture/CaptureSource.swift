@@ -1,7 +1,7 @@
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a stream is, as the writer and the session sidecar need to know it.
@@ -102,7 +102,9 @@ extension CaptureSource {
     public func releaseBuffer(_ index: Int32) {}
 
     public var report: SourceReport {
-        var granted: [String: JSONValue] = ["device": .string(descriptor.device), "rate": .double(descriptor.nominalRate)]
+        var granted: [String: JSONValue] = [
+            "device": .string(descriptor.device), "rate": .double(descriptor.nominalRate),
+        ]
         var summary = "\(SourceReport.rate(descriptor.nominalRate)) \(descriptor.kind == .video ? "fps" : "Hz")"
         if let format = descriptor.videoFormat {
             granted["format"] = .string(format.pixelFormat.rawValue)

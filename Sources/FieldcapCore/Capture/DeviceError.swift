@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A device failed: which device, in which operation, the errno (0 when there is none), and what

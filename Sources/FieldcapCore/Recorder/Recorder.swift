@@ -2,7 +2,7 @@ import SyncField
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The recording pipeline: one capture thread per source, each pushing `CaptureRecord`s into its
@@ -142,7 +142,8 @@ public final class Recorder: @unchecked Sendable {
         }
         let sensors = streams.indices.filter { streams[$0].kind != .video }
         let videos = streams.indices.filter { streams[$0].kind == .video }
-        return (sensors.isEmpty ? [] : [lane("fc-writer", sensors)]) + videos.map { lane("fc-wr-\(streams[$0].id)", [$0]) }
+        return (sensors.isEmpty ? [] : [lane("fc-writer", sensors)])
+            + videos.map { lane("fc-wr-\(streams[$0].id)", [$0]) }
     }
 
     /// Opens the sink and starts the writers, then one capture thread per source.
@@ -155,15 +156,16 @@ public final class Recorder: @unchecked Sendable {
         }
         for (index, source) in sources.enumerated() {
             let ring = rings[index]
-            captureThreads.append(DedicatedThread(name: "fc-cap-\(source.descriptor.id)") { [self] in
-                do {
-                    try source.run(into: ring, stop: stopSignal)
-                } catch {
-                    captureErrors[index] = "\(error)"
-                    captureEndedNs[index] = MonotonicClock.now()
-                }
-                capturesRunning.subtract(1, ordering: .releasing)
-            })
+            captureThreads.append(
+                DedicatedThread(name: "fc-cap-\(source.descriptor.id)") { [self] in
+                    do {
+                        try source.run(into: ring, stop: stopSignal)
+                    } catch {
+                        captureErrors[index] = "\(error)"
+                        captureEndedNs[index] = MonotonicClock.now()
+                    }
+                    capturesRunning.subtract(1, ordering: .releasing)
+                })
         }
     }
 
@@ -200,8 +202,10 @@ public final class Recorder: @unchecked Sendable {
     /// status line; any thread).
     public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] {
         sources.enumerated().map { index, source in
-            (source.descriptor.id, writtenSoFar[index].value.load(ordering: .relaxed), rings[index].count,
-             rings[index].drops.count)
+            (
+                source.descriptor.id, writtenSoFar[index].value.load(ordering: .relaxed), rings[index].count,
+                rings[index].drops.count
+            )
         }
     }
 

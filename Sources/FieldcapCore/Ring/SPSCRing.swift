@@ -27,10 +27,18 @@ public final class SPSCRing<Element: BitwiseCopyable>: @unchecked Sendable {
     /// Four cache lines: [tail] [producer's cached head] [head] [consumer's cached tail].
     @usableFromInline let lines: UnsafeMutableRawPointer
     @usableFromInline static var lineSize: Int { 64 }
-    @usableFromInline var tail: UnsafeMutablePointer<Atomic<Int>> { (lines + 0 * Self.lineSize).assumingMemoryBound(to: Atomic<Int>.self) }
-    @usableFromInline var cachedHead: UnsafeMutablePointer<Int> { (lines + 1 * Self.lineSize).assumingMemoryBound(to: Int.self) }
-    @usableFromInline var head: UnsafeMutablePointer<Atomic<Int>> { (lines + 2 * Self.lineSize).assumingMemoryBound(to: Atomic<Int>.self) }
-    @usableFromInline var cachedTail: UnsafeMutablePointer<Int> { (lines + 3 * Self.lineSize).assumingMemoryBound(to: Int.self) }
+    @usableFromInline var tail: UnsafeMutablePointer<Atomic<Int>> {
+        (lines + 0 * Self.lineSize).assumingMemoryBound(to: Atomic<Int>.self)
+    }
+    @usableFromInline var cachedHead: UnsafeMutablePointer<Int> {
+        (lines + 1 * Self.lineSize).assumingMemoryBound(to: Int.self)
+    }
+    @usableFromInline var head: UnsafeMutablePointer<Atomic<Int>> {
+        (lines + 2 * Self.lineSize).assumingMemoryBound(to: Atomic<Int>.self)
+    }
+    @usableFromInline var cachedTail: UnsafeMutablePointer<Int> {
+        (lines + 3 * Self.lineSize).assumingMemoryBound(to: Int.self)
+    }
 
     /// Drops, counted by the producer, readable from any thread.
     public let drops = DropCounter()
@@ -44,7 +52,8 @@ public final class SPSCRing<Element: BitwiseCopyable>: @unchecked Sendable {
         self.mask = capacity - 1
         // Cache-line aligned, so a 64-byte record is one line, not two.
         storage = UnsafeMutableRawPointer.allocate(
-            byteCount: MemoryLayout<Element>.stride * capacity, alignment: max(Self.lineSize, MemoryLayout<Element>.alignment)
+            byteCount: MemoryLayout<Element>.stride * capacity,
+            alignment: max(Self.lineSize, MemoryLayout<Element>.alignment)
         ).bindMemory(to: Element.self, capacity: capacity)
         lines = .allocate(byteCount: 4 * Self.lineSize, alignment: Self.lineSize)
         lines.initializeMemory(as: UInt8.self, repeating: 0, count: 4 * Self.lineSize)

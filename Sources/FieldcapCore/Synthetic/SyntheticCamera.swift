@@ -1,7 +1,7 @@
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A camera without hardware: a moving YUYV test pattern at a nominal rate, in buffers the
@@ -33,13 +33,16 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         precondition(width > 0 && width % 2 == 0 && height > 0 && rate > 0 && bufferCount > 0)
         format = VideoFormat(width: width, height: height, pixelFormat: .yuyv)
         descriptor = StreamDescriptor(
-            id: id, kind: .video, nominalRate: rate, device: "synthetic:\(width)x\(height)@\(rate.formatted)", videoFormat: format,
+            id: id, kind: .video, nominalRate: rate, device: "synthetic:\(width)x\(height)@\(rate.formatted)",
+            videoFormat: format,
             frameBuffers: bufferCount)
         periodNs = UInt64(1e9 / rate)
         frameSize = width * height * 2
         // Page-aligned, like mmap'd buffers: the video writer can then use direct I/O.
         let page = max(4096, sysconf(Int32(_SC_PAGESIZE)))
-        buffers = (0..<bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: page) }
+        buffers = (0..<bufferCount).map { _ in
+            UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: page)
+        }
         returned = SPSCRing(minimumCapacity: bufferCount)
         pattern = .allocate(byteCount: width * 2 * 2 * height, alignment: 64)
         drawPattern()
@@ -57,7 +60,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         let width = format.width, height = format.height
         let rowBytes = width * 2 * 2
         let bars: [(y: UInt8, u: UInt8, v: UInt8)] = [
-            (235, 128, 128), (210, 16, 146), (170, 166, 16), (145, 54, 34), (106, 202, 222), (81, 90, 240), (41, 240, 110), (16, 128, 128),
+            (235, 128, 128), (210, 16, 146), (170, 166, 16), (145, 54, 34), (106, 202, 222), (81, 90, 240),
+            (41, 240, 110), (16, 128, 128),
         ]
         for row in 0..<height {
             let line = (pattern + row * rowBytes).assumingMemoryBound(to: UInt8.self)
@@ -128,7 +132,8 @@ extension SyntheticCamera {
             kind: "synthetic",
             granted: [
                 "device": "synthetic", "source": "moving test pattern", "format": .string(format.pixelFormat.rawValue),
-                "width": JSONValue(format.width), "height": JSONValue(format.height), "rate": .double(descriptor.nominalRate),
+                "width": JSONValue(format.width), "height": JSONValue(format.height),
+                "rate": .double(descriptor.nominalRate),
                 "buffers": JSONValue(buffers.count),
             ],
             summary: "moving test pattern, \(format.pixelFormat.rawValue) \(format.width)x\(format.height), "

@@ -1,7 +1,7 @@
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IMU without hardware: plausible accelerometer (m/s²) and gyroscope (rad/s) readings of a
@@ -20,7 +20,8 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
     public init(id: String = "imu", rate: Double = 200) {
         precondition(rate > 0, "a synthetic IMU needs a positive rate")
         descriptor = StreamDescriptor(
-            id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate.formatted)")
+            id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate.formatted)"
+        )
         periodNs = UInt64(1e9 / rate)
     }
 
@@ -69,7 +70,8 @@ extension SyntheticIMU {
             kind: "synthetic",
             granted: [
                 "device": "synthetic", "source": "a rig swaying gently",
-                "channels": .array(zip(Self.channelNames, Self.units).map { ["name": .string($0), "unit": .string($1)] }),
+                "channels": .array(
+                    zip(Self.channelNames, Self.units).map { ["name": .string($0), "unit": .string($1)] }),
                 "rate": .double(descriptor.nominalRate),
             ],
             summary: "accel_x accel_y accel_z (m/s²) gyro_x gyro_y gyro_z (rad/s), "

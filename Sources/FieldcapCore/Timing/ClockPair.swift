@@ -1,7 +1,7 @@
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One reading of another clock against `CLOCK_MONOTONIC_RAW`: the other clock's time and the

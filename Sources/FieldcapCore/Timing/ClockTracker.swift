@@ -263,8 +263,11 @@ public struct ClockTracker: Sendable {
         }
         switch change {
         case .step:
-            let after = current.pairs >= 2 ? current : Segment(current.first, rate: previous.rate, error: previous.rateError)
-            return .ambiguous(before: onSegment(previous, otherNs, fallbackRate: nil), after: onSegment(after, otherNs, fallbackRate: nil))
+            let after =
+                current.pairs >= 2 ? current : Segment(current.first, rate: previous.rate, error: previous.rateError)
+            return .ambiguous(
+                before: onSegment(previous, otherNs, fallbackRate: nil),
+                after: onSegment(after, otherNs, fallbackRate: nil))
         case .rate:
             guard current.pairs >= 2 else { return .pending }
             return .mapped(acrossRateChange(otherNs, before: previous, after: current))
@@ -317,7 +320,8 @@ public struct ClockTracker: Sendable {
             let value = sinceStart < meeting ? old : new
             return Mapped(rawNs: otherNs + Self.round(value), uncertaintyNs: Self.ceil(noise))
         }
-        return Mapped(rawNs: otherNs + Self.round((old + new) / 2), uncertaintyNs: Self.ceil(abs(old - new) / 2 + noise))
+        return Mapped(
+            rawNs: otherNs + Self.round((old + new) / 2), uncertaintyNs: Self.ceil(abs(old - new) / 2 + noise))
     }
 
     /// Inside a rate change's interval with only the old rate known. If the change came after
@@ -333,7 +337,8 @@ public struct ClockTracker: Sendable {
         let deviation = Double(end.offsetNs) - previous.offset(at: end.otherNs)
         let reach = deviation * Double(otherNs - start.otherNs) / span
         let error = previous.error(at: otherNs) + end.halfWidthNs
-        let single = Mapped(rawNs: otherNs + Self.round(old + reach / 2), uncertaintyNs: Self.ceil(abs(reach) / 2 + error))
+        let single = Mapped(
+            rawNs: otherNs + Self.round(old + reach / 2), uncertaintyNs: Self.ceil(abs(reach) / 2 + error))
         let limited = withinRateLimit(otherNs, from: start, to: end)
         return limited.uncertaintyNs < single.uncertaintyNs ? limited : single
     }
@@ -371,7 +376,9 @@ extension ClockTracker {
             "offset_ns": .integer(latest?.offsetNs ?? 0), "drift_ppm": .double(driftPPM ?? 0),
             "clock_pairs": JSONValue(pairsUsed), "clock_pairs_refused": JSONValue(pairsRefused),
             "rate_changes": JSONValue(rateChanges), "steps": JSONValue(steps),
-            "worst_uncertainty": ["ns": .integer(worstUncertaintyNs), "monotonic_raw_ns": .integer(worstUncertaintyAtRawNs)],
+            "worst_uncertainty": [
+                "ns": .integer(worstUncertaintyNs), "monotonic_raw_ns": .integer(worstUncertaintyAtRawNs),
+            ],
         ]
     }
 }
@@ -379,6 +386,9 @@ extension ClockTracker {
 extension DropCounter {
     /// The count and the runs of sequence numbers, as the sidecar writes them.
     public var json: JSONValue {
-        ["count": JSONValue(count), "records": .array(droppedRuns.map { [.unsigned($0.lowerBound), .unsigned($0.upperBound)] })]
+        [
+            "count": JSONValue(count),
+            "records": .array(droppedRuns.map { [.unsigned($0.lowerBound), .unsigned($0.upperBound)] }),
+        ]
     }
 }

@@ -2,24 +2,30 @@ import FieldcapCore
 
 extension IIOIMU {
     public var report: SourceReport {
-        let rateSource = rateAsked ? "asked" : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
+        let rateSource =
+            rateAsked ? "asked" : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
         var timeWords: String
         var timestamps: [String: String]
         var timeSource: String
         switch self.timeSource {
         case .kernelRaw:
-            timeWords = "the kernel's timestamp channel, in monotonic_raw" + (timestampClockSet ? " (set by fieldcap, put back after)" : "")
+            timeWords =
+                "the kernel's timestamp channel, in monotonic_raw"
+                + (timestampClockSet ? " (set by fieldcap, put back after)" : "")
             timeSource = "kernel, RAW"
             timestamps = [
                 "capture_ns": "the sample's own timestamp channel, stamped by the kernel in CLOCK_MONOTONIC_RAW",
-                "uncertainty_ns": "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included",
+                "uncertainty_ns":
+                    "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included",
             ]
         case .kernelMapped(let clock):
             timeWords = "the kernel's timestamp channel, in \(clock), mapped into RAW"
             timeSource = "kernel \(clock), mapped"
             timestamps = [
-                "capture_ns": "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (rate changes and steps of the clock are detected; samples stamped across a rate change are placed once the next read's pair shows the new rate)",
-                "uncertainty_ns": "1 µs plus the clock mapping's bound (half the read's pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider across a rate change, by what it could do)",
+                "capture_ns":
+                    "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (rate changes and steps of the clock are detected; samples stamped across a rate change are placed once the next read's pair shows the new rate)",
+                "uncertainty_ns":
+                    "1 µs plus the clock mapping's bound (half the read's pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider across a rate change, by what it could do)",
             ]
         case .extrapolated:
             timeWords = "none on the device: extrapolated back from each read"
@@ -37,8 +43,10 @@ extension IIOIMU {
             }
         let channels = valueChannels.map { channel -> JSONValue in
             [
-                "name": .string(channel.name), "kernel_channel": .string(channel.kernelChannel), "unit": .string(channel.unit),
-                "scale": .double(channel.scale), "offset": .double(channel.offset), "scan_format": .string(channel.format),
+                "name": .string(channel.name), "kernel_channel": .string(channel.kernelChannel),
+                "unit": .string(channel.unit),
+                "scale": .double(channel.scale), "offset": .double(channel.offset),
+                "scan_format": .string(channel.format),
             ]
         }
         let granted: JSONValue = [
@@ -50,8 +58,10 @@ extension IIOIMU {
             "time_source": .string(timeSource),
         ]
         let channelWords = valueChannels.map { "\($0.name) (\($0.unit))" }.joined(separator: " ")
-        let triggerWords = trigger.map { ", trigger \($0)" + (triggerMade ? " (made by fieldcap, removed after)" : "") } ?? ""
-        let summary = "\(device.name) (\(device.id)), \(channelWords), \(SourceReport.rate(grantedRate)) Hz (\(rateSource))"
+        let triggerWords =
+            trigger.map { ", trigger \($0)" + (triggerMade ? " (made by fieldcap, removed after)" : "") } ?? ""
+        let summary =
+            "\(device.name) (\(device.id)), \(channelWords), \(SourceReport.rate(grantedRate)) Hz (\(rateSource))"
             + "\(triggerWords), timestamps: \(timeWords)"
         var details: [String: JSONValue] = [
             "device_id": .string(device.id), "name": .string(device.name), "granted_rate": .double(grantedRate),
@@ -61,7 +71,8 @@ extension IIOIMU {
                 "events": JSONValue(gapEvents), "samples_missing": JSONValue(timelineGaps.count),
                 "records": timelineGaps.json["records"] ?? [],
             ],
-            "non_increasing_times": JSONValue(nonIncreasingTimes), "reclaimed_buffer_left_enabled": .bool(reclaimedStaleBuffer),
+            "non_increasing_times": JSONValue(nonIncreasingTimes),
+            "reclaimed_buffer_left_enabled": .bool(reclaimedStaleBuffer),
             "channels": .array(channels),
         ]
         if case .kernelMapped(let clock) = self.timeSource, let tracker = clockTracker {
@@ -70,7 +81,9 @@ extension IIOIMU {
         }
         var warnings: [String] = []
         if timelineGaps.count > 0 {
-            warnings.append("\(timelineGaps.count) samples missing from the timeline, in \(gapEvents) gaps (the device or its trigger skipped them)")
+            warnings.append(
+                "\(timelineGaps.count) samples missing from the timeline, in \(gapEvents) gaps (the device or its trigger skipped them)"
+            )
         }
         if nonIncreasingTimes > 0 {
             warnings.append("\(nonIncreasingTimes) samples were not after the previous one and were moved just past it")

@@ -4,7 +4,7 @@ import FieldcapCore
 import SyncField
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IIO IMU captured through its buffer: every sample decoded into SI units and stamped with
@@ -39,7 +39,9 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         /// No sample for this long ends the stream; nil: 2 s or 20 periods, whichever is longer.
         public var stallTimeoutNs: UInt64?
 
-        public init(rate: Double? = nil, channels: [String]? = nil, trigger: String? = nil, keepTimestampClock: Bool = false) {
+        public init(
+            rate: Double? = nil, channels: [String]? = nil, trigger: String? = nil, keepTimestampClock: Bool = false
+        ) {
             self.rate = rate
             self.channels = channels
             self.trigger = trigger
@@ -117,8 +119,9 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         self.device = device
         let label = device.id == name || "/dev/\(device.id)" == name ? device.id : "\(name) (\(device.id))"
         guard device.hasBuffer else {
-            throw IIOError(code: .unsupported, device: label, operation: "buffered capture",
-                           hint: "the device has no buffer (no scan elements): its driver cannot stream samples")
+            throw IIOError(
+                code: .unsupported, device: label, operation: "buffered capture",
+                hint: "the device has no buffer (no scan elements): its driver cannot stream samples")
         }
         let setup = try IIOCaptureSetup(device: device, label: label, options: options)
         selected = setup.chosen
@@ -137,9 +140,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         stallTimeoutNs = options.stallTimeoutNs ?? max(2_000_000_000, UInt64(20 * periodNs))
         var channelDecoders: [IIOChannelDecoder] = []
         for channel in selected {
-            channelDecoders.append(IIOChannelDecoder(
-                format: channel.format!, byteOffset: 0, scale: channel.scale, offset: channel.offset,
-                factor: channel.kind.factorFromKernelUnit))
+            channelDecoders.append(
+                IIOChannelDecoder(
+                    format: channel.format!, byteOffset: 0, scale: channel.scale, offset: channel.offset,
+                    factor: channel.kind.factorFromKernelUnit))
         }
         decoders = channelDecoders
         descriptor = StreamDescriptor(
@@ -239,13 +243,15 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         }
         // Samples waiting for the pair after a rate change: at most two reads' worth, allocated
         // here, not per sample.
-        let staging = UnsafeMutableBufferPointer<CaptureRecord>.allocate(capacity: mappedClock == nil ? 0 : 2 * samplesPerRead)
+        let staging = UnsafeMutableBufferPointer<CaptureRecord>.allocate(
+            capacity: mappedClock == nil ? 0 : 2 * samplesPerRead)
         var staged = 0
         defer {
             // The stream ends: what still waits takes the bound that covers the change.
             for index in 0..<staged {
                 let mapped = tracker.mapNow(staging[index].deviceNs)!
-                emitter.emit(staging[index], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
+                emitter.emit(
+                    staging[index], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
             }
             staging.deallocate()
         }
@@ -282,7 +288,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                 if stop.isRequested { break }
                 if waitOnDevice {
                     if failed & deviceBit != 0 {
-                        throw DeviceError(code: .gone, device: label, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
+                        throw DeviceError(
+                            code: .gone, device: label, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
                     }
                     if ready & deviceBit == 0 { continue }
                 }
@@ -300,11 +307,13 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                 // A pair too wide to use (preempted between the reads) is read again.
                 var paired = tracker.add(ClockPairReader.hostSample(mappedClock, after: Int64(dequeued), burst: 3))
                 for _ in 0..<3 where !paired {
-                    paired = tracker.add(ClockPairReader.hostSample(mappedClock, after: Int64(MonotonicClock.now()), burst: 3))
+                    paired = tracker.add(
+                        ClockPairReader.hostSample(mappedClock, after: Int64(MonotonicClock.now()), burst: 3))
                 }
                 var sent = 0
                 while sent < staged, let mapped = mappedNow(staging[sent].deviceNs) {
-                    emitter.emit(staging[sent], captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
+                    emitter.emit(
+                        staging[sent], captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
                     sent += 1
                 }
                 if sent > 0 {
@@ -332,8 +341,9 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                 samplesRead += 1
                 guard let timestampOffset else {
                     record.deviceNs = 0
-                    emitter.emit(record, captureNs: Int64(dequeued) - Int64(Double(count - 1 - index) * period),
-                                 uncertaintyNs: Int64(period), into: ring)
+                    emitter.emit(
+                        record, captureNs: Int64(dequeued) - Int64(Double(count - 1 - index) * period),
+                        uncertaintyNs: Int64(period), into: ring)
                     continue
                 }
                 record.deviceNs = scan.loadUnaligned(fromByteOffset: timestampOffset, as: Int64.self)
@@ -353,7 +363,9 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                     // bound that covers the change.
                     for waiting in 0..<staged {
                         let mapped = tracker.mapNow(staging[waiting].deviceNs)!
-                        emitter.emit(staging[waiting], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
+                        emitter.emit(
+                            staging[waiting], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs,
+                            into: ring)
                     }
                     staged = 0
                 }

@@ -20,7 +20,9 @@ struct SampleEmitter {
     }
 
     @inline(__always)
-    mutating func emit(_ sample: CaptureRecord, captureNs: Int64, uncertaintyNs: Int64, into ring: SPSCRing<CaptureRecord>) {
+    mutating func emit(
+        _ sample: CaptureRecord, captureNs: Int64, uncertaintyNs: Int64, into ring: SPSCRing<CaptureRecord>
+    ) {
         var capture = UInt64(max(1, captureNs))
         if lastCaptureNs != 0 {
             let last = UInt64(lastCaptureNs)

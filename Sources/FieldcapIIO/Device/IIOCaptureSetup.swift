@@ -2,7 +2,7 @@ import CIIO
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Negotiates a device for buffered capture, as `IIOIMU.Options` ask: the channels, a stale buffer
@@ -24,7 +24,9 @@ struct IIOCaptureSetup {
 
         func undo(device: IIODevice) {
             let path = device.sysfsPath
-            if let trigger { try? Sysfs.write("\(path)/trigger/current_trigger", trigger.isEmpty ? "\n" : trigger, device: device.id) }
+            if let trigger {
+                try? Sysfs.write("\(path)/trigger/current_trigger", trigger.isEmpty ? "\n" : trigger, device: device.id)
+            }
             if let createdTrigger { rmdir(createdTrigger) }
             if let clock { try? Sysfs.write("\(path)/current_timestamp_clock", clock, device: device.id) }
         }
@@ -56,35 +58,48 @@ struct IIOCaptureSetup {
             for want in wanted {
                 let matches = scan.filter { $0.id == want || ($0.kind.rawValue == want && $0.id != "timestamp") }
                 guard !matches.isEmpty else {
-                    throw IIOError(code: .notFound, device: label, operation: "channel '\(want)'",
-                                   hint: "no such channel; it has \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", "))")
+                    throw IIOError(
+                        code: .notFound, device: label, operation: "channel '\(want)'",
+                        hint:
+                            "no such channel; it has \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", "))"
+                    )
                 }
                 chosen += matches.filter { match in !chosen.contains { $0.id == match.id } }
             }
         } else {
             chosen = scan.filter { $0.kind.isIMUChannel }
             guard !chosen.isEmpty else {
-                throw IIOError(code: .notFound, device: label, operation: "choose channels",
-                               hint: "no accel, anglvel, magn or temp channel; pick from \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", ")) with channels=A+B")
+                throw IIOError(
+                    code: .notFound, device: label, operation: "choose channels",
+                    hint:
+                        "no accel, anglvel, magn or temp channel; pick from \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", ")) with channels=A+B"
+                )
             }
         }
         chosen.sort { $0.index < $1.index }
         for channel in chosen where channel.format == nil {
-            throw IIOError(code: .unsupported, device: label, operation: "channel '\(channel.id)'",
-                           hint: "its scan format is not one fieldcap decodes (whole bytes of 8 to 64 bits)")
+            throw IIOError(
+                code: .unsupported, device: label, operation: "channel '\(channel.id)'",
+                hint: "its scan format is not one fieldcap decodes (whole bytes of 8 to 64 bits)")
         }
         var values: [IIOIMU.ValueChannel] = []
         for channel in chosen {
             let format = channel.format!
             for element in 0..<format.repeatCount {
-                values.append(IIOIMU.ValueChannel(
-                    name: format.repeatCount > 1 ? "\(channel.id)_\(element)" : channel.id, kernelChannel: channel.id,
-                    unit: channel.kind.unit, scale: channel.scale, offset: channel.offset, format: format.description))
+                values.append(
+                    IIOIMU.ValueChannel(
+                        name: format.repeatCount > 1 ? "\(channel.id)_\(element)" : channel.id,
+                        kernelChannel: channel.id,
+                        unit: channel.kind.unit, scale: channel.scale, offset: channel.offset,
+                        format: format.description))
             }
         }
         guard values.count <= CaptureRecord.valueCapacity else {
-            throw IIOError(code: .unsupported, device: label, operation: "choose channels",
-                           hint: "\(values.count) values per sample; at most \(CaptureRecord.valueCapacity): choose fewer with channels=A+B")
+            throw IIOError(
+                code: .unsupported, device: label, operation: "choose channels",
+                hint:
+                    "\(values.count) values per sample; at most \(CaptureRecord.valueCapacity): choose fewer with channels=A+B"
+            )
         }
         self.chosen = chosen
         self.values = values
@@ -97,8 +112,9 @@ struct IIOCaptureSetup {
             let fd = open("/dev/\(device.id)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
                 throw errno == EBUSY
-                    ? IIOError(code: .busy, device: label, operation: "buffered capture", errno: EBUSY,
-                               hint: "its buffer is already enabled: another program is capturing from it")
+                    ? IIOError(
+                        code: .busy, device: label, operation: "buffered capture", errno: EBUSY,
+                        hint: "its buffer is already enabled: another program is capturing from it")
                     : IIOError.system("open /dev/\(device.id)", device: label, errno: errno)
             }
             close(fd)
@@ -114,8 +130,11 @@ struct IIOCaptureSetup {
                 let present = IIODevice.triggers()
                 if let wanted = options.trigger {
                     guard present.contains(where: { $0.name == wanted }) else {
-                        throw IIOError(code: .notFound, device: label, operation: "trigger '\(wanted)'",
-                                       hint: present.isEmpty ? "no triggers are present" : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
+                        throw IIOError(
+                            code: .notFound, device: label, operation: "trigger '\(wanted)'",
+                            hint: present.isEmpty
+                                ? "no triggers are present"
+                                : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
                     }
                     triggerName = wanted
                 } else if let current = device.currentTrigger {
@@ -130,8 +149,9 @@ struct IIOCaptureSetup {
                     try Sysfs.write("\(device.sysfsPath)/trigger/current_trigger", triggerName!, device: label)
                 }
             } else if let wanted = options.trigger {
-                throw IIOError(code: .unsupported, device: label, operation: "trigger '\(wanted)'",
-                               hint: "this device takes no trigger; drop trigger=")
+                throw IIOError(
+                    code: .unsupported, device: label, operation: "trigger '\(wanted)'",
+                    hint: "this device takes no trigger; drop trigger=")
             }
             trigger = triggerName
             let triggerPath = triggerName.flatMap { name in IIODevice.triggers().first { $0.name == name } }
@@ -140,28 +160,35 @@ struct IIOCaptureSetup {
                 .map { "\($0)/sampling_frequency" }.first(where: Sysfs.exists)
             if let rate = options.rate {
                 guard let rateAttribute else {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                                   hint: "neither the device nor its trigger has a sampling_frequency; drop rate=")
+                    throw IIOError(
+                        code: .unsupported, device: label, operation: "set rate \(rate) Hz",
+                        hint: "neither the device nor its trigger has a sampling_frequency; drop rate=")
                 }
                 let available = device.samplingFrequenciesAvailable
-                if rateAttribute.hasPrefix(device.sysfsPath), !available.isEmpty, !available.contains(where: { abs($0 - rate) < 1e-6 }) {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                                   hint: "the device offers \(available.map { "\($0)" }.joined(separator: ", ")) Hz")
+                if rateAttribute.hasPrefix(device.sysfsPath), !available.isEmpty,
+                    !available.contains(where: { abs($0 - rate) < 1e-6 })
+                {
+                    throw IIOError(
+                        code: .unsupported, device: label, operation: "set rate \(rate) Hz",
+                        hint: "the device offers \(available.map { "\($0)" }.joined(separator: ", ")) Hz")
                 }
                 do {
                     try Sysfs.write(rateAttribute, String(rate), device: label)
-                } catch where error.errno == EINVAL {
-                    throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz", errno: EINVAL,
-                                   hint: "\(rateAttribute) refused it")
+                } catch  where error.errno == EINVAL {
+                    throw IIOError(
+                        code: .unsupported, device: label, operation: "set rate \(rate) Hz", errno: EINVAL,
+                        hint: "\(rateAttribute) refused it")
                 }
             }
             guard let granted = rateAttribute.flatMap(Sysfs.read).flatMap(Double.init), granted > 0 else {
-                throw IIOError(code: .unsupported, device: label, operation: "read the sampling rate",
-                               hint: "no sampling_frequency to read: give the rate the device runs at with rate=HZ")
+                throw IIOError(
+                    code: .unsupported, device: label, operation: "read the sampling rate",
+                    hint: "no sampling_frequency to read: give the rate the device runs at with rate=HZ")
             }
             if let rate = options.rate, abs(granted - rate) > 0.01 * rate {
-                throw IIOError(code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                               hint: "the device granted \(granted) Hz; ask for that, or a rate it offers")
+                throw IIOError(
+                    code: .unsupported, device: label, operation: "set rate \(rate) Hz",
+                    hint: "the device granted \(granted) Hz; ask for that, or a rate it offers")
             }
             grantedRate = options.rate.map { abs(granted - $0) < 1e-9 ? $0 : granted } ?? granted
             rateAsked = options.rate != nil
@@ -175,8 +202,9 @@ struct IIOCaptureSetup {
                 }
                 let clock = device.timestampClock ?? "realtime"
                 guard let clockId = IIODevice.clockId(named: clock) else {
-                    throw IIOError(code: .unsupported, device: label, operation: "timestamp clock '\(clock)'",
-                                   hint: "not a clock fieldcap can map; drop clock=keep so fieldcap sets monotonic_raw")
+                    throw IIOError(
+                        code: .unsupported, device: label, operation: "timestamp clock '\(clock)'",
+                        hint: "not a clock fieldcap can map; drop clock=keep so fieldcap sets monotonic_raw")
                 }
                 timeSource = clock == "monotonic_raw" ? .kernelRaw : .kernelMapped(clock: clock)
                 mappedClock = clock == "monotonic_raw" ? nil : clockId
@@ -194,8 +222,11 @@ struct IIOCaptureSetup {
     static func createHrtimerTrigger(for device: IIODevice, label: String) throws(IIOError) -> String {
         let root = "/sys/kernel/config/iio/triggers/hrtimer"
         guard Sysfs.exists(root) else {
-            throw IIOError(code: .unsupported, device: label, operation: "attach a trigger",
-                           hint: "none is attached and hrtimer triggers are unavailable (modprobe iio-trig-hrtimer; mount configfs at /sys/kernel/config); or name one with trigger=NAME")
+            throw IIOError(
+                code: .unsupported, device: label, operation: "attach a trigger",
+                hint:
+                    "none is attached and hrtimer triggers are unavailable (modprobe iio-trig-hrtimer; mount configfs at /sys/kernel/config); or name one with trigger=NAME"
+            )
         }
         let name = "fieldcap-\(device.id.replacingColon())"
         if mkdir("\(root)/\(name)", 0o755) != 0 && errno != EEXIST {
@@ -212,7 +243,9 @@ struct IIOCaptureSetup {
             }
             usleep(10_000)
         }
-        throw IIOError(code: .other, device: label, operation: "create hrtimer trigger \(name)", hint: "it did not appear in sysfs")
+        throw IIOError(
+            code: .other, device: label, operation: "create hrtimer trigger \(name)", hint: "it did not appear in sysfs"
+        )
     }
 
 }

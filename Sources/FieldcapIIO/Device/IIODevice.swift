@@ -1,7 +1,7 @@
 import CIIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IIO device found through libiio's local context: its channels, trigger, rate and
@@ -58,7 +58,8 @@ public final class IIODevice: @unchecked Sendable {
             iio_context_destroy(context)
             throw IIOError(
                 code: .notFound, device: device, operation: "find the IIO device",
-                hint: present.isEmpty ? "no IIO devices are present" : "no such device; present: \(present.joined(separator: ", "))")
+                hint: present.isEmpty
+                    ? "no IIO devices are present" : "no such device; present: \(present.joined(separator: ", "))")
         }
         pointer = found
         id = String(cString: iio_device_get_id(found))
@@ -77,12 +78,19 @@ public final class IIODevice: @unchecked Sendable {
             }
             var scale = 1.0
             var offset = 0.0
-            if iio_channel_find_attr(channel, "scale") != nil { _ = iio_channel_attr_read_double(channel, "scale", &scale) }
-            if iio_channel_find_attr(channel, "offset") != nil { _ = iio_channel_attr_read_double(channel, "offset", &offset) }
-            channels.append(Channel(
-                id: channelId, kind: IIOChannelKind(channelId: channelId), isScanElement: iio_channel_is_scan_element(channel),
-                isOutput: iio_channel_is_output(channel), index: Int(iio_channel_get_index(channel)), format: format,
-                scale: scale, offset: offset, pointer: channel))
+            if iio_channel_find_attr(channel, "scale") != nil {
+                _ = iio_channel_attr_read_double(channel, "scale", &scale)
+            }
+            if iio_channel_find_attr(channel, "offset") != nil {
+                _ = iio_channel_attr_read_double(channel, "offset", &offset)
+            }
+            channels.append(
+                Channel(
+                    id: channelId, kind: IIOChannelKind(channelId: channelId),
+                    isScanElement: iio_channel_is_scan_element(channel),
+                    isOutput: iio_channel_is_output(channel), index: Int(iio_channel_get_index(channel)),
+                    format: format,
+                    scale: scale, offset: offset, pointer: channel))
         }
         self.channels = channels
     }
@@ -92,7 +100,9 @@ public final class IIODevice: @unchecked Sendable {
     /// Every non-trigger IIO device of the local context, with its name.
     static func names(in context: OpaquePointer) -> [(id: String, name: String)] {
         (0..<iio_context_get_devices_count(context)).compactMap { index in
-            guard let device = iio_context_get_device(context, index), !iio_device_is_trigger(device) else { return nil }
+            guard let device = iio_context_get_device(context, index), !iio_device_is_trigger(device) else {
+                return nil
+            }
             let id = String(cString: iio_device_get_id(device))
             return (id, iio_device_get_name(device).map { String(cString: $0) } ?? id)
         }
@@ -184,7 +194,9 @@ enum Sysfs {
         defer { closedir(handle) }
         var names: [String] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names

@@ -1,7 +1,7 @@
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// IIO's failures, in the shape every device reports them.
@@ -15,10 +15,12 @@ extension DeviceError {
     static func system(_ operation: String, device: String, errno code: Int32) -> DeviceError {
         switch code {
         case EACCES, EPERM:
-            return DeviceError(code: .permissionDenied, device: device, operation: operation, errno: code, hint: permissionHint)
+            return DeviceError(
+                code: .permissionDenied, device: device, operation: operation, errno: code, hint: permissionHint)
         case EBUSY:
-            return DeviceError(code: .busy, device: device, operation: operation, errno: code,
-                               hint: "another program is capturing from it (its buffer is enabled)")
+            return DeviceError(
+                code: .busy, device: device, operation: operation, errno: code,
+                hint: "another program is capturing from it (its buffer is enabled)")
         case ENODEV, ENXIO:
             return DeviceError(code: .gone, device: device, operation: operation, errno: code, hint: goneHint)
         case ENOENT:

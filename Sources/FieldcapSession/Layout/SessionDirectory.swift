@@ -45,8 +45,11 @@ public enum SessionDirectory {
     private static func failure(_ path: String, _ what: String, _ code: Int32) -> Error {
         let reason = String(cString: strerror(code))
         switch code {
-        case EEXIST: return SessionDirectoryError(message: "\(what) \(path) already exists; fieldcap never writes into an existing directory")
-        case EACCES, EPERM, EROFS: return SessionDirectoryError(message: "\(what) \(path): \(reason); choose a directory you can write to")
+        case EEXIST:
+            return SessionDirectoryError(
+                message: "\(what) \(path) already exists; fieldcap never writes into an existing directory")
+        case EACCES, EPERM, EROFS:
+            return SessionDirectoryError(message: "\(what) \(path): \(reason); choose a directory you can write to")
         default: return SessionDirectoryError(message: "\(what) \(path): cannot create it: \(reason) (errno \(code))")
         }
     }

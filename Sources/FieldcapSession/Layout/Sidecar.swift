@@ -75,7 +75,9 @@ public struct Sidecar {
             "nominal_rate": descriptor.nominalRate,
         ]
         if let format = descriptor.videoFormat {
-            entry["format"] = ["width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue]
+            entry["format"] = [
+                "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
+            ]
             entry["video_path"] = SessionLayout.videoName(descriptor.id)
             entry["frames_path"] = SessionLayout.frameLogName(descriptor.id)
             entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
@@ -119,14 +121,20 @@ public struct Sidecar {
             entry["written"] = stream.written
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).
-            entry["drops"] = ["count": stream.dropped, "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] }]
+            entry["drops"] = [
+                "count": stream.dropped,
+                "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] },
+            ]
             let report = source.report
             entry["timestamps"] = report.timestamps
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }
             if let error = stream.captureError {
                 entry["ended_early"] = error
                 if let at = stream.endedEarlyAtNs {
-                    entry["ended_early_at"] = ["monotonic_raw_ns": at, "seconds_after_start": Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9]
+                    entry["ended_early_at"] = [
+                        "monotonic_raw_ns": at,
+                        "seconds_after_start": Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9,
+                    ]
                 }
             }
             return entry

@@ -48,6 +48,8 @@ public final class DiskReserve {
 /// Whether a write failed for want of space.
 public func isDiskFull(_ error: Error) -> Bool {
     if case SyncFieldError.ioFailure(_, _, let code) = error { return code == ENOSPC || code == EDQUOT }
-    if let media = error as? MediaError { return media.code == ENOSPC || media.code == -ENOSPC || media.code == EDQUOT || media.code == -EDQUOT }
+    if let media = error as? MediaError {
+        return media.code == ENOSPC || media.code == -ENOSPC || media.code == EDQUOT || media.code == -EDQUOT
+    }
     return "\(error)".contains("No space left")
 }

@@ -41,16 +41,20 @@ public struct DevicePlan: Sendable {
     /// fully). `verb` says what the plan is for, in the error for an empty plan.
     public func validate(verb: String) throws(PlanError) {
         if specs.isEmpty {
-            throw PlanError("nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
+            throw PlanError(
+                "nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
         }
         var ids: Set<String> = []
         for (spec, id) in zip(specs, streamIds) {
             if let problem = StreamID.problem(with: id) {
-                throw PlanError("\(spec.label) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
+                throw PlanError(
+                    "\(spec.label) \(spec.device.printable): stream id '\(id.printable)' cannot be used: \(problem)")
             }
             guard ids.insert(id).inserted else {
-                let fix = spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
-                throw PlanError("\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
+                let fix =
+                    spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
+                throw PlanError(
+                    "\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
             try factory(for: spec).check(spec)
         }

@@ -57,17 +57,24 @@ public struct DeviceSpec: Equatable, Sendable {
     public init(kind: Kind, argument: String) throws(PlanError) {
         let parts = argument.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let first = parts.first, !first.isEmpty else {
-            throw PlanError("\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")")
+            throw PlanError(
+                "\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")"
+            )
         }
         var options: [String: String] = [:]
         let allowed = kind == .camera ? Self.cameraKeys : Self.imuKeys
         for part in parts.dropFirst() {
             let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
-                throw PlanError("\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))")
+                throw PlanError(
+                    "\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))"
+                )
             }
-            guard allowed.contains(pair[0]) || (kind == .camera && pair[0].hasPrefix("ctrl.") && pair[0].count > 5) else {
-                throw PlanError("\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))")
+            guard allowed.contains(pair[0]) || (kind == .camera && pair[0].hasPrefix("ctrl.") && pair[0].count > 5)
+            else {
+                throw PlanError(
+                    "\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))"
+                )
             }
             guard options[pair[0]] == nil else {
                 throw PlanError("\(kind.rawValue) '\(argument)': '\(pair[0])' is given twice")
@@ -122,7 +129,9 @@ public struct DeviceSpec: Equatable, Sendable {
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {
         guard let name = options["format"]?.uppercased() else { return .yuyv }
         guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
-            throw problem("format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw problem(
+                "format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         return chosen
     }
@@ -142,7 +151,9 @@ public struct DeviceSpec: Equatable, Sendable {
         guard let list = options["channels"] else { return nil }
         let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
         guard !names.contains(where: \.isEmpty) else {
-            throw problem("channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel")
+            throw problem(
+                "channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel"
+            )
         }
         return names
     }
@@ -153,7 +164,9 @@ public struct DeviceSpec: Equatable, Sendable {
         case nil, "raw": return false
         case "keep": return true
         case let other?:
-            throw problem("clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)")
+            throw problem(
+                "clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)"
+            )
         }
     }
 }

@@ -20,6 +20,8 @@ public struct DeviceSetupError: Error, CustomStringConvertible {
 extension String {
     /// The text with control characters escaped (`\n`, `\u{7}`), so an error about it stays one line.
     public var printable: String {
-        String(unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }.joined())
+        String(
+            unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }
+                .joined())
     }
 }

@@ -24,8 +24,12 @@ public struct TimeSpan: Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
-        if seconds == seconds.rounded() && seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600))h" }
-        if seconds == seconds.rounded() && seconds.truncatingRemainder(dividingBy: 60) == 0 { return "\(Int(seconds / 60))m" }
+        if seconds == seconds.rounded() && seconds.truncatingRemainder(dividingBy: 3600) == 0 {
+            return "\(Int(seconds / 3600))h"
+        }
+        if seconds == seconds.rounded() && seconds.truncatingRemainder(dividingBy: 60) == 0 {
+            return "\(Int(seconds / 60))m"
+        }
         return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
     }
 }
@@ -37,7 +41,9 @@ public struct ByteSize: Equatable, Sendable, CustomStringConvertible {
     public init(bytes: UInt64) { self.bytes = bytes }
 
     public init?(_ text: String) {
-        let units: [(Character, UInt64)] = [("k", 1 << 10), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)]
+        let units: [(Character, UInt64)] = [
+            ("k", 1 << 10), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40),
+        ]
         var number = text
         var scale: UInt64 = 1
         if let last = number.last, let unit = units.first(where: { $0.0 == last }) {

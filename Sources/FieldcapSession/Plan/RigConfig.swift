@@ -39,8 +39,11 @@ public struct RigConfig: Sendable {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             throw RigConfigError(
-                "\(name): " + (!exists ? "no such file; write one (see `fieldcap check --help` for an example)"
-                    : isDirectory.boolValue ? "is a directory; give the config file" : "cannot be read (permission denied?)"))
+                "\(name): "
+                    + (!exists
+                        ? "no such file; write one (see `fieldcap check --help` for an example)"
+                        : isDirectory.boolValue
+                            ? "is a directory; give the config file" : "cannot be read (permission denied?)"))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw RigConfigError("\(name): is not UTF-8 text")
@@ -67,12 +70,14 @@ public struct RigConfig: Sendable {
         config.syncEvery = try top.value("sync_every", example: "1s") { TimeSpan($0) }
         config.duration = try top.value("duration", example: "10m") { TimeSpan($0) }
         if let host = config.hostId, let problem = StreamID.problem(with: host) {
-            throw RigConfigError("\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")
+            throw RigConfigError(
+                "\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")
         }
         for (key, kind) in [("cameras", DeviceSpec.Kind.camera), ("imus", .imu)] {
             guard let list = top.fields[key] else { continue }
             guard case .sequence(let items) = list.node else {
-                throw RigConfigError("\(name):\(list.line): \(key) must be a list, one '- device: ...' entry per device")
+                throw RigConfigError(
+                    "\(name):\(list.line): \(key) must be a list, one '- device: ...' entry per device")
             }
             for item in items {
                 config.devices.append(try device(item, kind: kind, name: name))
@@ -91,7 +96,9 @@ public struct RigConfig: Sendable {
         let keys = ["device"] + optionKeys + (kind == .camera ? ["controls"] : [])
         let entry = try Entry(node, name: name, what: what, keys: keys)
         guard let device = try entry.text("device") else {
-            throw RigConfigError("\(name):\(entry.line): \(what) needs 'device:' (e.g. \(kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"))")
+            throw RigConfigError(
+                "\(name):\(entry.line): \(what) needs 'device:' (e.g. \(kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"))"
+            )
         }
         var spec = DeviceSpec(kind: kind, device: device, options: [:], origin: "\(name):\(entry.line(of: "device"))")
         var optionLines: [String: Int] = [:]
@@ -121,7 +128,8 @@ public struct RigConfig: Sendable {
         // Each option alone, so the error names the line it is on; then the whole entry (the
         // device's short form may carry options too).
         for (key, line) in optionLines.sorted(by: { $0.value < $1.value }) {
-            let alone = DeviceSpec(kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
+            let alone = DeviceSpec(
+                kind: kind, device: device, options: [key: spec.options[key]!], origin: "\(name):\(line)")
             do throws(PlanError) { try DevicePlan(specs: [alone]).factory(for: alone).check(alone) } catch {
                 throw RigConfigError(error.message)
             }
@@ -147,7 +155,8 @@ public struct RigConfigError: Error, CustomStringConvertible {
             let around = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
             message = "\(name):\(mark.line): not valid YAML: \(problem)\(around)"
         case .duplicatedKeysInMapping(let duplicates, let context):
-            message = "\(name):\(context.mark.line): \(duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")) given twice in the same block"
+            message =
+                "\(name):\(context.mark.line): \(duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")) given twice in the same block"
         default:
             message = "\(name): not valid YAML: \(error)"
         }
@@ -178,8 +187,12 @@ private struct Entry {
             }
             let keyLine = key.mark?.line ?? line
             if let keys, !keys.contains(scalar.string) {
-                let near = keys.map { ($0, editDistance($0, scalar.string.lowercased())) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }?.0
-                throw RigConfigError("\(name):\(keyLine): unknown key '\(scalar.string.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))")
+                let near = keys.map { ($0, editDistance($0, scalar.string.lowercased())) }.filter { $0.1 <= 2 }.min {
+                    $0.1 < $1.1
+                }?.0
+                throw RigConfigError(
+                    "\(name):\(keyLine): unknown key '\(scalar.string.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))"
+                )
             }
             fields[scalar.string] = Field(node: value, line: keyLine)
         }
@@ -199,7 +212,8 @@ private struct Entry {
     func value<T>(_ key: String, example: String, _ parse: (String) -> T?) throws(RigConfigError) -> T? {
         guard let text = try text(key) else { return nil }
         guard let value = parse(text) else {
-            throw RigConfigError("\(name):\(line(of: key)): \(key) '\(text.printable)' is not valid; e.g. \(key): \(example)")
+            throw RigConfigError(
+                "\(name):\(line(of: key)): \(key) '\(text.printable)' is not valid; e.g. \(key): \(example)")
         }
         return value
     }

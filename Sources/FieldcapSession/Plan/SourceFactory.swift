@@ -27,7 +27,9 @@ public struct SyntheticSourceFactory: SourceFactory {
     public func takes(_ spec: DeviceSpec) -> Bool { spec.isSynthetic }
 
     public func check(_ spec: DeviceSpec) throws(PlanError) {
-        do { _ = try make(spec, id: "check") } catch let error as PlanError { throw error } catch { throw PlanError("\(error)") }
+        do { _ = try make(spec, id: "check") } catch let error as PlanError { throw error } catch {
+            throw PlanError("\(error)")
+        }
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
@@ -37,7 +39,8 @@ public struct SyntheticSourceFactory: SourceFactory {
                 throw PlanError("\(spec.label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
             }
             if let format = spec.options["format"], format.uppercased() != "YUYV" {
-                throw PlanError("\(spec.label) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
+                throw PlanError(
+                    "\(spec.label) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
             }
             let size = try spec.size() ?? (640, 480)
             return SyntheticCamera(
@@ -45,7 +48,9 @@ public struct SyntheticSourceFactory: SourceFactory {
                 bufferCount: try spec.count("buffers", range: 2...64) ?? 8)
         case .imu:
             if ["channels", "trigger", "clock", "stall"].contains(where: { spec.options[$0] != nil }) {
-                throw PlanError("\(spec.label) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))")
+                throw PlanError(
+                    "\(spec.label) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))"
+                )
             }
             return SyntheticIMU(id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200)
         }
@@ -62,7 +67,8 @@ public struct V4L2SourceFactory: SourceFactory {
 
     func options(_ spec: DeviceSpec) throws(PlanError) -> V4L2Camera.Options {
         var options = V4L2Camera.Options(
-            size: try spec.size(), rate: try spec.positiveNumber("fps", limit: 1000), pixelFormat: try spec.pixelFormat(),
+            size: try spec.size(), rate: try spec.positiveNumber("fps", limit: 1000),
+            pixelFormat: try spec.pixelFormat(),
             bufferCount: try spec.count("buffers", range: 2...32) ?? 8, controls: try spec.controls())
         if let stall = try spec.stallTimeoutNs() { options.stallTimeoutNs = stall }
         return options
@@ -87,7 +93,8 @@ public struct IIOSourceFactory: SourceFactory {
     public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
 
     func options(_ spec: DeviceSpec) throws(PlanError) -> IIOIMU.Options {
-        var options = IIOIMU.Options(rate: try spec.positiveNumber("rate", limit: 100_000), trigger: spec.options["trigger"])
+        var options = IIOIMU.Options(
+            rate: try spec.positiveNumber("rate", limit: 100_000), trigger: spec.options["trigger"])
         options.stallTimeoutNs = try spec.stallTimeoutNs()
         options.channels = try spec.channels() ?? options.channels
         options.keepTimestampClock = try spec.keepsTimestampClock()

@@ -55,7 +55,8 @@ public final class RecordingController {
             switch self {
             case .duration: "duration"
             case .requested(let who): who
-            case .diskNearlyFull(let free, let minFree): "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
+            case .diskNearlyFull(let free, let minFree):
+                "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
             case .writeFailed: "write failed"
             case .writeError(let error, let diskFull): diskFull ? "disk full (\(error))" : "write failed (\(error))"
             }

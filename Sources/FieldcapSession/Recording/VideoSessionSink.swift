@@ -43,9 +43,10 @@ public final class VideoSessionSink: RecordSink {
     /// How each video stream's frames went to its file, by stream id: "direct" (direct I/O) or
     /// "page cache". Read after the recording stopped.
     public var videoWrites: [String: String] {
-        Dictionary(uniqueKeysWithValues: zip(streamIDs, videos).compactMap { id, video in
-            video.map { (id, $0.writesDirect ? "direct" : "page cache") }
-        })
+        Dictionary(
+            uniqueKeysWithValues: zip(streamIDs, videos).compactMap { id, video in
+                video.map { (id, $0.writesDirect ? "direct" : "page cache") }
+            })
     }
 
     public var session: SyncSession { sessionSink.session }

@@ -43,7 +43,8 @@ public enum SessionFinisher {
         for stream in start.streams {
             if let format = stream.format {
                 let files = CameraRecovery.Files(
-                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id), frameLog: layout.frameLog(stream.id))
+                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id),
+                    frameLog: layout.frameLog(stream.id))
                 let camera = try CameraRecovery.recover(
                     files, format: format, nominalRate: stream.nominalRate, hostId: start.syncPoint.hostId,
                     rewriteVideo: rewriteVideos)
@@ -55,11 +56,18 @@ public enum SessionFinisher {
                     "timestamps_cut_bytes": camera.timestampsCutBytes, "frames_log_cut_bytes": camera.frameLogCutBytes,
                 ]
                 var detail: [String] = []
-                if camera.restoredLines > 0 { detail.append("\(camera.restoredLines) restored from \(SessionLayout.frameLogName(stream.id))") }
-                if camera.framesCut > 0 { detail.append("\(camera.framesCut) frames without a timestamp line cut from the video") }
-                if camera.timestampsCutBytes > 0 { detail.append("\(camera.timestampsCutBytes) bytes of timestamp lines cut") }
-                say("  \(stream.id): \(camera.frames) frames in \(stream.id).mkv and \(camera.frames) timestamp lines"
-                    + (detail.isEmpty ? "" : " (\(detail.joined(separator: "; ")))"))
+                if camera.restoredLines > 0 {
+                    detail.append("\(camera.restoredLines) restored from \(SessionLayout.frameLogName(stream.id))")
+                }
+                if camera.framesCut > 0 {
+                    detail.append("\(camera.framesCut) frames without a timestamp line cut from the video")
+                }
+                if camera.timestampsCutBytes > 0 {
+                    detail.append("\(camera.timestampsCutBytes) bytes of timestamp lines cut")
+                }
+                say(
+                    "  \(stream.id): \(camera.frames) frames in \(stream.id).mkv and \(camera.frames) timestamp lines"
+                        + (detail.isEmpty ? "" : " (\(detail.joined(separator: "; ")))"))
             } else {
                 // A sample is its timestamp line and its sensor line: keep the samples both hold.
                 let stamps = try SessionRecovery.trimJSONLines(path: layout.timestamps(stream.id))
@@ -74,7 +82,8 @@ public enum SessionFinisher {
                 say("  \(stream.id): \(samples) samples kept (\(cut) bytes cut)")
             }
         }
-        try SessionRecovery.finish(directory: directory, syncPoint: start.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
+        try SessionRecovery.finish(
+            directory: directory, syncPoint: start.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
         // The space a killed recorder held in reserve (see the recorder's DiskReserve).
         unlink(layout.reserve)
         // The sidecar as it stands now (the end's, when the recorder got to write it).

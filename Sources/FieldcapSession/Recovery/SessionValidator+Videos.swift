@@ -31,10 +31,14 @@ extension SessionValidator {
         for stream in streams {
             let id = stream.key, entry = stream.value
             guard entry["type"]?.stringValue == "video", let path = entry["path"]?.stringValue else { continue }
-            func problem(_ message: String) { problems.append(Problem(file: SessionLayout.manifestName, message: "streams.\(id).path: \(message)")) }
+            func problem(_ message: String) {
+                problems.append(Problem(file: SessionLayout.manifestName, message: "streams.\(id).path: \(message)"))
+            }
             guard let video = resolve(path, in: directory) else {
                 let name = (path as NSString).lastPathComponent
-                problem("\(path) does not exist" + (path.hasPrefix("/") && !name.isEmpty ? " (nor does \(name) in the session directory)" : ""))
+                problem(
+                    "\(path) does not exist"
+                        + (path.hasPrefix("/") && !name.isEmpty ? " (nor does \(name) in the session directory)" : ""))
                 continue
             }
             let shown = Self.relative(video, to: directory)
@@ -48,9 +52,11 @@ extension SessionValidator {
                 if recordedByFieldcap || named {
                     problem("\(shown) is not a Matroska file (no EBML header with DocType matroska or webm)")
                 } else {
-                    warnings.append(Problem(
-                        file: SessionLayout.manifestName,
-                        message: "streams.\(id).path: \(shown) is not a Matroska file, so its frames were not counted"))
+                    warnings.append(
+                        Problem(
+                            file: SessionLayout.manifestName,
+                            message:
+                                "streams.\(id).path: \(shown) is not a Matroska file, so its frames were not counted"))
                 }
                 continue
             }
@@ -59,12 +65,14 @@ extension SessionValidator {
                 continue
             }
             if let count = entry["frame_count"]?.integerValue, count != Int64(scan.frames.count) {
-                problems.append(Problem(
-                    file: SessionLayout.manifestName,
-                    message: "streams.\(id).frame_count is \(count) but \(shown) holds \(scan.frames.count) frames: "
-                        + (recordedByFieldcap
-                            ? "`fieldcap recover` brings the video and its timestamp lines back into agreement"
-                            : "the video and its timestamp lines disagree")))
+                problems.append(
+                    Problem(
+                        file: SessionLayout.manifestName,
+                        message:
+                            "streams.\(id).frame_count is \(count) but \(shown) holds \(scan.frames.count) frames: "
+                            + (recordedByFieldcap
+                                ? "`fieldcap recover` brings the video and its timestamp lines back into agreement"
+                                : "the video and its timestamp lines disagree")))
             }
         }
         return (problems, warnings)

@@ -27,19 +27,24 @@ extension V4L2Camera {
             rateSource = "asked for \(SourceReport.rate(askedRate)), the camera granted this; " + rateSource
         }
         var controls: [String: JSONValue] = [:]
-        for control in appliedControls { controls[control.name] = ["asked": .integer(control.asked), "granted": .integer(control.granted)] }
+        for control in appliedControls {
+            controls[control.name] = ["asked": .integer(control.asked), "granted": .integer(control.granted)]
+        }
         let granted: JSONValue = [
             "device": .string(descriptor.device), "driver": .string(identity.driver), "card": .string(identity.card),
             "bus": .string(identity.bus), "format": .string(grantedFormat.pixelFormat.rawValue),
             "width": JSONValue(grantedFormat.width), "height": JSONValue(grantedFormat.height),
-            "rate": .double(grantedRate), "rate_source": .string(rateChoice.rawValue), "buffers": JSONValue(buffers.count),
+            "rate": .double(grantedRate), "rate_source": .string(rateChoice.rawValue),
+            "buffers": JSONValue(buffers.count),
             "controls": .object(controls),
             "kernel_timestamps": ["clock": .string(stamps.clock), "source": .string(stamps.source)],
         ]
-        let summary = "\(identity.card) (\(identity.driver), \(identity.bus)), \(grantedFormat.pixelFormat.rawValue) "
+        let summary =
+            "\(identity.card) (\(identity.driver), \(identity.bus)), \(grantedFormat.pixelFormat.rawValue) "
             + "\(grantedFormat.width)x\(grantedFormat.height), \(SourceReport.rate(grantedRate)) fps (\(rateSource)), "
             + "\(buffers.count) buffers, kernel timestamps: \(stamps.clock), \(stamps.source)"
-            + (appliedControls.isEmpty ? "" : ", controls " + appliedControls.map { "\($0.name)=\($0.granted)" }.joined(separator: " "))
+            + (appliedControls.isEmpty
+                ? "" : ", controls " + appliedControls.map { "\($0.name)=\($0.granted)" }.joined(separator: " "))
         var reasons: [String: JSONValue] = [:]
         for fallback in DequeueFallback.allCases where dequeueFallbacks[fallback.rawValue] > 0 {
             reasons[fallback.reason] = JSONValue(dequeueFallbacks[fallback.rawValue])
@@ -47,7 +52,8 @@ extension V4L2Camera {
         let details: JSONValue = [
             "driver": .string(identity.driver), "card": .string(identity.card), "bus": .string(identity.bus),
             "granted_rate": .double(grantedRate), "kernel_sequence_gaps": sequenceGaps.json,
-            "frames_stamped_at_dequeue": JSONValue(untrustedTimestamps), "frames_with_error_flag": JSONValue(errorFlaggedFrames),
+            "frames_stamped_at_dequeue": JSONValue(untrustedTimestamps),
+            "frames_with_error_flag": JSONValue(errorFlaggedFrames),
             "controls": .object(controls), "clock_mapping": clockTracker.json(from: "CLOCK_MONOTONIC"),
         ]
         var warnings: [String] = []
@@ -57,23 +63,31 @@ extension V4L2Camera {
             }
             var hint = ""
             if dequeueFallbacks[DequeueFallback.aheadOfDequeue.rawValue] > 0 && stamps.source == "end of frame" {
-                hint = "; a start-of-exposure timestamp source, where the camera has one, gives kernel times (vivid: ctrl.timestamp_source=1)"
+                hint =
+                    "; a start-of-exposure timestamp source, where the camera has one, gives kernel times (vivid: ctrl.timestamp_source=1)"
             }
             warnings.append(
-                "\(untrustedTimestamps) of \(framesDequeued) frames were stamped at dequeue, not with the kernel's time (\(why.joined(separator: "; ")))\(hint)")
+                "\(untrustedTimestamps) of \(framesDequeued) frames were stamped at dequeue, not with the kernel's time (\(why.joined(separator: "; ")))\(hint)"
+            )
         }
         if sequenceGaps.count > 0 {
-            warnings.append("the kernel skipped \(sequenceGaps.count) frames (sequence gaps) in \(sequenceGaps.distinctRuns) places")
+            warnings.append(
+                "the kernel skipped \(sequenceGaps.count) frames (sequence gaps) in \(sequenceGaps.distinctRuns) places"
+            )
         }
         if errorFlaggedFrames > 0 {
-            warnings.append("\(errorFlaggedFrames) frames came with V4L2_BUF_FLAG_ERROR (kept; their data may be corrupt)")
+            warnings.append(
+                "\(errorFlaggedFrames) frames came with V4L2_BUF_FLAG_ERROR (kept; their data may be corrupt)")
         }
         return SourceReport(
             kind: "v4l2", granted: granted, summary: summary,
-            timeSource: untrustedTimestamps == 0 ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
+            timeSource: untrustedTimestamps == 0
+                ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
             timestamps: [
-                "capture_ns": "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed once the next pair shows the new rate); the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
-                "uncertainty_ns": "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider for a frame whose interval held a rate change, by what the change could do); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
+                "capture_ns":
+                    "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed once the next pair shows the new rate); the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
+                "uncertainty_ns":
+                    "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider for a frame whose interval held a rate change, by what the change could do); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
             ],
             details: details, clockTracker: clockTracker, warnings: warnings)
     }

@@ -1,11 +1,11 @@
 import CFieldcapLinux
 import CV4L2
 import FieldcapCore
-import Synchronization
 import SyncField
+import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A V4L2 camera as a capture source: mmap streaming buffers, stamped at dequeue, the kernel's
@@ -99,7 +99,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var reason: String {
             switch self {
             case .notMonotonic: "the driver's timestamps are not CLOCK_MONOTONIC"
-            case .aheadOfDequeue: "the kernel time lay after the dequeue (an end-of-frame stamp ahead of the frame, or another clock)"
+            case .aheadOfDequeue:
+                "the kernel time lay after the dequeue (an end-of-frame stamp ahead of the frame, or another clock)"
             case .backwards: "the kernel time went backwards"
             }
         }
@@ -172,7 +173,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         // stamped inside the interval of such a change waits for the pair after it (`held`):
         // only then is it known on which side of the change the frame lies.
         tracker.add(setupPair)
-        tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
+        tracker.add(
+            ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
         var record = CaptureRecord()
         var held: CaptureRecord?
         defer {
@@ -187,7 +189,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         guard waitSet >= 0 else { throw V4L2Error.ioctl("epoll_create1", device: device.path, errno: errno) }
         defer { close(waitSet) }
         let cameraBit: UInt32 = 1
-        guard CFieldcapLinux_wait_set_add(waitSet, fd, cameraBit) == 0, CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0 else {
+        guard CFieldcapLinux_wait_set_add(waitSet, fd, cameraBit) == 0,
+            CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0
+        else {
             throw V4L2Error.ioctl("epoll_ctl", device: device.path, errno: errno)
         }
         var lastFrame = MonotonicClock.now()
@@ -215,10 +219,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // going away normally does; a quiet 200 ms asks the device directly, in case it did not.
             if count == 0 {
                 var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { failed = cameraBit }
+                if poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                    failed = cameraBit
+                }
             }
             if failed & cameraBit != 0 {
-                throw DeviceError(code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
+                throw DeviceError(
+                    code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
             }
             if ready & cameraBit == 0 { continue }
             // One buffer per wake-up: when another is done too, the level-triggered wait returns
@@ -233,9 +240,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             framesDequeued += 1
             // A pair too wide to use (the thread was preempted between the reads) is read again:
             // without one, the frame's time lies past the latest pair, where any rate could hold.
-            var paired = tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(dequeued), burst: Self.pairBurst))
+            var paired = tracker.add(
+                ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(dequeued), burst: Self.pairBurst))
             for _ in 0..<3 where !paired {
-                paired = tracker.add(ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
+                paired = tracker.add(
+                    ClockPairReader.hostSample(
+                        CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
             }
             if var waiting = held, case .mapped(let mapped)? = tracker.map(waiting.deviceNs) {
                 held = nil
@@ -261,7 +271,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
-            let monotonic = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+            let monotonic =
+                buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
             guard monotonic else {
                 stampAtDequeue(&record, .notMonotonic, into: ring)
                 continue
@@ -272,7 +283,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             case .pending?:
                 // One frame waits at most: a second in the same state (the pair after the change
                 // was refused) sends the first on with the wider bound.
-                if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) { pushMapped(&waiting, mapped, into: ring) }
+                if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) {
+                    pushMapped(&waiting, mapped, into: ring)
+                }
                 held = record
             case .ambiguous(_, let after)?:
                 // CLOCK_MONOTONIC is never set; should a kernel ever do it, the later side.
@@ -295,7 +308,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// the dequeue (a driver stamping the end of a frame it has not finished, or a wrong clock)
     /// and not before the previous frame's. Otherwise the dequeue time. Capture-thread-bound.
     @inline(__always)
-    private func pushMapped(_ record: inout CaptureRecord, _ mapped: ClockTracker.Mapped, into ring: SPSCRing<CaptureRecord>) {
+    private func pushMapped(
+        _ record: inout CaptureRecord, _ mapped: ClockTracker.Mapped, into ring: SPSCRing<CaptureRecord>
+    ) {
         guard mapped.rawNs > 0, UInt64(mapped.rawNs) <= record.dequeueNs else {
             stampAtDequeue(&record, .aheadOfDequeue, into: ring)
             return
@@ -313,7 +328,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// A dequeue time says only that the frame was done by then: one frame period is the honest
     /// bound while the capture keeps up (the frames log shows when it did not).
     @inline(__always)
-    private func stampAtDequeue(_ record: inout CaptureRecord, _ reason: DequeueFallback, into ring: SPSCRing<CaptureRecord>) {
+    private func stampAtDequeue(
+        _ record: inout CaptureRecord, _ reason: DequeueFallback, into ring: SPSCRing<CaptureRecord>
+    ) {
         dequeueFallbacks[reason.rawValue] += 1
         record.captureNs = max(record.dequeueNs, lastCapture)
         record.uncertaintyNs = fallbackUncertaintyNs

@@ -1,7 +1,7 @@
 import CV4L2
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension V4L2Device {
@@ -45,13 +45,16 @@ extension V4L2Device {
         query.id = CV4L2_CTRL_FLAG_NEXT_CTRL()
         while Self.ioctl(fd, CV4L2_VIDIOC_QUERYCTRL(), &query) == 0 {
             let type = query.type
-            let simple = type == V4L2_CTRL_TYPE_INTEGER.rawValue || type == V4L2_CTRL_TYPE_BOOLEAN.rawValue
+            let simple =
+                type == V4L2_CTRL_TYPE_INTEGER.rawValue || type == V4L2_CTRL_TYPE_BOOLEAN.rawValue
                 || type == V4L2_CTRL_TYPE_MENU.rawValue || type == V4L2_CTRL_TYPE_INTEGER_MENU.rawValue
             if simple && query.flags & UInt32(V4L2_CTRL_FLAG_DISABLED) == 0 {
-                controls.append(Control(
-                    id: query.id, name: Self.controlName(Self.string(query.name)), minimum: Int64(query.minimum),
-                    maximum: Int64(query.maximum), step: Int64(query.step), defaultValue: Int64(query.default_value),
-                    isSettable: query.flags & UInt32(V4L2_CTRL_FLAG_READ_ONLY | V4L2_CTRL_FLAG_GRABBED) == 0))
+                controls.append(
+                    Control(
+                        id: query.id, name: Self.controlName(Self.string(query.name)), minimum: Int64(query.minimum),
+                        maximum: Int64(query.maximum), step: Int64(query.step),
+                        defaultValue: Int64(query.default_value),
+                        isSettable: query.flags & UInt32(V4L2_CTRL_FLAG_READ_ONLY | V4L2_CTRL_FLAG_GRABBED) == 0))
             }
             query.id |= CV4L2_CTRL_FLAG_NEXT_CTRL()
         }
@@ -63,15 +66,18 @@ extension V4L2Device {
     public func setControl(_ name: String, to value: Int64) throws(V4L2Error) -> Int64 {
         let available = controls()
         guard let control = available.first(where: { $0.name == name }) else {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0,
-                            hint: "no control '\(name)'; it has \(available.map(\.name).joined(separator: ", "))")
+            throw V4L2Error(
+                code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0,
+                hint: "no control '\(name)'; it has \(available.map(\.name).joined(separator: ", "))")
         }
         guard control.isSettable else {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0, hint: "'\(name)' is read-only")
+            throw V4L2Error(
+                code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0, hint: "'\(name)' is read-only")
         }
         guard (control.minimum...control.maximum).contains(value) else {
-            throw V4L2Error(code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0,
-                            hint: "\(name)=\(value) is outside \(control.minimum)...\(control.maximum)")
+            throw V4L2Error(
+                code: .other, device: path, operation: "VIDIOC_S_CTRL", errno: 0,
+                hint: "\(name)=\(value) is outside \(control.minimum)...\(control.maximum)")
         }
         var setting = v4l2_control(id: control.id, value: Int32(value))
         guard Self.ioctl(fd, CV4L2_VIDIOC_S_CTRL(), &setting) == 0 else {

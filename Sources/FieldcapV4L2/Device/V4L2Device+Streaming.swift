@@ -2,7 +2,7 @@ import CV4L2
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Setting a camera up to stream: the format, the rate and the mmap buffers, each asked for and
@@ -13,13 +13,17 @@ extension V4L2Device {
     ///
     /// - Throws: a `DeviceError` when the camera lacks the format, the driver swaps it for
     ///   another, or it grants another size than the one asked for.
-    func setFormat(_ pixelFormat: VideoFormat.PixelFormat, size: (width: Int, height: Int)?) throws(V4L2Error) -> VideoFormat {
+    func setFormat(
+        _ pixelFormat: VideoFormat.PixelFormat, size: (width: Int, height: Int)?
+    ) throws(V4L2Error) -> VideoFormat {
         let fourcc = Self.fourcc(pixelFormat)
         let offered = pixelFormatCodes()
         guard offered.contains(pixelFormat.rawValue) else {
             throw V4L2Error(
                 code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
-                hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)")
+                hint:
+                    "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)"
+            )
         }
         var format = v4l2_format()
         format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -27,16 +31,22 @@ extension V4L2Device {
         format.fmt.pix.width = UInt32(size?.width ?? 640)
         format.fmt.pix.height = UInt32(size?.height ?? 480)
         format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else { throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno) }
+        guard Self.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else {
+            throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno)
+        }
         guard format.fmt.pix.pixelformat == fourcc else {
             throw V4L2Error(
-                code: .unsupported, device: path, operation: "VIDIOC_S_FMT", hint: "the driver would not use \(pixelFormat.rawValue)")
+                code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
+                hint: "the driver would not use \(pixelFormat.rawValue)")
         }
-        let granted = VideoFormat(width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height), pixelFormat: pixelFormat)
+        let granted = VideoFormat(
+            width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height), pixelFormat: pixelFormat)
         if let size, size.width != granted.width || size.height != granted.height {
             throw V4L2Error(
                 code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
-                hint: "asked for \(size.width)x\(size.height), the driver granted \(granted.width)x\(granted.height); pick a size `fieldcap list` shows")
+                hint:
+                    "asked for \(size.width)x\(size.height), the driver granted \(granted.width)x\(granted.height); pick a size `fieldcap list` shows"
+            )
         }
         return granted
     }
@@ -71,7 +81,8 @@ extension V4L2Device {
         var parameters = v4l2_streamparm()
         parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         if let rate {
-            parameters.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
+            parameters.parm.capture.timeperframe = v4l2_fract(
+                numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
             guard Self.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0 else {
                 throw .ioctl("VIDIOC_S_PARM", device: path, errno: errno)
             }
@@ -86,7 +97,9 @@ extension V4L2Device {
     /// returns the buffers' flags as the driver set them up, which say how it stamps them (the
     /// clock, start of exposure or end of frame: constant for the stream). The corresponding
     /// ioctls are `VIDIOC_REQBUFS` and `VIDIOC_QUERYBUF`, then `v4l2_mmap`.
-    func mapBuffers(count: Int) throws(V4L2Error) -> (buffers: [(start: UnsafeMutableRawPointer, length: Int)], flags: UInt32) {
+    func mapBuffers(
+        count: Int
+    ) throws(V4L2Error) -> (buffers: [(start: UnsafeMutableRawPointer, length: Int)], flags: UInt32) {
         var request = v4l2_requestbuffers()
         request.count = UInt32(count)
         request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue

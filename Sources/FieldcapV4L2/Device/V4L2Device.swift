@@ -2,7 +2,7 @@ import CV4L2
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An open V4L2 node, checked to be a camera that can stream.
@@ -59,8 +59,9 @@ public final class V4L2Device {
         var info = stat()
         if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFCHR {
             let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a regular file"
-            throw V4L2Error(code: .notADevice, device: path, operation: "open", errno: 0,
-                            hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
+            throw V4L2Error(
+                code: .notADevice, device: path, operation: "open", errno: 0,
+                hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
         }
         let fd = CV4L2_open(path, O_RDWR | O_NONBLOCK)
         guard fd >= 0 else { throw .open(device: path, errno: errno) }
@@ -71,19 +72,26 @@ public final class V4L2Device {
             _ = CV4L2_close(fd)
             throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: code)
         }
-        let caps = capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? capability.device_caps : capability.capabilities
+        let caps =
+            capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
+            ? capability.device_caps : capability.capabilities
         identity = Identity(
-            driver: Self.string(capability.driver), card: Self.string(capability.card), bus: Self.string(capability.bus_info),
+            driver: Self.string(capability.driver), card: Self.string(capability.card),
+            bus: Self.string(capability.bus_info),
             capabilities: caps)
         guard identity.canCapture else {
             _ = CV4L2_close(fd)
-            throw V4L2Error(code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
-                            hint: "\(identity.card) (\(identity.driver)) has no video capture on this node; cameras are listed by `fieldcap list`")
+            throw V4L2Error(
+                code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+                hint:
+                    "\(identity.card) (\(identity.driver)) has no video capture on this node; cameras are listed by `fieldcap list`"
+            )
         }
         guard identity.canStream else {
             _ = CV4L2_close(fd)
-            throw V4L2Error(code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
-                            hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
+            throw V4L2Error(
+                code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
+                hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
         }
     }
 
@@ -154,9 +162,10 @@ public final class V4L2Device {
                 sizes.append(.discrete(width: width, height: height, rates: rates(pixelFormat, width, height)))
             } else {
                 let s = size.stepwise
-                sizes.append(.stepwise(
-                    minWidth: Int(s.min_width), maxWidth: Int(s.max_width), stepWidth: Int(s.step_width),
-                    minHeight: Int(s.min_height), maxHeight: Int(s.max_height), stepHeight: Int(s.step_height)))
+                sizes.append(
+                    .stepwise(
+                        minWidth: Int(s.min_width), maxWidth: Int(s.max_width), stepWidth: Int(s.step_width),
+                        minHeight: Int(s.min_height), maxHeight: Int(s.max_height), stepHeight: Int(s.step_height)))
                 break
             }
             index += 1
@@ -195,7 +204,9 @@ public final class V4L2Device {
 /// Directory listing without Foundation (this module only needs this).
 enum FileManagerLite {
     static func contents(of path: String) throws -> [String] {
-        guard let directory = opendir(path) else { throw V4L2Error(code: .other, device: path, operation: "opendir", errno: errno, hint: "") }
+        guard let directory = opendir(path) else {
+            throw V4L2Error(code: .other, device: path, operation: "opendir", errno: errno, hint: "")
+        }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {

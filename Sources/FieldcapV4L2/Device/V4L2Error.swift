@@ -1,7 +1,7 @@
 import FieldcapCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// V4L2's failures, in the shape every device reports them.
@@ -14,13 +14,17 @@ extension DeviceError {
     static func open(device: String, errno code: Int32) -> DeviceError {
         switch code {
         case ENOENT, ENXIO:
-            return DeviceError(code: .notFound, device: device, operation: "open", errno: code,
-                               hint: "no such device: `fieldcap list` shows the cameras present")
+            return DeviceError(
+                code: .notFound, device: device, operation: "open", errno: code,
+                hint: "no such device: `fieldcap list` shows the cameras present")
         case EACCES, EPERM:
-            return DeviceError(code: .permissionDenied, device: device, operation: "open", errno: code,
-                               hint: "add your user to the 'video' group, or install fieldcap's udev rules (udev/)")
+            return DeviceError(
+                code: .permissionDenied, device: device, operation: "open", errno: code,
+                hint: "add your user to the 'video' group, or install fieldcap's udev rules (udev/)")
         case EBUSY:
-            return DeviceError(code: .busy, device: device, operation: "open", errno: code, hint: "another program is using the camera")
+            return DeviceError(
+                code: .busy, device: device, operation: "open", errno: code, hint: "another program is using the camera"
+            )
         case ENODEV:
             return DeviceError(code: .gone, device: device, operation: "open", errno: code, hint: goneHint)
         case ENOTTY, EINVAL:
@@ -39,7 +43,8 @@ extension DeviceError {
         case ENODEV:
             return DeviceError(code: .gone, device: device, operation: name, errno: code, hint: goneHint)
         case EBUSY:
-            return DeviceError(code: .busy, device: device, operation: name, errno: code, hint: "another program is using the camera")
+            return DeviceError(
+                code: .busy, device: device, operation: name, errno: code, hint: "another program is using the camera")
         default:
             return DeviceError(code: .other, device: device, operation: name, errno: code)
         }

@@ -57,7 +57,8 @@ enum ChannelValues {
         if value is Bool {
             return Problem(path: [], reason: "is a Bool; channel values must be numbers (use 0 or 1)")
         }
-        return Problem(path: [], reason: "has type \(type(of: value)); channel values must be numbers, arrays or [String: Any]")
+        return Problem(
+            path: [], reason: "has type \(type(of: value)); channel values must be numbers, arrays or [String: Any]")
     }
 
     private static func nonFinite(_ number: Double) -> Problem {

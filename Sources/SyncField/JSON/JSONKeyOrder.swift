@@ -81,7 +81,9 @@ package enum JSONKeyOrder {
 
     /// The digit run starting at `index` without its leading zeros (at least one digit), and
     /// `index` moved past the run.
-    private static func significantDigits(_ bytes: UnsafeBufferPointer<UInt8>, from index: inout Int) -> Slice<UnsafeBufferPointer<UInt8>> {
+    private static func significantDigits(
+        _ bytes: UnsafeBufferPointer<UInt8>, from index: inout Int
+    ) -> Slice<UnsafeBufferPointer<UInt8>> {
         var end = index
         while end < bytes.count, primaryClass(bytes[end]) == digitClass { end += 1 }
         var start = index

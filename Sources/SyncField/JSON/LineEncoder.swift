@@ -12,7 +12,8 @@ struct LineEncoder {
     let middle: [UInt8]
 
     init(hostId: String, clockSource: String = syncFieldClockSource) {
-        middle = Array(#","clock_domain":"#.utf8) + OutputBytes.jsonStringLiteral(hostId)
+        middle =
+            Array(#","clock_domain":"#.utf8) + OutputBytes.jsonStringLiteral(hostId)
             + Array(#","clock_source":"#.utf8) + OutputBytes.jsonStringLiteral(clockSource)
             + Array(#","frame_number":"#.utf8)
     }

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Finishing a session whose writer never got to `stop()` (SIGKILL, a power cut): cut the
@@ -59,7 +59,9 @@ public enum SessionRecovery {
             let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
             defer { close(fd) }
-            guard ftruncate(fd, off_t(cut)) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "ftruncate", errno: errno) }
+            guard ftruncate(fd, off_t(cut)) == 0 else {
+                throw SyncFieldError.ioFailure(path: path, operation: "ftruncate", errno: errno)
+            }
             guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }
         }
         return Trim(keptLines: kept, cutBytes: cutBytes)
@@ -134,8 +136,11 @@ public enum SessionRecovery {
             try createIfMissing("\(directory)/\(SyncFieldFiles.timestamps(id))")
             if recorded.contains(id) { try createIfMissing("\(directory)/\(SyncFieldFiles.sensor(id))") }
         }
-        let manifest = SessionManifest(hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
-        try SyncSession.writeAtomically(syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.syncPoint)")
-        try SyncSession.writeAtomically(manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.manifest)")
+        let manifest = SessionManifest(
+            hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
+        try SyncSession.writeAtomically(
+            syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.syncPoint)")
+        try SyncSession.writeAtomically(
+            manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.manifest)")
     }
 }

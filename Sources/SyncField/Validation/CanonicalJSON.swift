@@ -33,7 +33,9 @@ enum CanonicalJSON {
         var utf8 = text.utf8[...]
         let negative = utf8.first == UInt8(ascii: "-")
         if negative { utf8 = utf8.dropFirst() }
-        guard let first = utf8.first, utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return false }
+        guard let first = utf8.first, utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return false
+        }
         if first == UInt8(ascii: "0") { return utf8.count == 1 && !negative }
         return negative ? Int64(text) != nil : UInt64(text) != nil
     }
@@ -46,7 +48,8 @@ enum CanonicalJSON {
             let keys = members.map(\.key)
             let sorted = keyOrder.sorted(keys)
             // Already in order (the usual case): no need to look members up by key.
-            let ordered = sorted == keys
+            let ordered =
+                sorted == keys
                 ? members.map(\.value)
                 : sorted.map { key in members.first { $0.key == key }!.value }
             for (position, key) in sorted.enumerated() {

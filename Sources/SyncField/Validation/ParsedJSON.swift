@@ -157,7 +157,9 @@ public struct JSONTextParser {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         func digits(_ parser: inout JSONTextParser) -> Int {
             let begin = parser.index
-            while parser.index < parser.bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index]) {
+            while parser.index < parser.bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index])
+            {
                 parser.index += 1
             }
             return parser.index - begin
@@ -174,7 +176,9 @@ public struct JSONTextParser {
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard digits(&self) > 0 else { throw failure("an exponent needs digits") }
         }
         return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -213,7 +217,8 @@ public struct JSONTextParser {
                 case UInt8(ascii: "u"):
                     var value = try hex4()
                     if (0xD800..<0xDC00).contains(value) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
                         else { throw failure("an unpaired surrogate escape") }
                         index += 2
                         let low = try hex4()

@@ -33,8 +33,12 @@ public struct SessionValidator {
     }
 
     public static let timestampKeys = ["capture_ns", "clock_domain", "clock_source", "frame_number", "uncertainty_ns"]
-    public static let sensorKeys = ["capture_ns", "channels", "clock_domain", "clock_source", "frame_number", "uncertainty_ns"]
-    static let syncPointKeys = ["host_id", "iso_datetime", "monotonic_ns", "sdk_version", "timestamp_ms", "wall_clock_ns"]
+    public static let sensorKeys = [
+        "capture_ns", "channels", "clock_domain", "clock_source", "frame_number", "uncertainty_ns",
+    ]
+    static let syncPointKeys = [
+        "host_id", "iso_datetime", "monotonic_ns", "sdk_version", "timestamp_ms", "wall_clock_ns",
+    ]
 
     /// How far validation has come: the stream file being read, the bytes of the session's
     /// stream files read so far, and their total.
@@ -76,9 +80,13 @@ public struct SessionValidator {
             return
         }
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
-        let timestampIds = names.filter { $0.hasSuffix(SyncFieldFiles.timestampsSuffix) }.map { String($0.dropLast(SyncFieldFiles.timestampsSuffix.count)) }
-        let sensorIds = names.filter { $0.hasSuffix(SyncFieldFiles.sensorSuffix) && !$0.hasSuffix(SyncFieldFiles.timestampsSuffix) }
-            .map { String($0.dropLast(SyncFieldFiles.sensorSuffix.count)) }
+        let timestampIds = names.filter { $0.hasSuffix(SyncFieldFiles.timestampsSuffix) }.map {
+            String($0.dropLast(SyncFieldFiles.timestampsSuffix.count))
+        }
+        let sensorIds = names.filter {
+            $0.hasSuffix(SyncFieldFiles.sensorSuffix) && !$0.hasSuffix(SyncFieldFiles.timestampsSuffix)
+        }
+        .map { String($0.dropLast(SyncFieldFiles.sensorSuffix.count)) }
 
         for name in timestampIds.map(SyncFieldFiles.timestamps) + sensorIds.map(SyncFieldFiles.sensor) {
             var info = stat()
@@ -88,7 +96,8 @@ public struct SessionValidator {
         let hostId = syncPoint?["host_id"]?.stringValue
         var timestampLines: [String: [TimestampFields]] = [:]
         for id in timestampIds {
-            timestampLines[id] = checkStreamFile(SyncFieldFiles.timestamps(id), keys: Self.timestampKeys, hostId: hostId)
+            timestampLines[id] = checkStreamFile(
+                SyncFieldFiles.timestamps(id), keys: Self.timestampKeys, hostId: hostId)
         }
         for id in sensorIds {
             let sensorLines = checkStreamFile(SyncFieldFiles.sensor(id), keys: Self.sensorKeys, hostId: hostId)
@@ -101,9 +110,12 @@ public struct SessionValidator {
         checkManifest(hostId: hostId, timestampLines: timestampLines, sensorIds: Set(sensorIds))
         report.lineCount = timestampLines.values.reduce(0) { $0 + $1.count }
         if report.streamCount < 2 && report.problems.isEmpty {
-            report.warnings.append(Problem(
-                file: SyncFieldFiles.manifest, line: nil,
-                message: "has \(report.streamCount) stream(s); the alignment service drops sync jobs with fewer than two"))
+            report.warnings.append(
+                Problem(
+                    file: SyncFieldFiles.manifest, line: nil,
+                    message:
+                        "has \(report.streamCount) stream(s); the alignment service drops sync jobs with fewer than two"
+                ))
         }
     }
 
@@ -117,7 +129,9 @@ public struct SessionValidator {
     }
 
     /// Checks every line of one JSONL file; returns the fields of the lines that parsed.
-    private mutating func checkStreamFile(_ name: String, keys expectedKeys: [String], hostId: String?) -> [TimestampFields] {
+    private mutating func checkStreamFile(
+        _ name: String, keys expectedKeys: [String], hostId: String?
+    ) -> [TimestampFields] {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else {
             problem(name, nil, "cannot be read")
             return []
@@ -136,21 +150,29 @@ public struct SessionValidator {
         while start < bytes.count {
             if start - reportedAt >= 1 << 20, let progress {
                 reportedAt = start
-                progress(Progress(file: name, bytesDone: bytesDone + start, bytesTotal: max(bytesTotal, bytesDone + start)))
+                progress(
+                    Progress(file: name, bytesDone: bytesDone + start, bytesTotal: max(bytesTotal, bytesDone + start)))
             }
             lineNumber += 1
             guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
-                problem(name, lineNumber, "the last line is incomplete (no newline): a write was cut off; `fieldcap recover` trims it")
+                problem(
+                    name, lineNumber,
+                    "the last line is incomplete (no newline): a write was cut off; `fieldcap recover` trims it")
                 break
             }
             let line = bytes[start..<end]
             start = end + 1
             if report.problems.count - problemsBefore >= 50 { continue }
             guard let parsed = parseLine(line, file: name, line: lineNumber) else { continue }
-            guard let values = checkLineFields(parsed, raw: line, file: name, line: lineNumber, keys: expectedKeys, hostId: hostId)
+            guard
+                let values = checkLineFields(
+                    parsed, raw: line, file: name, line: lineNumber, keys: expectedKeys, hostId: hostId)
             else { continue }
             if let previousCapture, values.captureNs < previousCapture {
-                problem(name, lineNumber, "capture_ns \(values.captureNs) is before the previous line's \(previousCapture); it must never decrease")
+                problem(
+                    name, lineNumber,
+                    "capture_ns \(values.captureNs) is before the previous line's \(previousCapture); it must never decrease"
+                )
             }
             previousCapture = values.captureNs
             fields.append(values)
@@ -177,7 +199,8 @@ public struct SessionValidator {
     }
 
     private mutating func checkLineFields(
-        _ parsed: ParsedJSON, raw: ArraySlice<UInt8>, file: String, line: Int, keys expectedKeys: [String], hostId: String?
+        _ parsed: ParsedJSON, raw: ArraySlice<UInt8>, file: String, line: Int, keys expectedKeys: [String],
+        hostId: String?
     ) -> TimestampFields? {
         guard case .object = parsed else {
             problem(file, line, "is \(parsed.typeName), not an object")
@@ -191,7 +214,10 @@ public struct SessionValidator {
             if !missing.isEmpty { problem(file, line, "lacks \(missing.joined(separator: ", "))") }
             if !unexpected.isEmpty { problem(file, line, "has unexpected keys \(unexpected.joined(separator: ", "))") }
             if missing.isEmpty && unexpected.isEmpty {
-                problem(file, line, "keys are in the order \(parsed.keys.joined(separator: ",")); the SDK writes \(expectedKeys.joined(separator: ","))")
+                problem(
+                    file, line,
+                    "keys are in the order \(parsed.keys.joined(separator: ",")); the SDK writes \(expectedKeys.joined(separator: ","))"
+                )
             }
             healthy = false
         }
@@ -230,7 +256,8 @@ public struct SessionValidator {
         }
         let canonical = healthy ? CanonicalJSON.bytes(parsed, keyOrder: keyOrder) : []
         if healthy && canonical != Array(raw) {
-            let column = zip(canonical, raw).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            let column =
+                zip(canonical, raw).enumerated().first { $0.element.0 != $0.element.1 }?.offset
                 ?? min(canonical.count, raw.count)
             problem(file, line, "is not spelled as the SDK writes it (first difference at column \(column + 1))")
         }
@@ -249,7 +276,10 @@ public struct SessionValidator {
                 problem(file, line, "\(path) repeats a key")
                 healthy = false
             } else if keys != keyOrder.sorted(keys) {
-                problem(file, line, "\(path) keys are not in Foundation's sorted order (expected \(keyOrder.sorted(keys).joined(separator: ", ")))")
+                problem(
+                    file, line,
+                    "\(path) keys are not in Foundation's sorted order (expected \(keyOrder.sorted(keys).joined(separator: ", ")))"
+                )
                 healthy = false
             }
             for member in members {
@@ -264,7 +294,10 @@ public struct SessionValidator {
             return healthy
         case .number(let text):
             if !CanonicalJSON.isCanonical(number: text) {
-                problem(file, line, "\(path) is spelled \(text); the SDK spells that number \(CanonicalJSON.spellings(ofNumber: text).last ?? "differently")")
+                problem(
+                    file, line,
+                    "\(path) is spelled \(text); the SDK spells that number \(CanonicalJSON.spellings(ofNumber: text).last ?? "differently")"
+                )
                 return false
             }
             return true
@@ -278,7 +311,9 @@ public struct SessionValidator {
         }
     }
 
-    private mutating func checkSensorMatchesTimestamps(id: String, sensor: [TimestampFields], timestamps: [TimestampFields]) {
+    private mutating func checkSensorMatchesTimestamps(
+        id: String, sensor: [TimestampFields], timestamps: [TimestampFields]
+    ) {
         // A stream may mix stamp() and record(): its sensor lines are then a subsequence of its
         // timestamp lines, matched in order.
         var cursor = 0
@@ -290,8 +325,10 @@ public struct SessionValidator {
                 cursor += 1
             }
             if cursor == timestamps.count {
-                problem("\(id).jsonl", sample.line,
-                        "has no matching line (same capture_ns \(sample.captureNs), frame_number \(sample.frameNumber), uncertainty_ns) in \(id).timestamps.jsonl")
+                problem(
+                    "\(id).jsonl", sample.line,
+                    "has no matching line (same capture_ns \(sample.captureNs), frame_number \(sample.frameNumber), uncertainty_ns) in \(id).timestamps.jsonl"
+                )
                 return
             }
             cursor += 1
@@ -316,7 +353,9 @@ public struct SessionValidator {
     private mutating func checkPrettyBytes(_ name: String, expected: PrettyJSONValue) {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else { return }
         if [UInt8](data) != expected.sdkPrettyBytes() {
-            problem(name, nil, "is not laid out as the SDK writes it (2-space indent, sorted keys, \": \", trailing newline)")
+            problem(
+                name, nil,
+                "is not laid out as the SDK writes it (2-space indent, sorted keys, \": \", trailing newline)")
         }
     }
 
@@ -328,7 +367,10 @@ public struct SessionValidator {
             return nil
         }
         if Set(point.keys) != Set(Self.syncPointKeys) {
-            problem(name, nil, "has keys \(point.keys.sorted().joined(separator: ", ")); expected \(Self.syncPointKeys.joined(separator: ", "))")
+            problem(
+                name, nil,
+                "has keys \(point.keys.sorted().joined(separator: ", ")); expected \(Self.syncPointKeys.joined(separator: ", "))"
+            )
         }
         if point["sdk_version"]?.stringValue != syncFieldVersion { problem(name, nil, "sdk_version must be \"0.1.0\"") }
         guard let host = point["host_id"]?.stringValue else {
@@ -354,11 +396,13 @@ public struct SessionValidator {
             problem(name, nil, "iso_datetime must be a string")
         }
         if let monotonic, let wall, let millis, let iso = point["iso_datetime"]?.stringValue {
-            checkPrettyBytes(name, expected: .object([
-                "host_id": .string(host), "iso_datetime": .string(iso), "monotonic_ns": .unsigned(monotonic),
-                "sdk_version": .string(point["sdk_version"]?.stringValue ?? ""), "timestamp_ms": .unsigned(millis),
-                "wall_clock_ns": .unsigned(wall),
-            ]))
+            checkPrettyBytes(
+                name,
+                expected: .object([
+                    "host_id": .string(host), "iso_datetime": .string(iso), "monotonic_ns": .unsigned(monotonic),
+                    "sdk_version": .string(point["sdk_version"]?.stringValue ?? ""), "timestamp_ms": .unsigned(millis),
+                    "wall_clock_ns": .unsigned(wall),
+                ]))
         }
         return point
     }
@@ -390,7 +434,9 @@ public struct SessionValidator {
         return Double(timegm(&parts)) + Double(fields[6]) / 1000
     }
 
-    private mutating func checkManifest(hostId: String?, timestampLines: [String: [TimestampFields]], sensorIds: Set<String>) {
+    private mutating func checkManifest(
+        hostId: String?, timestampLines: [String: [TimestampFields]], sensorIds: Set<String>
+    ) {
         let name = SyncFieldFiles.manifest
         guard let manifest = readPretty(name) else { return }
         guard case .object = manifest else {
@@ -398,9 +444,13 @@ public struct SessionValidator {
             return
         }
         if Set(manifest.keys) != ["host_id", "sdk_version", "streams"] {
-            problem(name, nil, "has keys \(manifest.keys.sorted().joined(separator: ", ")); expected host_id, sdk_version, streams")
+            problem(
+                name, nil,
+                "has keys \(manifest.keys.sorted().joined(separator: ", ")); expected host_id, sdk_version, streams")
         }
-        if manifest["sdk_version"]?.stringValue != syncFieldVersion { problem(name, nil, "sdk_version must be \"0.1.0\"") }
+        if manifest["sdk_version"]?.stringValue != syncFieldVersion {
+            problem(name, nil, "sdk_version must be \"0.1.0\"")
+        }
         let manifestHost = manifest["host_id"]?.stringValue
         if manifestHost == nil { problem(name, nil, "host_id must be a string") }
         if let manifestHost, let hostId, manifestHost != hostId {
@@ -415,16 +465,22 @@ public struct SessionValidator {
         for stream in streams {
             let id = stream.key
             let entry = stream.value
-            if let reason = StreamID.problem(with: id) { problem(name, nil, "stream id \(SyncFieldError.quoted(id)) is unsafe: \(reason)") }
+            if let reason = StreamID.problem(with: id) {
+                problem(name, nil, "stream id \(SyncFieldError.quoted(id)) is unsafe: \(reason)")
+            }
             guard case .object = entry else {
                 problem(name, nil, "streams.\(id) must be an object")
                 continue
             }
             let allowed: Set<String> = ["type", "timestamps_path", "frame_count", "sensor_path", "path"]
             let unexpected = entry.keys.filter { !allowed.contains($0) }
-            if !unexpected.isEmpty { problem(name, nil, "streams.\(id) has unexpected keys \(unexpected.joined(separator: ", "))") }
+            if !unexpected.isEmpty {
+                problem(name, nil, "streams.\(id) has unexpected keys \(unexpected.joined(separator: ", "))")
+            }
             let type = entry["type"]?.stringValue
-            if type != "video" && type != "sensor" { problem(name, nil, "streams.\(id).type must be \"video\" or \"sensor\"") }
+            if type != "video" && type != "sensor" {
+                problem(name, nil, "streams.\(id).type must be \"video\" or \"sensor\"")
+            }
             var fields: [String: PrettyJSONValue] = [:]
             if let type { fields["type"] = .string(type) }
             if timestampLines[id] != nil {
@@ -434,7 +490,9 @@ public struct SessionValidator {
                 if let count = entry["frame_count"]?.integerValue {
                     let actual = SyncSession.countLines(path: "\(directory)/\(SyncFieldFiles.timestamps(id))")
                     if count != actual {
-                        problem(name, nil, "streams.\(id).frame_count is \(count) but \(id).timestamps.jsonl has \(actual) lines")
+                        problem(
+                            name, nil,
+                            "streams.\(id).frame_count is \(count) but \(id).timestamps.jsonl has \(actual) lines")
                     }
                     fields["frame_count"] = .integer(count)
                 } else {
@@ -445,7 +503,9 @@ public struct SessionValidator {
                 problem(name, nil, "streams.\(id) names a timestamps file, but \(id).timestamps.jsonl does not exist")
             }
             if sensorIds.contains(id) {
-                if type != "sensor" { problem(name, nil, "streams.\(id) has a sensor file \(id).jsonl, so its type must be \"sensor\"") }
+                if type != "sensor" {
+                    problem(name, nil, "streams.\(id) has a sensor file \(id).jsonl, so its type must be \"sensor\"")
+                }
                 if entry["sensor_path"]?.stringValue != SyncFieldFiles.sensor(id) {
                     problem(name, nil, "streams.\(id).sensor_path must be \"\(id).jsonl\"")
                 }
@@ -456,7 +516,9 @@ public struct SessionValidator {
                 problem(name, nil, "streams.\(id).sensor_path is set, but \(id).jsonl does not exist")
             }
             if let path = entry["path"] {
-                if let text = path.stringValue { fields["path"] = .string(text) } else {
+                if let text = path.stringValue {
+                    fields["path"] = .string(text)
+                } else {
                     problem(name, nil, "streams.\(id).path must be a string")
                 }
             }
@@ -469,9 +531,12 @@ public struct SessionValidator {
             problem(name, nil, "does not list stream \(SyncFieldError.quoted(id)), which has \(id).jsonl")
         }
         if report.problems.allSatisfy({ $0.file != name }), let manifestHost {
-            checkPrettyBytes(name, expected: .object([
-                "host_id": .string(manifestHost), "sdk_version": .string(syncFieldVersion), "streams": .object(listed),
-            ]))
+            checkPrettyBytes(
+                name,
+                expected: .object([
+                    "host_id": .string(manifestHost), "sdk_version": .string(syncFieldVersion),
+                    "streams": .object(listed),
+                ]))
         }
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A named POSIX thread that runs one closure, for work that blocks or loops for the life of a
@@ -20,12 +20,14 @@ package final class DedicatedThread {
     /// Starts the thread. `name` is cut to the kernel's 15-byte limit.
     package init(name: String, _ body: @escaping () -> Void) {
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
-        let result = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            DedicatedThread.nameCurrentThread(box.name)
-            box.body()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, nil,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                DedicatedThread.nameCurrentThread(box.name)
+                box.body()
+                return nil
+            }, box)
         precondition(result == 0, "pthread_create failed: errno \(result)")
     }
 

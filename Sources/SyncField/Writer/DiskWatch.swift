@@ -132,7 +132,8 @@ public final class DiskWatch: Sendable {
             }
             let started = timer.startedNs.load(ordering: .relaxed)
             guard started != 0 && now > started && now - started >= stallNs else { return nil }
-            return Stall(file: timer.file, operation: timer.operation, seconds: Double(now - started) / 1e9, ongoing: true)
+            return Stall(
+                file: timer.file, operation: timer.operation, seconds: Double(now - started) / 1e9, ongoing: true)
         }
     }
 

@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// What making one file durable needs: its descriptor, whether it was written since its last
@@ -22,14 +22,14 @@ package final class FileSyncState: Sendable {
     private let failed = Mutex<SyncFieldError?>(nil)
 
     #if DEBUG
-    /// Called before each `fdatasync` with the file's path: tests make a file's syncs hang.
-    package final class SyncHook: Sendable {
-        let body: @Sendable (String) -> Void
-        package init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
-    }
-    /// A class, not the closure itself: a closure handed out of the lock by a generic function
-    /// is re-abstracted, which allocates on the syncing thread.
-    package static let beforeSyncForTesting = Mutex<SyncHook?>(nil)
+        /// Called before each `fdatasync` with the file's path: tests make a file's syncs hang.
+        package final class SyncHook: Sendable {
+            let body: @Sendable (String) -> Void
+            package init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
+        }
+        /// A class, not the closure itself: a closure handed out of the lock by a generic function
+        /// is re-abstracted, which allocates on the syncing thread.
+        package static let beforeSyncForTesting = Mutex<SyncHook?>(nil)
     #endif
 
     package init(path: String, fd: Int32, watch: DiskWatch? = nil) {
@@ -49,8 +49,8 @@ package final class FileSyncState: Sendable {
         guard written.exchange(false, ordering: .acquiringAndReleasing) else { return }
         let started = timer?.begin()
         #if DEBUG
-        // Inside the timed part: the hook stands for a slow fdatasync.
-        if let hook = Self.beforeSyncForTesting.withLock({ $0 }) { hook.body(path) }
+            // Inside the timed part: the hook stands for a slow fdatasync.
+            if let hook = Self.beforeSyncForTesting.withLock({ $0 }) { hook.body(path) }
         #endif
         let synced = fdatasync(fd)
         let code = errno

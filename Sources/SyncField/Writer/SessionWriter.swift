@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The writer thread of one run: drains the queue, encodes lines, writes them in batches, and
@@ -160,7 +160,8 @@ final class SessionWriter: @unchecked Sendable {
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
             let file = OutputFile(
-                path: "\(directory)/\(SyncFieldFiles.sensor(state.id))", fd: state.sensorFD, batchBytes: options.batchBytes,
+                path: "\(directory)/\(SyncFieldFiles.sensor(state.id))", fd: state.sensorFD,
+                batchBytes: options.batchBytes,
                 watch: watch)
             files.sensor = file
             syncer?.add(file.syncState)

@@ -3,8 +3,8 @@ import FieldcapBench
 import FieldcapCore
 import FieldcapSession
 import Foundation
-import Synchronization
 import SyncField
+import Synchronization
 
 struct Jitter: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -67,7 +67,10 @@ struct Jitter: ParsableCommand {
         let cpuBefore = Self.processCPUSeconds()
         let started = MonotonicClock.now()
         try recorder.start()
-        FileHandle.standardError.write(Data("measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for \(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")...\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for \(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")...\n"
+                    .utf8))
         while true {
             let elapsed = Double(MonotonicClock.now() - started) / 1e9
             if elapsed >= duration.seconds { break }
@@ -97,7 +100,8 @@ struct Jitter: ParsableCommand {
     static func processCPUSeconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
 

@@ -35,23 +35,34 @@ struct JitterReport {
     private static func us(_ ns: Int64) -> String { String(format: "%.1f", Double(ns) / 1000) }
 
     func table() -> String {
-        var lines = [String(format: "%.1f s, fieldcap CPU %.1f%% of one core%@", seconds, cpuShare * 100,
-                            load > 0 ? " (with \(load) busy threads)" : "")]
+        var lines = [
+            String(
+                format: "%.1f s, fieldcap CPU %.1f%% of one core%@", seconds, cpuShare * 100,
+                load > 0 ? " (with \(load) busy threads)" : "")
+        ]
         lines.append("in µs: median / p99 / p99.9 / max of the absolute value, then the signed extremes [min, max]")
         for stream in streams {
             let j = stream.jitter
             lines.append("")
-            lines.append("\(j.id)  \(stream.source.descriptor.device)  \(String(format: "%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)")
-            for (name, s) in [("interval error, dequeue  ", j.dequeueIntervalError), ("interval error, capture  ", j.captureIntervalError),
-                              ("dequeue latency          ", j.dequeueLatency)] {
-                lines.append("  \(name)" + [s.medianNs, s.p99Ns, s.p999Ns, s.maxAbsNs].map(Self.us).joined(separator: " / ")
-                    + "  [\(Self.us(s.minNs)), \(Self.us(s.maxNs))]")
+            lines.append(
+                "\(j.id)  \(stream.source.descriptor.device)  \(String(format: "%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)"
+            )
+            for (name, s) in [
+                ("interval error, dequeue  ", j.dequeueIntervalError),
+                ("interval error, capture  ", j.captureIntervalError),
+                ("dequeue latency          ", j.dequeueLatency),
+            ] {
+                lines.append(
+                    "  \(name)" + [s.medianNs, s.p99Ns, s.p999Ns, s.maxAbsNs].map(Self.us).joined(separator: " / ")
+                        + "  [\(Self.us(s.minNs)), \(Self.us(s.maxNs))]")
             }
             if let tracker = stream.clockTracker {
-                lines.append(String(
-                    format: "  clock mapping             bracket %d ns, drift %+.2f ppm, %d rate changes, worst bound %.1f µs at %.2f s",
-                    tracker.latest?.bracketNs ?? 0, tracker.driftPPM ?? 0, tracker.rateChanges,
-                    Double(tracker.worstUncertaintyNs) / 1000, secondsAfterStart(tracker.worstUncertaintyAtRawNs)))
+                lines.append(
+                    String(
+                        format:
+                            "  clock mapping             bracket %d ns, drift %+.2f ppm, %d rate changes, worst bound %.1f µs at %.2f s",
+                        tracker.latest?.bracketNs ?? 0, tracker.driftPPM ?? 0, tracker.rateChanges,
+                        Double(tracker.worstUncertaintyNs) / 1000, secondsAfterStart(tracker.worstUncertaintyAtRawNs)))
             }
             if let error = stream.summary.captureError { lines.append("  ended early: \(error)") }
         }
@@ -61,7 +72,8 @@ struct JitterReport {
     func json() throws -> Data {
         func summary(_ s: StreamJitter.Summary) -> [String: Any] {
             [
-                "count": s.count, "min_ns": s.minNs, "max_ns": s.maxNs, "median_abs_ns": s.medianNs, "p99_abs_ns": s.p99Ns,
+                "count": s.count, "min_ns": s.minNs, "max_ns": s.maxNs, "median_abs_ns": s.medianNs,
+                "p99_abs_ns": s.p99Ns,
                 "p999_abs_ns": s.p999Ns, "max_abs_ns": s.maxAbsNs,
             ]
         }
@@ -72,7 +84,8 @@ struct JitterReport {
                 var entry: [String: Any] = [
                     "id": stream.jitter.id, "device": stream.source.descriptor.device,
                     "nominal_rate": stream.source.descriptor.nominalRate, "records": stream.jitter.records,
-                    "dropped_in_ring": stream.summary.dropped, "skipped_by_device": stream.jitter.sequenceGaps, "sequence_restarts": stream.jitter.sequenceRestarts,
+                    "dropped_in_ring": stream.summary.dropped, "skipped_by_device": stream.jitter.sequenceGaps,
+                    "sequence_restarts": stream.jitter.sequenceRestarts,
                     "capture_ns_source": stream.timeSource,
                     "interval_error_dequeue": summary(stream.jitter.dequeueIntervalError),
                     "interval_error_capture": summary(stream.jitter.captureIntervalError),
@@ -80,12 +93,14 @@ struct JitterReport {
                     "dequeue_after_capture_violations": stream.jitter.negativeLatencies,
                 ]
                 if let tracker = stream.clockTracker {
-                    entry["clock_mapping"] = [
-                        "bracket_ns": tracker.latest?.bracketNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
-                        "offset_ns": tracker.latest?.offsetNs ?? 0, "rate_changes": tracker.rateChanges, "steps": tracker.steps,
-                        "worst_uncertainty_ns": tracker.worstUncertaintyNs,
-                        "worst_uncertainty_at_s": secondsAfterStart(tracker.worstUncertaintyAtRawNs),
-                    ] as [String: Any]
+                    entry["clock_mapping"] =
+                        [
+                            "bracket_ns": tracker.latest?.bracketNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
+                            "offset_ns": tracker.latest?.offsetNs ?? 0, "rate_changes": tracker.rateChanges,
+                            "steps": tracker.steps,
+                            "worst_uncertainty_ns": tracker.worstUncertaintyNs,
+                            "worst_uncertainty_at_s": secondsAfterStart(tracker.worstUncertaintyAtRawNs),
+                        ] as [String: Any]
                 }
                 if let error = stream.summary.captureError { entry["ended_early"] = error }
                 return entry
@@ -117,47 +132,73 @@ struct JitterReport {
 
     private func panel(_ stream: Stream, x: Double, y: Double, width: Double, height: Double) -> String {
         let j = stream.jitter
-        var out = "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) (\(escape(stream.source.descriptor.device)), \(String(format: "%g", stream.source.descriptor.nominalRate))/s, capture_ns: \(escape(stream.timeSource)))</text>\n"
+        var out =
+            "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) (\(escape(stream.source.descriptor.device)), \(String(format: "%g", stream.source.descriptor.nominalRate))/s, capture_ns: \(escape(stream.timeSource)))</text>\n"
         let plotTop = y + 20, plotHeight = height - 40
         // Left: histogram of |interval error|, log-log.
         let hx = x + 40, hw = width * 0.4 - 50
         let buckets = j.intervalErrorBuckets()
-        out += axes(x: hx, y: plotTop, width: hw, height: plotHeight, xLabel: "|interval error| (µs, log)", yLabel: "count (log)")
+        out += axes(
+            x: hx, y: plotTop, width: hw, height: plotHeight, xLabel: "|interval error| (µs, log)",
+            yLabel: "count (log)")
         if !buckets.isEmpty {
             let maxCount = Double(buckets.map { max($0.dequeue, $0.capture) }.max() ?? 1)
             let lowest = log10(Double(buckets.first!.upperNs) / 2), highest = log10(Double(buckets.last!.upperNs))
-            func px(_ ns: UInt64) -> Double { hx + (log10(Double(max(ns, 1))) - lowest) / max(highest - lowest, 1e-9) * hw }
-            func py(_ count: UInt64) -> Double { plotTop + plotHeight - (count == 0 ? 0 : log10(Double(count) + 1) / log10(maxCount + 1) * plotHeight) }
-            for (color, value) in [("#d95f02", { (b: (upperNs: UInt64, dequeue: UInt64, capture: UInt64)) in b.dequeue }),
-                                   ("#1b6fb5", { (b: (upperNs: UInt64, dequeue: UInt64, capture: UInt64)) in b.capture })] {
+            func px(_ ns: UInt64) -> Double {
+                hx + (log10(Double(max(ns, 1))) - lowest) / max(highest - lowest, 1e-9) * hw
+            }
+            func py(_ count: UInt64) -> Double {
+                plotTop + plotHeight - (count == 0 ? 0 : log10(Double(count) + 1) / log10(maxCount + 1) * plotHeight)
+            }
+            for (color, value) in [
+                ("#d95f02", { (b: (upperNs: UInt64, dequeue: UInt64, capture: UInt64)) in b.dequeue }),
+                ("#1b6fb5", { (b: (upperNs: UInt64, dequeue: UInt64, capture: UInt64)) in b.capture }),
+            ] {
                 var path = "M \(f(px(buckets[0].upperNs / 2))) \(f(plotTop + plotHeight))"
                 var lower = buckets[0].upperNs / 2
                 for bucket in buckets {
-                    path += " L \(f(px(lower))) \(f(py(value(bucket)))) L \(f(px(bucket.upperNs))) \(f(py(value(bucket))))"
+                    path +=
+                        " L \(f(px(lower))) \(f(py(value(bucket)))) L \(f(px(bucket.upperNs))) \(f(py(value(bucket))))"
                     lower = bucket.upperNs
                 }
                 out += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
             }
-            out += "<text x=\"\(f(hx))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", Double(buckets.first!.upperNs) / 2000)) µs</text>"
-            out += "<text x=\"\(f(hx + hw - 50))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.0f", Double(buckets.last!.upperNs) / 1000)) µs</text>\n"
+            out +=
+                "<text x=\"\(f(hx))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", Double(buckets.first!.upperNs) / 2000)) µs</text>"
+            out +=
+                "<text x=\"\(f(hx + hw - 50))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.0f", Double(buckets.last!.upperNs) / 1000)) µs</text>\n"
         }
         // Right: the interval error over time, in µs, symmetric around zero.
         let tx = x + width * 0.4 + 40, tw = width * 0.6 - 50
         out += axes(x: tx, y: plotTop, width: tw, height: plotHeight, xLabel: "time (s)", yLabel: "interval error (µs)")
         let points = j.series
         if let last = points.last {
-            let limit = Double(max(1_000, points.map { max(abs($0.dequeueErrorNs), abs($0.captureErrorNs)) }.sorted()[min(points.count - 1, points.count * 999 / 1000)]))
+            let limit = Double(
+                max(
+                    1_000,
+                    points.map { max(abs($0.dequeueErrorNs), abs($0.captureErrorNs)) }.sorted()[
+                        min(points.count - 1, points.count * 999 / 1000)]))
             let span = max(last.seconds, 1e-9)
             func px(_ seconds: Double) -> Double { tx + seconds / span * tw }
-            func py(_ ns: Int64) -> Double { plotTop + plotHeight / 2 - max(-1, min(1, Double(ns) / limit)) * plotHeight / 2 }
-            for (color, value) in [("#d95f02", { (p: StreamJitter.Point) in p.dequeueErrorNs }), ("#1b6fb5", { (p: StreamJitter.Point) in p.captureErrorNs })] {
-                let path = points.enumerated().map { "\($0.offset == 0 ? "M" : "L") \(f(px($0.element.seconds))) \(f(py(value($0.element))))" }.joined(separator: " ")
+            func py(_ ns: Int64) -> Double {
+                plotTop + plotHeight / 2 - max(-1, min(1, Double(ns) / limit)) * plotHeight / 2
+            }
+            for (color, value) in [
+                ("#d95f02", { (p: StreamJitter.Point) in p.dequeueErrorNs }),
+                ("#1b6fb5", { (p: StreamJitter.Point) in p.captureErrorNs }),
+            ] {
+                let path = points.enumerated().map {
+                    "\($0.offset == 0 ? "M" : "L") \(f(px($0.element.seconds))) \(f(py(value($0.element))))"
+                }.joined(separator: " ")
                 out += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"0.8\" opacity=\"0.8\"/>\n"
             }
-            out += "<line x1=\"\(f(tx))\" y1=\"\(f(plotTop + plotHeight / 2))\" x2=\"\(f(tx + tw))\" y2=\"\(f(plotTop + plotHeight / 2))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n"
+            out +=
+                "<line x1=\"\(f(tx))\" y1=\"\(f(plotTop + plotHeight / 2))\" x2=\"\(f(tx + tw))\" y2=\"\(f(plotTop + plotHeight / 2))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n"
             out += "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + 10))\">+\(String(format: "%.0f", limit / 1000))</text>"
-            out += "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + plotHeight))\">−\(String(format: "%.0f", limit / 1000))</text>"
-            out += "<text x=\"\(f(tx + tw - 30))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", span))</text>\n"
+            out +=
+                "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + plotHeight))\">−\(String(format: "%.0f", limit / 1000))</text>"
+            out +=
+                "<text x=\"\(f(tx + tw - 30))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", span))</text>\n"
         }
         return out
     }
@@ -171,6 +212,7 @@ struct JitterReport {
     private func f(_ value: Double) -> String { String(format: "%.1f", value) }
 
     private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
     }
 }

@@ -26,12 +26,15 @@ struct Simulate: ParsableCommand {
     @Option(help: "The simulation's random seed (the same seed gives the same tables).")
     var seed: UInt64 = 1
 
-    @Option(help: ArgumentHelp("Only this clock scenario: steady, step500, chrony, pll (default: all four).", valueName: "NAME"))
+    @Option(
+        help: ArgumentHelp(
+            "Only this clock scenario: steady, step500, chrony, pll (default: all four).", valueName: "NAME"))
     var scenario: String?
 
     func validate() throws {
         if let scenario, Self.scenarios[scenario] == nil {
-            throw ValidationError("--scenario \(scenario) is not one of: \(Self.scenarios.keys.sorted().joined(separator: ", "))")
+            throw ValidationError(
+                "--scenario \(scenario) is not one of: \(Self.scenarios.keys.sorted().joined(separator: ", "))")
         }
     }
 

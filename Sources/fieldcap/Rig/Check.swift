@@ -59,7 +59,9 @@ struct Check: ParsableCommand {
             throw ExitCode(64)
         }
         var problems = 0
-        print("\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? Record.defaultHostId() + " (hostname)")")
+        print(
+            "\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? Record.defaultHostId() + " (hostname)")"
+        )
         for (spec, id) in zip(plan.specs, plan.streamIds) {
             do {
                 let source = try plan.makeSource(spec, id: id)
@@ -70,12 +72,15 @@ struct Check: ParsableCommand {
                 print("FAIL  \(id)  \(message)")
             }
         }
-        if let storage = storageProblem(root: rig.output ?? Record.defaultRoot, minFree: rig.minFree ?? Record.defaultMinFree) {
+        if let storage = storageProblem(
+            root: rig.output ?? Record.defaultRoot, minFree: rig.minFree ?? Record.defaultMinFree)
+        {
             problems += 1
             print("FAIL  storage  \(storage)")
         }
         if problems > 0 {
-            FileHandle.standardError.write(Data("Error: \(problems) problem(s): the rig cannot record this config yet\n".utf8))
+            FileHandle.standardError.write(
+                Data("Error: \(problems) problem(s): the rig cannot record this config yet\n".utf8))
             throw ExitCode(1)
         }
         print("ready: `fieldcap --config \(config)` records this rig")
@@ -97,9 +102,12 @@ struct Check: ParsableCommand {
             return "output \(root): \(existing) is not writable by this user; choose another output or fix its owner"
         }
         if let free = freeBytes(at: existing), free < minFree.bytes {
-            return "output \(root): only \(ByteSize(bytes: free)) free, below min_free \(minFree); free some space or lower min_free"
+            return
+                "output \(root): only \(ByteSize(bytes: free)) free, below min_free \(minFree); free some space or lower min_free"
         }
-        print("ok    storage  \(root): \(freeBytes(at: existing).map { "\(ByteSize(bytes: $0)) free" } ?? "writable"), min_free \(minFree)")
+        print(
+            "ok    storage  \(root): \(freeBytes(at: existing).map { "\(ByteSize(bytes: $0)) free" } ?? "writable"), min_free \(minFree)"
+        )
         return nil
     }
 }

@@ -38,7 +38,9 @@ struct InstallUdev: ParsableCommand {
             return
         }
         guard geteuid() == 0 else {
-            fail("install-udev changes system files: run it as root (sudo fieldcap install-udev), or --print the rules to install them yourself")
+            fail(
+                "install-udev changes system files: run it as root (sudo fieldcap install-udev), or --print the rules to install them yourself"
+            )
         }
         if getgrnam(Self.group) == nil {
             try step("groupadd", ["--system", Self.group], required: true)
@@ -55,11 +57,15 @@ struct InstallUdev: ParsableCommand {
         Swift.print("installed \(path)")
         do {
             try step("udevadm", ["control", "--reload"], required: false)
-            try step("udevadm", ["trigger", "--action=add", "--subsystem-match=video4linux", "--subsystem-match=iio"], required: false)
+            try step(
+                "udevadm", ["trigger", "--action=add", "--subsystem-match=video4linux", "--subsystem-match=iio"],
+                required: false)
             try step("udevadm", ["settle", "--timeout=10"], required: false)
             Swift.print("applied to the cameras and IMUs present; add users with: usermod -aG \(Self.group) USER")
         } catch {
-            Swift.print("udevd is not running here: the rules apply from the next boot (or start udevd and run: udevadm trigger --action=add)")
+            Swift.print(
+                "udevd is not running here: the rules apply from the next boot (or start udevd and run: udevadm trigger --action=add)"
+            )
         }
     }
 
