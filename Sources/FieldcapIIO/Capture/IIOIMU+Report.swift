@@ -67,6 +67,7 @@ extension IIOIMU {
             "device_id": .string(device.id), "name": .string(device.name), "granted_rate": .double(grantedRate),
             "trigger": JSONValue(trigger), "time_source": .string(Self.sidecarTimeSource(self.timeSource)),
             "samples_read": JSONValue(samplesRead),
+            "samples_before_start": JSONValue(samplesBeforeStart),
             "timeline_gaps": [
                 "events": JSONValue(gapEvents), "samples_missing": JSONValue(timelineGaps.count),
                 "records": timelineGaps.json["records"] ?? [],

@@ -89,7 +89,11 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public var gapEvents: Int { emitter.gapEvents }
     /// Samples whose time was not after the previous one's (moved just past it, counted).
     public var nonIncreasingTimes: Int { emitter.nonIncreasingTimes }
+    /// Samples read from the device's buffer, `samplesBeforeStart` among them.
     public private(set) var samplesRead = 0
+    /// Samples the buffer took before capture started (stamped before it), left out of the
+    /// recording.
+    public private(set) var samplesBeforeStart = 0
     /// Setup found the buffer left enabled by a recorder that died, and disabled it.
     public let reclaimedStaleBuffer: Bool
     /// The timestamp clock's mapping into RAW, when it has one: rate changes, steps (`date -s`),
@@ -347,7 +351,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                     continue
                 }
                 record.deviceNs = scan.loadUnaligned(fromByteOffset: timestampOffset, as: Int64.self)
-                if record.deviceNs < startedDeviceNs { continue }
+                if record.deviceNs < startedDeviceNs {
+                    samplesBeforeStart += 1
+                    continue
+                }
                 guard mappedClock != nil else {
                     // The kernel stamps in the trigger's interrupt: allow it a microsecond.
                     emitter.emit(record, captureNs: record.deviceNs, uncertaintyNs: 1_000, into: ring)
