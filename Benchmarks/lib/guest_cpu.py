@@ -49,7 +49,7 @@ def local_copy(binary, directory):
     sixth of a short recording's CPU. A rig runs its binary from local storage.
     """
     import shutil
-    copy = os.path.join(directory, "fieldcap-local")
+    copy = os.path.join(directory, os.path.basename(binary) + "-local")
     shutil.copy2(binary, copy)
     return copy
 
