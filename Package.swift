@@ -6,6 +6,9 @@ let package = Package(
     products: [
         // The Linux counterpart of the SyncField Swift SDK 0.1: same API, same bytes.
         .library(name: "SyncField", targets: ["SyncField"]),
+        // Recording from a program of one's own: device plans, the RecordingController, the
+        // session's layout, recovery.
+        .library(name: "FieldcapSession", targets: ["FieldcapSession"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
     ],
     dependencies: [
