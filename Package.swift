@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "FieldcapSessionTests", dependencies: ["FieldcapSession", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "SyncField"]
+            dependencies: ["fieldcap", "FieldcapCore", "SyncField"]
         ),
         // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
         .testTarget(

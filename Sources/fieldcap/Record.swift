@@ -175,10 +175,10 @@ struct Record: ParsableCommand {
             hostId: host, syncPoint: syncPoint, sources: sources, directory: directory, linkDirectory: session.outputDir.path)
         let sink = VideoSessionSink(session: session, directIO: !noDirectIO)
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
+        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: session.diskWatch)
         try recorder.start()
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        let status = StatusReporter(directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: session.diskWatch)
-        if !quiet && !json { status.printHeader() }
+        status.printStart()
 
         let started = MonotonicClock.now()
         var reason = "duration"
