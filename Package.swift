@@ -93,7 +93,7 @@ let package = Package(
             dependencies: ["FieldcapSession", "FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "SyncField"]
+            dependencies: ["fieldcap", "FieldcapCore", "SyncField"]
         ),
         // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
         .testTarget(

@@ -158,8 +158,15 @@ struct Record: ParsableCommand {
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        // The status reporter takes each source's report before capture starts: a report reads
+        // counters the capture thread owns once it runs.
+        var status: StatusReporter?
         do {
-            try recording.start()
+            try recording.start { layout in
+                status = StatusReporter(
+                    directory: layout.directory, sources: sources, quiet: quiet, json: json,
+                    diskWatch: recording.session?.diskWatch)
+            }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             if case .diskBelowMinFree = error { throw ExitCode(4) }
@@ -167,9 +174,8 @@ struct Record: ParsableCommand {
         }
         let directory = recording.directory!
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        let status = StatusReporter(
-            directory: directory, sources: sources, quiet: quiet, json: json, diskWatch: recording.session?.diskWatch)
-        if !quiet && !json { status.printHeader() }
+        guard let status else { preconditionFailure("start() calls beforeCapture") }
+        status.printStart()
 
         var reason: RecordingController.StopReason
         while true {

@@ -14,6 +14,10 @@ final class StatusReporter {
     let quiet: Bool
     let json: Bool
     let diskWatch: DiskWatch?
+    /// Each source's report as setup left it, for the start lines. Taken when the reporter is
+    /// made, which must be before capture starts: a report also reads counters its capture
+    /// thread owns (fallbacks, gaps, the clock mapping), safe to read only once it has ended.
+    let startReports: [SourceReport]
     private let line = TerminalLine()
     private var previous: [Int]
     private var previousElapsed = 0.0
@@ -24,12 +28,54 @@ final class StatusReporter {
         self.quiet = quiet
         self.json = json
         self.diskWatch = diskWatch
+        startReports = sources.map(\.report)
         previous = Array(repeating: 0, count: sources.count)
     }
 
-    func printHeader() {
-        let streams = sources.map { "\($0.descriptor.id) (\($0.descriptor.device))" }.joined(separator: ", ")
-        FileHandle.standardError.write(Data("recording \(streams)\n  into \(directory)\n  Ctrl-C stops\n".utf8))
+    /// What each stream was granted, as recording starts: on a terminal (stderr) one line per
+    /// stream, as ffmpeg lists its input streams; with `--json` the first line on stdout,
+    /// `{"event":"start",...}`, with each source's report.
+    func printStart() {
+        if json {
+            writeLine(startLine)
+        } else if !quiet {
+            FileHandle.standardError.write(Data(header.utf8))
+        }
+    }
+
+    /// `recording 2 streams into DIR`, then `  cam0  /dev/video0  <what it was granted>` per
+    /// stream (ids and devices in columns), then `  Ctrl-C stops`.
+    var header: String {
+        let ids = sources.map(\.descriptor.id), devices = sources.map(\.descriptor.device)
+        let idWidth = ids.map(\.count).max() ?? 0, deviceWidth = devices.map(\.count).max() ?? 0
+        var text = "recording \(sources.count) stream\(sources.count == 1 ? "" : "s") into \(directory)\n"
+        for index in sources.indices {
+            text +=
+                "  " + ids[index] + String(repeating: " ", count: idWidth - ids[index].count)
+                + "  " + devices[index] + String(repeating: " ", count: deviceWidth - devices[index].count)
+                + "  " + startReports[index].summary + "\n"
+        }
+        return text + "  Ctrl-C stops\n"
+    }
+
+    /// `{"event":"start","directory":...,"streams":[{"id","kind","device","granted","summary","time_source"}]}`.
+    var startLine: [String: Any] {
+        let streams: [[String: Any]] = zip(sources, startReports).map { source, report in
+            [
+                "id": source.descriptor.id, "kind": source.descriptor.kind.rawValue, "device": source.descriptor.device,
+                "granted": report.granted.foundation, "summary": report.summary, "time_source": report.timeSource,
+            ]
+        }
+        return ["event": "start", "directory": directory, "streams": streams]
+    }
+
+    /// One JSON object and a newline on stdout.
+    private func writeLine(_ object: [String: Any]) {
+        if let data = try? JSONSerialization.data(
+            withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
     }
 
     var diskFree: UInt64? {
@@ -63,15 +109,15 @@ final class StatusReporter {
                 if let gap = gaps[index] { entry["device_gaps"] = gap }
                 return entry
             }
-            var line: [String: Any] = ["elapsed_s": elapsed, "streams": streams, "bytes": bytesWritten]
+            var line: [String: Any] = [
+                "event": "progress", "elapsed_s": elapsed, "streams": streams, "bytes": bytesWritten,
+            ]
             if let free = diskFree { line["disk_free_bytes"] = free }
             line["disk_stalls"] = stalls.map {
                 ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing]
                     as [String: Any]
             }
-            if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
-            }
+            writeLine(line)
             return
         }
         guard !quiet, line.isTerminal else { return }
@@ -97,8 +143,35 @@ final class StatusReporter {
 
     func finishLine() { line.keep() }
 
+    /// What the user should know about each stream at the end: what its source reported (frames
+    /// stamped at dequeue, kernel sequence gaps, timeline gaps...) and a rate far from its
+    /// nominal one (`RateWarning`). Read once capture has ended.
+    func warnings(_ summary: [Recorder.StreamSummary], elapsed: Double) -> [[String]] {
+        zip(sources, summary).map { source, stream in
+            let rate = RateWarning.warning(
+                kind: source.descriptor.kind, nominal: source.descriptor.nominalRate, written: stream.written,
+                dropped: stream.dropped, deviceGaps: source.deviceGaps?.count, capturedSpanNs: stream.capturedSpanNs,
+                elapsed: elapsed, endedEarly: stream.captureError != nil)
+            return source.report.warnings + (rate.map { [$0] } ?? [])
+        }
+    }
+
+    /// The summary on stderr (unless `--quiet`) with a `warning:` line per stream warning, and
+    /// with `--json` a last line on stdout, `{"event":"stop",...}`, that says the same.
     func printSummary(_ summary: [Recorder.StreamSummary], elapsed: Double, reason: String) {
-        guard !quiet else { return }
+        let warnings = warnings(summary, elapsed: elapsed)
+        if json { writeLine(stopLine(summary, warnings: warnings, elapsed: elapsed, reason: reason)) }
+        if !quiet {
+            FileHandle.standardError.write(
+                Data(summaryText(summary, warnings: warnings, elapsed: elapsed, reason: reason).utf8))
+        }
+    }
+
+    /// `recorded 6.0 s (stopped by duration) into DIR`, a line per stream with its counts, the
+    /// disk's stalls, `warning: ID: ...` per warning, and how to check the session.
+    func summaryText(
+        _ summary: [Recorder.StreamSummary], warnings: [[String]], elapsed: Double, reason: String
+    ) -> String {
         var text = String(format: "recorded %.1f s (stopped by %@) into %@\n", elapsed, reason, directory)
         for (index, stream) in summary.enumerated() {
             text += String(
@@ -119,8 +192,53 @@ final class StatusReporter {
                         $0.count == 1 ? "" : "s", $0.totalSeconds, $0.longestSeconds)
                 }.joined(separator: "; ") + "\n"
         }
-        text += "check it with: fieldcap validate \(directory)\n"
-        FileHandle.standardError.write(Data(text.utf8))
+        for (stream, lines) in zip(summary, warnings) {
+            for line in lines { text += "warning: \(stream.id): \(line)\n" }
+        }
+        return text + "check it with: fieldcap validate \(directory)\n"
+    }
+
+    /// `{"event":"stop","elapsed_s":...,"reason":...,"directory":...,"streams":[{"id","written",
+    /// "dropped","rate","time_source","warnings",...}],"disk_stalls":[...]}`.
+    func stopLine(
+        _ summary: [Recorder.StreamSummary], warnings: [[String]], elapsed: Double, reason: String
+    ) -> [String: Any] {
+        let streams: [[String: Any]] = summary.enumerated().map { index, stream in
+            var entry: [String: Any] = [
+                "id": stream.id, "written": stream.written, "dropped": stream.dropped,
+                "rate": Double(stream.written) / max(elapsed, 0.001), "time_source": sources[index].report.timeSource,
+                "warnings": warnings[index],
+            ]
+            if let gaps = sources[index].deviceGaps?.count { entry["device_gaps"] = gaps }
+            if let error = stream.captureError { entry["ended_early"] = error }
+            return entry
+        }
+        var line: [String: Any] = [
+            "event": "stop", "elapsed_s": elapsed, "reason": reason, "directory": directory, "streams": streams,
+        ]
+        line["disk_stalls"] = (diskWatch?.summary() ?? []).map {
+            [
+                "file": $0.file, "operation": $0.operation.rawValue, "count": $0.count, "seconds": $0.totalSeconds,
+                "longest_seconds": $0.longestSeconds,
+            ] as [String: Any]
+        }
+        return line
+    }
+}
+
+extension JSONValue {
+    /// The same value as `JSONSerialization` takes it (`null` as `NSNull`).
+    var foundation: Any {
+        switch self {
+        case .null: NSNull()
+        case .bool(let value): value
+        case .integer(let value): value
+        case .unsigned(let value): value
+        case .double(let value): value
+        case .string(let value): value
+        case .array(let values): values.map(\.foundation)
+        case .object(let members): members.mapValues(\.foundation)
+        }
     }
 }
 

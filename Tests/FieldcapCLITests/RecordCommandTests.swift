@@ -34,6 +34,17 @@ struct RecordCommandTests {
         let streams = try #require(info["streams"] as? [[String: Any]])
         #expect(streams.map { $0["id"] as? String } == ["cam_left", "cam0", "imu0"])
         #expect(result.stderr.contains("check it with: fieldcap validate"))
+        // The start lines: one per stream, ids and devices in columns, with what each was granted.
+        for line in [
+            "recording 3 streams into \(out)",
+            "  cam_left  synthetic:320x240@30  moving test pattern, YUYV 320x240, 30 fps, 8 buffers, stamped at dequeue",
+            "  cam0      synthetic:160x120@15  moving test pattern, YUYV 160x120, 15 fps, 8 buffers, stamped at dequeue",
+            "  imu0      synthetic:500         accel_x accel_y accel_z (m/s²) gyro_x gyro_y gyro_z (rad/s), 500 Hz, stamped at its due time",
+        ] {
+            #expect(
+                result.stderr.split(separator: "\n").contains { $0 == line }, "no line '\(line)' in: \(result.stderr)")
+        }
+        #expect(!result.stderr.contains("warning:"), "\(result.stderr)")
         // The sidecar says whether the disk stalled, also when it did not.
         let stalls = try #require(info["disk_stalls"] as? [String: Any])
         #expect(stalls["threshold_seconds"] as? Double == 1)
@@ -88,19 +99,46 @@ struct RecordCommandTests {
         #expect(!maps.contains("libavformat") && !maps.contains("libavcodec"))
     }
 
-    @Test("--json prints one progress object per line on stdout")
+    @Test("--json prints a start line, one progress object per line, and a stop line on stdout")
     func jsonProgress() throws {
         let out = freshPath("record-json")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let result = try FieldcapProcess.run(["--imu", "synthetic:100", "--duration", "1200ms", "--out", out, "--json"])
+        let result = try FieldcapProcess.run([
+            "--cam", "synthetic:160x120@30,id=cam", "--imu", "synthetic:100", "--duration", "1200ms", "--out", out,
+            "--json",
+        ])
         #expect(result.status == 0)
-        let lines = result.stdout.split(separator: "\n")
-        #expect(lines.count >= 1)
-        for line in lines {
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            #expect(object?["streams"] is [Any] && object?["elapsed_s"] is Double)
-            #expect(object?["disk_stalls"] is [Any])
+        let lines = try result.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
+        #expect(lines.count >= 3, "\(result.stdout)")
+        #expect(
+            lines.map { $0["event"] as? String } == ["start"] + Array(repeating: "progress", count: lines.count - 2) + [
+                "stop"
+            ])
+
+        let start = try #require(lines.first)
+        #expect(start["directory"] as? String == out)
+        let streams = try #require(start["streams"] as? [[String: Any]])
+        #expect(streams.map { $0["id"] as? String } == ["cam", "imu0"])
+        #expect(streams.map { $0["device"] as? String } == ["synthetic:160x120@30", "synthetic:100"])
+        #expect(streams.map { $0["time_source"] as? String } == ["dequeue", "dequeue"])
+        #expect((streams[0]["summary"] as? String)?.hasPrefix("moving test pattern, YUYV 160x120, 30 fps") == true)
+        #expect((streams[0]["granted"] as? [String: Any])?["width"] as? Int == 160)
+
+        // Progress lines keep the shape rigs parse.
+        for line in lines.dropFirst().dropLast() {
+            #expect(line["streams"] is [Any] && line["elapsed_s"] is Double)
+            #expect(line["disk_stalls"] is [Any])
+        }
+
+        let stop = try #require(lines.last)
+        #expect(stop["reason"] as? String == "duration")
+        let final = try #require(stop["streams"] as? [[String: Any]])
+        let info = try #require(try sidecar(out)["streams"] as? [[String: Any]])
+        #expect(final.map { $0["written"] as? Int } == info.map { $0["written"] as? Int })
+        // A run under 2 s is not judged by its rate; synthetic sources report no warnings.
+        #expect(final.map { $0["warnings"] as? [String] } == [[], []])
     }
 
     @Test(

@@ -135,7 +135,8 @@ struct RecorderTests {
         #expect(
             summary == [
                 Recorder.StreamSummary(
-                    id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999, droppedRuns: [64...9_999])
+                    id: "imu", written: 64, dropped: 10_000 - 64, droppedRange: 64...9_999, droppedRuns: [64...9_999],
+                    capturedSpanNs: 1_000_000...1_063_000)
             ])
         let report = SessionValidator.validate(directory: path)
         #expect(report.problems.isEmpty, "\(report.problems)")
@@ -193,7 +194,10 @@ struct RecorderTests {
         while recorder.statistics[0].dropped < 10 && Date() < deadline { usleep(10_000) }
         sink.gate.signal()
         let summary = try recorder.stop()
-        #expect(summary[1] == Recorder.StreamSummary(id: "imu", written: 10_000, dropped: 0))
+        #expect(
+            summary[1]
+                == Recorder.StreamSummary(
+                    id: "imu", written: 10_000, dropped: 0, capturedSpanNs: 1_000_000...10_999_000))
         #expect(summary[0].dropped >= 10)
         #expect(summary[0].written >= 1)
         // Every frame written has its line, numbered by its place among them.
@@ -263,6 +267,7 @@ struct RecorderTests {
         let summary = try recorder.stop()
         #expect(summary[0].captureError == "device disappeared")
         #expect(summary[0].written == 0)
+        #expect(summary[0].capturedSpanNs == nil)
         #expect(summary[1].written > 0)
     }
 

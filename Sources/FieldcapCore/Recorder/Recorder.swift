@@ -73,6 +73,10 @@ public final class Recorder: @unchecked Sendable {
         public var captureError: String?
         /// When the stream ended early: `CLOCK_MONOTONIC_RAW` at the moment its source failed.
         public var endedEarlyAtNs: UInt64?
+        /// The `capture_ns` of the first and the last record written: the span the stream
+        /// delivered over, which a late start (a camera's first frame can take a second) does
+        /// not shorten the way it shortens the recording's.
+        public var capturedSpanNs: ClosedRange<UInt64>?
     }
 
     /// One writer thread and the streams it writes. Thread-bound (its writer) until joined.
@@ -83,6 +87,9 @@ public final class Recorder: @unchecked Sendable {
         let idlePollNs: UInt64
         /// Records written per stream of `streams`, in the same order.
         var written: [Int]
+        /// The `capture_ns` of each stream's first and last record written.
+        var firstCaptureNs: [UInt64]
+        var lastCaptureNs: [UInt64]
         var writeError: Error?
         var thread: DedicatedThread?
 
@@ -91,6 +98,8 @@ public final class Recorder: @unchecked Sendable {
             self.streams = streams
             self.idlePollNs = idlePollNs
             written = Array(repeating: 0, count: streams.count)
+            firstCaptureNs = Array(repeating: 0, count: streams.count)
+            lastCaptureNs = Array(repeating: 0, count: streams.count)
         }
     }
 
@@ -177,11 +186,17 @@ public final class Recorder: @unchecked Sendable {
         stopSignal.request()
         for thread in captureThreads { thread.join() }
         var written = Array(repeating: 0, count: sources.count)
+        var spans = [ClosedRange<UInt64>?](repeating: nil, count: sources.count)
         var writeError: Error?
         for lane in lanes {
             lane.thread?.join()
             lane.thread = nil
-            for (slot, index) in lane.streams.enumerated() { written[index] = lane.written[slot] }
+            for (slot, index) in lane.streams.enumerated() {
+                written[index] = lane.written[slot]
+                // Captured times rise within a stream; `max` keeps a range whatever a source did.
+                let first = lane.firstCaptureNs[slot]
+                if lane.written[slot] > 0 { spans[index] = first...max(first, lane.lastCaptureNs[slot]) }
+            }
             writeError = writeError ?? lane.writeError
         }
         var counts: [String: Int] = [:]
@@ -192,7 +207,7 @@ public final class Recorder: @unchecked Sendable {
             return StreamSummary(
                 id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
                 droppedRange: drops.firstAndLast.map { $0.first...$0.last }, droppedRuns: drops.droppedRuns,
-                captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index])
+                captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index], capturedSpanNs: spans[index])
         }
         if let error = writeError ?? closeError { throw error }
         return finalSummary
@@ -232,6 +247,8 @@ public final class Recorder: @unchecked Sendable {
                             try sink.write(
                                 record, frame: source.frameBytes(of: record), stream: index,
                                 frameNumber: lane.written[slot])
+                            if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
+                            lane.lastCaptureNs[slot] = record.captureNs
                             lane.written[slot] += 1
                         } catch {
                             fail(lane, error)

@@ -3,7 +3,12 @@ import FieldcapCore
 extension IIOIMU {
     public var report: SourceReport {
         let rateSource =
-            rateAsked ? "asked" : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
+            rateAsked
+            ? "asked"
+            : triggerMade
+                ? "the default of the trigger fieldcap made; rate= to change"
+                : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
+        let triggerSource = triggerMade ? "made" : triggerAsked ? "asked" : "attached"
         var timeWords: String
         var timestamps: [String: String]
         var timeSource: String
@@ -52,14 +57,27 @@ extension IIOIMU {
         let granted: JSONValue = [
             "device": .string(descriptor.device), "device_id": .string(device.id), "name": .string(device.name),
             "channels": .array(valueChannels.map { ["name": .string($0.name), "unit": .string($0.unit)] }),
-            "rate": .double(grantedRate), "rate_source": rateAsked ? "asked" : "current",
+            "rate": .double(grantedRate),
+            "rate_source": rateAsked ? "asked" : triggerMade ? "made_trigger_default" : "current",
             "trigger": JSONValue(trigger), "trigger_made": .bool(triggerMade),
+            "trigger_source": trigger == nil ? nil : .string(triggerSource),
+            "channels_source": channelsAsked ? "asked" : "imu_kinds",
             "timestamp_clock": JSONValue(clockName), "timestamp_clock_set": .bool(timestampClockSet),
             "time_source": .string(timeSource),
         ]
-        let channelWords = valueChannels.map { "\($0.name) (\($0.unit))" }.joined(separator: " ")
+        let channelWords =
+            valueChannels.map { "\($0.name) (\($0.unit))" }.joined(separator: " ")
+            + (channelsAsked ? "" : " (its accel, anglvel, magn and temp channels; channels= to choose)")
         let triggerWords =
-            trigger.map { ", trigger \($0)" + (triggerMade ? " (made by fieldcap, removed after)" : "") } ?? ""
+            trigger.map { name in
+                let how =
+                    switch triggerSource {
+                    case "made": "made by fieldcap: none was attached; removed after"
+                    case "asked": "asked"
+                    default: "the one attached to the device"
+                    }
+                return ", trigger \(name) (\(how))"
+            } ?? ""
         let summary =
             "\(device.name) (\(device.id)), \(channelWords), \(SourceReport.rate(grantedRate)) Hz (\(rateSource))"
             + "\(triggerWords), timestamps: \(timeWords)"

@@ -75,6 +75,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public let trigger: String?
     /// Whether fieldcap made the trigger (an hrtimer trigger through configfs, removed afterwards).
     public let triggerMade: Bool
+    /// Whether the trigger was named (`trigger=`), rather than found attached or made.
+    public let triggerAsked: Bool
+    /// Whether the channels were named (`channels=`), rather than every IMU channel it has.
+    public let channelsAsked: Bool
     /// Whether the rate was asked for (`rate=`), or kept as the device or trigger ran.
     public let rateAsked: Bool
     /// Whether fieldcap set the timestamp clock to `monotonic_raw` (put back afterwards).
@@ -134,6 +138,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         reclaimedStaleBuffer = setup.reclaimedStaleBuffer
         trigger = setup.trigger
         triggerMade = setup.triggerMade
+        triggerAsked = options.trigger != nil
+        channelsAsked = options.channels != nil
         grantedRate = setup.grantedRate
         rateAsked = setup.rateAsked
         timeSource = setup.timeSource

@@ -114,7 +114,11 @@ public final class RecordingController {
     /// Makes the session directory (refusing a disk already below the minimum free space), starts
     /// the SyncField session, writes the sidecar's start, and starts capture and writing.
     /// The calling thread's signal mask is inherited by every thread started here.
-    public func start() throws {
+    ///
+    /// `beforeCapture` runs once the session's directory and files exist, before any capture
+    /// thread starts: the moment to read the sources' reports (what setup granted), which read
+    /// counters the capture threads own once they run.
+    public func start(beforeCapture: (SessionLayout) throws -> Void = { _ in }) throws {
         startedWall = Date()
         let target = settings.out.map { ($0 as NSString).deletingLastPathComponent } ?? settings.root
         let shown = target.isEmpty ? "." : target
@@ -164,6 +168,7 @@ public final class RecordingController {
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder
+        try beforeCapture(layout)
         try recorder.start()
         startedNs = MonotonicClock.now()
     }

@@ -141,7 +141,9 @@ def check(kind, mbps, out, status, stall_request):
     result["imu_dropped"] = imu["drops"]["count"]
 
     # The status lines: what they said never exceeds the end, and the IMU's ring never filled.
-    status_lines = [json.loads(line) for line in open(f"{state}/{kind}.status.jsonl") if line.startswith("{")]
+    # The progress lines, between --json's start and stop lines.
+    status_lines = [line for line in (json.loads(text) for text in open(f"{state}/{kind}.status.jsonl") if text.startswith("{"))
+                    if line.get("event") == "progress"]
     if not status_lines:
         fail(f"{kind}: no --json status line")
     imu_queued = max((next(s["queued"] for s in line["streams"] if s["id"] == "imu") for line in status_lines), default=0)
