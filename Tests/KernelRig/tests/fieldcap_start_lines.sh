@@ -22,9 +22,13 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 v4l2-ctl -d "$dev" -c timestamp_source=0
 # The first case is a new user's dummy: no trigger attached. Earlier tests in the same boot may
 # have left one (attaching it is what a rig does); it is detached here and put back at the end.
+# The same for its timestamp clock: the kernel's default, realtime, which fieldcap sets to
+# monotonic_raw and puts back.
 attached=$(cat "$D/trigger/current_trigger")
+clock=$(cat "$D/current_timestamp_clock")
 echo > "$D/trigger/current_trigger"
-trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true; echo "$attached" > "$D/trigger/current_trigger" || true' EXIT
+echo realtime > "$D/current_timestamp_clock"
+trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true; echo "$attached" > "$D/trigger/current_trigger" || true; echo "$clock" > "$D/current_timestamp_clock" || true' EXIT
 
 # --- no options --------------------------------------------------------------------------
 plain=$FIELDCAP_TEST_TMP/plain
