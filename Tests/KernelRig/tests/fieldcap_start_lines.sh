@@ -31,13 +31,17 @@ echo realtime > "$D/current_timestamp_clock"
 trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true; echo "$attached" > "$D/trigger/current_trigger" || true; echo "$clock" > "$D/current_timestamp_clock" || true' EXIT
 
 # --- no options --------------------------------------------------------------------------
-plain=$FIELDCAP_TEST_TMP/plain
+# Sessions on the guest's scratch disk, as a rig records: 640x480 at 30 fps is more than the 9p
+# share carries under TCG (see fieldcap_v4l2_vivid).
+plain=${FIELDCAP_DISK_DIR:-/tmp}/fieldcap_start_lines-plain
+rm -rf "$plain"
 "$fieldcap" --cam "$dev" --imu "$imu" --duration 4s --out "$plain" 2>"$FIELDCAP_TEST_TMP/plain.stderr"
 cat "$FIELDCAP_TEST_TMP/plain.stderr"
 "$fieldcap" validate -q "$plain"
 
 # --- the hint followed, --json --------------------------------------------------------------
-soe=$FIELDCAP_TEST_TMP/soe
+soe=${FIELDCAP_DISK_DIR:-/tmp}/fieldcap_start_lines-soe
+rm -rf "$soe"
 "$fieldcap" --cam "$dev,ctrl.timestamp_source=1" --imu "$imu,rate=200,trigger=$trig,channels=accel_x" --duration 4s \
 	--out "$soe" --json >"$FIELDCAP_TEST_TMP/soe.jsonl" 2>"$FIELDCAP_TEST_TMP/soe.stderr"
 head -1 "$FIELDCAP_TEST_TMP/soe.jsonl"
@@ -108,9 +112,12 @@ v4l2 = streams["cam0"]["v4l2"]
 warned = warning_lines(stderr)
 print("warnings:", json.dumps(warned, ensure_ascii=False))
 fallback, written = v4l2["frames_stamped_at_dequeue"], streams["cam0"]["written"]
-check(written > 0 and fallback == written, f"{fallback} of {written} frames stamped at dequeue, wanted all (vivid's end-of-frame times)")
+# vivid's end-of-frame time lies ahead of a prompt dequeue; a frame dequeued more than a period
+# late (the guest preempted) has it in the past, where it is a usable kernel time.
+check(written > 0 and fallback >= 0.9 * written, f"{fallback} of {written} frames stamped at dequeue, wanted nearly all (vivid's end-of-frame times)")
 dequeue = [w for w in warned.get("cam0", []) if "stamped at dequeue" in w]
 check(len(dequeue) == 1, f"cam0's warnings {warned.get('cam0')} do not say once that frames were stamped at dequeue")
+check(any(w.startswith(f"{fallback} of ") for w in dequeue), f"the dequeue warning {dequeue} does not give the {fallback} frames the sidecar counts")
 if dequeue:
     check(re.match(rf"{fallback} of [0-9]+ frames were stamped at dequeue, not with the kernel's time \({fallback}: ", dequeue[0]),
           f"'{dequeue[0]}' does not give the count {fallback}")
