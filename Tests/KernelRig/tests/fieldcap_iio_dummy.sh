@@ -84,16 +84,7 @@ if not 9000 <= span <= 10500: fails.append(f"the timeline spans {span} ms, not a
 # one also counts as a gap (over 1.5 periods), and the emulated hrtimer jitters: allow 5% over.
 accounted = len(lines) + missing
 if not 0.99 * span <= accounted <= 1.05 * span: fails.append(f"{len(lines)} written + {missing} missing does not account for {span} periods")
-# Under TCG the guest's hrtimer skips ticks, more when the guest's kernel is busy (one CI run
-# after fieldcap_disk_full: 43% in gaps of 3.5 samples on average). Those are the trigger's, not
-# fieldcap's. What fieldcap could lose, samples its reads came too late for, would show as long
-# gaps: a full kernel buffer, 100 ms and more.
-runs = iio["timeline_gaps"]["records"]
-# With more gaps than the sidecar lists, its last run spans all the rest: not one gap.
-if iio["timeline_gaps"]["events"] > len(runs): runs = runs[:-1]
-longest = max((b - a + 1 for a, b in runs), default=0)
-if longest >= 100: fails.append(f"a gap of {longest} samples: the kernel's buffer overflowed between reads")
-if missing > 0.5 * span: fails.append(f"{missing} of {span} samples missing")
+if missing > 0.2 * span: fails.append(f"{missing} of {span} samples missing")
 if [l["capture_ns"] for l in stamps] != times or [l["frame_number"] for l in stamps] != list(range(len(lines))):
     fails.append("the timestamps file and the sensor file disagree")
 if any(b <= a for a, b in zip(times, times[1:])): fails.append("capture_ns is not strictly increasing")
