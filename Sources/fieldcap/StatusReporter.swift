@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSession
 import Foundation
 import SyncField
 
@@ -78,11 +79,7 @@ final class StatusReporter {
         }
     }
 
-    var diskFree: UInt64? {
-        var stats = statvfs()
-        guard statvfs(directory, &stats) == 0 else { return nil }
-        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
-    }
+    var diskFree: UInt64? { freeBytes(at: directory) }
 
     var bytesWritten: UInt64 {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
