@@ -105,24 +105,29 @@ t0=$(raw_now)
 recorder=$!
 for _ in $(seq 100); do [ -s "$session/imu.timestamps.jsonl" ] && break; sleep 0.1; done
 sleep 1
+stepped=$(raw_now)
 date -s "@$(( $(date +%s) + 3600 ))" >/dev/null
 wait "$recorder"
 date -s "@$(( $(date +%s) - 3600 ))" >/dev/null
 t1=$(raw_now)
 "$fieldcap" validate -q "$session"
-/usr/bin/python3 - "$session" "$t0" "$t1" <<'PY'
+/usr/bin/python3 - "$session" "$t0" "$t1" "$stepped" <<'PY'
 import json, sys
-session, t0, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+session, t0, t1, stepped = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 times = [json.loads(l)["capture_ns"] for l in open(f"{session}/imu.timestamps.jsonl")]
 iio = json.load(open(f"{session}/fieldcap.json"))["streams"][0]["iio"]
 gaps = [(b - a) / 1e6 for a, b in zip(times, times[1:])]
+widest = max(range(len(gaps)), key=lambda i: gaps[i])
 print(f"{len(times)} samples; time source: {iio['time_source']}; clock steps seen: {iio['clock_steps']}; "
-      f"largest interval {max(gaps):.2f} ms, smallest {min(gaps):.3f} ms")
+      f"largest interval {max(gaps):.2f} ms ({(times[widest] - stepped) / 1e9:+.2f} s from the step), "
+      f"smallest {min(gaps):.3f} ms")
 fails = []
 if "realtime" not in iio["time_source"]: fails.append(f"time source {iio['time_source']}")
 if iio["clock_steps"] < 1: fails.append("the step of CLOCK_REALTIME was not seen")
 if min(gaps) <= 0: fails.append("capture_ns goes backwards")
-if max(gaps) > 100: fails.append(f"a {max(gaps):.1f} ms jump in capture_ns")
+# A step leaking into capture_ns moves it by the hour; under QEMU's emulation the hrtimer alone
+# can stall for a tenth of a second (and then fire its late ticks back to back).
+if max(gaps) > 1000: fails.append(f"a {max(gaps):.1f} ms jump in capture_ns")
 if times[0] < t0 or times[-1] > t1: fails.append(f"capture_ns outside the RAW window of the capture")
 if len(times) < 600: fails.append(f"only {len(times)} samples in 6 s at 200 Hz")
 for f in fails: print("FAIL:", f)
