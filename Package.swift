@@ -47,18 +47,22 @@ let package = Package(
         // libiio 0.24 (Debian: libiio-dev) for IIO IMUs.
         .systemLibrary(name: "CIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
         .target(name: "FieldcapIIO", dependencies: ["CIIO", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        // Recording in segments: which record goes into which segment, the recording's index,
+        // the storage budget. The session layer gives it the segments' files.
+        .target(name: "FieldcapSegments", dependencies: ["FieldcapCore", "SyncField"]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
         .target(
             name: "FieldcapSession",
             dependencies: [
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 .product(name: "Yams", package: "Yams"),
             ]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
+                "FieldcapSegments",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -87,13 +91,14 @@ let package = Package(
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
+        .testTarget(name: "FieldcapSegmentsTests", dependencies: ["FieldcapSegments", "FieldcapCore", "SyncField"]),
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapSessionTests",
             dependencies: ["FieldcapSession", "FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "FieldcapCore", "SyncField"]
+            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField"]
         ),
         // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
         .testTarget(

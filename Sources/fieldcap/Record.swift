@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapSegments
 import FieldcapSession
 import Foundation
 import Logging
@@ -32,6 +33,14 @@ struct Record: ParsableCommand {
             is recorded to {id}.mkv (Matroska), every stream to {id}.timestamps.jsonl, each IMU to
             {id}.jsonl, with manifest.json and sync_point.json (SyncField 0.1) and fieldcap.json
             (devices, formats, drops, why it stopped).
+
+            With --segment 30s, fieldcap records without end in consecutive segments: a
+            recording directory holds recording.json (the index: every segment's start and end in
+            UTC and CLOCK_MONOTONIC_RAW, counts, sizes, states) and one complete session per
+            segment (00000001-20261123T140200Z, ...). Capture never stops at a boundary: each
+            frame and sample goes into the segment its capture_ns falls in. --max-storage 16G
+            and/or --keep 2h delete the oldest finished segments to stay within a budget (never
+            the one being written, never a directory holding files fieldcap did not write).
 
             Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Recording also stops, cleanly,
             when the disk's free space falls below --min-free (256M by default), or when the disk
@@ -78,6 +87,24 @@ struct Record: ParsableCommand {
             "Stop cleanly when the disk's free space falls below this: 256M (the default), 1G, 0 to fill it.",
             valueName: "SIZE"))
     var minFree: ByteSize?
+
+    @Option(
+        help: ArgumentHelp(
+            "Record in consecutive segments this long (30s, 5m, 1h), each a complete session, in one recording directory with an index (recording.json); capture goes on across every boundary.",
+            valueName: "DURATION"))
+    var segment: Duration?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --segment: delete the oldest finished segments so the recording stays within this size (500M, 16G).",
+            valueName: "SIZE"))
+    var maxStorage: ByteSize?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --segment: delete finished segments that ended longer ago than this (30m, 2h, 7d).",
+            valueName: "DURATION"))
+    var keep: Duration?
 
     @Flag(
         help:
@@ -140,6 +167,22 @@ struct Record: ParsableCommand {
             )
         }
         _ = try settings()
+        if segment == nil {
+            if maxStorage != nil {
+                throw PlanError(
+                    "--max-storage needs --segment: the budget deletes whole finished segments (add --segment 30s, for one)"
+                ).exitForCommand()
+            }
+            if keep != nil {
+                throw PlanError(
+                    "--keep needs --segment: old footage goes one finished segment at a time (add --segment 30s, for one)"
+                ).exitForCommand()
+            }
+        }
+        if let maxStorage, maxStorage.bytes == 0 {
+            throw PlanError("--max-storage 0 would keep nothing: give a size that holds a few segments (16G)")
+                .exitForCommand()
+        }
         if let out, FileManager.default.fileExists(atPath: out) {
             throw ValidationError(
                 "--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
@@ -150,11 +193,15 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
         let sources = try settings.plan.makeSourcesForCommand()
+        let segments = try segmentSettings(for: sources)
         let recording = RecordingController(
             sources: sources,
             settings: RecordingController.Settings(
                 hostId: settings.hostId, out: out, root: settings.root, duration: settings.duration,
-                syncEvery: settings.syncEvery, minFree: settings.minFree, directIO: !noDirectIO))
+                syncEvery: settings.syncEvery, minFree: settings.minFree, directIO: !noDirectIO, segments: segments),
+            log: { [quiet] message in
+                if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K\(message)\n".utf8)) }
+            })
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
@@ -166,6 +213,7 @@ struct Record: ParsableCommand {
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
                     diskWatch: recording.session?.diskWatch)
+                if let segments = recording.segments { status?.countBytes = { segments.bytesNow } }
             }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
@@ -212,5 +260,35 @@ struct Record: ParsableCommand {
             throw ExitCode(4)
         }
         if outcome.summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
+    }
+
+    /// `--segment`, `--max-storage` and `--keep` for these sources, refusing (one line, exit
+    /// 64, nothing written) a segment shorter than a camera's frame or a budget smaller than
+    /// one segment.
+    func segmentSettings(for sources: [CaptureSource]) throws -> SegmentedSessions.Settings? {
+        guard let segment else { return nil }
+        for source in sources where source.descriptor.nominalRate > 0 {
+            let period = 1 / source.descriptor.nominalRate
+            if segment.seconds < period {
+                FileHandle.standardError.write(
+                    Data(
+                        "Error: --segment \(segment) is shorter than one \(source.descriptor.kind == .video ? "frame" : "sample") of \(source.descriptor.id) (\(SourceReport.rate(source.descriptor.nominalRate)) per second): give at least \(TimeSpan(seconds: period))\n"
+                            .utf8))
+                throw ExitCode(64)
+            }
+        }
+        let estimate = SegmentedSessions.estimatedBytes(streams: sources.map(\.descriptor), seconds: segment.seconds)
+        if let maxStorage, maxStorage.bytes < estimate {
+            FileHandle.standardError.write(
+                Data(
+                    "Error: --max-storage \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise --max-storage or shorten --segment\n"
+                        .utf8))
+            throw ExitCode(64)
+        }
+        return SegmentedSessions.Settings(
+            lengthNs: segment.nanoseconds,
+            budget: StorageBudget(maxBytes: maxStorage?.bytes, keepNs: keep?.nanoseconds),
+            maxStorageLabel: maxStorage.map { "--max-storage \($0)" } ?? "",
+            keepLabel: keep.map { "--keep \($0)" } ?? "")
     }
 }

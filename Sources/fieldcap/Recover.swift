@@ -25,6 +25,11 @@ struct Recover: ParsableCommand {
               - sync_point.json and manifest.json are written as the recorder would have, and
                 fieldcap.json says what was recovered.
 
+            For a recording made with --segment, give the recording's directory: the segment
+            being written when the recorder died is finished as above, the one made ready ahead
+            and never written into is removed, recording.json is brought up to date, and the
+            finished segments are left alone.
+
             Then it validates the session. A session that is already complete and valid, or a
             directory fieldcap did not record, is left untouched. Exit status: 0 when the session
             is valid (recovered or already), 1 when it still has problems, 65 for a directory that
@@ -43,6 +48,24 @@ struct Recover: ParsableCommand {
     }
 
     func run() throws {
+        if let outcome = try RecordingRecovery.recover(directory: directory, say: { print($0) }) {
+            switch outcome {
+            case .alreadyComplete(let state):
+                print("\(directory): the recording is \(state) and every segment finished; nothing to recover")
+            case .recovered(let segments, _, let report):
+                for problem in report.problems { print("\(directory)/\(problem)") }
+                guard report.isValid else {
+                    print(
+                        "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"), but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain"
+                    )
+                    throw ExitCode(1)
+                }
+                print(
+                    "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"); valid recording, \(report.segmentsValid) segments, \(report.lineCount) timestamp lines"
+                )
+            }
+            return
+        }
         switch try SessionFinisher.recover(directory: directory, say: { print($0) }) {
         case .notAFieldcapSession:
             FileHandle.standardError.write(

@@ -81,7 +81,12 @@ final class StatusReporter {
 
     var diskFree: UInt64? { freeBytes(at: directory) }
 
+    /// Bytes the recording holds, when something else knows better than a look at the directory's
+    /// files (a segmented recording: `SegmentedSessions.bytesNow`).
+    var countBytes: (() -> UInt64)?
+
     var bytesWritten: UInt64 {
+        if let countBytes { return countBytes() }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")

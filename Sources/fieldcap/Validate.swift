@@ -6,7 +6,7 @@ import SyncField
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check a session directory against every rule of the SyncField 0.1 format.",
+        abstract: "Check a session (or a segmented recording) against every rule of the SyncField 0.1 format.",
         discussion: """
             Parses every line of every stream file and checks keys, their order and types, the \
             number and string spellings the SDK produces, non-decreasing capture_ns, \
@@ -15,6 +15,9 @@ struct Validate: ParsableCommand {
             exist, be Matroska with a video track, and hold frame_count frames (counted from \
             the blocks' headers, without decoding); a linked path that no longer exists is \
             looked for under its file name in the session directory.
+
+            A recording made with --segment is checked segment by segment: every segment its \
+            recording.json lists as on disk must be there and valid, every deleted one gone.
 
             Each problem is printed as FILE:LINE: MESSAGE. Exit status: 0 when the session is \
             valid, 1 when it has problems, 64 for a usage error.
@@ -40,6 +43,21 @@ struct Validate: ParsableCommand {
 
     func run() throws {
         let progress = ValidationProgressLine(quiet: quiet)
+        if let recording = RecordingValidator.validate(directory: directory, progress: progress.show) {
+            progress.line.erase()
+            for problem in recording.problems { print("\(directory)/\(problem)") }
+            for warning in recording.warnings where !quiet { print("\(directory)/\(warning) (warning)") }
+            guard recording.isValid else {
+                print("\(directory): \(recording.problems.count) problem\(recording.problems.count == 1 ? "" : "s")")
+                throw ExitCode(1)
+            }
+            if !quiet {
+                print(
+                    "\(directory): valid recording, \(recording.segmentsValid) segments (each a valid SyncField 0.1 session, \(recording.lineCount) timestamp lines in all), \(recording.segmentsDeleted) deleted by its storage budget"
+                )
+            }
+            return
+        }
         let report = SessionValidator.validateWithVideos(directory: directory, progress: progress.show)
         progress.line.erase()
         for problem in report.problems { print("\(directory)/\(problem)") }

@@ -192,6 +192,15 @@ struct RecordCommandTests {
             (["--imu", "synthetic", "--quiet", "--json"], "--quiet and --json"),
             (["--cam", "synthetic,stall=1s"], "stall is for V4L2"),
             (["--imu", "iio:device0,stall=0s"], "stall '0s'"),
+            (["--imu", "synthetic", "--max-storage", "1G"], "--max-storage needs --segment"),
+            (["--imu", "synthetic", "--keep", "1h"], "--keep needs --segment"),
+            (["--imu", "synthetic", "--segment", "soon"], "segment"),
+            (["--imu", "synthetic", "--segment", "5s", "--max-storage", "0"], "--max-storage 0"),
+            (["--cam", "synthetic:160x120@30", "--segment", "10ms"], "shorter than one frame of cam0"),
+            (
+                ["--cam", "synthetic:160x120@30", "--segment", "10s", "--max-storage", "1M"],
+                "less than one 10s segment"
+            ),
         ] as [([String], String)])
     func badInvocation(arguments: [String], expected: String) throws {
         let root = freshPath("record-bad")
@@ -201,6 +210,30 @@ struct RecordCommandTests {
         let first = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
         #expect(first.contains(expected), "\(arguments): \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: root))
+    }
+
+    @Test("--segment: a recording directory of sessions and its index, which validate checks segment by segment")
+    func segmentedRecording() throws {
+        let out = freshPath("record-segments")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try FieldcapProcess.run([
+            "--cam", "synthetic:160x120@30", "--imu", "synthetic:100", "--segment", "1s", "--duration", "3500ms",
+            "--out", out, "-q",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+        #expect(names.last == "recording.json")
+        let segments = names.dropLast()
+        #expect(segments.count == 4, "\(names)")
+        #expect(segments.first?.hasPrefix("00000001-") == true && segments.last?.hasPrefix("00000004-") == true)
+        let validated = try FieldcapProcess.run(["validate", out])
+        #expect(validated.status == 0)
+        #expect(validated.stdout.contains("valid recording, 4 segments"), "\(validated.stdout)")
+        // A segment that goes missing is a problem the index names.
+        try FileManager.default.removeItem(atPath: "\(out)/\(segments[1])")
+        let broken = try FieldcapProcess.run(["validate", out])
+        #expect(broken.status == 1)
+        #expect(broken.stdout.contains("\(segments[1]): listed as complete, but missing"), "\(broken.stdout)")
     }
 
     @Test("an output on a disk below --min-free is refused with one line and exit 4, and nothing is made")

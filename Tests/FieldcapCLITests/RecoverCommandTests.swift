@@ -1,3 +1,4 @@
+import FieldcapSegments
 import Foundation
 import SyncField
 import Testing
@@ -71,6 +72,50 @@ struct RecoverCommandTests {
                 }
             }
         }
+    }
+
+    @Test(
+        "SIGKILL of a segmented recording: recover finishes the open segment, removes the unused one, leaves the rest")
+    func killedSegmentedRecording() throws {
+        let out = freshPath("recover-segments")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        _ = try FieldcapProcess.run([
+            "--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--segment", "500ms", "--out", out, "-q",
+        ]) { process in
+            let deadline = Date().addingTimeInterval(30)
+            // Killed in the middle of the fifth segment.
+            while Date() < deadline
+                && (try? FileManager.default.contentsOfDirectory(atPath: out))?.contains(where: {
+                    $0.hasPrefix("00000005-")
+                })
+                    != true
+            {
+                usleep(10_000)
+            }
+            usleep(200_000)
+            kill(process.processIdentifier, SIGKILL)
+        }
+        let before = try #require(RecordingIndex.read(directory: out))
+        #expect(before.state == "recording")
+        let finished = before.segments.filter { $0.state == .complete }
+        #expect(finished.count >= 3)
+        let finishedSidecars = try finished.map {
+            try Data(contentsOf: URL(fileURLWithPath: "\(out)/\($0.directory)/fieldcap.json"))
+        }
+        let result = try FieldcapProcess.run(["recover", out])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        let after = try #require(RecordingIndex.read(directory: out))
+        #expect(after.state == "recovered")
+        #expect(after.segments.allSatisfy { $0.state == .complete || $0.state == .recovered })
+        #expect(after.segments.contains { $0.state == .recovered })
+        #expect(after.segments.map(\.number) == Array(1...after.segments.count))
+        // The finished segments were not touched.
+        for (segment, sidecar) in zip(finished, finishedSidecars) {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(segment.directory)/fieldcap.json")) == sidecar)
+        }
+        #expect(try FieldcapProcess.run(["validate", out]).status == 0)
+        // A second recover finds nothing to do.
+        #expect(try FieldcapProcess.run(["recover", out]).stdout.contains("nothing to recover"))
     }
 
     @Test("a complete session and a directory fieldcap did not record are left untouched")

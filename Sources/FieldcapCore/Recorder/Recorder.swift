@@ -77,6 +77,21 @@ public final class Recorder: @unchecked Sendable {
         /// delivered over, which a late start (a camera's first frame can take a second) does
         /// not shorten the way it shortens the recording's.
         public var capturedSpanNs: ClosedRange<UInt64>?
+
+        public init(
+            id: String, written: Int, dropped: Int, droppedRange: ClosedRange<UInt64>? = nil,
+            droppedRuns: [ClosedRange<UInt64>] = [], captureError: String? = nil, endedEarlyAtNs: UInt64? = nil,
+            capturedSpanNs: ClosedRange<UInt64>? = nil
+        ) {
+            self.id = id
+            self.written = written
+            self.dropped = dropped
+            self.droppedRange = droppedRange
+            self.droppedRuns = droppedRuns
+            self.captureError = captureError
+            self.endedEarlyAtNs = endedEarlyAtNs
+            self.capturedSpanNs = capturedSpanNs
+        }
     }
 
     /// One writer thread and the streams it writes. Thread-bound (its writer) until joined.

@@ -25,6 +25,12 @@ public struct Sidecar {
     public var layout: SessionLayout
     /// The directory as the session's `link()` paths spell it.
     public var linkDirectory: String
+    /// The sources' reports, when taken earlier: a segment finished while capture goes on
+    /// cannot read its sources (their counters are the capture threads'), and gives what they
+    /// reported at start, without `details`. nil reads each source's report now.
+    public var reports: [SourceReport]?
+    /// A segment of a segmented recording: its number, and where the recording's index is.
+    public var segment: Int?
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -92,14 +98,21 @@ public struct Sidecar {
     /// `linkDirectory` is the directory as the session's `link()` paths spell it (the manifest
     /// gives each video's path as it was linked).
     public static func writeStart(
-        hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String
+        hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
+        segment: Int? = nil
     ) throws {
-        let document: [String: Any] = [
+        var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": sources.map { streamEntry($0.descriptor, linkDirectory: linkDirectory) },
         ]
+        if let segment { document["segment"] = segmentEntry(segment) }
         try store(document, layout: layout)
+    }
+
+    /// A segment's place: its number, and the recording's index one directory up.
+    static func segmentEntry(_ number: Int) -> [String: Any] {
+        ["number": number, "recording_index": "../recording.json"]
     }
 
     /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).
@@ -116,7 +129,8 @@ public struct Sidecar {
 
     /// Writes the sidecar of a recording that ended (`state: complete`).
     public func write() throws {
-        let streams: [[String: Any]] = zip(sources, summary).map { source, stream in
+        let streams: [[String: Any]] = zip(sources, summary).enumerated().map { index, pair in
+            let (source, stream) = pair
             var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
             entry["written"] = stream.written
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
@@ -125,7 +139,7 @@ public struct Sidecar {
                 "count": stream.dropped,
                 "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] },
             ]
-            let report = source.report
+            let report = reports?[index] ?? source.report
             entry["timestamps"] = report.timestamps
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }
             if let error = stream.captureError {
@@ -139,7 +153,7 @@ public struct Sidecar {
             }
             return entry
         }
-        let document: [String: Any] = [
+        var document: [String: Any] = [
             "fieldcap_version": Self.fieldcapVersion,
             "host_id": hostId,
             "hostname": ProcessInfo.processInfo.hostName,
@@ -152,6 +166,7 @@ public struct Sidecar {
             "streams": streams,
             "disk_stalls": diskStallsEntry,
         ]
+        if let segment { document["segment"] = Self.segmentEntry(segment) }
         try Self.store(document, layout: layout)
     }
 

@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapMedia
+import FieldcapSegments
 import Foundation
 import SyncField
 
@@ -22,12 +23,16 @@ public final class RecordingController {
         public var minFree: ByteSize
         /// Write the videos with direct I/O where the filesystem does it (`MatroskaWriter`).
         public var directIO: Bool
+        /// Record in consecutive segments, each a session of its own, inside one recording
+        /// directory (`SegmentedSessions`); nil records one session.
+        public var segments: SegmentedSessions.Settings?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
             syncEvery: TimeSpan = TimeSpan(seconds: 1), minFree: ByteSize = RecordingController.defaultMinFree,
-            directIO: Bool = true
+            directIO: Bool = true, segments: SegmentedSessions.Settings? = nil
         ) {
+            self.segments = segments
             self.hostId = hostId
             self.out = out
             self.root = root
@@ -50,6 +55,8 @@ public final class RecordingController {
         case writeFailed
         /// Writing failed as the recording stopped: the disk filled up, or another error.
         case writeError(String, diskFull: Bool)
+        /// A segment could not be started or finished (segmented recordings).
+        case segmentFailed(String)
 
         public var description: String {
             switch self {
@@ -59,6 +66,7 @@ public final class RecordingController {
                 "disk nearly full (\(ByteSize(bytes: free)) free, below --min-free \(minFree))"
             case .writeFailed: "write failed"
             case .writeError(let error, let diskFull): diskFull ? "disk full (\(error))" : "write failed (\(error))"
+            case .segmentFailed(let error): "segment failed (\(error))"
             }
         }
     }
@@ -97,6 +105,9 @@ public final class RecordingController {
     /// Set by `start`.
     public private(set) var layout: SessionLayout?
     public private(set) var session: SyncSession?
+    /// Segmented recordings: the segments and the sink that rotates them.
+    public private(set) var segments: SegmentedSessions?
+    private var segmentingSink: SegmentingSink?
     private var recorder: Recorder?
     private var sink: VideoSessionSink?
     private var reserve: DiskReserve?
@@ -104,9 +115,14 @@ public final class RecordingController {
     private var startedWall = Date()
     private var startedNs: UInt64 = 0
 
-    public init(sources: [CaptureSource], settings: Settings) {
+    /// What the user should hear about while recording (a segment deleted by the storage
+    /// budget): the front end's logger. Called from a recording thread.
+    private let log: @Sendable (String) -> Void
+
+    public init(sources: [CaptureSource], settings: Settings, log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.sources = sources
         self.settings = settings
+        self.log = log
     }
 
     public var directory: String? { layout?.directory }
@@ -157,6 +173,23 @@ public final class RecordingController {
         sessionOptions.queueCapacity = 4096
         sessionOptions.idlePollNs = sessionOptions.idlePollNs(
             forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
+        if let segmenting = settings.segments {
+            let segments = SegmentedSessions(
+                directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
+                sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
+            self.segments = segments
+            try beforeCapture(layout)
+            segments.takeStartReports()
+            let sink = SegmentingSink(
+                schedule: SegmentSchedule(startNs: MonotonicClock.now(), lengthNs: segmenting.lengthNs),
+                store: segments)
+            segmentingSink = sink
+            let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
+            self.recorder = recorder
+            try recorder.start()
+            startedNs = MonotonicClock.now()
+            return
+        }
         let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)
         self.session = session
         let syncPoint = try session.start()
@@ -186,6 +219,7 @@ public final class RecordingController {
     public func checkStop() -> StopReason? {
         if let duration = settings.duration, elapsed >= duration.seconds { return .duration }
         if recorder?.hasFailed == true { return .writeFailed }
+        if let failure = segmentingSink?.rotationFailure { return .segmentFailed(failure) }
         if let directory, let free = freeBytes(at: directory), free < settings.minFree.bytes {
             return .diskNearlyFull(free: free, minFree: settings.minFree)
         }
@@ -196,6 +230,7 @@ public final class RecordingController {
     /// write that fails while stopping becomes the outcome's reason and `writeFailure`; the
     /// session is then cut back to what every file holds, so it still validates.
     public func stop(reason: StopReason) throws -> Outcome {
+        if segments != nil { return try stopSegments(reason: reason) }
         guard let recorder, let sink, let session, let layout, let syncPoint else {
             preconditionFailure("stop() before start()")
         }
@@ -224,6 +259,36 @@ public final class RecordingController {
             try SessionFinisher.finish(
                 directory: layout.directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
             ) { _ in }
+        }
+        return Outcome(
+            directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed, writeFailure: writeFailure)
+    }
+
+    /// `stop` for a segmented recording: the last segments get the stop's reason, the recording's
+    /// index its end.
+    private func stopSegments(reason: StopReason) throws -> Outcome {
+        guard let recorder, let segments, let layout else { preconditionFailure("stop() before start()") }
+        var reason = reason
+        reserve?.release()
+        var writeFailure: Error?
+        let summary: [Recorder.StreamSummary]
+        do {
+            summary = try recorder.stop()
+        } catch {
+            writeFailure = error
+            summary = recorder.finalSummary
+            reason = .writeError("\(error)", diskFull: isDiskFull(error))
+        }
+        let elapsed = elapsed
+        let cut = segments.stoppedSegmentDirectories
+        try segments.finish(reason: reason.description, summary: summary)
+        if writeFailure != nil {
+            for directory in cut {
+                guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)) else { continue }
+                try SessionFinisher.finish(
+                    directory: directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
+                ) { _ in }
+            }
         }
         return Outcome(
             directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed, writeFailure: writeFailure)

@@ -1,0 +1,330 @@
+import FieldcapCore
+import FieldcapSegments
+import Foundation
+import SyncField
+import Synchronization
+
+/// The segments of a segmented recording on disk: each one a SyncField session in a directory of
+/// its own (`00000001-20261123T140200Z`, names that sort by time) inside the recording's
+/// directory, beside the recording's index (`recording.json`), kept within a storage budget.
+///
+/// `SegmentingSink` calls it from its rotation thread (open, close, discard) and, at the start
+/// and the end, from the controlling thread; never from two at once (the rotation thread is
+/// joined before the end). The index is this type's alone.
+public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var lengthNs: UInt64
+        public var budget: StorageBudget
+        /// How the user wrote the limits, for the index's deletion reasons.
+        public var maxStorageLabel: String
+        public var keepLabel: String
+
+        public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
+            self.lengthNs = lengthNs
+            self.budget = budget
+            self.maxStorageLabel = maxStorageLabel
+            self.keepLabel = keepLabel
+        }
+    }
+
+    /// A segment being written: what finishing it needs.
+    struct Open {
+        var session: SyncSession
+        var sink: VideoSessionSink
+        var syncPoint: SyncPoint
+        var layout: SessionLayout
+        var startedWall: Date
+    }
+
+    /// A segment the recording's stop finished: its sidecar waits for the stop's reason.
+    struct Stopped {
+        var open: Open
+        var segment: FinishedSegment
+    }
+
+    public let directory: String
+    public let settings: Settings
+    private let hostId: String
+    private let sources: [CaptureSource]
+    private let sessionOptions: SyncSession.Options
+    private let directIO: Bool
+    /// Each source's report as capture started (`Sidecar.reports`).
+    private var startReports: [SourceReport] = []
+    private var open: [Int: Open] = [:]
+    private var stopped: [Stopped] = []
+    private(set) var index: RecordingIndex
+    /// Bytes of the finished segments still on disk, and the directories of the segments being
+    /// written: for `bytesNow`, from any thread.
+    private let finishedBytes = Atomic<UInt64>(0)
+    private let openDirectories = Mutex<[String]>([])
+    /// What happened that the user should hear about (a deletion, a segment kept): the front
+    /// end's logger. From the rotation thread.
+    private let log: @Sendable (String) -> Void
+
+    public init(
+        directory: String, hostId: String, sources: [CaptureSource], settings: Settings,
+        sessionOptions: SyncSession.Options, directIO: Bool, log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.directory = directory
+        self.hostId = hostId
+        self.sources = sources
+        self.settings = settings
+        self.sessionOptions = sessionOptions
+        self.directIO = directIO
+        self.log = log
+        index = RecordingIndex(
+            fieldcapVersion: Sidecar.fieldcapVersion, hostId: hostId, segmentSeconds: Double(settings.lengthNs) / 1e9,
+            maxStorageBytes: settings.budget.maxBytes, keepSeconds: settings.budget.keepNs.map { Double($0) / 1e9 },
+            streams: sources.map { source in
+                let descriptor = source.descriptor
+                return RecordingIndex.Stream(
+                    id: descriptor.id, kind: descriptor.kind.rawValue, device: descriptor.device,
+                    nominalRate: descriptor.nominalRate, format: descriptor.videoFormat?.description)
+            })
+    }
+
+    /// What the recording holds on disk now: its finished segments (as the index has them) and
+    /// the files of the ones being written. Any thread; cheap on a recording of thousands of
+    /// segments (it looks at the open ones only).
+    public var bytesNow: UInt64 {
+        let open = openDirectories.withLock { $0 }
+        return open.reduce(finishedBytes.load(ordering: .relaxed)) { $0 + Self.bytesOnDisk($1) }
+    }
+
+    /// Takes each source's report; call it before capture starts (a report reads counters the
+    /// capture thread owns once it runs).
+    public func takeStartReports() { startReports = sources.map(\.report) }
+
+    /// About how many bytes one segment of `seconds` of these streams takes: raw frames (a
+    /// compressed one guessed at a quarter byte a pixel), each frame's log and timestamp lines,
+    /// each sample's two lines. For refusing a budget smaller than one segment.
+    public static func estimatedBytes(streams: [StreamDescriptor], seconds: Double) -> UInt64 {
+        var perSecond = 0.0
+        for stream in streams {
+            if let format = stream.videoFormat {
+                let frame =
+                    format.pixelFormat.frameBytes(width: format.width, height: format.height)
+                    ?? format.width * format.height / 4
+                perSecond += stream.nominalRate * Double(frame + 400)
+            } else {
+                perSecond += stream.nominalRate * Double(120 + 40 * max(1, stream.channels.count))
+            }
+        }
+        return UInt64(perSecond * seconds)
+    }
+
+    /// The directory name of segment `number`, starting at `wall`.
+    static func name(number: Int, wall: Date) -> String {
+        let stamp = SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, wall.timeIntervalSince1970 * 1e9)))
+        // 2026-11-23T14:02:05.123Z -> 20261123T140205Z: sortable, no colons (FAT, Windows shares).
+        let compact = stamp.prefix(19).filter { $0 != "-" && $0 != ":" }
+        return String(format: "%08d-%@Z", number, String(compact))
+    }
+
+    /// The wall-clock time of a `CLOCK_MONOTONIC_RAW` time, through `syncPoint`.
+    static func wall(_ ns: UInt64, _ syncPoint: SyncPoint) -> Date {
+        let offset = Double(Int64(bitPattern: ns &- syncPoint.monotonicNs)) / 1e9
+        return Date(timeIntervalSince1970: Double(syncPoint.wallClockNs) / 1e9 + offset)
+    }
+
+    public func openSegment(
+        number: Int, startNs: UInt64, endNs: UInt64, streams: [StreamDescriptor]
+    ) throws
+        -> RecordSink
+    {
+        // The sync point first: it names the directory with the segment's start in UTC.
+        let probe = SyncPoint.createNow(hostId: hostId)
+        let name = Self.name(number: number, wall: Self.wall(startNs, probe))
+        let path = "\(directory)/\(name)"
+        guard mkdir(path, 0o755) == 0 else {
+            throw SessionDirectoryError(
+                message: "cannot create segment \(path): \(String(cString: strerror(errno))) (errno \(errno))")
+        }
+        let layout = SessionLayout(directory: path)
+        let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
+        let syncPoint = try session.start()
+        try Sidecar.writeStart(
+            hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
+            linkDirectory: session.outputDir.path,
+            segment: number)
+        let sink = VideoSessionSink(session: session, directIO: directIO)
+        try sink.open(streams: streams)
+        open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
+        openDirectories.withLock { $0.append(path) }
+        index.segments.append(
+            RecordingIndex.Segment(
+                number: number, directory: name, state: .recording, startMonotonicRawNs: startNs,
+                endMonotonicRawNs: endNs, startUtc: Sidecar.utc(Self.wall(startNs, syncPoint)),
+                endUtc: Sidecar.utc(Self.wall(endNs, syncPoint))))
+        try index.write(directory: directory)
+        return sink
+    }
+
+    public func closeSegment(_ segment: FinishedSegment, sink: RecordSink, final: Bool) throws -> [String: Int] {
+        guard let open = open.removeValue(forKey: segment.number) else {
+            preconditionFailure("segment \(segment.number) was not opened here")
+        }
+        let counts = try sink.close()
+        if final {
+            // The stop's reason and the sources' final reports come with `finish`.
+            stopped.append(Stopped(open: open, segment: segment))
+            return counts
+        }
+        try writeSidecar(open, segment, reason: "segment", stoppedWall: Self.wall(segment.endNs, open.syncPoint))
+        record(segment, open: open, state: .complete)
+        enforceBudget()
+        try index.write(directory: directory)
+        return counts
+    }
+
+    public func discardSegment(number: Int, sink: RecordSink) {
+        _ = try? sink.close()
+        guard let open = open.removeValue(forKey: number) else { return }
+        openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
+        try? FileManager.default.removeItem(atPath: open.layout.directory)
+        index.segments.removeAll { $0.number == number }
+    }
+
+    /// Writes the sidecars of the segments the stop finished (the last one with the sources'
+    /// final reports and the recording's summary of how each stream ended) and the final index.
+    public func finish(reason: String, summary: [Recorder.StreamSummary]) throws {
+        var firstError: Error?
+        for (position, stop) in stopped.enumerated() {
+            let last = position == stopped.count - 1
+            do {
+                try writeSidecar(
+                    stop.open, stop.segment, reason: reason, stoppedWall: Date(), final: last ? summary : nil)
+            } catch { firstError = firstError ?? error }
+            record(stop.segment, open: stop.open, state: .complete)
+        }
+        stopped = []
+        index.state = "complete"
+        index.stopReason = reason
+        do { try index.write(directory: directory) } catch { firstError = firstError ?? error }
+        if let firstError { throw firstError }
+    }
+
+    /// The directories of the segments the stop finished, for cutting them back after a failed
+    /// write.
+    public var stoppedSegmentDirectories: [String] { stopped.map(\.open.layout.directory) }
+
+    private func writeSidecar(
+        _ open: Open, _ segment: FinishedSegment, reason: String, stoppedWall: Date,
+        final summary: [Recorder.StreamSummary]? = nil
+    ) throws {
+        let segmentSummary = zip(sources, segment.tallies).enumerated().map { position, pair in
+            let (source, tally) = pair
+            var stream = Recorder.StreamSummary(
+                id: source.descriptor.id, written: tally.records, dropped: tally.missing,
+                droppedRange: tally.missingRuns.first.map { $0.lowerBound...(tally.missingRuns.last!.upperBound) },
+                droppedRuns: tally.missingRuns,
+                capturedSpanNs: tally.firstCaptureNs.map { $0...(tally.lastCaptureNs ?? $0) })
+            if let ended = summary?[position] {
+                stream.captureError = ended.captureError
+                stream.endedEarlyAtNs = ended.endedEarlyAtNs
+            }
+            return stream
+        }
+        var sidecar = Sidecar(
+            hostId: hostId, syncPoint: open.syncPoint, startedWall: open.startedWall, stoppedWall: stoppedWall,
+            stopReason: reason, sources: sources, summary: segmentSummary, videoWrites: open.sink.videoWrites,
+            diskStalls: open.session.diskWatch.summary(), diskStallNs: open.session.diskWatch.stallNs,
+            layout: open.layout, linkDirectory: open.session.outputDir.path)
+        sidecar.reports = summary == nil ? startReports : nil
+        sidecar.segment = segment.number
+        try sidecar.write()
+    }
+
+    private func record(_ segment: FinishedSegment, open: Open, state: RecordingIndex.Segment.State) {
+        guard let position = index.segments.firstIndex(where: { $0.number == segment.number }) else { return }
+        var entry = index.segments[position]
+        entry.state = state
+        let bytes = Self.bytesOnDisk(open.layout.directory)
+        entry.bytes = bytes
+        finishedBytes.add(bytes, ordering: .relaxed)
+        openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
+        entry.streams = Dictionary(
+            uniqueKeysWithValues: zip(sources, segment.tallies).map { source, tally in
+                (
+                    source.descriptor.id,
+                    RecordingIndex.StreamCounts(
+                        records: tally.records, firstCaptureNs: tally.firstCaptureNs,
+                        lastCaptureNs: tally.lastCaptureNs, firstSequence: tally.firstSequence,
+                        lastSequence: tally.lastSequence, missing: tally.missing,
+                        firstAfterStartSeconds: tally.firstCaptureNs.map {
+                            Double(Int64(bitPattern: $0 &- segment.startNs)) / 1e9
+                        })
+                )
+            })
+        index.segments[position] = entry
+    }
+
+    /// Deletes the oldest finished segments the budget no longer has room or time for. Never
+    /// one being written, never one whose directory holds a file fieldcap did not write there.
+    private func enforceBudget() {
+        guard settings.budget.isLimited else { return }
+        // The segments being written, and what the recording's directory holds itself: the
+        // index, and the disk reserve while recording.
+        let openBytes = open.values.reduce(Self.bytesOnDisk(directory)) { $0 + Self.bytesOnDisk($1.layout.directory) }
+        let deletions = settings.budget.deletions(
+            in: index, openBytes: openBytes, nowNs: MonotonicClock.now(), maxLabel: settings.maxStorageLabel,
+            keepLabel: settings.keepLabel)
+        for deletion in deletions {
+            guard let position = index.segments.firstIndex(where: { $0.number == deletion.number }) else { continue }
+            let entry = index.segments[position]
+            let path = "\(directory)/\(entry.directory)"
+            if let stranger = SegmentFiles.stranger(in: path, streams: index.streams.map(\.id)) {
+                index.segments[position].kept = "holds \(stranger), which fieldcap did not write: not deleted"
+                log(
+                    "segment \(entry.directory) kept over \(deletion.reason): it holds \(stranger), which fieldcap did not write"
+                )
+                continue
+            }
+            do {
+                try FileManager.default.removeItem(atPath: path)
+            } catch {
+                index.segments[position].kept = "could not be deleted: \(error.localizedDescription)"
+                log("segment \(entry.directory) could not be deleted: \(error.localizedDescription)")
+                continue
+            }
+            index.segments[position].state = .deleted
+            finishedBytes.subtract(entry.bytes ?? 0, ordering: .relaxed)
+            index.segments[position].deleted = RecordingIndex.Deletion(
+                utc: Sidecar.utc(Date()), reason: deletion.reason)
+            log("deleted segment \(entry.directory) (\(deletion.reason))")
+        }
+    }
+
+    /// Bytes the files directly in `path` take on disk (allocated blocks).
+    public static func bytesOnDisk(_ path: String) -> UInt64 {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return 0 }
+        var total: UInt64 = 0
+        for name in names {
+            var info = stat()
+            if lstat("\(path)/\(name)", &info) == 0 { total += UInt64(info.st_blocks) * 512 }
+        }
+        return total
+    }
+}
+
+/// What a segment's directory may hold: the files fieldcap writes for its streams.
+enum SegmentFiles {
+    /// The first name in `path` that is not a file fieldcap writes for `streams`, if any (a
+    /// directory fieldcap would not delete).
+    static func stranger(in path: String, streams: [String]) -> String? {
+        var expected: Set<String> = [
+            SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
+            SessionLayout.reserveName,
+        ]
+        for id in streams {
+            expected.formUnion([
+                SessionLayout.videoName(id), SessionLayout.frameLogName(id), SessionLayout.timestampsName(id),
+                SessionLayout.sensorName(id),
+            ])
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+            return "an unreadable directory"
+        }
+        return names.sorted().first { !expected.contains($0) }
+    }
+}

@@ -1,0 +1,98 @@
+import FieldcapSegments
+import Foundation
+import SyncField
+
+/// `fieldcap recover` for a segmented recording: the segment (or two, at a boundary) that was
+/// being written when the recorder died is finished like any session, the one made ready ahead
+/// and never written into is removed, and the index is brought up to date. Finished segments are
+/// not touched.
+public enum RecordingRecovery {
+    public enum Outcome {
+        /// Every segment was finished and the index says so: nothing was changed.
+        case alreadyComplete(state: String)
+        /// The segments finished now, and the recording's validation afterwards.
+        case recovered(segments: [String], removed: [String], RecordingValidator.Report)
+    }
+
+    /// nil when `directory` holds no recording index.
+    public static func recover(directory: String, say: (String) -> Void) throws -> Outcome? {
+        guard var index = RecordingIndex.read(directory: directory) else { return nil }
+        let unfinished = index.segments.filter { $0.state == .recording }
+        if unfinished.isEmpty && index.state != "recording" { return .alreadyComplete(state: index.state) }
+        var recovered: [String] = []
+        var removed: [String] = []
+        for segment in unfinished {
+            let path = "\(directory)/\(segment.directory)"
+            let layout = SessionLayout(directory: path)
+            if !FileManager.default.fileExists(atPath: path) || neverWritten(layout, streams: index.streams) {
+                // Made ready ahead of its start, never written into: nothing to keep.
+                try? FileManager.default.removeItem(atPath: path)
+                index.segments.removeAll { $0.number == segment.number }
+                removed.append(segment.directory)
+                say("\(segment.directory): made ready but never written into: removed")
+                continue
+            }
+            say("\(segment.directory):")
+            switch try SessionFinisher.recover(directory: path, say: { say("  \($0)") }) {
+            case .notAFieldcapSession:
+                say("  not a fieldcap session (no readable fieldcap.json): left as it is")
+                continue
+            case .alreadyValid, .recovered:
+                break
+            }
+            recovered.append(segment.directory)
+            if let position = index.segments.firstIndex(where: { $0.number == segment.number }) {
+                index.segments[position].state = .recovered
+                index.segments[position].bytes = SegmentedSessions.bytesOnDisk(path)
+                index.segments[position].streams = counts(
+                    layout, streams: index.streams, startNs: segment.startMonotonicRawNs)
+            }
+        }
+        if index.state == "recording" { index.state = "recovered" }
+        try index.write(directory: directory)
+        return .recovered(
+            segments: recovered, removed: removed,
+            RecordingValidator.validate(directory: directory) ?? RecordingValidator.Report())
+    }
+
+    /// Whether no stream wrote anything into the segment: no timestamp or sensor line, no frame
+    /// log line (written right after each frame, before the SyncField writer's batch of lines
+    /// reaches the file).
+    static func neverWritten(_ layout: SessionLayout, streams: [RecordingIndex.Stream]) -> Bool {
+        func isEmpty(_ path: String) -> Bool {
+            var info = stat()
+            return stat(path, &info) != 0 || info.st_size == 0
+        }
+        return streams.allSatisfy { stream in
+            isEmpty(layout.timestamps(stream.id)) && isEmpty(layout.sensor(stream.id))
+                && isEmpty(layout.frameLog(stream.id))
+        }
+    }
+
+    /// Each stream's lines and first and last `capture_ns`, read from its timestamp file (the
+    /// device's sequence numbers are not in the session's files).
+    static func counts(
+        _ layout: SessionLayout, streams: [RecordingIndex.Stream], startNs: UInt64
+    )
+        -> [String: RecordingIndex.StreamCounts]
+    {
+        var result: [String: RecordingIndex.StreamCounts] = [:]
+        for stream in streams {
+            let lines =
+                (try? String(contentsOfFile: layout.timestamps(stream.id), encoding: .utf8))?
+                .split(separator: "\n") ?? []
+            func captureNs(_ line: Substring?) -> UInt64? {
+                guard let line, let data = line.data(using: .utf8),
+                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+                else { return nil }
+                return (object["capture_ns"] as? NSNumber)?.uint64Value
+            }
+            let first = captureNs(lines.first)
+            result[stream.id] = RecordingIndex.StreamCounts(
+                records: lines.count, firstCaptureNs: first, lastCaptureNs: captureNs(lines.last), firstSequence: nil,
+                lastSequence: nil, missing: 0,
+                firstAfterStartSeconds: first.map { Double(Int64(bitPattern: $0 &- startNs)) / 1e9 })
+        }
+        return result
+    }
+}

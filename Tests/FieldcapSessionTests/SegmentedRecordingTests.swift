@@ -1,0 +1,107 @@
+import FieldcapCore
+import FieldcapSegments
+import FieldcapSession
+import Foundation
+import SyncField
+import Synchronization
+import Testing
+
+/// Recording in segments with synthetic sources: what `fieldcap record --segment` does.
+@Suite("Segmented recording")
+struct SegmentedRecordingTests {
+    /// Bytes the files under `path` take on disk.
+    static func bytesOnDisk(_ path: String) -> UInt64 {
+        guard let walker = FileManager.default.enumerator(atPath: path) else { return 0 }
+        var total: UInt64 = 0
+        for case let name as String in walker {
+            var info = stat()
+            if lstat("\(path)/\(name)", &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG {
+                total += UInt64(info.st_blocks) * 512
+            }
+        }
+        return total
+    }
+
+    @Test("2 cameras and an IMU in 1 s segments within a budget: every segment validates, nothing lost or doubled")
+    func segmentsWithinABudget() throws {
+        let root = NSTemporaryDirectory() + "segmented-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // About 0.5 MB a segment, beside the disk reserve (about 1.7 MB while recording).
+        let budget: UInt64 = 3_500_000
+        let deletions = Mutex<[String]>([])
+        let recording = RecordingController(
+            sources: [
+                SyntheticCamera(id: "cam0", width: 64, height: 48, rate: 30),
+                SyntheticCamera(id: "cam1", width: 64, height: 48, rate: 30), SyntheticIMU(id: "imu", rate: 200),
+            ],
+            settings: .init(
+                hostId: "rig", root: root, duration: TimeSpan(seconds: 8), minFree: ByteSize(bytes: 0),
+                segments: SegmentedSessions.Settings(
+                    lengthNs: 1_000_000_000, budget: StorageBudget(maxBytes: budget),
+                    maxStorageLabel: "--max-storage 3.3M"
+                )),
+            log: { message in deletions.withLock { $0.append(message) } })
+        try recording.start()
+        let directory = try #require(recording.directory)
+        var largestSeen: UInt64 = 0
+        var reason: RecordingController.StopReason?
+        while reason == nil {
+            usleep(20_000)
+            largestSeen = max(largestSeen, Self.bytesOnDisk(directory))
+            reason = recording.checkStop()
+        }
+        let outcome = try recording.stop(reason: reason!)
+        #expect(outcome.writeFailure == nil)
+
+        let index = try #require(RecordingIndex.read(directory: directory))
+        #expect(index.state == "complete")
+        #expect(index.stopReason == "duration")
+        let segments = index.segments
+        #expect(segments.count >= 7)
+        #expect(segments.map(\.number) == Array(1...segments.count))
+        #expect(segments.map(\.directory) == segments.map(\.directory).sorted())
+        // The budget deleted the oldest, logged each deletion, and kept the newest.
+        #expect(segments.first?.state == .deleted)
+        #expect(segments.last?.state == .complete)
+        #expect(deletions.withLock { $0.count } == segments.filter { $0.state == .deleted }.count)
+        #expect(segments.filter { $0.state == .deleted }.allSatisfy { $0.deleted?.reason == "--max-storage 3.3M" })
+        // Never more than one segment over the budget.
+        let largestSegment = segments.compactMap(\.bytes).max() ?? 0
+        #expect(largestSeen <= budget + largestSegment, "\(largestSeen) on disk, budget \(budget) + \(largestSegment)")
+
+        for segment in segments where segment.state != .deleted {
+            let path = "\(directory)/\(segment.directory)"
+            let report = SessionValidator.validateWithVideos(directory: path)
+            #expect(report.isValid, "\(segment.directory): \(report.problems)")
+            let sidecar = try #require(Sidecar.Contents(layout: SessionLayout(directory: path)))
+            let expected = segment.number == segments.count ? "duration" : "segment"
+            #expect(sidecar.document["stop_reason"] as? String == expected)
+        }
+        for segment in segments where segment.state == .deleted {
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(segment.directory)"))
+        }
+        // Every record in exactly one segment: the segments' counts add up to what the recorder
+        // wrote, and each stream's sequence numbers run on from one segment into the next.
+        for stream in outcome.summary {
+            let counts = segments.compactMap { $0.streams?[stream.id] }
+            #expect(counts.count == segments.count)
+            #expect(counts.reduce(0) { $0 + $1.records } == stream.written, "\(stream.id)")
+            let withRecords = counts.filter { $0.records > 0 }
+            for (previous, next) in zip(withRecords, withRecords.dropFirst()) {
+                #expect(next.firstSequence! > previous.lastSequence!)
+                #expect(next.firstCaptureNs! >= previous.lastCaptureNs!)
+            }
+            let first = try #require(withRecords.first?.firstSequence),
+                last = try #require(withRecords.last?.lastSequence)
+            #expect(withRecords.reduce(0) { $0 + $1.records + $1.missing } == Int(last - first + 1))
+        }
+        // Each cut within a frame of its boundary (the synthetic sources stamp on schedule).
+        for segment in segments.dropFirst() {
+            for (id, counts) in segment.streams ?? [:] {
+                if let after = counts.firstAfterStartSeconds {
+                    #expect(after >= 0 && after < 0.1, "segment \(segment.number) \(id): first record \(after) s in")
+                }
+            }
+        }
+    }
+}
