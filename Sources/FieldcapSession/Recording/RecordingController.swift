@@ -231,66 +231,52 @@ public final class RecordingController {
     /// session is then cut back to what every file holds, so it still validates.
     public func stop(reason: StopReason) throws -> Outcome {
         if segments != nil { return try stopSegments(reason: reason) }
-        guard let recorder, let sink, let session, let layout, let syncPoint else {
-            preconditionFailure("stop() before start()")
-        }
-        var reason = reason
-        // Give back the reserve: the trailers, the manifest and the sidecar need room.
-        reserve?.release()
-        var writeFailure: Error?
-        let summary: [Recorder.StreamSummary]
-        do {
-            summary = try recorder.stop()
-        } catch {
-            writeFailure = error
-            summary = recorder.finalSummary
-            reason = .writeError("\(error)", diskFull: isDiskFull(error))
-        }
-        let elapsed = elapsed
+        guard let sink, let session, let layout, let syncPoint else { preconditionFailure("stop() before start()") }
+        let stopped = stopRecorder(reason: reason)
         try Sidecar(
             hostId: settings.hostId, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(),
-            stopReason: reason.description, sources: sources, summary: summary, videoWrites: sink.videoWrites,
-            diskStalls: session.diskWatch.summary(), diskStallNs: session.diskWatch.stallNs, layout: layout,
-            linkDirectory: session.outputDir.path
+            stopReason: stopped.reason.description, sources: sources, summary: stopped.summary,
+            videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
+            diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path
         ).write()
-        if writeFailure != nil, let contents = Sidecar.Contents(layout: layout) {
-            // Files stopped at different points: cut them back to what they all hold. The videos
-            // are cut in place (a full disk has no room for a copy).
-            try SessionFinisher.finish(
-                directory: layout.directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
-            ) { _ in }
-        }
-        return Outcome(
-            directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed, writeFailure: writeFailure)
+        if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
+        return stopped
     }
 
     /// `stop` for a segmented recording: the last segments get the stop's reason, the recording's
     /// index its end.
     private func stopSegments(reason: StopReason) throws -> Outcome {
-        guard let recorder, let segments, let layout else { preconditionFailure("stop() before start()") }
-        var reason = reason
-        reserve?.release()
-        var writeFailure: Error?
-        let summary: [Recorder.StreamSummary]
-        do {
-            summary = try recorder.stop()
-        } catch {
-            writeFailure = error
-            summary = recorder.finalSummary
-            reason = .writeError("\(error)", diskFull: isDiskFull(error))
-        }
-        let elapsed = elapsed
+        guard let segments else { preconditionFailure("stop() before start()") }
+        let stopped = stopRecorder(reason: reason)
         let cut = segments.stoppedSegmentDirectories
-        try segments.finish(reason: reason.description, summary: summary)
-        if writeFailure != nil {
-            for directory in cut {
-                guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)) else { continue }
-                try SessionFinisher.finish(
-                    directory: directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
-                ) { _ in }
-            }
+        try segments.finish(reason: stopped.reason.description, summary: stopped.summary)
+        if stopped.writeFailure != nil {
+            for directory in cut { try cutBack(directory, reason: stopped.reason) }
         }
-        return Outcome(
-            directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed, writeFailure: writeFailure)
+        return stopped
+    }
+
+    /// Gives back the disk reserve (the trailers, the manifest and the sidecar need room) and
+    /// stops the recorder; a write that fails while stopping becomes the reason.
+    private func stopRecorder(reason: StopReason) -> Outcome {
+        guard let recorder, let layout else { preconditionFailure("stop() before start()") }
+        reserve?.release()
+        do {
+            let summary = try recorder.stop()
+            return Outcome(directory: layout.directory, reason: reason, summary: summary, elapsed: elapsed)
+        } catch {
+            return Outcome(
+                directory: layout.directory, reason: .writeError("\(error)", diskFull: isDiskFull(error)),
+                summary: recorder.finalSummary, elapsed: elapsed, writeFailure: error)
+        }
+    }
+
+    /// After a failed write: files stopped at different points are cut back to what they all
+    /// hold. The videos are cut in place (a full disk has no room for a copy).
+    private func cutBack(_ directory: String, reason: StopReason) throws {
+        guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)) else { return }
+        try SessionFinisher.finish(
+            directory: directory, start: contents, rewriteVideos: false, state: "stopped: \(reason)"
+        ) { _ in }
     }
 }
