@@ -9,6 +9,8 @@ let package = Package(
         // Recording from a program of one's own: device plans, the RecordingController, the
         // session's layout, recovery.
         .library(name: "FieldcapSession", targets: ["FieldcapSession"]),
+        // What a rig holds, for a program of one's own: listing, deleting, extracting a range.
+        .library(name: "FieldcapArchive", targets: ["FieldcapArchive"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
     ],
     dependencies: [
@@ -58,11 +60,16 @@ let package = Package(
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 .product(name: "Yams", package: "Yams"),
             ]),
+        // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
+        // deleting by name or age, and extracting a wall-clock range across segments.
+        .target(
+            name: "FieldcapArchive",
+            dependencies: ["SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments", "FieldcapSession"]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
-                "FieldcapSegments",
+                "FieldcapSegments", "FieldcapArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -96,6 +103,12 @@ let package = Package(
         .testTarget(
             name: "FieldcapSessionTests",
             dependencies: ["FieldcapSession", "FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapArchiveTests",
+            dependencies: [
+                "FieldcapArchive", "FieldcapSession", "FieldcapSegments", "FieldcapMedia", "FieldcapCore", "SyncField",
+                "TestSupport",
+            ]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField"]

@@ -74,35 +74,20 @@ public enum MatroskaSalvage {
     private static func forEachWholeFrame(
         in path: String, format: VideoFormat, _ body: (UnsafeRawBufferPointer, UInt64) -> Bool
     ) {
-        let expectedBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height)
-        withoutActuallyEscaping(body) { body in
-            var reader = FrameReader(expectedBytes: expectedBytes, body: body)
-            var error = CMatroska_error()
-            // A file that cannot be opened holds no frame.
-            _ = withUnsafeMutablePointer(to: &reader) { reader in
-                CMatroska_read_frames(
-                    path,
-                    { context, bytes, count, ns in
-                        let reader = context!.assumingMemoryBound(to: FrameReader.self)
-                        return reader.pointee.take(UnsafeRawBufferPointer(start: bytes, count: count), ns) ? 0 : 1
-                    }, reader, &error)
-            }
-        }
+        let reader = FrameReader(
+            expectedBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height))
+        // A file that cannot be opened holds no frame.
+        try? MatroskaFrames.forEach(in: path) { bytes, ns in reader.isWhole(bytes) && body(bytes, ns) }
     }
 
     private struct FrameReader {
         let expectedBytes: Int?
-        let body: (UnsafeRawBufferPointer, UInt64) -> Bool
 
-        /// Passes a whole frame on; false at the first frame cut short, or when `body` says stop.
-        func take(_ bytes: UnsafeRawBufferPointer, _ ns: UInt64) -> Bool {
-            if let expectedBytes, bytes.count != expectedBytes { return false }
-            if expectedBytes == nil
-                && !(bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9)
-            {
-                return false
-            }
-            return body(bytes, ns)
+        /// Whether a frame is whole: a raw frame has its format's size, an MJPEG frame ends with
+        /// its end-of-image marker.
+        func isWhole(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            if let expectedBytes { return bytes.count == expectedBytes }
+            return bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9
         }
     }
 }

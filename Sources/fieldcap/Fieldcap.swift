@@ -23,7 +23,10 @@ struct Fieldcap: ParsableCommand {
               fieldcap validate sessions/<host>-<UTC time>
             """,
         version: version,
-        subcommands: [Record.self, Check.self, Validate.self, Recover.self, List.self, Bench.self, InstallUdev.self],
+        subcommands: [
+            Record.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, List.self, Bench.self,
+            InstallUdev.self,
+        ],
         defaultSubcommand: Record.self
     )
 

@@ -33,7 +33,9 @@ struct Recover: ParsableCommand {
             Then it validates the session. A session that is already complete and valid, or a
             directory fieldcap did not record, is left untouched. Exit status: 0 when the session
             is valid (recovered or already), 1 when it still has problems, 65 for a directory that
-            is not a fieldcap session, 64 for a usage error.
+            is not a fieldcap session, 75 for a session or recording a fieldcap is recording right
+            now (nothing is changed; recover it once that recorder has stopped), 64 for a usage
+            error.
             """)
 
     @Argument(help: "The session directory.", completion: .directory)
@@ -48,6 +50,13 @@ struct Recover: ParsableCommand {
     }
 
     func run() throws {
+        do { try recover() } catch let live as RecordingLock.Failure {
+            FileHandle.standardError.write(Data("Error: \(live.message)\n".utf8))
+            throw ExitCode(75)
+        }
+    }
+
+    private func recover() throws {
         if let outcome = try RecordingRecovery.recover(directory: directory, say: { print($0) }) {
             switch outcome {
             case .alreadyComplete(let state):

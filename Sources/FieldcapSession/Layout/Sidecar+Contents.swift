@@ -8,6 +8,8 @@ extension Sidecar {
     public struct Contents {
         public struct Stream: Sendable {
             public var id: String
+            /// `video` or `sensor`.
+            public var kind: String
             public var nominalRate: Double
             public var format: VideoFormat?
             public var linkedPath: String?
@@ -19,6 +21,12 @@ extension Sidecar {
         public var state: String
         public var syncPoint: SyncPoint
         public var streams: [Stream]
+
+        /// Why it stopped (`duration`, `SIGINT`, `disk full ...`), once it did.
+        public var stopReason: String? { document["stop_reason"] as? String }
+        /// When recording started and stopped (UTC, `2024-03-08T09:28:21.123Z`), once it stopped.
+        public var startedUtc: String? { document["started_utc"] as? String }
+        public var stoppedUtc: String? { document["stopped_utc"] as? String }
 
         public init?(layout: SessionLayout) {
             guard let data = FileManager.default.contents(atPath: layout.sidecar),
@@ -44,7 +52,8 @@ extension Sidecar {
                 }
                 streams.append(
                     Stream(
-                        id: id, nominalRate: (entry["nominal_rate"] as? Double) ?? 0, format: format,
+                        id: id, kind: (entry["kind"] as? String) ?? (format == nil ? "sensor" : "video"),
+                        nominalRate: (entry["nominal_rate"] as? Double) ?? 0, format: format,
                         linkedPath: entry["linked_path"] as? String))
             }
             self.document = document

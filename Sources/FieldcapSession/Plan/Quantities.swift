@@ -4,7 +4,9 @@ public struct TimeSpan: Equatable, Sendable, CustomStringConvertible {
 
     public init(seconds: Double) { self.seconds = seconds }
 
-    public init?(_ text: String) {
+    /// `maximumSeconds`: a week for what fieldcap does (record, keep); an age to delete by can be
+    /// years.
+    public init?(_ text: String, maximumSeconds: Double = 7 * 24 * 3600) {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         var number = text
         var scale = 1.0
@@ -16,7 +18,7 @@ public struct TimeSpan: Equatable, Sendable, CustomStringConvertible {
                 break
             }
         }
-        guard let value = Double(number), value.isFinite, value > 0, value * scale <= 7 * 24 * 3600 else { return nil }
+        guard let value = Double(number), value.isFinite, value > 0, value * scale <= maximumSeconds else { return nil }
         seconds = value * scale
     }
 

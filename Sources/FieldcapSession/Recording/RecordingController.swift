@@ -111,6 +111,8 @@ public final class RecordingController {
     private var recorder: Recorder?
     private var sink: VideoSessionSink?
     private var reserve: DiskReserve?
+    /// Held from the directory's creation to the end of `stop`: how readers know it is live.
+    private var lock: RecordingLock?
     private var syncPoint: SyncPoint?
     private var startedWall = Date()
     private var startedNs: UInt64 = 0
@@ -148,6 +150,7 @@ public final class RecordingController {
         } catch let error as SessionDirectoryError {
             throw StartError.directory(error)
         }
+        lock = try RecordingLock(directory: directory)
         let layout = SessionLayout(directory: directory)
         self.layout = layout
 
@@ -240,6 +243,7 @@ public final class RecordingController {
             diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path
         ).write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
+        lock?.release()
         return stopped
     }
 
@@ -253,6 +257,7 @@ public final class RecordingController {
         if stopped.writeFailure != nil {
             for directory in cut { try cutBack(directory, reason: stopped.reason) }
         }
+        lock?.release()
         return stopped
     }
 

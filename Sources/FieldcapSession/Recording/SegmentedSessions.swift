@@ -88,7 +88,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// segments (it looks at the open ones only).
     public var bytesNow: UInt64 {
         let open = openDirectories.withLock { $0 }
-        return open.reduce(finishedBytes.load(ordering: .relaxed)) { $0 + Self.bytesOnDisk($1) }
+        return open.reduce(finishedBytes.load(ordering: .relaxed)) { $0 + SessionFiles.bytesOnDisk($1) }
     }
 
     /// Takes each source's report; call it before capture starts (a report reads counters the
@@ -239,7 +239,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         guard let position = index.segments.firstIndex(where: { $0.number == segment.number }) else { return }
         var entry = index.segments[position]
         entry.state = state
-        let bytes = Self.bytesOnDisk(open.layout.directory)
+        let bytes = SessionFiles.bytesOnDisk(open.layout.directory)
         entry.bytes = bytes
         finishedBytes.add(bytes, ordering: .relaxed)
         openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
@@ -265,7 +265,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         guard settings.budget.isLimited else { return }
         // The segments being written, and what the recording's directory holds itself: the
         // index, and the disk reserve while recording.
-        let openBytes = open.values.reduce(Self.bytesOnDisk(directory)) { $0 + Self.bytesOnDisk($1.layout.directory) }
+        let openBytes = open.values.reduce(SessionFiles.bytesOnDisk(directory)) {
+            $0 + SessionFiles.bytesOnDisk($1.layout.directory)
+        }
         let deletions = settings.budget.deletions(
             in: index, openBytes: openBytes, nowNs: MonotonicClock.now(), maxLabel: settings.maxStorageLabel,
             keepLabel: settings.keepLabel)
@@ -273,7 +275,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             guard let position = index.segments.firstIndex(where: { $0.number == deletion.number }) else { continue }
             let entry = index.segments[position]
             let path = "\(directory)/\(entry.directory)"
-            if let stranger = SegmentFiles.stranger(in: path, streams: index.streams.map(\.id)) {
+            if let stranger = SessionFiles.stranger(in: path, streams: index.streams.map(\.id)) {
                 index.segments[position].kept = "holds \(stranger), which fieldcap did not write: not deleted"
                 log(
                     "segment \(entry.directory) kept over \(deletion.reason): it holds \(stranger), which fieldcap did not write"
@@ -293,38 +295,5 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                 utc: Sidecar.utc(Date()), reason: deletion.reason)
             log("deleted segment \(entry.directory) (\(deletion.reason))")
         }
-    }
-
-    /// Bytes the files directly in `path` take on disk (allocated blocks).
-    public static func bytesOnDisk(_ path: String) -> UInt64 {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return 0 }
-        var total: UInt64 = 0
-        for name in names {
-            var info = stat()
-            if lstat("\(path)/\(name)", &info) == 0 { total += UInt64(info.st_blocks) * 512 }
-        }
-        return total
-    }
-}
-
-/// What a segment's directory may hold: the files fieldcap writes for its streams.
-enum SegmentFiles {
-    /// The first name in `path` that is not a file fieldcap writes for `streams`, if any (a
-    /// directory fieldcap would not delete).
-    static func stranger(in path: String, streams: [String]) -> String? {
-        var expected: Set<String> = [
-            SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
-            SessionLayout.reserveName,
-        ]
-        for id in streams {
-            expected.formUnion([
-                SessionLayout.videoName(id), SessionLayout.frameLogName(id), SessionLayout.timestampsName(id),
-                SessionLayout.sensorName(id),
-            ])
-        }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
-            return "an unreadable directory"
-        }
-        return names.sorted().first { !expected.contains($0) }
     }
 }

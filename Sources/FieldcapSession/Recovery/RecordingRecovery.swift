@@ -17,6 +17,7 @@ public enum RecordingRecovery {
     /// nil when `directory` holds no recording index.
     public static func recover(directory: String, say: (String) -> Void) throws -> Outcome? {
         guard var index = RecordingIndex.read(directory: directory) else { return nil }
+        try RecordingLock.refuseIfLive(directory, doing: "recover it")
         let unfinished = index.segments.filter { $0.state == .recording }
         if unfinished.isEmpty && index.state != "recording" { return .alreadyComplete(state: index.state) }
         var recovered: [String] = []
@@ -43,7 +44,7 @@ public enum RecordingRecovery {
             recovered.append(segment.directory)
             if let position = index.segments.firstIndex(where: { $0.number == segment.number }) {
                 index.segments[position].state = .recovered
-                index.segments[position].bytes = SegmentedSessions.bytesOnDisk(path)
+                index.segments[position].bytes = SessionFiles.bytesOnDisk(path)
                 index.segments[position].streams = counts(
                     layout, streams: index.streams, startNs: segment.startMonotonicRawNs)
             }

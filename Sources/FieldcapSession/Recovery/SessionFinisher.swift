@@ -23,6 +23,7 @@ public enum SessionFinisher {
         if start.state != "recording" && SessionValidator.validateWithVideos(directory: directory).isValid {
             return .alreadyValid(state: start.state)
         }
+        try RecordingLock.refuseIfLive(directory, doing: "recover it")
         try finish(directory: directory, start: start, rewriteVideos: true, state: "recovered", say: say)
         return .recovered(SessionValidator.validateWithVideos(directory: directory))
     }

@@ -1,0 +1,368 @@
+import FieldcapCore
+import FieldcapMedia
+import FieldcapSegments
+import FieldcapSession
+import Foundation
+import SyncField
+
+/// `fieldcap extract`: one SyncField session holding exactly the frames and samples whose capture
+/// time falls in a wall-clock range, taken from a session or across the segments of a recording.
+/// The range is mapped into `CLOCK_MONOTONIC_RAW` through each segment's own sync point; frames are
+/// copied into the new videos byte for byte (no re-encoding), lines are copied as written with
+/// their `frame_number` counted from 0 again, and the manifest, sync point (the first segment's)
+/// and sidecar are written as the recorder writes them. Only finished segments are read.
+public enum RangeExtractor {
+    public struct Request: Sendable {
+        /// A segmented recording, a session, or a root holding the one that covers the range.
+        public var source: String
+        /// Wall clock, nanoseconds since the epoch; `to` is not included.
+        public var fromNs: UInt64
+        public var toNs: UInt64
+        /// The session directory to create (must not exist).
+        public var out: String
+
+        public init(source: String, fromNs: UInt64, toNs: UInt64, out: String) {
+            self.source = source
+            self.fromNs = fromNs
+            self.toNs = toNs
+            self.out = out
+        }
+    }
+
+    public struct Outcome {
+        public var out: String
+        /// The sessions read (segment directories, or the session's), oldest first.
+        public var parts: [String]
+        /// Records written, per stream id.
+        public var records: [(id: String, count: Int)]
+        public var report: SessionValidator.Report
+    }
+
+    /// Refused or failed: one line saying why. Nothing is left written.
+    public struct Failure: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// One session the range is read from.
+    struct Part {
+        var name: String
+        var directory: String
+        var contents: Sidecar.Contents
+        /// Its span in wall clock, to skip parts the range misses without reading them.
+        var startNs: UInt64
+        var endNs: UInt64
+    }
+
+    public static func extract(_ request: Request, say: (String) -> Void = { _ in }) throws -> Outcome {
+        let range =
+            "\(SyncPoint.isoDatetime(wallClockNs: request.fromNs)) to \(SyncPoint.isoDatetime(wallClockNs: request.toNs))"
+        guard request.toNs > request.fromNs else {
+            throw Failure(message: "--to must be after --from (\(range)): nothing written")
+        }
+        let (sourceName, all) = try parts(of: request.source, fromNs: request.fromNs, toNs: request.toNs)
+        guard let spanStart = all.map(\.startNs).min(), let spanEnd = all.map(\.endNs).max() else {
+            throw Failure(
+                message: "\(sourceName) holds no finished session or segment to extract from: nothing written")
+        }
+        let parts = all.filter { $0.endNs > request.fromNs && $0.startNs < request.toNs }
+        let span = "\(SyncPoint.isoDatetime(wallClockNs: spanStart)) to \(SyncPoint.isoDatetime(wallClockNs: spanEnd))"
+        guard let first = parts.first else {
+            throw Failure(message: "\(range) is outside \(sourceName), which spans \(span): nothing written")
+        }
+        let directory: String
+        do {
+            directory = try SessionDirectory.create(
+                explicit: request.out, root: ".", hostId: first.contents.syncPoint.hostId, at: Date())
+        } catch let error as SessionDirectoryError {
+            throw Failure(message: error.message)
+        }
+        do {
+            let outcome = try write(parts, request: request, directory: directory, source: sourceName, say: say)
+            guard outcome.records.contains(where: { $0.count > 0 }) else {
+                throw Failure(
+                    message:
+                        "no frame or sample of \(sourceName) was captured \(range) (it spans \(span)): nothing written")
+            }
+            return outcome
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    /// The finished sessions `source` holds, oldest first, and how to name it in a message.
+    static func parts(of source: String, fromNs: UInt64, toNs: UInt64) throws -> (String, [Part]) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw Failure(message: "\(source) is not a directory: give a recording, a session or a root of them")
+        }
+        if let index = RecordingIndex.read(directory: source) {
+            return ("the recording \(source)", recordingParts(index, directory: source))
+        }
+        if let part = sessionPart(directory: source, name: (source as NSString).lastPathComponent) {
+            return ("the session \(source)", [part])
+        }
+        if Sidecar.Contents(layout: SessionLayout(directory: source)) != nil {
+            throw Failure(
+                message: "the session \(source) is not finished (run `fieldcap recover` on it): nothing written")
+        }
+        let entries = try SessionCatalog.entries(root: source).filter { $0.kind != .foreign }
+        guard !entries.isEmpty else {
+            throw Failure(
+                message:
+                    "\(source) holds no fieldcap session or recording (no fieldcap.json or recording.json): nothing written"
+            )
+        }
+        let covering = entries.filter { entry in
+            guard let start = entry.startNs else { return false }
+            return (entry.endNs ?? .max) > fromNs && start < toNs
+        }
+        if covering.count > 1 {
+            throw Failure(
+                message:
+                    "\(covering.count) recordings under \(source) cover the range (\(covering.map(\.name).joined(separator: ", "))): give one of them"
+            )
+        }
+        let chosen = covering.first?.path ?? source
+        if covering.isEmpty {
+            // Nothing covers it: the error names the root's whole span.
+            var all: [Part] = []
+            for entry in entries { all += (try? parts(of: entry.path, fromNs: fromNs, toNs: toNs).1) ?? [] }
+            return ("\(source)", all.sorted { $0.startNs < $1.startNs })
+        }
+        return try parts(of: chosen, fromNs: fromNs, toNs: toNs)
+    }
+
+    static func recordingParts(_ index: RecordingIndex, directory: String) -> [Part] {
+        index.segments.compactMap { segment in
+            guard segment.state == .complete || segment.state == .recovered else { return nil }
+            return sessionPart(directory: "\(directory)/\(segment.directory)", name: segment.directory)
+        }
+    }
+
+    /// A finished session, with its span from its sync point and its streams' first and last lines.
+    static func sessionPart(directory: String, name: String) -> Part? {
+        guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)),
+            contents.state != "recording"
+        else { return nil }
+        let layout = SessionLayout(directory: directory)
+        var first = UInt64.max
+        var last = UInt64.min
+        for stream in contents.streams {
+            guard let lines = TimestampLines(path: layout.timestamps(stream.id)), !lines.lines.isEmpty else { continue }
+            if let ns = lines.captureNs(0) { first = min(first, ns) }
+            if let ns = lines.captureNs(lines.lines.count - 1) { last = max(last, ns) }
+        }
+        guard first <= last else { return nil }
+        let sync = contents.syncPoint
+        return Part(
+            name: name, directory: directory, contents: contents, startNs: wall(first, sync),
+            endNs: wall(last, sync) + 1)
+    }
+
+    static func wall(_ rawNs: UInt64, _ sync: SyncPoint) -> UInt64 {
+        UInt64(
+            max(
+                0,
+                Int64(bitPattern: sync.wallClockNs) + (Int64(bitPattern: rawNs) - Int64(bitPattern: sync.monotonicNs))))
+    }
+
+    static func raw(_ wallNs: UInt64, _ sync: SyncPoint) -> UInt64 {
+        UInt64(
+            max(
+                0,
+                Int64(bitPattern: sync.monotonicNs) + (Int64(bitPattern: wallNs) - Int64(bitPattern: sync.wallClockNs)))
+        )
+    }
+
+    /// One stream of the extract as it is written.
+    final class Output {
+        let id: String
+        let kind: String
+        let format: VideoFormat?
+        var video: MatroskaWriter?
+        var timestamps: [UInt8] = []
+        var sensor: [UInt8] = []
+        var frameLog: [UInt8] = []
+        var count = 0
+        var firstNs: UInt64?
+        var lastNs: UInt64?
+
+        init(_ stream: Sidecar.Contents.Stream, layout: SessionLayout) throws {
+            id = stream.id
+            kind = stream.kind
+            format = stream.format
+            if let format {
+                video = try MatroskaWriter(
+                    path: layout.video(stream.id), format: format, nominalRate: stream.nominalRate, directIO: false)
+            }
+        }
+    }
+
+    static func write(
+        _ parts: [Part], request: Request, directory: String, source: String, say: (String) -> Void
+    ) throws -> Outcome {
+        let layout = SessionLayout(directory: directory)
+        let syncPoint = parts[0].contents.syncPoint
+        let outputs = try parts[0].contents.streams.map { try Output($0, layout: layout) }
+        var used: [String] = []
+        for part in parts {
+            let partLayout = SessionLayout(directory: part.directory)
+            let fromRaw = raw(request.fromNs, part.contents.syncPoint)
+            let toRaw = raw(request.toNs, part.contents.syncPoint)
+            var taken: [String] = []
+            for output in outputs {
+                guard part.contents.streams.contains(where: { $0.id == output.id }) else { continue }
+                let added = try copy(output, from: partLayout, fromRaw: fromRaw, toRaw: toRaw, part: part.name)
+                if added > 0 { taken.append("\(output.id) \(added)") }
+            }
+            if !taken.isEmpty {
+                used.append(part.name)
+                say("\(part.name): \(taken.joined(separator: ", "))")
+            }
+        }
+        var counts: [String: Int] = [:]
+        var recorded: Set<String> = []
+        var links: [String: String] = [:]
+        let linkDirectory = URL(fileURLWithPath: directory).path
+        for output in outputs {
+            try write(output.timestamps, to: layout.timestamps(output.id))
+            counts[output.id] = output.count
+            if let video = output.video {
+                try video.finish()
+                try write(output.frameLog, to: layout.frameLog(output.id))
+                links[output.id] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))"
+            } else {
+                try write(output.sensor, to: layout.sensor(output.id))
+                recorded.insert(output.id)
+            }
+        }
+        try SessionRecovery.finish(
+            directory: directory, syncPoint: syncPoint, timestampCounts: counts, recorded: recorded, links: links)
+        try Sidecar.store(
+            sidecar(
+                parts[0].contents, outputs: outputs, linkDirectory: linkDirectory, request: request, source: source,
+                used: used),
+            layout: layout)
+        return Outcome(
+            out: directory, parts: used, records: outputs.map { ($0.id, $0.count) },
+            report: SessionValidator.validateWithVideos(directory: directory))
+    }
+
+    /// Appends the part's records of one stream captured in [fromRaw, toRaw); returns how many.
+    static func copy(
+        _ output: Output, from layout: SessionLayout, fromRaw: UInt64, toRaw: UInt64, part: String
+    ) throws
+        -> Int
+    {
+        guard let stamps = TimestampLines(path: layout.timestamps(output.id)) else {
+            throw Failure(message: "\(layout.timestamps(output.id)): cannot be read")
+        }
+        // capture_ns never decreases within a stream: the lines in range are one run of them.
+        var lower = stamps.lines.count
+        var upper = stamps.lines.count
+        for line in stamps.lines.indices {
+            guard let ns = stamps.captureNs(line) else {
+                throw Failure(message: "\(layout.timestamps(output.id)):\(line + 1): no capture_ns; validate \(part)")
+            }
+            if ns >= fromRaw && lower == stamps.lines.count { lower = line }
+            if ns >= toRaw {
+                upper = line
+                break
+            }
+        }
+        guard lower < upper else { return 0 }
+        let base = output.count
+        for line in lower..<upper { stamps.renumbered(line, to: base + line - lower, into: &output.timestamps) }
+        output.firstNs = output.firstNs ?? stamps.captureNs(lower)
+        output.lastNs = stamps.captureNs(upper - 1)
+        if let video = output.video {
+            guard let log = TimestampLines(path: layout.frameLog(output.id)), log.lines.count >= upper else {
+                throw Failure(message: "\(layout.frameLog(output.id)): fewer lines than frames; validate \(part)")
+            }
+            for line in lower..<upper { log.renumbered(line, to: base + line - lower, into: &output.frameLog) }
+            var frame = 0
+            var failure: Error?
+            try MatroskaFrames.forEach(in: layout.video(output.id)) { bytes, _ in
+                defer { frame += 1 }
+                guard frame >= lower else { return true }
+                guard frame < upper, let ns = stamps.captureNs(frame) else { return false }
+                do { try video.writeFrame(bytes, captureNs: ns) } catch {
+                    failure = error
+                    return false
+                }
+                return true
+            }
+            if let failure { throw failure }
+            guard frame >= upper else {
+                throw Failure(
+                    message:
+                        "\(layout.video(output.id)): holds \(frame) frames, fewer than its timestamp lines; validate \(part)"
+                )
+            }
+        } else {
+            guard let sensor = TimestampLines(path: layout.sensor(output.id)), sensor.lines.count >= upper else {
+                throw Failure(
+                    message: "\(layout.sensor(output.id)): fewer lines than timestamp lines; validate \(part)")
+            }
+            for line in lower..<upper { sensor.renumbered(line, to: base + line - lower, into: &output.sensor) }
+        }
+        output.count += upper - lower
+        return upper - lower
+    }
+
+    /// `fieldcap.json` of the extract: the streams as the recording described them, what each
+    /// holds now, and where it came from.
+    static func sidecar(
+        _ first: Sidecar.Contents, outputs: [Output], linkDirectory: String, request: Request, source: String,
+        used: [String]
+    ) -> [String: Any] {
+        let entries = (first.document["streams"] as? [[String: Any]]) ?? []
+        let kept = ["id", "kind", "device", "nominal_rate", "format", "video_path", "frames_path", "channels"]
+        let streams: [[String: Any]] = outputs.map { output in
+            var entry = entries.first { ($0["id"] as? String) == output.id }?.filter { kept.contains($0.key) } ?? [:]
+            entry["id"] = output.id
+            entry["kind"] = output.kind
+            entry["written"] = output.count
+            if output.video != nil { entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))" }
+            return entry
+        }
+        let sync = first.syncPoint
+        let firstNs = outputs.compactMap(\.firstNs).min()
+        let lastNs = outputs.compactMap(\.lastNs).max()
+        var document: [String: Any] = [
+            "fieldcap_version": Sidecar.fieldcapVersion, "host_id": sync.hostId, "state": "complete",
+            "stop_reason": "extract",
+            "sync_point": ["monotonic_ns": sync.monotonicNs, "wall_clock_ns": sync.wallClockNs],
+            "streams": streams,
+            "extract": [
+                "source": source, "from_utc": SyncPoint.isoDatetime(wallClockNs: request.fromNs),
+                "to_utc": SyncPoint.isoDatetime(wallClockNs: request.toNs), "sessions": used,
+                "extracted_utc": Sidecar.utc(Date()),
+            ] as [String: Any],
+        ]
+        if let firstNs { document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(firstNs, sync)) }
+        if let lastNs { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(lastNs, sync)) }
+        return document
+    }
+
+    /// Writes `bytes` into a new file and makes it durable.
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure(message: "\(path): cannot create it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Failure(message: "\(path): write failed: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        guard fsync(fd) == 0 else {
+            throw Failure(message: "\(path): fsync failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}
