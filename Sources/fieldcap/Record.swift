@@ -126,6 +126,13 @@ struct Record: ParsableCommand {
         var duration: Duration?
         var syncEvery: Duration
         var minFree: ByteSize
+        var segment: Duration?
+        var maxStorage: ByteSize?
+        var keep: Duration?
+        /// How the limits were given, for the index's deletion reasons: `--max-storage 16G`, or
+        /// `max_storage 16G (rig.yaml)`.
+        var maxStorageLabel: String?
+        var keepLabel: String?
     }
 
     /// Where sessions go when neither --root nor a config's output says.
@@ -152,7 +159,11 @@ struct Record: ParsableCommand {
             root: root ?? rig?.output ?? Self.defaultRoot,
             duration: duration ?? rig?.duration,
             syncEvery: syncEvery ?? rig?.syncEvery ?? Duration(argument: "1s")!,
-            minFree: minFree ?? rig?.minFree ?? Self.defaultMinFree)
+            minFree: minFree ?? rig?.minFree ?? Self.defaultMinFree,
+            segment: segment ?? rig?.segment, maxStorage: maxStorage ?? rig?.maxStorage, keep: keep ?? rig?.keep,
+            maxStorageLabel: maxStorage.map { "--max-storage \($0)" }
+                ?? rig?.maxStorage.map { "max_storage \($0) (\(rig!.path))" },
+            keepLabel: keep.map { "--keep \($0)" } ?? rig?.keep.map { "keep \($0) (\(rig!.path))" })
         if let problem = StreamID.problem(with: settings.hostId) {
             throw ValidationError("--host-id '\(settings.hostId.printable)' cannot be used: \(problem)")
         }
@@ -166,8 +177,10 @@ struct Record: ParsableCommand {
                 "--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one"
             )
         }
-        _ = try settings()
-        if segment == nil {
+        let settings = try settings()
+        // A config's segment options were checked as it was read; these are the command line's
+        // (which may lean on the config's segment).
+        if settings.segment == nil {
             if maxStorage != nil {
                 throw PlanError(
                     "--max-storage needs --segment: the budget deletes whole finished segments (add --segment 30s, for one)"
@@ -193,7 +206,7 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
         let sources = try settings.plan.makeSourcesForCommand()
-        let segments = try segmentSettings(for: sources)
+        let segments = try segmentSettings(settings, for: sources)
         let recording = RecordingController(
             sources: sources,
             settings: RecordingController.Settings(
@@ -212,7 +225,7 @@ struct Record: ParsableCommand {
             try recording.start { layout in
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
-                    diskWatch: recording.session?.diskWatch)
+                    diskWatch: recording.diskStalls)
                 if let segments = recording.segments { status?.countBytes = { segments.bytesNow } }
             }
         } catch let error as RecordingController.StartError {
@@ -265,14 +278,18 @@ struct Record: ParsableCommand {
     /// `--segment`, `--max-storage` and `--keep` for these sources, refusing (one line, exit
     /// 64, nothing written) a segment shorter than a camera's frame or a budget smaller than
     /// one segment.
-    func segmentSettings(for sources: [CaptureSource]) throws -> SegmentedSessions.Settings? {
-        guard let segment else { return nil }
+    func segmentSettings(_ settings: Settings, for sources: [CaptureSource]) throws -> SegmentedSessions.Settings? {
+        guard let segment = settings.segment else { return nil }
+        let maxStorage = settings.maxStorage
+        // Named as the user gave them: on the command line or in the config.
+        let segmentName = self.segment != nil ? "--segment" : "segment (\(config ?? "config"))"
+        let maxStorageName = self.maxStorage != nil ? "--max-storage" : "max_storage (\(config ?? "config"))"
         for source in sources where source.descriptor.nominalRate > 0 {
             let period = 1 / source.descriptor.nominalRate
             if segment.seconds < period {
                 FileHandle.standardError.write(
                     Data(
-                        "Error: --segment \(segment) is shorter than one \(source.descriptor.kind == .video ? "frame" : "sample") of \(source.descriptor.id) (\(SourceReport.rate(source.descriptor.nominalRate)) per second): give at least \(TimeSpan(seconds: period))\n"
+                        "Error: \(segmentName) \(segment) is shorter than one \(source.descriptor.kind == .video ? "frame" : "sample") of \(source.descriptor.id) (\(SourceReport.rate(source.descriptor.nominalRate)) per second): give at least \(TimeSpan(seconds: period))\n"
                             .utf8))
                 throw ExitCode(64)
             }
@@ -281,14 +298,13 @@ struct Record: ParsableCommand {
         if let maxStorage, maxStorage.bytes < estimate {
             FileHandle.standardError.write(
                 Data(
-                    "Error: --max-storage \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise --max-storage or shorten --segment\n"
+                    "Error: \(maxStorageName) \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise \(maxStorageName) or shorten \(segmentName)\n"
                         .utf8))
             throw ExitCode(64)
         }
         return SegmentedSessions.Settings(
             lengthNs: segment.nanoseconds,
-            budget: StorageBudget(maxBytes: maxStorage?.bytes, keepNs: keep?.nanoseconds),
-            maxStorageLabel: maxStorage.map { "--max-storage \($0)" } ?? "",
-            keepLabel: keep.map { "--keep \($0)" } ?? "")
+            budget: StorageBudget(maxBytes: maxStorage?.bytes, keepNs: settings.keep?.nanoseconds),
+            maxStorageLabel: settings.maxStorageLabel ?? "", keepLabel: settings.keepLabel ?? "")
     }
 }

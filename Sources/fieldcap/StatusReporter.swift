@@ -14,7 +14,7 @@ final class StatusReporter {
     let sources: [CaptureSource]
     let quiet: Bool
     let json: Bool
-    let diskWatch: DiskWatch?
+    let diskWatch: DiskStalls?
     /// Each source's report as setup left it, for the start lines. Taken when the reporter is
     /// made, which must be before capture starts: a report also reads counters its capture
     /// thread owns (fallbacks, gaps, the clock mapping), safe to read only once it has ended.
@@ -23,7 +23,7 @@ final class StatusReporter {
     private var previous: [Int]
     private var previousElapsed = 0.0
 
-    init(directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskWatch? = nil) {
+    init(directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil) {
         self.directory = directory
         self.sources = sources
         self.quiet = quiet

@@ -1,3 +1,4 @@
+import FieldcapSegments
 import Foundation
 import SyncField
 import Testing
@@ -54,6 +55,30 @@ struct RigConfigCommandTests {
         #expect(frames >= 10 && frames <= 30, "15 fps for 1 s: \(frames)")
     }
 
+    @Test("a config's segment, max_storage and keep record in segments within that budget")
+    func recordsSegmentsFromConfig() throws {
+        let root = freshPath("root")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let config = try writeConfig(
+            "output: \(root)\nduration: 2500ms\nsegment: 1s\nmax_storage: 50M\nkeep: 2h\nimus:\n  - device: synthetic\n    rate: 100\n"
+        )
+        let result = try FieldcapProcess.run(["--config", config, "-q"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let recordings = try FileManager.default.contentsOfDirectory(atPath: root)
+        try #require(recordings.count == 1)
+        let index = try #require(RecordingIndex.read(directory: "\(root)/\(recordings[0])"))
+        #expect(index.segmentSeconds == 1 && index.maxStorageBytes == 50 << 20 && index.keepSeconds == 7200)
+        #expect(index.segments.count >= 2 && index.state == "complete")
+        // Too small a budget from the config is refused as the command line's is, naming the file.
+        let tiny = try writeConfig(
+            "output: \(root)\nsegment: 10s\nmax_storage: 1k\ncameras:\n  - device: synthetic\n    size: 640x480\n")
+        let refused = try FieldcapProcess.run(["--config", tiny, "-q"])
+        #expect(refused.status == 64)
+        #expect(
+            refused.stderr.hasPrefix("Error: max_storage (\(tiny)) 1.0k is less than one 10s segment"),
+            "\(refused.stderr)")
+    }
+
     @Test("options on the command line win over the file's")
     func commandLineWins() throws {
         let out = freshPath("out")
@@ -94,6 +119,11 @@ struct RigConfigCommandTests {
         ("imus:\n  - device: synthetic\n    rate: 100\n    rate: 200\n", 3, "'rate' given twice"),
         ("imus:\n  - device: synthetic\n   rate: 100\n", 3, "not valid YAML"),
         ("imus: [\n", 2, "not valid YAML"),
+        ("max_storage: 1G\nimus:\n  - device: synthetic\n", 1, "max_storage needs segment"),
+        ("keep: 2h\nimus:\n  - device: synthetic\n", 1, "keep needs segment"),
+        ("segment: often\nimus:\n  - device: synthetic\n", 1, "segment 'often'"),
+        ("segment: 5s\nmax_storage: 0\nimus:\n  - device: synthetic\n", 2, "max_storage 0 would keep nothing"),
+        ("segment: 5s\nkeep: never\nimus:\n  - device: synthetic\n", 2, "keep 'never'"),
         ("host_id: rig\n", nil, "no cameras or imus"),
         ("cameras: []\n", nil, "no cameras or imus"),
     ]

@@ -28,9 +28,15 @@ public struct RigConfig: Sendable {
     public var minFree: ByteSize?
     public var syncEvery: TimeSpan?
     public var duration: TimeSpan?
+    /// Record in segments this long (`--segment`), within `maxStorage` and `keep`.
+    public var segment: TimeSpan?
+    public var maxStorage: ByteSize?
+    public var keep: TimeSpan?
     public var devices: [DeviceSpec]
 
-    static let topKeys = ["host_id", "output", "min_free", "sync_every", "duration", "cameras", "imus"]
+    static let topKeys = [
+        "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "cameras", "imus",
+    ]
 
     /// Reads and checks `path`. Devices are not opened.
     public static func load(path: String) throws(RigConfigError) -> RigConfig {
@@ -69,6 +75,21 @@ public struct RigConfig: Sendable {
         config.minFree = try top.value("min_free", example: "2G") { ByteSize($0) }
         config.syncEvery = try top.value("sync_every", example: "1s") { TimeSpan($0) }
         config.duration = try top.value("duration", example: "10m") { TimeSpan($0) }
+        config.segment = try top.value("segment", example: "30s") { TimeSpan($0) }
+        config.maxStorage = try top.value("max_storage", example: "16G") { ByteSize($0) }
+        config.keep = try top.value("keep", example: "2h") { TimeSpan($0) }
+        if config.segment == nil {
+            for key in ["max_storage", "keep"] where top.fields[key] != nil {
+                throw RigConfigError(
+                    "\(name):\(top.line(of: key)): \(key) needs segment: old footage goes one finished segment at a time (add segment: 30s, for one)"
+                )
+            }
+        }
+        if config.maxStorage?.bytes == 0 {
+            throw RigConfigError(
+                "\(name):\(top.line(of: "max_storage")): max_storage 0 would keep nothing; give a size that holds a few segments (16G)"
+            )
+        }
         if let host = config.hostId, let problem = StreamID.problem(with: host) {
             throw RigConfigError(
                 "\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")

@@ -209,6 +209,9 @@ public final class RecordingController {
         startedNs = MonotonicClock.now()
     }
 
+    /// The disk's stalls while recording, for a status line: the session's, or every segment's.
+    public var diskStalls: DiskStalls? { session?.diskWatch ?? segments }
+
     /// Seconds since capture started.
     public var elapsed: Double { Double(MonotonicClock.now() - startedNs) / 1e9 }
 

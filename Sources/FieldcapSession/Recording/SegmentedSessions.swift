@@ -57,6 +57,15 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// written: for `bytesNow`, from any thread.
     private let finishedBytes = Atomic<UInt64>(0)
     private let openDirectories = Mutex<[String]>([])
+    /// Each segment's session times its own files: the watches of the segments being written,
+    /// those finished since a status line last looked, and the stalls of every finished one.
+    private let watches = Mutex<Watches>(Watches())
+
+    struct Watches {
+        var open: [(segment: String, watch: DiskWatch)] = []
+        var finished: [(segment: String, watch: DiskWatch)] = []
+        var past: [DiskWatch.Summary] = []
+    }
     /// What happened that the user should hear about (a deletion, a segment kept): the front
     /// end's logger. From the rotation thread.
     private let log: @Sendable (String) -> Void
@@ -151,6 +160,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try sink.open(streams: streams)
         open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
         openDirectories.withLock { $0.append(path) }
+        watches.withLock { $0.open.append((name, session.diskWatch)) }
         index.segments.append(
             RecordingIndex.Segment(
                 number: number, directory: name, state: .recording, startMonotonicRawNs: startNs,
@@ -181,6 +191,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         _ = try? sink.close()
         guard let open = open.removeValue(forKey: number) else { return }
         openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
+        watches.withLock { $0.open.removeAll { $0.watch === open.session.diskWatch } }
         try? FileManager.default.removeItem(atPath: open.layout.directory)
         index.segments.removeAll { $0.number == number }
     }
@@ -243,6 +254,12 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         entry.bytes = bytes
         finishedBytes.add(bytes, ordering: .relaxed)
         openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
+        watches.withLock { watches in
+            guard let position = watches.open.firstIndex(where: { $0.watch === open.session.diskWatch }) else { return }
+            let finished = watches.open.remove(at: position)
+            watches.finished.append(finished)
+            watches.past += Self.named(finished.watch.summary(), segment: finished.segment)
+        }
         entry.streams = Dictionary(
             uniqueKeysWithValues: zip(sources, segment.tallies).map { source, tally in
                 (
@@ -294,6 +311,41 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             index.segments[position].deleted = RecordingIndex.Deletion(
                 utc: Sidecar.utc(Date()), reason: deletion.reason)
             log("deleted segment \(entry.directory) (\(deletion.reason))")
+        }
+    }
+}
+
+extension SegmentedSessions: DiskStalls {
+    public var stallNs: UInt64 { DiskWatch().stallNs }
+
+    /// Stalls going on now in the segments being written, and those that ended since the last
+    /// call in any segment (one finished meanwhile too), each file named `SEGMENT/FILE`.
+    public func takeRecentStalls() -> [DiskWatch.Stall] {
+        watches.withLock { watches in
+            let looked = watches.open + watches.finished
+            watches.finished = []
+            return looked.flatMap { segment, watch in
+                watch.takeRecentStalls().map { stall in
+                    var stall = stall
+                    stall.file = "\(segment)/\(stall.file)"
+                    return stall
+                }
+            }
+        }
+    }
+
+    /// The stalls of every segment so far, finished or being written.
+    public func summary() -> [DiskWatch.Summary] {
+        watches.withLock { watches in
+            watches.past + watches.open.flatMap { Self.named($0.watch.summary(), segment: $0.segment) }
+        }
+    }
+
+    static func named(_ summaries: [DiskWatch.Summary], segment: String) -> [DiskWatch.Summary] {
+        summaries.map { summary in
+            var summary = summary
+            summary.file = "\(segment)/\(summary.file)"
+            return summary
         }
     }
 }

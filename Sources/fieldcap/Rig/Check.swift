@@ -23,6 +23,9 @@ struct Check: ParsableCommand {
               min_free: 2G                        # stop cleanly below this much free space (256M)
               sync_every: 1s                      # fdatasync at least this often (1s)
               duration: 30m                       # stop after this long (default: until stopped)
+              segment: 30s                        # record in segments this long (default: one session)
+              max_storage: 16G                    # with segment: keep the newest within this size
+              keep: 2h                            # with segment: delete segments older than this
               cameras:
                 - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3D4-video-index0
                   id: cam_left

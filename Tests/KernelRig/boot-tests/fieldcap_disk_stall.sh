@@ -1,5 +1,5 @@
 #!/bin/bash
-# rig-timeout: 300
+# rig-timeout: 420
 # A disk that stops for 3 s in the middle of a recording: the scratch disk runs at 8 MB/s, and
 # the host (disk_monitor.py, through QEMU's monitor) throttles its writes to 1 byte a second for
 # 3 s, then gives the 8 MB/s back. fieldcap records two 640x480 cameras at 30 fps and a 1 kHz IMU
@@ -7,6 +7,8 @@
 # in (slow_disk_guest.py). The IMU loses nothing (its ring never fills: its writer never waits
 # for the disk), no camera is taken for stalled, every frame is accounted for, the session
 # validates, and the status lines and fieldcap.json name the files that waited, and how long.
+# Then the synthetic sources again in 3 s segments: the status lines, the stop line and the
+# segments' fieldcap.json name the stalled files as SEGMENT/FILE, and no IMU sample is missing.
 set -euo pipefail
 rig=${FIELDCAP_RIG:?run through Tests/KernelRig/rig test}
 tmp=${FIELDCAP_TEST_TMP:?}
@@ -23,7 +25,7 @@ newer=$(find "$repo/Sources" -newer "$built" -type f | head -1)
 monitor=$!
 trap 'kill "$monitor" 2>/dev/null || true' EXIT
 status=0
-"$rig" run --disk-throttle 8000000 --qmp "$tmp/qmp.sock" --share "$tmp" --timeout 240 -- \
+"$rig" run --disk-throttle 8000000 --qmp "$tmp/qmp.sock" --share "$tmp" --timeout 360 -- \
 	/usr/bin/python3 "$here/slow_disk_guest.py" stall "$tmp" "$fieldcap" 8 || status=1
 sed 's/^/disk monitor: /' "$tmp/monitor.log"
 exit $status

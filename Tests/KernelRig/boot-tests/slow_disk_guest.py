@@ -19,8 +19,11 @@ camera frame (the frame log's sequence numbers, fieldcap's drops and the driver'
 are disjoint and together cover the camera's whole sequence); and the summary on stderr and the
 --json status lines must say the same as fieldcap.json. In `throttle` mode the session's files
 must get most of the disk's rate; in `stall` mode the sidecar and the status lines must name the
-stalled files. The figures go to STATE_DIR/result-MODE.json.
+stalled files. In `stall` mode a third recording, the synthetic one in 3 s segments, must also
+name the stalled files (as SEGMENT/FILE) in its status lines, its stop line and its segments'
+fieldcap.json, and lose no IMU sample. The figures go to STATE_DIR/result-MODE.json.
 """
+import glob
 import json
 import os
 import subprocess
@@ -82,9 +85,9 @@ def runs_to_set(runs):
 
 def record(kind, mbps):
     out = f"{disk}/{kind}"
-    if kind == "synthetic":
+    if kind in ("synthetic", "segments"):
         devices = ["--cam", "synthetic:640x480@30,id=cam0", "--cam", "synthetic:640x480@30,id=cam1",
-                   "--imu", "synthetic:1000,id=imu"]
+                   "--imu", "synthetic:1000,id=imu"] + (["--segment", "3s"] if kind == "segments" else [])
     else:
         for dev in (os.environ["FIELDCAP_VIDEO_DEVICE"], os.environ["FIELDCAP_VIDEO_DEVICE2"]):
             subprocess.run(["v4l2-ctl", "-d", dev, "-c", "timestamp_source=1"], check=True)
@@ -97,7 +100,8 @@ def record(kind, mbps):
         process = subprocess.Popen(args, stdout=stdout, stderr=stderr)
         if mode == "stall":
             # From the first IMU line on: under emulation fieldcap takes seconds to start.
-            while process.poll() is None and not os.path.exists(f"{out}/imu.timestamps.jsonl"):
+            while process.poll() is None and not glob.glob(f"{out}/imu.timestamps.jsonl") \
+                    and not glob.glob(f"{out}/*/imu.timestamps.jsonl"):
                 time.sleep(0.05)
             time.sleep(STALL_AFTER)
             stall_request = ask_host({"stall": STALL, "bps": int(mbps * 1e6)}, wait=False)
@@ -238,15 +242,52 @@ def check(kind, mbps, out, status, stall_request):
     return result
 
 
+def check_segments(kind, mbps, out, status, stall_request):
+    """The stall while recording in segments: each segment's session times its own files."""
+    print(f"--- {kind}, {mbps:g} MB/s with a stall")
+    stderr = open(f"{state}/{kind}.stderr").read()
+    if status != 0:
+        fail(f"{kind}: fieldcap exited {status}: {stderr[-600:]}")
+    valid = subprocess.run([fieldcap, "validate", "-q", out], capture_output=True, text=True)
+    if valid.returncode != 0:
+        fail(f"{kind}: the recording does not validate: {valid.stdout[-600:]}")
+    if not os.path.exists(f"{state}/done-{stall_request}"):
+        fail(f"{kind}: the host did not stall the disk")
+    index = json.load(open(f"{out}/recording.json"))
+    imu_missing = sum(s["streams"]["imu"]["missing"] for s in index["segments"])
+    imu_written = sum(s["streams"]["imu"]["records"] for s in index["segments"])
+    if imu_missing != 0:
+        fail(f"{kind}: {imu_missing} IMU samples missing across the segments")
+    stalls = []
+    for segment in index["segments"]:
+        info = json.load(open(f"{out}/{segment['directory']}/fieldcap.json"))
+        stalls += [dict(s, segment=segment["directory"]) for s in info["disk_stalls"]["files"]]
+    print(f"{kind}: {len(index['segments'])} segments, IMU {imu_written} written, {imu_missing} missing; stalls in the "
+          "segments' fieldcap.json: " + ", ".join(f"{s['segment']}/{s['file']} {s['operation']} {s['longest_seconds']:.2f} s" for s in stalls))
+    if max((s["longest_seconds"] for s in stalls), default=0) < 2:
+        fail(f"{kind}: no segment's fieldcap.json reports a stall of 2 s or more")
+    events = [json.loads(t) for t in open(f"{state}/{kind}.status.jsonl") if t.startswith("{")]
+    shown = [s for line in events if line.get("event") == "progress" for s in line["disk_stalls"] if s["seconds"] >= 1]
+    print(f"{kind}: the status lines showed " + ", ".join(sorted({s["file"] for s in shown})))
+    if not shown or not all("/" in s["file"] for s in shown):
+        fail(f"{kind}: the status lines did not show the stall as SEGMENT/FILE: {shown[:4]}")
+    stop = next((line for line in events if line.get("event") == "stop"), {})
+    if max((s["longest_seconds"] for s in stop.get("disk_stalls", [])), default=0) < 2:
+        fail(f"{kind}: the stop line does not report the stall: {stop.get('disk_stalls')}")
+    return {"kind": kind, "mode": mode, "mbps": mbps, "imu_written": imu_written, "imu_missing": imu_missing,
+            "disk_stalls": stalls}
+
+
 results = []
 for mbps in rates:
     if mode == "throttle":
         # What the last recording left for writeback goes out first, at the old rate.
         subprocess.run(["sync"])
         ask_host({"bps": int(mbps * 1e6)})
-    for kind in ("synthetic", "vivid"):
+    for kind in ("synthetic", "vivid") + (("segments",) if mode == "stall" else ()):
         out, status, stall_request = record(kind, mbps)
-        results.append(check(kind, mbps, out, status, stall_request))
+        checked = check_segments if kind == "segments" else check
+        results.append(checked(kind, mbps, out, status, stall_request))
         subprocess.run(["rm", "-rf", out])
 with open(f"{state}/result-{mode}.json", "w") as f:
     json.dump(results, f)
