@@ -15,7 +15,10 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
 dir=${FIELDCAP_DISK_DIR:-$FIELDCAP_TEST_TMP}
 v4l2-ctl -d "$dev" -c timestamp_source=1
-trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true' EXIT
+D=${FIELDCAP_IIO_DEVICE_SYSFS:?}
+# The recorder killed below leaves the dummy's buffer enabled (the next fieldcap takes it back; a
+# test that writes the dummy's sysfs first could not): it is disabled at the end.
+trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true; echo 0 > "$D/buffer/enable" 2>/dev/null || true' EXIT
 
 recording=$dir/segments
 "$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" --imu "$imu,rate=200,trigger=$trig,id=imu" \

@@ -24,6 +24,8 @@ v4l2-ctl -d "$dev" -c timestamp_source=0
 # have left one (attaching it is what a rig does); it is detached here and put back at the end.
 # The same for its timestamp clock: the kernel's default, realtime, which fieldcap sets to
 # monotonic_raw and puts back.
+# A recorder an earlier test killed may have left the buffer enabled, which keeps both busy.
+echo 0 > "$D/buffer/enable"
 attached=$(cat "$D/trigger/current_trigger")
 clock=$(cat "$D/current_timestamp_clock")
 echo > "$D/trigger/current_trigger"
