@@ -42,20 +42,19 @@ struct Extract: ParsableCommand {
     var out: String
 
     func run() throws {
-        func usage(_ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
-            return ExitCode(64)
-        }
         guard let fromNs = UTCTime.parse(from) else {
-            throw usage(
+            throw PlanError(
                 "--from \(from) is not a time fieldcap reads; write it as 2026-11-23T14:02:00Z (UTC) or with its offset"
-            )
+            ).exitForCommand()
         }
         guard let toNs = UTCTime.parse(to) else {
-            throw usage(
-                "--to \(to) is not a time fieldcap reads; write it as 2026-11-23T14:04:00Z (UTC) or with its offset")
+            throw PlanError(
+                "--to \(to) is not a time fieldcap reads; write it as 2026-11-23T14:04:00Z (UTC) or with its offset"
+            ).exitForCommand()
         }
-        guard toNs > fromNs else { throw usage("--to \(to) is not after --from \(from): nothing written") }
+        guard toNs > fromNs else {
+            throw PlanError("--to \(to) is not after --from \(from): nothing written").exitForCommand()
+        }
         let outcome: RangeExtractor.Outcome
         do {
             outcome = try RangeExtractor.extract(

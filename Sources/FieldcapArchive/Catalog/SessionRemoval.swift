@@ -27,6 +27,14 @@ public enum SessionRemoval {
     public struct Plan: Sendable {
         public var targets: [Target] = []
         public var refused: [String] = []
+
+        /// A target, or the line saying why `name` was refused.
+        mutating func add(_ result: Result<Target, Refusal>, name: String) {
+            switch result {
+            case .success(let target): targets.append(target)
+            case .failure(let refusal): refused.append("\(name): \(refusal.message)")
+            }
+        }
     }
 
     /// The targets `names` (relative to `root`) give, with a line for each one refused.
@@ -49,10 +57,7 @@ public enum SessionRemoval {
                 parts.count == 1
                 ? target(name: trimmed, path: path)
                 : segmentTarget(name: trimmed, recording: "\(root)/\(parts[0])", segment: parts[1])
-            switch result {
-            case .success(let target): plan.targets.append(target)
-            case .failure(let refusal): plan.refused.append("\(name): \(refusal.message)")
-            }
+            plan.add(result, name: name)
         }
         return plan
     }
@@ -72,10 +77,7 @@ public enum SessionRemoval {
                     plan.refused.append("\(entry.name): \(stateRefusal(entry.state))")
                     continue
                 }
-                switch target(name: entry.name, path: entry.path) {
-                case .success(let target): plan.targets.append(target)
-                case .failure(let refusal): plan.refused.append("\(entry.name): \(refusal.message)")
-                }
+                plan.add(target(name: entry.name, path: entry.path), name: entry.name)
             case .recording:
                 guard let index = RecordingIndex.read(directory: entry.path) else { continue }
                 let old = index.presentSegments.filter { (UTCTime.parse($0.endUtc) ?? .max) < beforeNs }
@@ -85,18 +87,12 @@ public enum SessionRemoval {
                     continue
                 }
                 if old.count == index.presentSegments.count {
-                    switch target(name: entry.name, path: entry.path) {
-                    case .success(let target): plan.targets.append(target)
-                    case .failure(let refusal): plan.refused.append("\(entry.name): \(refusal.message)")
-                    }
+                    plan.add(target(name: entry.name, path: entry.path), name: entry.name)
                     continue
                 }
                 for segment in old {
                     let name = "\(entry.name)/\(segment.directory)"
-                    switch segmentTarget(name: name, recording: entry.path, segment: segment.directory) {
-                    case .success(let target): plan.targets.append(target)
-                    case .failure(let refusal): plan.refused.append("\(name): \(refusal.message)")
-                    }
+                    plan.add(segmentTarget(name: name, recording: entry.path, segment: segment.directory), name: name)
                 }
             }
         }

@@ -44,14 +44,21 @@ public enum RangeExtractor {
         public var description: String { message }
     }
 
-    /// One session the range is read from.
+    /// One session the range may be read from, with its span in wall clock: parts the range
+    /// misses are skipped without opening their files.
     struct Part {
         var name: String
         var directory: String
-        var contents: Sidecar.Contents
-        /// Its span in wall clock, to skip parts the range misses without reading them.
         var startNs: UInt64
         var endNs: UInt64
+
+        /// Its sidecar: the streams and the sync point.
+        func contents() throws -> Sidecar.Contents {
+            guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)) else {
+                throw Failure(message: "\(directory)/\(SessionLayout.sidecarName) cannot be read: nothing written")
+            }
+            return contents
+        }
     }
 
     public static func extract(_ request: Request, say: (String) -> Void = { _ in }) throws -> Outcome {
@@ -67,18 +74,19 @@ public enum RangeExtractor {
         }
         let parts = all.filter { $0.endNs > request.fromNs && $0.startNs < request.toNs }
         let span = "\(SyncPoint.isoDatetime(wallClockNs: spanStart)) to \(SyncPoint.isoDatetime(wallClockNs: spanEnd))"
-        guard let first = parts.first else {
+        guard !parts.isEmpty else {
             throw Failure(message: "\(range) is outside \(sourceName), which spans \(span): nothing written")
         }
+        let read = try parts.map { ($0, try $0.contents()) }
         let directory: String
         do {
             directory = try SessionDirectory.create(
-                explicit: request.out, root: ".", hostId: first.contents.syncPoint.hostId, at: Date())
+                explicit: request.out, root: ".", hostId: read[0].1.syncPoint.hostId, at: Date())
         } catch let error as SessionDirectoryError {
             throw Failure(message: error.message)
         }
         do {
-            let outcome = try write(parts, request: request, directory: directory, source: sourceName, say: say)
+            let outcome = try write(read, request: request, directory: directory, source: sourceName, say: say)
             guard outcome.records.contains(where: { $0.count > 0 }) else {
                 throw Failure(
                     message:
@@ -134,10 +142,19 @@ public enum RangeExtractor {
         return try parts(of: chosen, fromNs: fromNs, toNs: toNs)
     }
 
+    /// The finished segments, each spanning (by the index) its start to its last record.
     static func recordingParts(_ index: RecordingIndex, directory: String) -> [Part] {
         index.segments.compactMap { segment in
-            guard segment.state == .complete || segment.state == .recovered else { return nil }
-            return sessionPart(directory: "\(directory)/\(segment.directory)", name: segment.directory)
+            guard segment.state == .complete || segment.state == .recovered,
+                let start = UTCTime.parse(segment.startUtc)
+            else { return nil }
+            // A late cut leaves records past the scheduled end in this segment: its last one counts.
+            let last = segment.streams?.values.compactMap(\.lastCaptureNs).max()
+            guard let end = last.map({ start + ($0 &- segment.startMonotonicRawNs) }) ?? UTCTime.parse(segment.endUtc)
+            else { return nil }
+            return Part(
+                name: segment.directory, directory: "\(directory)/\(segment.directory)", startNs: start,
+                endNs: end + 1)
         }
     }
 
@@ -156,9 +173,7 @@ public enum RangeExtractor {
         }
         guard first <= last else { return nil }
         let sync = contents.syncPoint
-        return Part(
-            name: name, directory: directory, contents: contents, startNs: wall(first, sync),
-            endNs: wall(last, sync) + 1)
+        return Part(name: name, directory: directory, startNs: wall(first, sync), endNs: wall(last, sync) + 1)
     }
 
     static func wall(_ rawNs: UInt64, _ sync: SyncPoint) -> UInt64 {
@@ -201,19 +216,20 @@ public enum RangeExtractor {
     }
 
     static func write(
-        _ parts: [Part], request: Request, directory: String, source: String, say: (String) -> Void
+        _ parts: [(Part, Sidecar.Contents)], request: Request, directory: String, source: String,
+        say: (String) -> Void
     ) throws -> Outcome {
         let layout = SessionLayout(directory: directory)
-        let syncPoint = parts[0].contents.syncPoint
-        let outputs = try parts[0].contents.streams.map { try Output($0, layout: layout) }
+        let first = parts[0].1
+        let outputs = try first.streams.map { try Output($0, layout: layout) }
         var used: [String] = []
-        for part in parts {
+        for (part, contents) in parts {
             let partLayout = SessionLayout(directory: part.directory)
-            let fromRaw = raw(request.fromNs, part.contents.syncPoint)
-            let toRaw = raw(request.toNs, part.contents.syncPoint)
+            let fromRaw = raw(request.fromNs, contents.syncPoint)
+            let toRaw = raw(request.toNs, contents.syncPoint)
             var taken: [String] = []
             for output in outputs {
-                guard part.contents.streams.contains(where: { $0.id == output.id }) else { continue }
+                guard contents.streams.contains(where: { $0.id == output.id }) else { continue }
                 let added = try copy(output, from: partLayout, fromRaw: fromRaw, toRaw: toRaw, part: part.name)
                 if added > 0 { taken.append("\(output.id) \(added)") }
             }
@@ -227,22 +243,22 @@ public enum RangeExtractor {
         var links: [String: String] = [:]
         let linkDirectory = URL(fileURLWithPath: directory).path
         for output in outputs {
-            try write(output.timestamps, to: layout.timestamps(output.id))
+            try SyncSession.writeAtomically(output.timestamps, to: layout.timestamps(output.id))
             counts[output.id] = output.count
             if let video = output.video {
                 try video.finish()
-                try write(output.frameLog, to: layout.frameLog(output.id))
+                try SyncSession.writeAtomically(output.frameLog, to: layout.frameLog(output.id))
                 links[output.id] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))"
             } else {
-                try write(output.sensor, to: layout.sensor(output.id))
+                try SyncSession.writeAtomically(output.sensor, to: layout.sensor(output.id))
                 recorded.insert(output.id)
             }
         }
         try SessionRecovery.finish(
-            directory: directory, syncPoint: syncPoint, timestampCounts: counts, recorded: recorded, links: links)
+            directory: directory, syncPoint: first.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
         try Sidecar.store(
             sidecar(
-                parts[0].contents, outputs: outputs, linkDirectory: linkDirectory, request: request, source: source,
+                first, outputs: outputs, linkDirectory: linkDirectory, request: request, source: source,
                 used: used),
             layout: layout)
         return Outcome(
@@ -345,24 +361,5 @@ public enum RangeExtractor {
         if let firstNs { document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(firstNs, sync)) }
         if let lastNs { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(lastNs, sync)) }
         return document
-    }
-
-    /// Writes `bytes` into a new file and makes it durable.
-    static func write(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(message: "\(path): cannot create it: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw Failure(message: "\(path): write failed: \(String(cString: strerror(errno)))")
-            }
-            offset += written
-        }
-        guard fsync(fd) == 0 else {
-            throw Failure(message: "\(path): fsync failed: \(String(cString: strerror(errno)))")
-        }
     }
 }

@@ -1,3 +1,4 @@
+import FieldcapSegments
 import Foundation
 
 #if canImport(Glibc)
@@ -60,7 +61,7 @@ public final class RecordingLock {
     public static func isLive(_ directory: String) -> Bool {
         if isHeld(directory: directory) { return true }
         let parent = (directory as NSString).deletingLastPathComponent
-        return FileManager.default.fileExists(atPath: "\(parent.isEmpty ? "." : parent)/recording.json")
+        return FileManager.default.fileExists(atPath: "\(parent.isEmpty ? "." : parent)/\(RecordingIndex.fileName)")
             && isHeld(directory: parent.isEmpty ? "." : parent)
     }
 
