@@ -119,32 +119,7 @@ struct Record: ParsableCommand {
     var json = false
 
     /// What this recording uses: the command line over the config file over the defaults.
-    struct Settings {
-        var plan: DevicePlan
-        var hostId: String
-        var root: String
-        var duration: Duration?
-        var syncEvery: Duration
-        var minFree: ByteSize
-        var segment: Duration?
-        var maxStorage: ByteSize?
-        var keep: Duration?
-        /// How the limits were given, for the index's deletion reasons: `--max-storage 16G`, or
-        /// `max_storage 16G (rig.yaml)`.
-        var maxStorageLabel: String?
-        var keepLabel: String?
-    }
-
-    /// Where sessions go when neither --root nor a config's output says.
-    static var defaultRoot: String { ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions" }
-    static let defaultMinFree = RecordingController.defaultMinFree
-
-    static func defaultHostId() -> String {
-        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
-        return name.isEmpty ? "host" : name
-    }
-
-    func settings() throws -> Settings {
+    func settings() throws -> RecordingSettings {
         var rig: RigConfig?
         if let config {
             if !devices.isEmpty {
@@ -153,22 +128,15 @@ struct Record: ParsableCommand {
             }
             rig = try RigConfig.loadForCommand(path: config)
         }
-        let settings = Settings(
-            plan: try rig.map { DevicePlan(specs: $0.devices) } ?? DevicePlan(specs: devices.specs),
-            hostId: hostId ?? rig?.hostId ?? Self.defaultHostId(),
-            root: root ?? rig?.output ?? Self.defaultRoot,
-            duration: duration ?? rig?.duration,
-            syncEvery: syncEvery ?? rig?.syncEvery ?? Duration(argument: "1s")!,
-            minFree: minFree ?? rig?.minFree ?? Self.defaultMinFree,
-            segment: segment ?? rig?.segment, maxStorage: maxStorage ?? rig?.maxStorage, keep: keep ?? rig?.keep,
-            maxStorageLabel: maxStorage.map { "--max-storage \($0)" }
-                ?? rig?.maxStorage.map { "max_storage \($0) (\(rig!.path))" },
-            keepLabel: keep.map { "--keep \($0)" } ?? rig?.keep.map { "keep \($0) (\(rig!.path))" })
-        if let problem = StreamID.problem(with: settings.hostId) {
-            throw ValidationError("--host-id '\(settings.hostId.printable)' cannot be used: \(problem)")
+        let overrides = RecordingSettings.Overrides(
+            hostId: hostId, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree, segment: segment,
+            maxStorage: maxStorage, keep: keep)
+        let specs = rig == nil ? try devices.specs : []
+        do throws(PlanError) {
+            return try RecordingSettings.resolve(config: rig, devices: specs, overrides: overrides)
+        } catch {
+            throw error.exitForCommand()
         }
-        try settings.plan.validateForCommand(verb: "record")
-        return settings
     }
 
     func validate() throws {
@@ -177,25 +145,7 @@ struct Record: ParsableCommand {
                 "--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one"
             )
         }
-        let settings = try settings()
-        // A config's segment options were checked as it was read; these are the command line's
-        // (which may lean on the config's segment).
-        if settings.segment == nil {
-            if maxStorage != nil {
-                throw PlanError(
-                    "--max-storage needs --segment: the budget deletes whole finished segments (add --segment 30s, for one)"
-                ).exitForCommand()
-            }
-            if keep != nil {
-                throw PlanError(
-                    "--keep needs --segment: old footage goes one finished segment at a time (add --segment 30s, for one)"
-                ).exitForCommand()
-            }
-        }
-        if let maxStorage, maxStorage.bytes == 0 {
-            throw PlanError("--max-storage 0 would keep nothing: give a size that holds a few segments (16G)")
-                .exitForCommand()
-        }
+        _ = try settings()
         if let out, FileManager.default.fileExists(atPath: out) {
             throw ValidationError(
                 "--out \(out) already exists; fieldcap never writes into an existing directory: choose a new path")
@@ -206,12 +156,14 @@ struct Record: ParsableCommand {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
         let sources = try settings.plan.makeSourcesForCommand()
-        let segments = try segmentSettings(settings, for: sources)
+        let controllerSettings: RecordingController.Settings
+        do throws(PlanError) {
+            controllerSettings = try settings.controllerSettings(for: sources, out: out, directIO: !noDirectIO)
+        } catch {
+            throw error.exitForCommand()
+        }
         let recording = RecordingController(
-            sources: sources,
-            settings: RecordingController.Settings(
-                hostId: settings.hostId, out: out, root: settings.root, duration: settings.duration,
-                syncEvery: settings.syncEvery, minFree: settings.minFree, directIO: !noDirectIO, segments: segments),
+            sources: sources, settings: controllerSettings,
             log: { [quiet] message in
                 if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K\(message)\n".utf8)) }
             })
@@ -225,8 +177,7 @@ struct Record: ParsableCommand {
             try recording.start { layout in
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
-                    diskWatch: recording.diskStalls)
-                if let segments = recording.segments { status?.countBytes = { segments.bytesNow } }
+                    diskWatch: recording.diskStalls, countBytes: recording.segments.map { segments in { segments.bytesNow } })
             }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
@@ -273,38 +224,5 @@ struct Record: ParsableCommand {
             throw ExitCode(4)
         }
         if outcome.summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
-    }
-
-    /// `--segment`, `--max-storage` and `--keep` for these sources, refusing (one line, exit
-    /// 64, nothing written) a segment shorter than a camera's frame or a budget smaller than
-    /// one segment.
-    func segmentSettings(_ settings: Settings, for sources: [CaptureSource]) throws -> SegmentedSessions.Settings? {
-        guard let segment = settings.segment else { return nil }
-        let maxStorage = settings.maxStorage
-        // Named as the user gave them: on the command line or in the config.
-        let segmentName = self.segment != nil ? "--segment" : "segment (\(config ?? "config"))"
-        let maxStorageName = self.maxStorage != nil ? "--max-storage" : "max_storage (\(config ?? "config"))"
-        for source in sources where source.descriptor.nominalRate > 0 {
-            let period = 1 / source.descriptor.nominalRate
-            if segment.seconds < period {
-                FileHandle.standardError.write(
-                    Data(
-                        "Error: \(segmentName) \(segment) is shorter than one \(source.descriptor.kind == .video ? "frame" : "sample") of \(source.descriptor.id) (\(SourceReport.rate(source.descriptor.nominalRate)) per second): give at least \(TimeSpan(seconds: period))\n"
-                            .utf8))
-                throw ExitCode(64)
-            }
-        }
-        let estimate = SegmentedSessions.estimatedBytes(streams: sources.map(\.descriptor), seconds: segment.seconds)
-        if let maxStorage, maxStorage.bytes < estimate {
-            FileHandle.standardError.write(
-                Data(
-                    "Error: \(maxStorageName) \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise \(maxStorageName) or shorten \(segmentName)\n"
-                        .utf8))
-            throw ExitCode(64)
-        }
-        return SegmentedSessions.Settings(
-            lengthNs: segment.nanoseconds,
-            budget: StorageBudget(maxBytes: maxStorage?.bytes, keepNs: settings.keep?.nanoseconds),
-            maxStorageLabel: settings.maxStorageLabel ?? "", keepLabel: settings.keepLabel ?? "")
     }
 }

@@ -20,7 +20,7 @@ struct Sessions: ParsableCommand {
 }
 
 /// Where sessions are when no root is given: where `record` makes them.
-private var defaultRoot: String { Record.defaultRoot }
+private var defaultRoot: String { RecordingSettings.defaultRoot }
 
 struct SessionsList: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -20,17 +20,21 @@ final class StatusReporter {
     /// thread owns (fallbacks, gaps, the clock mapping), safe to read only once it has ended.
     let startReports: [SourceReport]
     private let line = TerminalLine()
-    private var previous: [Int]
-    private var previousElapsed = 0.0
+    private let meter: RecordingStatusMeter
 
-    init(directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil) {
+    /// `countBytes`: see `RecordingStatusMeter`.
+    init(
+        directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil,
+        countBytes: (() -> UInt64)? = nil
+    ) {
         self.directory = directory
         self.sources = sources
         self.quiet = quiet
         self.json = json
         self.diskWatch = diskWatch
         startReports = sources.map(\.report)
-        previous = Array(repeating: 0, count: sources.count)
+        meter = RecordingStatusMeter(
+            directory: directory, sources: sources, diskStalls: diskWatch, countBytes: countBytes)
     }
 
     /// What each stream was granted, as recording starts: on a terminal (stderr) one line per
@@ -79,58 +83,44 @@ final class StatusReporter {
         }
     }
 
-    var diskFree: UInt64? { freeBytes(at: directory) }
-
-    /// Bytes the recording holds, when something else knows better than a look at the directory's
-    /// files (a segmented recording: `SegmentedSessions.bytesNow`).
-    var countBytes: (() -> UInt64)?
-
-    var bytesWritten: UInt64 {
-        if let countBytes { return countBytes() }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.reduce(0) { total, name in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")
-            return total + ((attributes?[.size] as? UInt64) ?? 0)
-        }
-    }
-
     func report(_ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double) {
-        let interval = max(0.001, elapsed - previousElapsed)
-        let rates = statistics.enumerated().map { Double($1.written - previous[$0]) / interval }
-        previous = statistics.map(\.written)
-        previousElapsed = elapsed
-        let gaps = sources.map { $0.deviceGaps?.count }
-        // Taken at every report, also when nothing is shown: a stall is reported once it ends.
-        let stalls = diskWatch?.takeRecentStalls() ?? []
+        // Sampled at every report, also when nothing is shown: a stall is reported once it ends.
+        let status = meter.sample(statistics, elapsed: elapsed)
         if json {
-            let streams: [[String: Any]] = statistics.enumerated().map { index, stream in
-                var entry: [String: Any] = [
-                    "id": stream.id, "written": stream.written, "dropped": stream.dropped, "queued": stream.queued,
-                    "rate": rates[index],
-                ]
-                if let gap = gaps[index] { entry["device_gaps"] = gap }
-                return entry
-            }
-            var line: [String: Any] = [
-                "event": "progress", "elapsed_s": elapsed, "streams": streams, "bytes": bytesWritten,
-            ]
-            if let free = diskFree { line["disk_free_bytes"] = free }
-            line["disk_stalls"] = stalls.map {
-                ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing]
-                    as [String: Any]
-            }
-            writeLine(line)
+            writeLine(Self.progressLine(status))
             return
         }
         guard !quiet, line.isTerminal else { return }
-        let parts = statistics.enumerated().map { index, stream in
-            String(format: "%@ %.1f/s drop %d", stream.id, rates[index], stream.dropped)
-                + ((gaps[index] ?? 0) > 0 ? " gap \(gaps[index]!)" : "")
+        let parts = status.streams.map { stream in
+            String(format: "%@ %.1f/s drop %d", stream.id, stream.rate, stream.dropped)
+                + ((stream.deviceGaps ?? 0) > 0 ? " gap \(stream.deviceGaps!)" : "")
         }
-        let disk = diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
+        let disk = status.diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
         line.draw(
             String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
-                + String(format: "  %.1f MB", Double(bytesWritten) / 1e6) + disk + Self.describe(stalls))
+                + String(format: "  %.1f MB", Double(status.bytes) / 1e6) + disk + Self.describe(status.stalls))
+    }
+
+    /// `{"event":"progress","elapsed_s":...,"streams":[{"id","written","dropped","queued","rate",
+    /// "device_gaps"}],"bytes":...,"disk_free_bytes":...,"disk_stalls":[...]}`.
+    static func progressLine(_ status: RecordingStatus) -> [String: Any] {
+        let streams: [[String: Any]] = status.streams.map { stream in
+            var entry: [String: Any] = [
+                "id": stream.id, "written": stream.written, "dropped": stream.dropped, "queued": stream.queued,
+                "rate": stream.rate,
+            ]
+            if let gap = stream.deviceGaps { entry["device_gaps"] = gap }
+            return entry
+        }
+        var line: [String: Any] = [
+            "event": "progress", "elapsed_s": status.elapsed, "streams": streams, "bytes": status.bytes,
+        ]
+        if let free = status.diskFree { line["disk_free_bytes"] = free }
+        line["disk_stalls"] = status.stalls.map {
+            ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing]
+                as [String: Any]
+        }
+        return line
     }
 
     /// "  DISK STALLED: cam0.mkv write 3.0 s, imu.jsonl sync 2.1 s so far", or nothing.

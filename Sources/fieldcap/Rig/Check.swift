@@ -63,7 +63,7 @@ struct Check: ParsableCommand {
         }
         var problems = 0
         print(
-            "\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? Record.defaultHostId() + " (hostname)")"
+            "\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? RecordingSettings.defaultHostId() + " (hostname)")"
         )
         for (spec, id) in zip(plan.specs, plan.streamIds) {
             do {
@@ -76,7 +76,7 @@ struct Check: ParsableCommand {
             }
         }
         if let storage = storageProblem(
-            root: rig.output ?? Record.defaultRoot, minFree: rig.minFree ?? Record.defaultMinFree)
+            root: rig.output ?? RecordingSettings.defaultRoot, minFree: rig.minFree ?? RecordingController.defaultMinFree)
         {
             problems += 1
             print("FAIL  storage  \(storage)")

@@ -1,0 +1,160 @@
+import FieldcapCore
+import FieldcapSegments
+import Foundation
+import SyncField
+
+/// What a recording uses, resolved once for every front end: values given directly (the command
+/// line's options, an API request's body) over the rig config's over the defaults. `fieldcap
+/// record` and `fieldcap serve` both resolve through here, so a config means the same in both.
+public struct RecordingSettings: Sendable {
+    /// Values given directly; nil takes the config's, then the default.
+    public struct Overrides: Sendable {
+        public var hostId: String?
+        public var root: String?
+        public var duration: TimeSpan?
+        public var syncEvery: TimeSpan?
+        public var minFree: ByteSize?
+        public var segment: TimeSpan?
+        public var maxStorage: ByteSize?
+        public var keep: TimeSpan?
+        /// How errors and the index name a directly given value: `--segment` on the command line,
+        /// `segment` in an API request.
+        public var names = Names.commandLine
+
+        public init(
+            hostId: String? = nil, root: String? = nil, duration: TimeSpan? = nil, syncEvery: TimeSpan? = nil,
+            minFree: ByteSize? = nil, segment: TimeSpan? = nil, maxStorage: ByteSize? = nil, keep: TimeSpan? = nil
+        ) {
+            self.hostId = hostId
+            self.root = root
+            self.duration = duration
+            self.syncEvery = syncEvery
+            self.minFree = minFree
+            self.segment = segment
+            self.maxStorage = maxStorage
+            self.keep = keep
+        }
+    }
+
+    /// The names of the directly given options, as their front end spells them.
+    public struct Names: Sendable {
+        public var hostId, segment, maxStorage, keep: String
+
+        public static let commandLine = Names(
+            hostId: "--host-id", segment: "--segment", maxStorage: "--max-storage", keep: "--keep")
+
+        public init(hostId: String, segment: String, maxStorage: String, keep: String) {
+            self.hostId = hostId
+            self.segment = segment
+            self.maxStorage = maxStorage
+            self.keep = keep
+        }
+    }
+
+    public var plan: DevicePlan
+    public var hostId: String
+    public var root: String
+    public var duration: TimeSpan?
+    public var syncEvery: TimeSpan
+    public var minFree: ByteSize
+    public var segment: TimeSpan?
+    public var maxStorage: ByteSize?
+    public var keep: TimeSpan?
+    /// How each limit was given, for errors and the index's deletion reasons: `--max-storage 16G`,
+    /// or `max_storage 16G (rig.yaml)`.
+    public var segmentName: String
+    public var maxStorageName: String
+    public var maxStorageLabel: String?
+    public var keepLabel: String?
+
+    /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
+    /// ./sessions.
+    public static var defaultRoot: String { ProcessInfo.processInfo.environment["FIELDCAP_ROOT"] ?? "sessions" }
+
+    /// The hostname's first label, or `host`.
+    public static func defaultHostId() -> String {
+        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+        return name.isEmpty ? "host" : name
+    }
+
+    /// Merges `overrides` over `config` over the defaults and checks what can be checked without
+    /// opening a device: the host id, the plan, the segment options' consistency.
+    public static func resolve(
+        config: RigConfig?, devices: [DeviceSpec], overrides: Overrides, verb: String = "record"
+    ) throws(PlanError) -> RecordingSettings {
+        let names = overrides.names
+        let configName = config?.path ?? "config"
+        let settings = RecordingSettings(
+            plan: DevicePlan(specs: config?.devices ?? devices),
+            hostId: overrides.hostId ?? config?.hostId ?? defaultHostId(),
+            root: overrides.root ?? config?.output ?? defaultRoot,
+            duration: overrides.duration ?? config?.duration,
+            syncEvery: overrides.syncEvery ?? config?.syncEvery ?? TimeSpan(seconds: 1),
+            minFree: overrides.minFree ?? config?.minFree ?? RecordingController.defaultMinFree,
+            segment: overrides.segment ?? config?.segment,
+            maxStorage: overrides.maxStorage ?? config?.maxStorage,
+            keep: overrides.keep ?? config?.keep,
+            segmentName: overrides.segment != nil ? names.segment : "segment (\(configName))",
+            maxStorageName: overrides.maxStorage != nil ? names.maxStorage : "max_storage (\(configName))",
+            maxStorageLabel: overrides.maxStorage.map { "\(names.maxStorage) \($0)" }
+                ?? config?.maxStorage.map { "max_storage \($0) (\(configName))" },
+            keepLabel: overrides.keep.map { "\(names.keep) \($0)" }
+                ?? config?.keep.map { "keep \($0) (\(configName))" })
+        if let problem = StreamID.problem(with: settings.hostId) {
+            throw PlanError("\(names.hostId) '\(settings.hostId.printable)' cannot be used: \(problem)")
+        }
+        try settings.plan.validate(verb: verb)
+        // A config's segment options were checked as it was read; these are the direct ones
+        // (which may lean on the config's segment).
+        if settings.segment == nil {
+            if overrides.maxStorage != nil {
+                throw PlanError(
+                    "\(names.maxStorage) needs \(names.segment): the budget deletes whole finished segments (add \(names.segment) 30s, for one)"
+                )
+            }
+            if overrides.keep != nil {
+                throw PlanError(
+                    "\(names.keep) needs \(names.segment): old footage goes one finished segment at a time (add \(names.segment) 30s, for one)"
+                )
+            }
+        }
+        if let maxStorage = overrides.maxStorage, maxStorage.bytes == 0 {
+            throw PlanError(
+                "\(names.maxStorage) 0 would keep nothing: give a size that holds a few segments (16G)")
+        }
+        return settings
+    }
+
+    /// The segments' settings for these streams, or nil for one session; refuses a segment
+    /// shorter than a stream's period and a budget smaller than one segment.
+    public func segmentSettings(for streams: [StreamDescriptor]) throws(PlanError) -> SegmentedSessions.Settings? {
+        guard let segment else { return nil }
+        for stream in streams where stream.nominalRate > 0 {
+            let period = 1 / stream.nominalRate
+            if segment.seconds < period {
+                throw PlanError(
+                    "\(segmentName) \(segment) is shorter than one \(stream.kind == .video ? "frame" : "sample") of \(stream.id) (\(SourceReport.rate(stream.nominalRate)) per second): give at least \(TimeSpan(seconds: period))"
+                )
+            }
+        }
+        let estimate = SegmentedSessions.estimatedBytes(streams: streams, seconds: segment.seconds)
+        if let maxStorage, maxStorage.bytes < estimate {
+            throw PlanError(
+                "\(maxStorageName) \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise \(maxStorageName) or shorten \(segmentName)"
+            )
+        }
+        return SegmentedSessions.Settings(
+            lengthNs: segment.nanoseconds,
+            budget: StorageBudget(maxBytes: maxStorage?.bytes, keepNs: keep?.nanoseconds),
+            maxStorageLabel: maxStorageLabel ?? "", keepLabel: keepLabel ?? "")
+    }
+
+    /// The controller's settings for these sources (`out`: an explicit session directory).
+    public func controllerSettings(
+        for sources: [CaptureSource], out: String? = nil, directIO: Bool = true
+    ) throws(PlanError) -> RecordingController.Settings {
+        RecordingController.Settings(
+            hostId: hostId, out: out, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree,
+            directIO: directIO, segments: try segmentSettings(for: sources.map(\.descriptor)))
+    }
+}

@@ -1,0 +1,86 @@
+import FieldcapCore
+import Foundation
+import SyncField
+
+/// A recording's live figures, as every front end shows them: the terminal's status line,
+/// `--json` progress lines and the service's `/api/v1/status` read the same values.
+public struct RecordingStatus: Sendable {
+    public struct Stream: Sendable, Equatable {
+        public var id: String
+        public var written: Int
+        public var queued: Int
+        /// Records fieldcap had no room for.
+        public var dropped: Int
+        /// Records written per second since the previous status.
+        public var rate: Double
+        /// Records the device itself skipped (nil: the source cannot tell).
+        public var deviceGaps: Int?
+    }
+
+    /// Seconds since capture started.
+    public var elapsed: Double
+    public var streams: [Stream]
+    /// Bytes the recording holds on disk.
+    public var bytes: UInt64
+    public var diskFree: UInt64?
+    /// Files whose write or sync is stalled now, or whose stall ended since the previous status.
+    public var stalls: [DiskWatch.Stall]
+}
+
+/// Turns a recording's counters into `RecordingStatus`es: rates over the time between two
+/// statuses, so it is one reader's (one status line, one service's poller).
+public final class RecordingStatusMeter {
+    public let directory: String
+    private let sources: [CaptureSource]
+    private let diskStalls: DiskStalls?
+    private let countBytes: (() -> UInt64)?
+    private var previous: [Int]
+    private var previousElapsed = 0.0
+
+    /// `countBytes` counts the recording's bytes where something knows better than a look at the
+    /// directory's files (a segmented recording: `SegmentedSessions.bytesNow`).
+    public init(
+        directory: String, sources: [CaptureSource], diskStalls: DiskStalls?, countBytes: (() -> UInt64)? = nil
+    ) {
+        self.directory = directory
+        self.sources = sources
+        self.diskStalls = diskStalls
+        self.countBytes = countBytes
+        previous = Array(repeating: 0, count: sources.count)
+    }
+
+    /// For a running controller: its directory, disk stalls and (segmented) byte count.
+    public convenience init(controller: RecordingController) {
+        let segments = controller.segments
+        self.init(
+            directory: controller.directory ?? "", sources: controller.sources, diskStalls: controller.diskStalls,
+            countBytes: segments.map { segments in { segments.bytesNow } })
+    }
+
+    public var bytesWritten: UInt64 {
+        if let countBytes { return countBytes() }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.reduce(0) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")
+            return total + ((attributes?[.size] as? UInt64) ?? 0)
+        }
+    }
+
+    /// The status now. Stalls are taken at every call, so one that ended is reported once.
+    public func sample(_ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double)
+        -> RecordingStatus
+    {
+        let interval = max(0.001, elapsed - previousElapsed)
+        let streams = statistics.enumerated().map { index, stream in
+            RecordingStatus.Stream(
+                id: stream.id, written: stream.written, queued: stream.queued, dropped: stream.dropped,
+                rate: Double(stream.written - (index < previous.count ? previous[index] : 0)) / interval,
+                deviceGaps: index < sources.count ? sources[index].deviceGaps?.count : nil)
+        }
+        previous = statistics.map(\.written)
+        previousElapsed = elapsed
+        return RecordingStatus(
+            elapsed: elapsed, streams: streams, bytes: bytesWritten, diskFree: freeBytes(at: directory),
+            stalls: diskStalls?.takeRecentStalls() ?? [])
+    }
+}
