@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "FieldcapSession", targets: ["FieldcapSession"]),
         // What a rig holds, for a program of one's own: listing, deleting, extracting a range.
         .library(name: "FieldcapArchive", targets: ["FieldcapArchive"]),
+        // A rig over the network, for a program of one's own: the API, the events, the recording on command.
+        .library(name: "FieldcapService", targets: ["FieldcapService"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
     ],
     dependencies: [
@@ -23,6 +25,16 @@ let package = Package(
         // The rig config (YAML): Yams is the parser the Swift field trusts (SwiftLint, SwiftGen), and
         // its nodes keep their line, so a config error names the line.
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        // `fieldcap serve`: Hummingbird 2 rather than Vapor. Both stand on SwiftNIO; Hummingbird is
+        // the smaller (no ORM, templating or Foundation networking pulled in, a rig binary to
+        // keep small), async/await throughout, with its WebSocket package for the events and
+        // an in-process test client. swift-service-lifecycle runs it and turns SIGTERM into a
+        // graceful shutdown that finishes the recording; NIO's thread pool reads files for the
+        // tar downloads off the server's threads.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         .target(name: "SyncField"),
@@ -65,11 +77,24 @@ let package = Package(
         .target(
             name: "FieldcapArchive",
             dependencies: ["SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments", "FieldcapSession"]),
+        // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
+        .target(
+            name: "FieldcapService",
+            dependencies: [
+                "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
-                "FieldcapSegments", "FieldcapArchive",
+                "FieldcapSegments", "FieldcapArchive", "FieldcapService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

@@ -177,7 +177,8 @@ struct Record: ParsableCommand {
             try recording.start { layout in
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
-                    diskWatch: recording.diskStalls, countBytes: recording.segments.map { segments in { segments.bytesNow } })
+                    diskWatch: recording.diskStalls,
+                    countBytes: recording.segments.map { segments in { segments.bytesNow } })
             }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

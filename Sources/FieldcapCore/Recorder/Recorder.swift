@@ -134,7 +134,11 @@ public final class Recorder: @unchecked Sendable {
     /// Written by each capture thread before it finishes; read after joining.
     private var captureErrors: [String?]
     private var captureEndedNs: [UInt64?]
+    /// Each stream's error once its capture ended early, for a live view (any thread).
+    private let endedEarly: [EndedEarly]
     private let failed = Atomic<Bool>(false)
+
+    final class EndedEarly: Sendable { let error = Mutex<String?>(nil) }
 
     /// Whether writing failed (a full disk, an I/O error): capture is stopping, and the caller
     /// should call `stop()`. Any thread.
@@ -153,6 +157,7 @@ public final class Recorder: @unchecked Sendable {
         captureErrors = Array(repeating: nil, count: sources.count)
         captureEndedNs = Array(repeating: nil, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
+        endedEarly = sources.map { _ in EndedEarly() }
         lanes = Self.lanes(for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs)
     }
 
@@ -187,6 +192,7 @@ public final class Recorder: @unchecked Sendable {
                     } catch {
                         captureErrors[index] = "\(error)"
                         captureEndedNs[index] = MonotonicClock.now()
+                        endedEarly[index].error.withLock { $0 = "\(error)" }
                     }
                     capturesRunning.subtract(1, ordering: .releasing)
                 })
@@ -236,6 +242,13 @@ public final class Recorder: @unchecked Sendable {
                 source.descriptor.id, writtenSoFar[index].value.load(ordering: .relaxed), rings[index].count,
                 rings[index].drops.count
             )
+        }
+    }
+
+    /// The streams whose capture has ended early so far, with why (any thread).
+    public var streamsEndedEarly: [(id: String, error: String)] {
+        sources.indices.compactMap { index in
+            endedEarly[index].error.withLock { $0 }.map { (sources[index].descriptor.id, $0) }
         }
     }
 

@@ -221,6 +221,9 @@ public final class RecordingController {
     /// Each stream's records written, queued and dropped so far.
     public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] { recorder?.statistics ?? [] }
 
+    /// The streams whose capture has ended early so far, with why (the others go on).
+    public var streamsEndedEarly: [(id: String, error: String)] { recorder?.streamsEndedEarly ?? [] }
+
     /// Why the recording should stop now on its own, if it should.
     public func checkStop() -> StopReason? {
         if let duration = settings.duration, elapsed >= duration.seconds { return .duration }

@@ -67,7 +67,9 @@ public final class RecordingStatusMeter {
     }
 
     /// The status now. Stalls are taken at every call, so one that ended is reported once.
-    public func sample(_ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double)
+    public func sample(
+        _ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double
+    )
         -> RecordingStatus
     {
         let interval = max(0.001, elapsed - previousElapsed)

@@ -102,6 +102,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
 
     /// Takes each source's report; call it before capture starts (a report reads counters the
     /// capture thread owns once it runs).
+    /// The directories of the segments being written now (one, but two around a boundary).
+    public var openSegmentDirectories: [String] { openDirectories.withLock { $0 } }
+
     public func takeStartReports() { startReports = sources.map(\.report) }
 
     /// About how many bytes one segment of `seconds` of these streams takes: raw frames (a

@@ -76,7 +76,8 @@ struct Check: ParsableCommand {
             }
         }
         if let storage = storageProblem(
-            root: rig.output ?? RecordingSettings.defaultRoot, minFree: rig.minFree ?? RecordingController.defaultMinFree)
+            root: rig.output ?? RecordingSettings.defaultRoot,
+            minFree: rig.minFree ?? RecordingController.defaultMinFree)
         {
             problems += 1
             print("FAIL  storage  \(storage)")

@@ -1,0 +1,99 @@
+import CArchive
+import Foundation
+
+/// A directory as a POSIX tar stream (pax, so files over 8 GiB and long names stay exact),
+/// written by libarchive a piece at a time: each call returns the bytes it produced, for the
+/// caller to send before it reads on. Nothing is staged: memory stays at one read buffer.
+final class TarStream {
+    /// A file to put in the stream, under `name`.
+    struct Entry {
+        var name: String
+        var path: String
+        var size: UInt64
+        var modified: timespec
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let archive: OpaquePointer
+    /// What libarchive wrote since the last `take`.
+    private var produced: [UInt8] = []
+
+    init() {
+        archive = archive_write_new()
+        archive_write_set_format_pax_restricted(archive)
+        // Unblocked: libarchive hands over each piece as it is made, instead of 10 KiB records.
+        archive_write_set_bytes_per_block(archive, 0)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        archive_write_open(
+            archive, context, nil,
+            { _, context, buffer, length in
+                guard let context, let buffer else { return -1 }
+                let stream = Unmanaged<TarStream>.fromOpaque(context).takeUnretainedValue()
+                stream.produced.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: length))
+                return length
+            }, nil)
+    }
+
+    deinit { archive_write_free(archive) }
+
+    /// Every regular file under `directory`, depth first in name order, named `prefix/relative`.
+    static func entries(directory: String, prefix: String) throws -> [Entry] {
+        var entries: [Entry] = []
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        for name in names {
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG:
+                entries.append(
+                    Entry(name: "\(prefix)/\(name)", path: path, size: UInt64(info.st_size), modified: info.st_mtim))
+            case S_IFDIR:
+                entries += try self.entries(directory: path, prefix: "\(prefix)/\(name)")
+            default:
+                continue  // links and devices: a session holds neither, and a link could lead out of the root
+            }
+        }
+        return entries
+    }
+
+    /// The header of a file of `entry.size` bytes; its data follows through `data`.
+    func header(_ entry: Entry) throws -> [UInt8] {
+        let header = archive_entry_new()
+        defer { archive_entry_free(header) }
+        archive_entry_set_pathname(header, entry.name)
+        archive_entry_set_size(header, Int64(entry.size))
+        archive_entry_set_filetype(header, 0o100000)  // AE_IFREG: a regular file
+        archive_entry_set_perm(header, 0o644)
+        archive_entry_set_mtime(header, entry.modified.tv_sec, entry.modified.tv_nsec)
+        try check(archive_write_header(archive, header), "writing the header of \(entry.name)")
+        return take()
+    }
+
+    func data(_ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard bytes.count > 0 else { return [] }
+        let written = archive_write_data(archive, bytes.baseAddress, bytes.count)
+        if written < 0 { try check(Int32(written), "writing data") }
+        return take()
+    }
+
+    /// The end of the last file (its padding) and of the archive (two zero records).
+    func finish() throws -> [UInt8] {
+        try check(archive_write_close(archive), "finishing the archive")
+        return take()
+    }
+
+    private func take() -> [UInt8] {
+        defer { produced.removeAll(keepingCapacity: true) }
+        return produced
+    }
+
+    private func check(_ status: Int32, _ what: String) throws {
+        guard status < ARCHIVE_WARN else { return }
+        let message = archive_error_string(archive).map { String(cString: $0) } ?? "status \(status)"
+        throw Failure(description: "tar: \(what): \(message)")
+    }
+}

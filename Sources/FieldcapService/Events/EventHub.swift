@@ -1,0 +1,80 @@
+import FieldcapCore
+import FieldcapSession
+import Foundation
+import Synchronization
+
+/// What the service tells its watchers (`/api/v1/events`): the status once a second while
+/// recording, and what happens as it happens.
+public enum ServiceEvent: Sendable {
+    case started(directory: String)
+    case stopped(StoppedEvent)
+    case status(ServiceStatus)
+    /// A stream's capture ended early (a camera unplugged); the others go on.
+    case streamEnded(stream: String, error: String)
+    /// The disk's free space fell below twice the minimum: the recording stops by itself at the minimum.
+    case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
+    /// A segmented recording began writing a new segment.
+    case segmentRotated(segment: String)
+}
+
+/// Hands every event to every watcher. A watcher that reads slower than events come loses the
+/// oldest it has not read (status lines are replaced by newer ones anyway), so one stalled
+/// browser tab never holds memory or the recording's thread.
+public final class EventHub: Sendable {
+    private let watchers = Mutex<[UUID: AsyncStream<ServiceEvent>.Continuation]>([:])
+
+    public init() {}
+
+    public func send(_ event: ServiceEvent) {
+        for watcher in watchers.withLock({ Array($0.values) }) { watcher.yield(event) }
+    }
+
+    /// The events from now on, until the stream's reader goes away.
+    public func watch() -> AsyncStream<ServiceEvent> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<ServiceEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        continuation.onTermination = { [weak self] _ in _ = self?.watchers.withLock { $0.removeValue(forKey: id) } }
+        watchers.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    var watcherCount: Int { watchers.withLock { $0.count } }
+}
+
+/// The service's state as `/api/v1/status` and the events' status show it.
+public struct ServiceStatus: Sendable {
+    /// The recording's directory, nil when idle.
+    public var recording: String?
+    public var status: RecordingStatus?
+    public var stopping: Bool
+    /// How the previous recording ended, while idle.
+    public var last: StoppedEvent?
+
+    public var state: String { recording == nil ? "idle" : stopping ? "stopping" : "recording" }
+}
+
+/// How a recording ended.
+public struct StoppedEvent: Sendable {
+    public var directory: String
+    public var reason: String
+    public var elapsed: Double
+    public var streams: [Recorder.StreamSummary]
+    /// The error that ended writing, or that `stop` threw.
+    public var error: String?
+
+    init(directory: String, outcome: Result<RecordingController.Outcome, Error>) {
+        self.directory = directory
+        switch outcome {
+        case .success(let outcome):
+            reason = outcome.reason.description
+            elapsed = outcome.elapsed
+            streams = outcome.summary
+            error = outcome.writeFailure.map { "\($0)" }
+        case .failure(let failure):
+            reason = "failed"
+            elapsed = 0
+            streams = []
+            error = "\(failure)"
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Hummingbird
+
+/// A refused request: its HTTP status and one line that says what to do, sent as
+/// `{"error":"..."}`. Thrown by handlers; nothing has been changed when one is.
+struct APIError: Error, HTTPResponseError {
+    var status: HTTPResponse.Status
+    var message: String
+
+    init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        JSONBody.response(["error": message], status: status)
+    }
+}
+
+/// The service's JSON: snake_case keys, sorted, slashes unescaped, as the rest of fieldcap writes it.
+enum JSONBody {
+    static func encode(_ value: some Encodable) -> Data {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Every value here is a plain struct of numbers and strings: encoding cannot fail.
+        return (try? encoder.encode(value)) ?? Data("{}".utf8)
+    }
+
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: encode(value))))
+    }
+}
+
+/// Every error as `{"error":"..."}`: Hummingbird's own (an unknown path, a body too large) too,
+/// so a client reads one shape whatever refused it.
+struct JSONErrors<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as HTTPError {
+            throw APIError(
+                error.status,
+                error.status == .notFound
+                    ? "no such path: \(request.method) \(request.uri.path) (see GET /api/v1/rig, or openapi.yaml)"
+                    : error.body ?? error.status.reasonPhrase)
+        }
+    }
+}

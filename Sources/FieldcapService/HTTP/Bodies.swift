@@ -1,0 +1,268 @@
+import FieldcapArchive
+import FieldcapCore
+import FieldcapSession
+import Foundation
+import SyncField
+
+// The API's JSON bodies, as openapi.yaml describes them. Keys are written snake_case
+// (`JSONBody`): `elapsedS` is `elapsed_s`.
+
+struct HealthBody: Encodable {
+    var status: String
+    var timestamp: String
+    var uptime: Double
+}
+
+struct RigBody: Encodable {
+    var hostId: String
+    var root: String
+    var recording: String?
+    var devices: [DeviceBody]
+    var storage: StorageBody
+    var settings: SettingsBody
+}
+
+struct DeviceBody: Encodable {
+    var id: String
+    var kind: String
+    var device: String
+    var options: [String: String]
+    var granted: JSONValue
+    var summary: String
+    var timeSource: String
+
+    init(_ device: RigService.Device) {
+        id = device.id
+        kind = device.kind
+        self.device = device.device
+        options = device.options
+        granted = device.granted
+        summary = device.summary
+        timeSource = device.timeSource
+    }
+}
+
+struct StorageBody: Encodable {
+    var freeBytes: UInt64?
+    var usedBytes: UInt64
+    var maxStorageBytes: UInt64?
+    var minFreeBytes: UInt64
+}
+
+struct SettingsBody: Encodable {
+    var durationS: Double?
+    var segmentS: Double?
+    var keepS: Double?
+    var syncEveryS: Double
+}
+
+struct StartedBody: Encodable {
+    var name: String
+    var directory: String
+}
+
+/// `/api/v1/status` and the events' `status`: the figures of the terminal's status line.
+struct StatusBody: Encodable {
+    struct Recording: Encodable {
+        var name: String
+        var directory: String
+        var elapsedS: Double?
+        var streams: [StreamBody]
+        var bytes: UInt64?
+        var diskFreeBytes: UInt64?
+        var diskStalls: [StallBody]
+    }
+
+    var state: String
+    var recording: Recording?
+    var last: StoppedBody?
+
+    init(_ status: ServiceStatus) {
+        state = status.state
+        last = status.last.map(StoppedBody.init)
+        recording = status.recording.map { directory in
+            Recording(
+                name: (directory as NSString).lastPathComponent, directory: directory,
+                elapsedS: status.status?.elapsed, streams: status.status?.streams.map(StreamBody.init) ?? [],
+                bytes: status.status?.bytes, diskFreeBytes: status.status?.diskFree,
+                diskStalls: status.status?.stalls.map(StallBody.init) ?? [])
+        }
+    }
+}
+
+struct StreamBody: Encodable {
+    var id: String
+    var written: Int
+    var queued: Int
+    var dropped: Int
+    var rate: Double
+    var deviceGaps: Int?
+
+    init(_ stream: RecordingStatus.Stream) {
+        id = stream.id
+        written = stream.written
+        queued = stream.queued
+        dropped = stream.dropped
+        rate = stream.rate
+        deviceGaps = stream.deviceGaps
+    }
+}
+
+struct StallBody: Encodable {
+    var file: String
+    var operation: String
+    var seconds: Double
+    var ongoing: Bool
+
+    init(_ stall: DiskWatch.Stall) {
+        file = stall.file
+        operation = stall.operation.rawValue
+        seconds = stall.seconds
+        ongoing = stall.ongoing
+    }
+}
+
+struct StoppedBody: Encodable {
+    struct Stream: Encodable {
+        var id: String
+        var written: Int
+        var dropped: Int
+        var endedEarly: String?
+    }
+
+    var name: String
+    var directory: String
+    var reason: String
+    var elapsedS: Double
+    var streams: [Stream]
+    var error: String?
+
+    init(_ stopped: StoppedEvent) {
+        name = (stopped.directory as NSString).lastPathComponent
+        directory = stopped.directory
+        reason = stopped.reason
+        elapsedS = stopped.elapsed
+        streams = stopped.streams.map {
+            Stream(id: $0.id, written: $0.written, dropped: $0.dropped, endedEarly: $0.captureError)
+        }
+        error = stopped.error
+    }
+}
+
+struct FileBody: Encodable {
+    var name: String
+    var bytes: UInt64
+}
+
+/// A session's catalog entry with its files.
+struct SessionBody: Encodable {
+    var entry: CatalogEntry
+    var files: [FileBody]
+
+    enum Keys: String, CodingKey { case files }
+
+    func encode(to encoder: Encoder) throws {
+        try entry.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(files, forKey: .files)
+    }
+}
+
+/// One event on `/api/v1/events`: `{"event":"status",...}` and the others.
+struct EventBody: Encodable {
+    var event: ServiceEvent
+
+    enum Keys: String, CodingKey {
+        case event, directory, name, stream, error, freeBytes, minFreeBytes, segment
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        switch event {
+        case .started(let directory):
+            try container.encode("started", forKey: .event)
+            try container.encode(directory, forKey: .directory)
+            try container.encode((directory as NSString).lastPathComponent, forKey: .name)
+        case .stopped(let stopped):
+            try container.encode("stopped", forKey: .event)
+            try StoppedBody(stopped).encode(to: encoder)
+        case .status(let status):
+            try container.encode("status", forKey: .event)
+            try StatusBody(status).encode(to: encoder)
+        case .streamEnded(let stream, let error):
+            try container.encode("stream_ended", forKey: .event)
+            try container.encode(stream, forKey: .stream)
+            try container.encode(error, forKey: .error)
+        case .diskLow(let free, let minFree):
+            try container.encode("disk_low", forKey: .event)
+            try container.encode(free, forKey: .freeBytes)
+            try container.encode(minFree, forKey: .minFreeBytes)
+        case .segmentRotated(let segment):
+            try container.encode("segment_rotated", forKey: .event)
+            try container.encode(segment, forKey: .segment)
+        }
+    }
+}
+
+/// `POST /api/v1/recording/start`'s optional body: `duration`, `segment`, `keep` as seconds or
+/// as text (`"10s"`, `"5m"`), `max_storage` as bytes or as text (`"16G"`).
+enum StartBody {
+    static let keys: Set<String> = ["duration", "segment", "max_storage", "keep"]
+
+    /// A JSON number or string; anything else is kept as `other` for the error.
+    enum Value: Decodable {
+        case number(Double)
+        case text(String)
+        case other
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let number = try? container.decode(Double.self) {
+                self = .number(number)
+            } else if let text = try? container.decode(String.self) {
+                self = .text(text)
+            } else {
+                self = .other
+            }
+        }
+    }
+
+    static func parse(_ data: Data) throws -> RigService.StartRequest {
+        var request = RigService.StartRequest()
+        if data.allSatisfy({ [0x20, 0x0A, 0x0D, 0x09].contains($0) }) { return request }
+        guard let object = try? JSONDecoder().decode([String: Value].self, from: data) else {
+            throw APIError(.badRequest, "the body must be a JSON object, like {\"duration\":\"10s\"}, or empty")
+        }
+        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
+            throw APIError(
+                .badRequest,
+                "unknown field '\(unknown.printable)': the start request takes \(keys.sorted().joined(separator: ", "))"
+            )
+        }
+        request.duration = try span(object["duration"], "duration", example: "10s")
+        request.segment = try span(object["segment"], "segment", example: "30s")
+        request.keep = try span(object["keep"], "keep", example: "2h")
+        switch object["max_storage"] {
+        case nil: break
+        case .number(let bytes) where bytes > 0 && bytes < 1e18 && bytes == bytes.rounded():
+            request.maxStorage = ByteSize(bytes: UInt64(bytes))
+        case .text(let text) where ByteSize(text).map { $0.bytes > 0 } == true:
+            request.maxStorage = ByteSize(text)
+        default:
+            throw APIError(.badRequest, "max_storage must be bytes above 0 or a size like \"16G\"")
+        }
+        return request
+    }
+
+    private static func span(_ value: Value?, _ name: String, example: String) throws -> TimeSpan? {
+        switch value {
+        case nil: return nil
+        case .number(let seconds) where seconds > 0 && seconds <= 7 * 24 * 3600:
+            return TimeSpan(seconds: seconds)
+        case .text(let text) where TimeSpan(text) != nil:
+            return TimeSpan(text)
+        default:
+            throw APIError(.badRequest, "\(name) must be seconds above 0 or a duration like \"\(example)\"")
+        }
+    }
+}

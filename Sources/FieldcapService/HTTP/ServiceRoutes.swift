@@ -1,0 +1,188 @@
+import FieldcapArchive
+import FieldcapCore
+import FieldcapSession
+import Foundation
+import Hummingbird
+import SyncField
+
+/// The HTTP API (README, "fieldcap serve"; openapi.yaml): health, the rig, recording control,
+/// status, and the sessions under the root. Every request but `/api/health` needs the token when
+/// the service has one; every name in a path is a session's name, never a path.
+public struct ServiceRoutes: Sendable {
+    public let rig: RigService
+    public let token: BearerToken?
+
+    public init(rig: RigService, token: BearerToken?) {
+        self.rig = rig
+        self.token = token
+    }
+
+    var root: String { rig.settings.root }
+
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        add(to: router)
+        return router
+    }
+
+    public func add<Context: RequestContext>(to router: Router<Context>) {
+        router.add(middleware: JSONErrors<Context>())
+        router.add(middleware: RequireToken<Context>(token: token))
+        router.get("/api/health") { _, _ in health() }
+        router.get("/api/v1/rig") { _, _ in rigBody() }
+        router.get("/api/v1/status") { _, _ in JSONBody.response(StatusBody(rig.status)) }
+        router.post("/api/v1/recording/start") { request, _ in
+            let body = try await request.body.collect(upTo: 64 << 10)
+            let directory = try await start(try StartBody.parse(Data(buffer: body)))
+            return JSONBody.response(
+                StartedBody(name: (directory as NSString).lastPathComponent, directory: directory), status: .created)
+        }
+        router.post("/api/v1/recording/stop") { _, _ in
+            do {
+                return JSONBody.response(StoppedBody(try await rig.stop("stopped over the API")))
+            } catch let refusal as RigService.Refusal {
+                throw APIError(refusal)
+            }
+        }
+        router.get("/api/v1/sessions") { _, _ in
+            JSONBody.response(["sessions": try SessionCatalog.entries(root: root)])
+        }
+        router.get("/api/v1/sessions/{name}") { _, context in
+            let name = try sessionName(context)
+            return JSONBody.response(SessionBody(entry: try entry(name), files: files(name)))
+        }
+        router.delete("/api/v1/sessions/{name}") { _, context in
+            let name = try sessionName(context)
+            return try delete(name)
+        }
+        router.get("/api/v1/sessions/{name}/archive") { _, context in
+            let name = try sessionName(context)
+            let entry = try entry(name)
+            if entry.state == .recording {
+                throw APIError(.conflict, "\(name) is being recorded: stop it first, or extract a range of it")
+            }
+            return try TarResponse.directory(entry.path, name: name)
+        }
+        router.get("/api/v1/extract") { request, _ in try await extract(request) }
+    }
+
+    func health() -> Response {
+        JSONBody.response(
+            HealthBody(
+                status: "ok", timestamp: Sidecar.utc(Date()), uptime: Date().timeIntervalSince(rig.startedAt)))
+    }
+
+    func rigBody() -> Response {
+        let catalog = (try? SessionCatalog.entries(root: root)) ?? []
+        return JSONBody.response(
+            RigBody(
+                hostId: rig.settings.hostId, root: root, recording: rig.recordingDirectory,
+                devices: rig.devices.map(DeviceBody.init),
+                storage: StorageBody(
+                    freeBytes: freeBytes(at: root), usedBytes: catalog.reduce(0) { $0 + $1.bytes },
+                    maxStorageBytes: rig.settings.maxStorage?.bytes, minFreeBytes: rig.settings.minFree.bytes),
+                settings: SettingsBody(
+                    durationS: rig.settings.duration?.seconds, segmentS: rig.settings.segment?.seconds,
+                    keepS: rig.settings.keep?.seconds, syncEveryS: rig.settings.syncEvery.seconds)))
+    }
+
+    func start(_ request: RigService.StartRequest) async throws -> String {
+        do {
+            return try await rig.start(request)
+        } catch let refusal as RigService.Refusal {
+            throw APIError(refusal)
+        }
+    }
+
+    /// The `{name}` of the path, decoded and checked.
+    func sessionName(_ context: some RequestContext) throws -> String {
+        guard let raw = context.parameters.get("name"), let name = SessionName.decode(raw) else {
+            throw APIError(.badRequest, "the session name is not valid percent-encoding")
+        }
+        if let problem = SessionName.problem(with: name) {
+            throw APIError(.badRequest, "session name '\(name.printable)' \(problem)")
+        }
+        return name
+    }
+
+    func entry(_ name: String) throws -> CatalogEntry {
+        var isDirectory: ObjCBool = false
+        let path = "\(root)/\(name)"
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw APIError(.notFound, "no session '\(name.printable)' on this rig (GET /api/v1/sessions lists them)")
+        }
+        return SessionCatalog.entry(directory: path, name: name)
+    }
+
+    func files(_ name: String) -> [FileBody] {
+        let entries = (try? TarStream.entries(directory: "\(root)/\(name)", prefix: "")) ?? []
+        return entries.map { FileBody(name: String($0.name.dropFirst()), bytes: $0.size) }
+    }
+
+    func delete(_ name: String) throws -> Response {
+        _ = try entry(name)
+        let plan = SessionRemoval.plan(root: root, names: [name])
+        if let refused = plan.refused.first { throw APIError(.conflict, refused) }
+        var deleted: [String] = []
+        do {
+            try SessionRemoval.remove(plan.targets, reason: "deleted over the API") { deleted.append($0) }
+        } catch {
+            throw APIError(.internalServerError, "deleting \(name): \(error)")
+        }
+        return JSONBody.response(["deleted": name])
+    }
+
+    /// `?from=&to=` (UTC, as `fieldcap extract` takes them) and optionally `session=`: the range
+    /// extracted into a scratch directory under the root, sent as one tar, then removed.
+    func extract(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let fromText = query["from"].map(String.init), let toText = query["to"].map(String.init) else {
+            throw APIError(.badRequest, "give the range: ?from=2026-11-24T10:00:00Z&to=2026-11-24T10:05:00Z")
+        }
+        guard let from = UTCTime.parse(fromText) else {
+            throw APIError(.badRequest, "from '\(fromText.printable)' is not a UTC time like 2026-11-24T10:00:00Z")
+        }
+        guard let to = UTCTime.parse(toText) else {
+            throw APIError(.badRequest, "to '\(toText.printable)' is not a UTC time like 2026-11-24T10:05:00Z")
+        }
+        guard from < to else { throw APIError(.badRequest, "from must be before to") }
+        let source: CatalogEntry
+        if let named = query["session"].map(String.init) {
+            if let problem = SessionName.problem(with: named) {
+                throw APIError(.badRequest, "session name '\(named.printable)' \(problem)")
+            }
+            source = try entry(named)
+        } else {
+            // The newest session or recording whose span overlaps the range.
+            let overlapping = try SessionCatalog.entries(root: root).filter { entry in
+                guard entry.kind != .foreign, let start = entry.startNs else { return false }
+                return start < to && (entry.endNs ?? .max) > from
+            }
+            guard let newest = overlapping.first else {
+                throw APIError(.notFound, "nothing on this rig was recorded between \(fromText) and \(toText)")
+            }
+            source = newest
+        }
+        let scratch = "\(root)/.extract-\(UUID().uuidString)"
+        let name = "\(source.name)-extract"
+        do {
+            _ = try RangeExtractor.extract(.init(source: source.path, fromNs: from, toNs: to, out: scratch))
+        } catch let failure as RangeExtractor.Failure {
+            try? FileManager.default.removeItem(atPath: scratch)
+            throw APIError(.unprocessableContent, failure.message)
+        }
+        return try TarResponse.directory(scratch, name: name) {
+            try? FileManager.default.removeItem(atPath: scratch)
+        }
+    }
+}
+
+extension APIError {
+    init(_ refusal: RigService.Refusal) {
+        switch refusal.kind {
+        case .badRequest: self.init(.badRequest, refusal.description)
+        case .conflict: self.init(.conflict, refusal.description)
+        case .unavailable: self.init(.serviceUnavailable, refusal.description)
+        }
+    }
+}

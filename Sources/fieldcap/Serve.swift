@@ -1,0 +1,182 @@
+import ArgumentParser
+import FieldcapService
+import FieldcapSession
+import Foundation
+import Logging
+import Synchronization
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the rig as a service: record on command over HTTP, with status and events.",
+        discussion: """
+            fieldcap serve opens the rig's devices as --config (or --cam/--imu) describes them,
+            checks that each one works, and waits for commands: one recording at a time, with
+            everything `fieldcap record` does (segments, storage budget, sidecar; `fieldcap
+            recover` after a crash). SIGTERM or Ctrl-C finishes a recording in progress, then exits.
+
+            The API (JSON; the README and openapi.yaml list every path):
+              GET  /api/health                 {"status":"ok","timestamp":...,"uptime":...}, open to all
+              GET  /api/v1/rig                 devices, what they were granted, storage
+              POST /api/v1/recording/start     optional {"duration":"10s","segment":"5m","max_storage":"16G","keep":"2h"}
+              POST /api/v1/recording/stop
+              GET  /api/v1/status              the status line's figures
+              GET  /api/v1/sessions            and GET|DELETE /api/v1/sessions/NAME
+              GET  /api/v1/sessions/NAME/archive   the session as one tar
+              GET  /api/v1/extract?from=UTC&to=UTC  a wall-clock range as one tar
+              GET  /api/v1/events              WebSocket: status each second, and events
+
+            It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address
+            every request but /api/health needs the token, sent as 'Authorization: Bearer
+            TOKEN': it is read from --token-file, which is made (0600) on first start if absent.
+
+              fieldcap serve --config /etc/fieldcap/rig.yaml --listen 0.0.0.0:8080 --token-file /var/lib/fieldcap/token
+              curl -H "Authorization: Bearer $(cat /var/lib/fieldcap/token)" -X POST http://rig:8080/api/v1/recording/start -d '{"duration":"30s"}'
+            """
+    )
+
+    @OptionGroup var devices: DeviceArguments
+
+    @Option(
+        help: ArgumentHelp(
+            "The rig's YAML file (`fieldcap check --help` shows the format); options given here win over the file's.",
+            valueName: "FILE"))
+    var config: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Where to listen: 127.0.0.1:8080 (the default), 0.0.0.0:8080 for every address (needs a token), [::1]:8080.",
+            valueName: "ADDR:PORT"))
+    var listen = "127.0.0.1:8080"
+
+    @Option(
+        help: ArgumentHelp(
+            "The file holding the API token, made (0600) if absent. Needed to listen beyond loopback; on loopback, given, it is required too (default: $XDG_CONFIG_HOME/fieldcap/token or ~/.config/fieldcap/token when needed).",
+            valueName: "FILE"))
+    var tokenFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Where sessions go (default: the config's output, $FIELDCAP_ROOT, else ./sessions).", valueName: "DIR"))
+    var root: String?
+
+    @Option(help: ArgumentHelp("The host id: clock_domain of every line (default: the hostname).", valueName: "ID"))
+    var hostId: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Stop cleanly when the disk's free space falls below this (default 256M).", valueName: "SIZE"))
+    var minFree: ByteSize?
+
+    @Option(
+        help: ArgumentHelp(
+            "Each recording in segments this long, unless its request says otherwise.", valueName: "DURATION"))
+    var segment: Duration?
+
+    @Option(help: ArgumentHelp("With segments: the storage budget of each recording (16G).", valueName: "SIZE"))
+    var maxStorage: ByteSize?
+
+    @Option(help: ArgumentHelp("With segments: delete finished segments older than this (2h).", valueName: "DURATION"))
+    var keep: Duration?
+
+    @Flag(help: "Write the videos through the page cache (see `fieldcap record --help`).")
+    var noDirectIO = false
+
+    /// `HOST:PORT` or `[V6]:PORT`.
+    static func parseListen(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    static var defaultTokenFile: String {
+        let environment = ProcessInfo.processInfo.environment
+        let config = environment["XDG_CONFIG_HOME"] ?? "\(environment["HOME"] ?? ".")/.config"
+        return "\(config)/fieldcap/token"
+    }
+
+    func validate() throws {
+        guard Self.parseListen(listen) != nil else {
+            throw ValidationError(
+                "--listen '\(listen)' is not ADDR:PORT: give 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080")
+        }
+        if config != nil && !devices.isEmpty {
+            throw ValidationError(
+                "--config \(config!) describes the devices; give either --config or --cam/--imu, not both")
+        }
+    }
+
+    /// The command stays synchronous, as every other is (`record` takes its signals on the main
+    /// thread, blocked in every thread it starts); the server runs on Swift's concurrency pool
+    /// while the main thread waits for it.
+    func run() throws {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<Void, Error>>(.success(()))
+        Task {
+            do { try await serve() } catch { result.withLock { $0 = .failure(error) } }
+            done.signal()
+        }
+        done.wait()
+        try result.withLock { $0 }.get()
+    }
+
+    func serve() async throws {
+        let logger = Logger(label: "fieldcap.serve")
+        let (host, port) = Self.parseListen(listen)!
+        let rigConfig = try config.map { try RigConfig.loadForCommand(path: $0) }
+        let base = RigService.Base(
+            config: rigConfig, devices: rigConfig == nil ? try devices.specs : [],
+            overrides: RecordingSettings.Overrides(
+                hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep),
+            directIO: !noDirectIO)
+        let rig: RigService
+        do {
+            rig = try RigService(base: base)
+        } catch let error as PlanError {
+            throw error.exitForCommand()
+        } catch let error as DeviceSetupError {
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            throw ExitCode(64)
+        }
+        try FileManager.default.createDirectory(atPath: rig.settings.root, withIntermediateDirectories: true)
+
+        var token: BearerToken?
+        if tokenFile != nil || !Self.isLoopback(host) {
+            let path = tokenFile ?? Self.defaultTokenFile
+            do {
+                let loaded = try BearerToken.load(path: path)
+                token = loaded.token
+                if loaded.created { say("made a new API token in \(path) (mode 0600)") }
+            } catch let error as TokenFileError {
+                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+                throw ExitCode(64)
+            }
+        }
+        let needsToken = token != nil
+        for device in rig.devices { say("  \(device.id)  \(device.device)  \(device.summary)") }
+        do {
+            try await ServiceServer.run(rig: rig, host: host, port: port, token: token, logger: logger) {
+                host, port in
+                let shown = host.contains(":") ? "[\(host)]" : host
+                say(
+                    "serving \(rig.devices.count) device\(rig.devices.count == 1 ? "" : "s") on http://\(shown):\(port) (sessions in \(rig.settings.root)\(needsToken ? ", token required" : ""))"
+                )
+            }
+        } catch {
+            FileHandle.standardError.write(Data("Error: --listen \(listen): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        say("stopped")
+    }
+}
+
+private func say(_ line: String) {
+    FileHandle.standardError.write(Data("\(line)\n".utf8))
+}

@@ -1,0 +1,333 @@
+import Foundation
+import Testing
+
+/// A `fieldcap serve` process on a free loopback port, spoken to with curl (a client nobody
+/// here wrote), stopped with SIGTERM.
+final class ServeProcess {
+    let process = Process()
+    let root: String
+    let stderrPath: String
+    var base = ""
+    var token: String?
+
+    init(_ arguments: [String], root: String? = nil, listen: String = "127.0.0.1:0") throws {
+        self.root = root ?? NSTemporaryDirectory() + "/serve-\(UUID().uuidString)"
+        stderrPath = NSTemporaryDirectory() + "/serve-\(UUID().uuidString).log"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = FieldcapProcess.executable
+        process.arguments = ["serve", "--listen", listen, "--root", self.root] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+        // "serving 2 devices on http://127.0.0.1:PORT (...)" once it listens.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            if let line = stderr.split(separator: "\n").first(where: { $0.hasPrefix("serving ") }),
+                let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
+            {
+                base = String(url)
+                return
+            }
+            usleep(50_000)
+        }
+        process.terminate()
+        throw ServeFailure(description: "fieldcap serve did not start: \(stderr)")
+    }
+
+    struct ServeFailure: Error, CustomStringConvertible { var description: String }
+
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    struct Reply {
+        var status: Int
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    }
+
+    /// One request with curl; `token` nil sends the process's own token (if any), "" sends none.
+    func request(
+        _ method: String, _ path: String, body: String? = nil, token: String? = nil, to file: String? = nil
+    )
+        throws -> Reply
+    {
+        let output = file ?? NSTemporaryDirectory() + "/reply-\(UUID().uuidString)"
+        defer { if file == nil { try? FileManager.default.removeItem(atPath: output) } }
+        var arguments = ["-s", "--path-as-is", "-X", method, "-o", output, "-w", "%{http_code}", base + path]
+        if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
+        if let sent = token ?? self.token, !sent.isEmpty { arguments += ["-H", "Authorization: Bearer \(sent)"] }
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = arguments
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let code = out.fileHandleForReading.readDataToEndOfFile()
+        curl.waitUntilExit()
+        return Reply(
+            status: Int(String(decoding: code, as: UTF8.self)) ?? 0,
+            body: FileManager.default.contents(atPath: output) ?? Data())
+    }
+
+    /// SIGTERM, then the exit status.
+    func terminate() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func sessionNames() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(atPath: root)
+        try? FileManager.default.removeItem(atPath: stderrPath)
+    }
+}
+
+/// Runs a program and returns its exit status and output.
+func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+@Suite("fieldcap serve", .serialized)
+struct ServeCommandTests {
+    static let devices = ["--cam", "synthetic:160x120@30", "--imu", "synthetic:100"]
+
+    func waitUntilIdle(_ serve: ServeProcess) throws {
+        for _ in 0..<200 where try serve.request("GET", "/api/v1/status").json["state"] as? String != "idle" {
+            usleep(50_000)
+        }
+    }
+
+    @Test("a recording started and stopped over HTTP: status, sessions, archive as tar, delete")
+    func recordOverHTTP() throws {
+        let serve = try ServeProcess(Self.devices)
+        let health = try serve.request("GET", "/api/health")
+        #expect(health.status == 200)
+        #expect(health.json["status"] as? String == "ok")
+        #expect((health.json["timestamp"] as? String)?.hasSuffix("Z") == true)
+        #expect(health.json["uptime"] is Double)
+
+        let rig = try serve.request("GET", "/api/v1/rig").json
+        let devices = rig["devices"] as? [[String: Any]] ?? []
+        #expect(devices.map { $0["id"] as? String } == ["cam0", "imu0"])
+        #expect((devices.first?["granted"] as? [String: Any])?["width"] as? Int == 160)
+        #expect((rig["storage"] as? [String: Any])?["free_bytes"] is Int)
+
+        #expect(try serve.request("POST", "/api/v1/recording/stop").status == 409)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"30s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        let twice = try serve.request("POST", "/api/v1/recording/start")
+        #expect(twice.status == 409)
+        #expect((twice.json["error"] as? String)?.contains("already running") == true)
+
+        usleep(1_500_000)
+        let status = try serve.request("GET", "/api/v1/status").json
+        #expect(status["state"] as? String == "recording")
+        let streams = (status["recording"] as? [String: Any])?["streams"] as? [[String: Any]] ?? []
+        #expect(streams.map { $0["id"] as? String } == ["cam0", "imu0"])
+        #expect(streams.allSatisfy { ($0["written"] as? Int ?? 0) > 0 && $0["dropped"] as? Int == 0 })
+
+        // Live: neither archived nor deleted.
+        #expect(try serve.request("GET", "/api/v1/sessions/\(name)/archive").status == 409)
+        #expect(try serve.request("DELETE", "/api/v1/sessions/\(name)").status == 409)
+
+        let stopped = try serve.request("POST", "/api/v1/recording/stop")
+        #expect(stopped.status == 200, "\(stopped.text)")
+        #expect(stopped.json["reason"] as? String == "stopped over the API")
+        let directory = "\(serve.root)/\(name)"
+        let validation = try runTool(FieldcapProcess.executable.path, ["validate", directory])
+        #expect(validation.status == 0, "\(validation.output)")
+
+        let listed = try serve.request("GET", "/api/v1/sessions").json["sessions"] as? [[String: Any]] ?? []
+        #expect(listed.map { $0["name"] as? String } == [name])
+        #expect(listed.first?["state"] as? String == "complete")
+        let one = try serve.request("GET", "/api/v1/sessions/\(name)").json
+        let files = (one["files"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(files.contains("cam0.mkv") && files.contains("manifest.json"))
+
+        // The archive, unpacked by tar, holds every file byte for byte.
+        let tarFile = NSTemporaryDirectory() + "/archive-\(UUID().uuidString).tar"
+        let unpacked = NSTemporaryDirectory() + "/unpacked-\(UUID().uuidString)"
+        defer {
+            try? FileManager.default.removeItem(atPath: tarFile)
+            try? FileManager.default.removeItem(atPath: unpacked)
+        }
+        #expect(try serve.request("GET", "/api/v1/sessions/\(name)/archive", to: tarFile).status == 200)
+        try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
+        #expect(try runTool("/usr/bin/tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
+        let diff = try runTool("/usr/bin/diff", ["-r", directory, "\(unpacked)/\(name)"])
+        #expect(diff.status == 0, "\(diff.output)")
+
+        let deleted = try serve.request("DELETE", "/api/v1/sessions/\(name)")
+        #expect(deleted.status == 200, "\(deleted.text)")
+        #expect(!FileManager.default.fileExists(atPath: directory))
+        #expect(try serve.request("GET", "/api/v1/sessions/\(name)").status == 404)
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test(
+        "bad names and bodies are a 4xx with a JSON error, and change nothing",
+        arguments: [
+            ("GET", "/api/v1/sessions/..", nil as String?, 400),
+            ("GET", "/api/v1/sessions/%2E%2E", nil, 400),
+            ("DELETE", "/api/v1/sessions/..%2F..%2Fetc", nil, 400),
+            ("GET", "/api/v1/sessions/a%2Fb/archive", nil, 400),
+            ("DELETE", "/api/v1/sessions/x%01y", nil, 400),
+            ("DELETE", "/api/v1/sessions/.extract-1", nil, 400),
+            ("GET", "/api/v1/sessions/nosuch", nil, 404),
+            ("GET", "/api/v1/nosuch", nil, 404),
+            ("POST", "/api/v1/recording/start", "[1]", 400),
+            ("POST", "/api/v1/recording/start", "{\"duration\":-1}", 400),
+            ("POST", "/api/v1/recording/start", "{\"duration\":\"soon\"}", 400),
+            ("POST", "/api/v1/recording/start", "{\"durration\":\"1s\"}", 400),
+            ("POST", "/api/v1/recording/start", "{\"max_storage\":\"1G\"}", 400),
+            ("POST", "/api/v1/recording/start", "{\"segment\":\"1ms\"}", 400),
+            ("GET", "/api/v1/extract?from=yesterday&to=today", nil, 400),
+            ("GET", "/api/v1/extract?from=2020-01-01T00:00:00Z&to=2020-01-01T00:00:01Z", nil, 404),
+        ])
+    func refusals(method: String, path: String, body: String?, expected: Int) throws {
+        let serve = try ServeProcess(Self.devices)
+        // Something to protect: a file beside the root, and the root's contents.
+        let outside = (serve.root as NSString).deletingLastPathComponent + "/outside-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: outside, contents: Data("keep".utf8))
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        let before = serve.sessionNames()
+        let reply = try serve.request(method, path, body: body)
+        #expect(reply.status == expected, "\(reply.text)")
+        #expect(reply.json["error"] is String, "\(reply.text)")
+        #expect(serve.sessionNames() == before)
+        #expect(FileManager.default.fileExists(atPath: outside))
+        #expect(try serve.request("GET", "/api/v1/status").json["state"] as? String == "idle")
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test("beyond loopback a token is made (0600) and needed: without it 401 and nothing starts")
+    func token() throws {
+        let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)/token"
+        defer { try? FileManager.default.removeItem(atPath: (tokenFile as NSString).deletingLastPathComponent) }
+        let serve = try ServeProcess(Self.devices + ["--token-file", tokenFile], listen: "0.0.0.0:0")
+        serve.base = serve.base.replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
+        let attributes = try FileManager.default.attributesOfItem(atPath: tokenFile)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(serve.stderr.contains("made a new API token in \(tokenFile)"))
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(token.count == 64)
+
+        #expect(try serve.request("GET", "/api/health", token: "").status == 200)
+        for (method, path) in [
+            ("GET", "/api/v1/rig"), ("GET", "/api/v1/status"), ("POST", "/api/v1/recording/start"),
+            ("GET", "/api/v1/sessions"), ("DELETE", "/api/v1/sessions/anything"), ("GET", "/api/v1/events"),
+        ] {
+            for wrong in ["", "not-the-token", String(token.dropLast()) + "0"] where wrong != token {
+                let reply = try serve.request(method, path, token: wrong)
+                #expect(reply.status == 401, "\(method) \(path) with '\(wrong)': \(reply.text)")
+            }
+        }
+        #expect(serve.sessionNames().isEmpty)
+        serve.token = token
+        #expect(try serve.request("GET", "/api/v1/rig").status == 200)
+        #expect(serve.terminate() == 0)
+
+        // The second start reads the same token.
+        let again = try ServeProcess(Self.devices + ["--token-file", tokenFile], listen: "0.0.0.0:0")
+        again.base = again.base.replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
+        #expect(!again.stderr.contains("made a new API token"))
+        #expect(try again.request("GET", "/api/v1/status", token: token).status == 200)
+        #expect(again.terminate() == 0)
+    }
+
+    @Test("SIGTERM while recording finishes the session, which validates; extract sends a range as a tar")
+    func sigtermFinishes() throws {
+        let serve = try ServeProcess(Self.devices)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"segment\":2}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        usleep(5_000_000)
+        let now = Date()
+        func utc(_ date: Date) -> String {
+            let formatter = ISO8601DateFormatter()
+            return formatter.string(from: date)
+        }
+        let tarFile = NSTemporaryDirectory() + "/extract-\(UUID().uuidString).tar"
+        let unpacked = NSTemporaryDirectory() + "/extract-\(UUID().uuidString)"
+        defer {
+            try? FileManager.default.removeItem(atPath: tarFile)
+            try? FileManager.default.removeItem(atPath: unpacked)
+        }
+        let extract = try serve.request(
+            "GET", "/api/v1/extract?from=\(utc(now.addingTimeInterval(-4)))&to=\(utc(now.addingTimeInterval(-2)))",
+            to: tarFile)
+        #expect(extract.status == 200, "\(extract.text)")
+        try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
+        #expect(try runTool("/usr/bin/tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
+        let validation = try runTool(FieldcapProcess.executable.path, ["validate", "\(unpacked)/\(name)-extract"])
+        #expect(validation.status == 0, "\(validation.output)")
+        // The scratch directory is gone once the tar is sent.
+        #expect(serve.sessionNames() == [name])
+
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+        let index = try String(contentsOfFile: "\(serve.root)/\(name)/recording.json", encoding: .utf8)
+        #expect(index.contains("service shutdown"))
+        let recovered = try runTool(FieldcapProcess.executable.path, ["sessions", serve.root])
+        #expect(recovered.output.contains("complete"), "\(recovered.output)")
+    }
+
+    @Test("the events WebSocket, read by the websockets library: status each second, started, segment rotated, stopped")
+    func events() throws {
+        let serve = try ServeProcess(Self.devices)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/events_client.py").path
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        client.arguments = [
+            "python3", script, serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events", "30",
+        ]
+        let out = Pipe()
+        client.standardOutput = out
+        client.standardError = out
+        try client.run()
+        // Until the client is connected (its first line), so no event is missed.
+        var received = Data()
+        while !String(decoding: received, as: UTF8.self).contains("connected") && client.isRunning {
+            received += out.fileHandleForReading.availableData
+        }
+        let started = try serve.request(
+            "POST", "/api/v1/recording/start", body: "{\"duration\":3.5,\"segment\":\"1s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        received += out.fileHandleForReading.readDataToEndOfFile()
+        client.waitUntilExit()
+        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").dropFirst()
+        let events = lines.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        #expect(events.count == lines.count, "every message is one JSON object: \(lines)")
+        let kinds = events.compactMap { $0["event"] as? String }
+        #expect(kinds.first == "status")
+        #expect(kinds.contains("started"))
+        #expect(kinds.filter { $0 == "segment_rotated" }.count >= 2, "\(kinds)")
+        #expect(kinds.last == "stopped", "\(kinds)")
+        let recordingStatuses = events.filter {
+            $0["event"] as? String == "status" && $0["state"] as? String == "recording"
+        }
+        #expect(recordingStatuses.count >= 2, "\(kinds)")
+        let stopped = events.last ?? [:]
+        #expect(stopped["reason"] as? String == "duration")
+        #expect(stopped["name"] as? String == started.json["name"] as? String)
+        #expect(serve.terminate() == 0)
+    }
+}

@@ -1,0 +1,59 @@
+#!/bin/bash
+# rig-timeout: 180
+# fieldcap serve with vivid and the IIO dummy: it opens both devices, a recording is started
+# and stopped over HTTP (curl), the status shows both streams moving, the session validates and
+# comes back as a tar; SIGTERM during a second recording finishes it.
+set -euo pipefail
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+imu=${FIELDCAP_IIO_DEVICE:?}
+trig=${FIELDCAP_IIO_TRIGGER:?}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+root=$FIELDCAP_TEST_TMP/serve-root
+log=$FIELDCAP_TEST_TMP/serve.log
+sysfs=${FIELDCAP_IIO_DEVICE_SYSFS:?}
+# The guest's loopback starts down; the service listens on it.
+ip link set lo up
+echo 0 > "$sysfs/buffer/enable"
+"$fieldcap" serve --cam "$dev,size=320x180,fps=30,id=cam" --imu "$imu,rate=200,trigger=$trig,id=imu" \
+	--root "$root" --listen 127.0.0.1:18080 2>"$log" &
+pid=$!
+cleanup() {
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	echo 0 > "$sysfs/buffer/enable" 2>/dev/null || true
+}
+trap cleanup EXIT
+for _ in $(seq 300); do grep -q '^serving ' "$log" && break; kill -0 "$pid" || { cat "$log"; exit 1; }; sleep 0.1; done
+cat "$log"
+api() { curl -sS --fail-with-body "$@"; echo; }
+
+api http://127.0.0.1:18080/api/v1/rig | python3 -c '
+import json, sys
+rig = json.load(sys.stdin)
+ids = [d["id"] for d in rig["devices"]]
+for d in rig["devices"]: print("device:", d["id"], d["device"], d["summary"])
+sys.exit(0 if ids == ["cam", "imu"] else 1)'
+name=$(api -X POST http://127.0.0.1:18080/api/v1/recording/start | python3 -c 'import json, sys; print(json.load(sys.stdin)["name"])')
+sleep 4
+api http://127.0.0.1:18080/api/v1/status | python3 -c '
+import json, sys
+status = json.load(sys.stdin)
+streams = status["recording"]["streams"]
+for s in streams: print(s["id"], s["written"], "written,", round(s["rate"], 1), "/s,", s["dropped"], "dropped")
+ok = status["state"] == "recording" and all(s["written"] > 0 and s["dropped"] == 0 for s in streams)
+sys.exit(0 if ok else 1)'
+api -X POST http://127.0.0.1:18080/api/v1/recording/stop
+"$fieldcap" validate "$root/$name"
+mkdir "$FIELDCAP_TEST_TMP/unpacked"
+curl -sS --fail http://127.0.0.1:18080/api/v1/sessions/"$name"/archive | tar -x -C "$FIELDCAP_TEST_TMP/unpacked"
+diff -r "$root/$name" "$FIELDCAP_TEST_TMP/unpacked/$name"
+echo "archive: every file byte for byte"
+
+second=$(api -X POST http://127.0.0.1:18080/api/v1/recording/start | python3 -c 'import json, sys; print(json.load(sys.stdin)["name"])')
+sleep 2
+kill -TERM "$pid"
+wait "$pid"
+echo "serve exited $? after SIGTERM"
+"$fieldcap" validate "$root/$second"
+grep -q '"stop_reason" *: *"service shutdown' "$root/$second/fieldcap.json"
