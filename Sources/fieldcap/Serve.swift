@@ -10,28 +10,31 @@ struct Serve: ParsableCommand {
         commandName: "serve",
         abstract: "Run the rig as a service: record on command over HTTP, with status and events.",
         discussion: """
-            fieldcap serve opens the rig's devices as --config (or --cam/--imu) describes them,
-            checks that each one works, and waits for commands: one recording at a time, with
-            everything `fieldcap record` does (segments, storage budget, sidecar; `fieldcap
-            recover` after a crash). SIGTERM or Ctrl-C finishes a recording in progress, then exits.
+            Opens the rig's devices as --config (or --cam/--imu) describes them, checks that \
+            each one works, and waits for commands: one recording at a time, with everything \
+            `fieldcap record` does (segments, storage budget, sidecar; `fieldcap recover` after \
+            a crash). SIGTERM or Ctrl-C finishes a recording in progress, then exits.
 
-            The API (JSON; the README and openapi.yaml list every path):
-              GET  /api/health                 {"status":"ok","timestamp":...,"uptime":...}, open to all
-              GET  /api/v1/rig                 devices, what they were granted, storage
-              POST /api/v1/recording/start     optional {"duration":"10s","segment":"5m","max_storage":"16G","keep":"2h"}
+            The API (JSON; the README lists every field):
+              GET  /api/health                  status, timestamp, uptime; open to all
+              GET  /api/v1/rig                  devices, what they were granted, storage
+              POST /api/v1/recording/start      optional: {"duration":"10s"}
               POST /api/v1/recording/stop
-              GET  /api/v1/status              the status line's figures
-              GET  /api/v1/sessions            and GET|DELETE /api/v1/sessions/NAME
+              GET  /api/v1/status               the status line's figures
+              GET  /api/v1/sessions             and GET or DELETE /api/v1/sessions/NAME
               GET  /api/v1/sessions/NAME/archive   the session as one tar
-              GET  /api/v1/extract?from=UTC&to=UTC  a wall-clock range as one tar
-              GET  /api/v1/events              WebSocket: status each second, and events
+              GET  /api/v1/extract?from=UTC&to=UTC a wall-clock range as one tar
+              GET  /api/v1/events               WebSocket: status each second, events
 
-            It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address
-            every request but /api/health needs the token, sent as 'Authorization: Bearer
-            TOKEN': it is read from --token-file, which is made (0600) on first start if absent.
+            It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
+            every request but /api/health needs the token, sent as 'Authorization: Bearer \
+            TOKEN'; it is read from --token-file, made (0600) on first start if absent.
 
-              fieldcap serve --config /etc/fieldcap/rig.yaml --listen 0.0.0.0:8080 --token-file /var/lib/fieldcap/token
-              curl -H "Authorization: Bearer $(cat /var/lib/fieldcap/token)" -X POST http://rig:8080/api/v1/recording/start -d '{"duration":"30s"}'
+              fieldcap serve --config rig.yaml --listen 0.0.0.0:8080 \\
+                --token-file /var/lib/fieldcap/token
+              TOKEN=$(cat /var/lib/fieldcap/token)
+              curl -H "Authorization: Bearer $TOKEN" -X POST -d '{"duration":"30s"}' \\
+                http://rig:8080/api/v1/recording/start
             """
     )
 
