@@ -136,7 +136,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField"]
+            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"]
         ),
         // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A `fieldcap serve` process on a free loopback port, spoken to with curl (a client nobody
@@ -87,20 +88,6 @@ final class ServeProcess {
     }
 }
 
-/// Runs a program and returns its exit status and output.
-func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = out
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
 @Suite("fieldcap serve", .serialized)
 struct ServeCommandTests {
     static let devices = ["--cam", "synthetic:160x120@30", "--imu", "synthetic:100"]
@@ -149,8 +136,8 @@ struct ServeCommandTests {
         #expect(stopped.status == 200, "\(stopped.text)")
         #expect(stopped.json["reason"] as? String == "stopped over the API")
         let directory = "\(serve.root)/\(name)"
-        let validation = try runTool(FieldcapProcess.executable.path, ["validate", directory])
-        #expect(validation.status == 0, "\(validation.output)")
+        let validation = try FieldcapProcess.run(["validate", directory])
+        #expect(validation.status == 0, "\(validation.stdout)\(validation.stderr)")
 
         let listed = try serve.request("GET", "/api/v1/sessions").json["sessions"] as? [[String: Any]] ?? []
         #expect(listed.map { $0["name"] as? String } == [name])
@@ -168,8 +155,8 @@ struct ServeCommandTests {
         }
         #expect(try serve.request("GET", "/api/v1/sessions/\(name)/archive", to: tarFile).status == 200)
         try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
-        #expect(try runTool("/usr/bin/tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
-        let diff = try runTool("/usr/bin/diff", ["-r", directory, "\(unpacked)/\(name)"])
+        #expect(try runTool("tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
+        let diff = try runTool("diff", ["-r", directory, "\(unpacked)/\(name)"])
         #expect(diff.status == 0, "\(diff.output)")
 
         let deleted = try serve.request("DELETE", "/api/v1/sessions/\(name)")
@@ -274,17 +261,17 @@ struct ServeCommandTests {
             to: tarFile)
         #expect(extract.status == 200, "\(extract.text)")
         try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
-        #expect(try runTool("/usr/bin/tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
-        let validation = try runTool(FieldcapProcess.executable.path, ["validate", "\(unpacked)/\(name)-extract"])
-        #expect(validation.status == 0, "\(validation.output)")
+        #expect(try runTool("tar", ["-xf", tarFile, "-C", unpacked]).status == 0)
+        let validation = try FieldcapProcess.run(["validate", "\(unpacked)/\(name)-extract"])
+        #expect(validation.status == 0, "\(validation.stdout)\(validation.stderr)")
         // The scratch directory is gone once the tar is sent.
         #expect(serve.sessionNames() == [name])
 
         #expect(serve.terminate() == 0, "\(serve.stderr)")
         let index = try String(contentsOfFile: "\(serve.root)/\(name)/recording.json", encoding: .utf8)
         #expect(index.contains("service shutdown"))
-        let recovered = try runTool(FieldcapProcess.executable.path, ["sessions", serve.root])
-        #expect(recovered.output.contains("complete"), "\(recovered.output)")
+        let recovered = try FieldcapProcess.run(["sessions", serve.root])
+        #expect(recovered.stdout.contains("complete"), "\(recovered.stdout)")
     }
 
     @Test("the events WebSocket, read by the websockets library: status each second, started, segment rotated, stopped")
