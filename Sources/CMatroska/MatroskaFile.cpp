@@ -344,7 +344,11 @@ extern "C" CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatr
         auto &track = GetChild<KaxTrackEntry>(tracks);
         track.SetGlobalTimecodeScale(nanosecondsPerTick);
         GetChild<KaxTrackNumber>(track).SetValue(writtenTrackNumber);
-        GetChild<KaxTrackUID>(track).SetValue(randomTrackUID());
+        // Always 8 bytes: a random UID with a leading zero byte would otherwise shrink the
+        // header, and two files written alike must lay out alike (salvage finishes in place).
+        auto &uid = GetChild<KaxTrackUID>(track);
+        uid.SetDefaultSize(8);
+        uid.SetValue(randomTrackUID());
         GetChild<KaxTrackType>(track).SetValue(track_video);
         GetChild<KaxCodecID>(track).SetValue(description->codec_id);
         GetChild<KaxTrackFlagLacing>(track).SetValue(0);

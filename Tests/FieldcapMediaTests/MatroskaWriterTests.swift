@@ -206,9 +206,8 @@ struct EBMLLayout {
     static let simpleBlock: UInt32 = 0xA3, cuePoint: UInt32 = 0xBB, void: UInt32 = 0xEC
 
     /// A file's bytes with its TrackUID (random per file) zeroed, to compare two files' layout.
-    /// How many bytes the TrackUID's value takes: a random number, written in as few bytes as it
-    /// needs (one in 256 has a leading zero byte and takes 7), so two files written alike differ
-    /// in size when their UIDs do.
+    /// How many bytes the TrackUID's value takes: the writer pads it to 8, so that a random UID
+    /// with a leading zero byte (one in 256) does not change the file's layout.
     static func trackUIDLength(_ data: Data) -> Int? {
         let bytes = [UInt8](data)
         guard let at = (0..<(bytes.count - 3)).first(where: { bytes[$0] == 0x73 && bytes[$0 + 1] == 0xC5 }) else {
