@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "FieldcapArchive", targets: ["FieldcapArchive"]),
         // A rig over the network, for a program of one's own: the API, the events, the recording on command.
         .library(name: "FieldcapService", targets: ["FieldcapService"]),
+        // Live preview of a camera, for a program of one's own: the frame tap's JPEGs.
+        .library(name: "FieldcapPreview", targets: ["FieldcapPreview"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
     ],
     dependencies: [
@@ -35,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // Hummingbird's header types, named directly for the preview's own headers.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         .target(name: "SyncField"),
@@ -77,24 +81,34 @@ let package = Package(
         .target(
             name: "FieldcapArchive",
             dependencies: ["SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments", "FieldcapSession"]),
+        // libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev): the live preview's JPEGs.
+        // libjpeg-turbo is the JPEG codec the field runs (browsers, FFmpeg's mjpeg decoder via
+        // libjpeg, µStreamer); its YUV-planes entry point takes a camera's 4:2:2 and 4:2:0 frames
+        // without a colour conversion, which FFmpeg's mjpeg encoder (a swscale pass) cannot.
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // Live preview: each camera's newest frame, taken from its writer only when a viewer
+        // waits, encoded on a thread of its own.
+        .target(name: "FieldcapPreview", dependencies: ["CTurboJPEG", "FieldcapCore", "SyncField"]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
         .target(
             name: "FieldcapService",
             dependencies: [
-                "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive",
+                "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive", "FieldcapPreview",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
-                "FieldcapSegments", "FieldcapArchive", "FieldcapService",
+                "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -134,6 +148,8 @@ let package = Package(
                 "FieldcapArchive", "FieldcapSession", "FieldcapSegments", "FieldcapMedia", "FieldcapCore", "SyncField",
                 "TestSupport",
             ]),
+        .testTarget(
+            name: "FieldcapPreviewTests", dependencies: ["FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapPreview
 import FieldcapService
 import FieldcapSession
 import Foundation
@@ -25,6 +26,14 @@ struct Serve: ParsableCommand {
               GET  /api/v1/sessions/NAME/archive   the session as one tar
               GET  /api/v1/extract?from=UTC&to=UTC a wall-clock range as one tar
               GET  /api/v1/events               WebSocket: status each second, events
+              GET  /api/v1/preview/CAM.jpg      a camera's latest frame as a JPEG
+              GET  /api/v1/preview/CAM.mjpg     its live preview (MJPEG: a browser's
+                                                <img>, VLC, ffplay)
+
+            The previews cost nothing while nobody watches; watched, each encodes at most \
+            --preview-rate frames a second, from the recording's frames when one runs, else \
+            from the cameras opened for it. SCMF v1 (the SimulatorCamera protocol) sends one \
+            camera's preview over TCP, on 127.0.0.1:9876 unless --scmf says otherwise.
 
             It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
             every request but /api/health needs the token, sent as 'Authorization: Bearer \
@@ -85,6 +94,21 @@ struct Serve: ParsableCommand {
     @Flag(help: "Write the videos through the page cache (see `fieldcap record --help`).")
     var noDirectIO = false
 
+    @Option(help: ArgumentHelp("The most frames a second each camera's preview encodes (10).", valueName: "FPS"))
+    var previewRate = 10.0
+
+    @Option(help: ArgumentHelp("The previews' JPEG quality, 1 to 100 (80).", valueName: "Q"))
+    var previewQuality = 80
+
+    @Option(
+        help: ArgumentHelp(
+            "Where SCMF v1 clients get a camera's preview (TCP, no token: keep it on loopback unless the network is yours), or 'off'.",
+            valueName: "ADDR:PORT"))
+    var scmf = "127.0.0.1:\(SCMFServer.defaultPort)"
+
+    @Option(help: ArgumentHelp("The camera SCMF sends (default: the first with a preview).", valueName: "ID"))
+    var scmfStream: String?
+
     /// `HOST:PORT` or `[V6]:PORT`.
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -109,6 +133,15 @@ struct Serve: ParsableCommand {
         guard Self.parseListen(listen) != nil else {
             throw ValidationError(
                 "--listen '\(listen)' is not ADDR:PORT: give 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080")
+        }
+        if scmf != "off" && Self.parseListen(scmf) == nil {
+            throw ValidationError("--scmf '\(scmf)' is not ADDR:PORT: give 127.0.0.1:9876, 0.0.0.0:9876 or off")
+        }
+        guard previewRate > 0 && previewRate <= 120 else {
+            throw ValidationError("--preview-rate \(previewRate) is out of range: give 0.1 to 120 frames a second")
+        }
+        guard (1...100).contains(previewQuality) else {
+            throw ValidationError("--preview-quality \(previewQuality) is out of range: give 1 to 100")
         }
         if config != nil && !devices.isEmpty {
             throw ValidationError(
@@ -138,7 +171,7 @@ struct Serve: ParsableCommand {
             config: rigConfig, devices: rigConfig == nil ? try devices.specs : [],
             overrides: RecordingSettings.Overrides(
                 hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep),
-            directIO: !noDirectIO)
+            directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality)
         let rig: RigService
         do {
             rig = try RigService(base: base)
@@ -164,8 +197,14 @@ struct Serve: ParsableCommand {
         }
         let needsToken = token != nil
         for device in rig.devices { say("  \(device.id)  \(device.device)  \(device.summary)") }
+        for (id, why) in rig.previews.unavailable.sorted(by: { $0.key < $1.key }) {
+            say("  \(id) has no preview: \(why)")
+        }
+        let scmfServer = try await bindSCMF(rig.previews)
         do {
-            try await ServiceServer.run(rig: rig, host: host, port: port, token: token, logger: logger) {
+            try await ServiceServer.run(
+                rig: rig, host: host, port: port, token: token, scmf: scmfServer, logger: logger
+            ) {
                 host, port in
                 let shown = host.contains(":") ? "[\(host)]" : host
                 say(
@@ -177,6 +216,35 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         say("stopped")
+    }
+
+    /// The SCMF listener, or nil when it is off or there is no camera to send.
+    func bindSCMF(_ previews: Previews) async throws -> SCMFServer? {
+        guard scmf != "off", let (host, port) = Self.parseListen(scmf) else { return nil }
+        let stream: PreviewStream
+        if let id = scmfStream {
+            guard let chosen = previews.streams[id] else {
+                let why = previews.unavailable[id].map { "it has no preview: \($0)" } ?? "there is no such camera"
+                say("Error: --scmf-stream \(id): \(why); the previews are \(previews.streams.keys.sorted())")
+                throw ExitCode(64)
+            }
+            stream = chosen
+        } else {
+            guard let first = previews.cameraIds.compactMap({ previews.streams[$0] }).first else {
+                say("SCMF off: no camera with a preview")
+                return nil
+            }
+            stream = first
+        }
+        do {
+            let server = try await SCMFServer.bind(host: host, port: port, stream: stream)
+            let shown = host.contains(":") ? "[\(host)]" : host
+            say("SCMF v1 preview of \(stream.id) on tcp://\(shown):\(server.port)")
+            return server
+        } catch {
+            say("Error: --scmf \(scmf): \(error); give another ADDR:PORT, or --scmf off")
+            throw ExitCode(1)
+        }
     }
 }
 

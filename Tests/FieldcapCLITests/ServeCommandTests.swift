@@ -10,13 +10,17 @@ final class ServeProcess {
     let stderrPath: String
     var base = ""
     var token: String?
+    /// Where its SCMF listener is (each test's own port: `--scmf 127.0.0.1:0` unless given).
+    var scmfPort: Int?
 
     init(_ arguments: [String], root: String? = nil, listen: String = "127.0.0.1:0") throws {
         self.root = root ?? NSTemporaryDirectory() + "/serve-\(UUID().uuidString)"
         stderrPath = NSTemporaryDirectory() + "/serve-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = FieldcapProcess.executable
-        process.arguments = ["serve", "--listen", listen, "--root", self.root] + arguments
+        process.arguments =
+            ["serve", "--listen", listen, "--root", self.root] + arguments
+            + (arguments.contains("--scmf") ? [] : ["--scmf", "127.0.0.1:0"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
@@ -27,6 +31,12 @@ final class ServeProcess {
                 let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
             {
                 base = String(url)
+                // "SCMF v1 preview of cam0 on tcp://127.0.0.1:PORT", before it.
+                if let scmf = stderr.split(separator: "\n").first(where: { $0.hasPrefix("SCMF v1 ") }),
+                    let address = scmf.split(separator: " ").last
+                {
+                    scmfPort = address.split(separator: ":").last.flatMap { Int($0) }
+                }
                 return
             }
             usleep(50_000)
@@ -185,6 +195,9 @@ struct ServeCommandTests {
             ("POST", "/api/v1/recording/start", "{\"segment\":\"1ms\"}", 400),
             ("GET", "/api/v1/extract?from=yesterday&to=today", nil, 400),
             ("GET", "/api/v1/extract?from=2020-01-01T00:00:00Z&to=2020-01-01T00:00:01Z", nil, 404),
+            ("GET", "/api/v1/preview/imu0.jpg", nil, 404),
+            ("GET", "/api/v1/preview/nosuch.mjpg", nil, 404),
+            ("GET", "/api/v1/preview/cam0.png", nil, 404),
         ])
     func refusals(method: String, path: String, body: String?, expected: Int) throws {
         let serve = try ServeProcess(Self.devices)
@@ -210,6 +223,8 @@ struct ServeCommandTests {
         serve.base = serve.base.replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
         let attributes = try FileManager.default.attributesOfItem(atPath: tokenFile)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        // The SCMF listener stayed on loopback: it has no token to ask for.
+        #expect(serve.stderr.contains("SCMF v1 preview of cam0 on tcp://127.0.0.1:"), "\(serve.stderr)")
         #expect(serve.stderr.contains("made a new API token in \(tokenFile)"))
         let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines)
@@ -219,6 +234,7 @@ struct ServeCommandTests {
         for (method, path) in [
             ("GET", "/api/v1/rig"), ("GET", "/api/v1/status"), ("POST", "/api/v1/recording/start"),
             ("GET", "/api/v1/sessions"), ("DELETE", "/api/v1/sessions/anything"), ("GET", "/api/v1/events"),
+            ("GET", "/api/v1/preview/cam0.jpg"), ("GET", "/api/v1/preview/cam0.mjpg"),
         ] {
             for wrong in ["", "not-the-token", String(token.dropLast()) + "0"] where wrong != token {
                 let reply = try serve.request(method, path, token: wrong)
@@ -315,6 +331,123 @@ struct ServeCommandTests {
         let stopped = events.last ?? [:]
         #expect(stopped["reason"] as? String == "duration")
         #expect(stopped["name"] as? String == started.json["name"] as? String)
+        #expect(serve.terminate() == 0)
+    }
+
+    /// The parts of a `multipart/x-mixed-replace` body: each one's headers and bytes.
+    static func parts(_ body: Data) -> [(headers: [String: String], bytes: Data)] {
+        let bytes = [UInt8](body)
+        let delimiter = Array("--fieldcapframe\r\n".utf8)
+        var parts: [(headers: [String: String], bytes: Data)] = []
+        var at = 0
+        while at + delimiter.count <= bytes.count, Array(bytes[at..<(at + delimiter.count)]) == delimiter {
+            at += delimiter.count
+            var headers: [String: String] = [:]
+            while let end = (at..<max(at, bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }) {
+                let line = String(decoding: bytes[at..<end], as: UTF8.self)
+                at = end + 2
+                if line.isEmpty { break }
+                let field = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                if field.count == 2 { headers[field[0].lowercased()] = field[1] }
+            }
+            guard let length = headers["content-length"].flatMap({ Int($0) }), at + length + 2 <= bytes.count else {
+                break  // the last part, cut by the client's time limit
+            }
+            parts.append((headers, Data(bytes[at..<(at + length)])))
+            at += length + 2
+        }
+        return parts
+    }
+
+    /// Width and height of a JPEG, as ffprobe reads them.
+    static func probeJPEG(_ jpeg: Data) throws -> String {
+        let path = NSTemporaryDirectory() + "/frame-\(UUID().uuidString).jpg"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try jpeg.write(to: URL(fileURLWithPath: path))
+        let probe = try runTool(
+            "ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
+        return probe.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("previews: a JPEG and MJPEG (curl, ffprobe) while idle and on through a recording, which loses nothing")
+    func previewOverHTTP() throws {
+        let serve = try ServeProcess(Self.devices)
+        let rig = try serve.request("GET", "/api/v1/rig").json
+        let devices = rig["devices"] as? [[String: Any]] ?? []
+        let preview = devices.first?["preview"] as? [String: Any]
+        #expect(preview?["mjpg"] as? String == "/api/v1/preview/cam0.mjpg")
+        #expect(devices.last?["preview"] == nil, "an IMU has no preview")
+
+        // Idle: the camera is opened for the preview.
+        let snapshot = NSTemporaryDirectory() + "/snapshot-\(UUID().uuidString).jpg"
+        defer { try? FileManager.default.removeItem(atPath: snapshot) }
+        let jpg = try serve.request("GET", "/api/v1/preview/cam0.jpg", to: snapshot)
+        #expect(jpg.status == 200)
+        #expect(try Self.probeJPEG(Data(contentsOf: URL(fileURLWithPath: snapshot))) == "160,120")
+
+        // MJPEG for 6 s; a 2 s recording starts 2 s in.
+        let body = NSTemporaryDirectory() + "/preview-\(UUID().uuidString).mjpg"
+        let headers = body + ".headers"
+        defer {
+            try? FileManager.default.removeItem(atPath: body)
+            try? FileManager.default.removeItem(atPath: headers)
+        }
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "--max-time", "6", "-D", headers, "-o", body, serve.base + "/api/v1/preview/cam0.mjpg"]
+        try curl.run()
+        usleep(2_000_000)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        curl.waitUntilExit()
+        try waitUntilIdle(serve)
+
+        let head = try String(contentsOfFile: headers, encoding: .utf8)
+        #expect(head.contains("multipart/x-mixed-replace; boundary=fieldcapframe"), "\(head)")
+        let parts = Self.parts(try Data(contentsOf: URL(fileURLWithPath: body)))
+        #expect(parts.count >= 4, "\(parts.count) parts")
+        #expect(parts.allSatisfy { $0.headers["content-type"] == "image/jpeg" })
+        #expect(try Self.probeJPEG(try #require(parts.last?.bytes)) == "160,120")
+        // The preview went on through the hand-over: frames from before the recording's start
+        // (its sync point) and from during it.
+        let times = parts.compactMap { $0.headers["x-capture-ns"].flatMap { UInt64($0) } }
+        #expect(times == times.sorted() && Set(times).count == times.count)
+        let syncPoint =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: "\(serve.root)/\(name)/sync_point.json"))) as? [String: Any]
+        let startNs = try #require((syncPoint?["monotonic_ns"] as? NSNumber)?.uint64Value)
+        #expect(times.contains { $0 < startNs } && times.contains { $0 > startNs }, "\(times) around \(startNs)")
+
+        let stopped = (try serve.request("GET", "/api/v1/status").json["last"] as? [String: Any]) ?? [:]
+        let streams = stopped["streams"] as? [[String: Any]] ?? []
+        #expect(streams.count == 2 && streams.allSatisfy { $0["dropped"] as? Int == 0 }, "\(stopped)")
+        let validation = try FieldcapProcess.run(["validate", "\(serve.root)/\(name)"])
+        #expect(validation.status == 0, "\(validation.stdout)\(validation.stderr)")
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test("SCMF v1: a client written from the seed connects, leaves and comes back, and decodes every JPEG")
+    func scmf() throws {
+        let serve = try ServeProcess(Self.devices)
+        let port = try #require(serve.scmfPort, "\(serve.stderr)")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/scmf_client.py").path
+        let client = try runTool(
+            "env", ["python3", script, "--port", String(port), "--frames", "4", "--connections", "3"])
+        #expect(client.status == 0, "\(client.output)")
+        let result = try JSONSerialization.jsonObject(with: Data(client.output.utf8)) as? [String: Any]
+        let connections = result?["connections"] as? [[String: Any]] ?? []
+        #expect(connections.count == 3)
+        for connection in connections {
+            #expect(connection["frames"] as? Int == 4, "\(connection)")
+            #expect(connection["decoded"] as? Int == 4, "\(connection)")
+            #expect((connection["errors"] as? [Any])?.isEmpty == true, "\(connection)")
+            let sizes = connection["sizes"] as? [[Int]] ?? []
+            #expect(sizes.allSatisfy { $0 == [160, 120] })
+            let times = connection["timestamps"] as? [Double] ?? []
+            #expect(times == times.sorted() && Set(times).count == times.count)
+        }
         #expect(serve.terminate() == 0)
     }
 }

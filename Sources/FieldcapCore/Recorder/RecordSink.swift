@@ -65,3 +65,15 @@ public final class SyncSessionSink: RecordSink {
         try session.stop()
     }
 }
+
+/// Keeps nothing: capture for a live preview while no recording runs (frames go to the
+/// recorder's frame taps, then back to the camera).
+public final class DiscardingSink: RecordSink {
+    public init() {}
+
+    public func open(streams: [StreamDescriptor]) throws {}
+
+    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {}
+
+    public func close() throws -> [String: Int] { [:] }
+}

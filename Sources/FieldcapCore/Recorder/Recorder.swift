@@ -37,6 +37,9 @@ public final class Recorder: @unchecked Sendable {
         public var idlePollNs: UInt64 = 5_000_000
         /// The longest time between two `RecordSink.sync` calls: what a crash can lose.
         public var syncIntervalNs: UInt64 = 1_000_000_000
+        /// Live previews, by stream id: each video stream's writer offers every frame it wrote
+        /// to its tap (`FrameTap.offer`: one atomic load unless a preview is waiting).
+        public var frameTaps: [String: FrameTap] = [:]
 
         public init() {}
 
@@ -105,13 +108,16 @@ public final class Recorder: @unchecked Sendable {
         /// The `capture_ns` of each stream's first and last record written.
         var firstCaptureNs: [UInt64]
         var lastCaptureNs: [UInt64]
+        /// Each stream's preview tap, if it has one.
+        let taps: [FrameTap?]
         var writeError: Error?
         var thread: DedicatedThread?
 
-        init(threadName: String, streams: [Int], idlePollNs: UInt64) {
+        init(threadName: String, streams: [Int], idlePollNs: UInt64, taps: [FrameTap?]) {
             self.threadName = threadName
             self.streams = streams
             self.idlePollNs = idlePollNs
+            self.taps = taps
             written = Array(repeating: 0, count: streams.count)
             firstCaptureNs = Array(repeating: 0, count: streams.count)
             lastCaptureNs = Array(repeating: 0, count: streams.count)
@@ -158,16 +164,20 @@ public final class Recorder: @unchecked Sendable {
         captureEndedNs = Array(repeating: nil, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
         endedEarly = sources.map { _ in EndedEarly() }
-        lanes = Self.lanes(for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs)
+        lanes = Self.lanes(
+            for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps)
     }
 
     /// Which writer thread writes which stream: the sensor streams together, each video stream
     /// on its own.
-    static func lanes(for streams: [StreamDescriptor], maximumIdlePollNs: UInt64) -> [WriterLane] {
+    static func lanes(
+        for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:]
+    ) -> [WriterLane] {
         func lane(_ name: String, _ indices: [Int]) -> WriterLane {
             WriterLane(
                 threadName: name, streams: indices,
-                idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })))
+                idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })),
+                taps: indices.map { streams[$0].kind == .video ? taps[streams[$0].id] : nil })
         }
         let sensors = streams.indices.filter { streams[$0].kind != .video }
         let videos = streams.indices.filter { streams[$0].kind == .video }
@@ -269,12 +279,13 @@ public final class Recorder: @unchecked Sendable {
             while slot < lane.streams.count && lane.writeError == nil {
                 let index = lane.streams[slot]
                 let source = sources[index]
+                let tap = lane.taps[slot]
                 taken += rings[index].consume(limit: options.batchLimit) { run in
                     for record in run where lane.writeError == nil {
                         do {
-                            try sink.write(
-                                record, frame: source.frameBytes(of: record), stream: index,
-                                frameNumber: lane.written[slot])
+                            let frame = source.frameBytes(of: record)
+                            try sink.write(record, frame: frame, stream: index, frameNumber: lane.written[slot])
+                            tap?.offer(record, bytes: frame)
                             if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
                             lane.lastCaptureNs[slot] = record.captureNs
                             lane.written[slot] += 1

@@ -15,6 +15,9 @@ public enum ServiceEvent: Sendable {
     case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
     /// A segmented recording began writing a new segment.
     case segmentRotated(segment: String)
+    /// The cameras could not be opened for a preview while no recording runs (another program
+    /// has them, one was unplugged).
+    case previewUnavailable(error: String)
 }
 
 /// Hands every event to every watcher. A watcher that reads slower than events come loses the

@@ -1,5 +1,6 @@
 import FieldcapArchive
 import FieldcapCore
+import FieldcapPreview
 import FieldcapSession
 import Foundation
 import SyncField
@@ -30,8 +31,10 @@ struct DeviceBody: Encodable {
     var granted: JSONValue
     var summary: String
     var timeSource: String
+    /// Cameras: where to watch them, or why they cannot be watched.
+    var preview: PreviewBody?
 
-    init(_ device: RigService.Device) {
+    init(_ device: RigService.Device, previews: Previews) {
         id = device.id
         kind = device.kind
         self.device = device.device
@@ -39,7 +42,22 @@ struct DeviceBody: Encodable {
         granted = device.granted
         summary = device.summary
         timeSource = device.timeSource
+        if let stream = previews.streams[device.id] {
+            preview = PreviewBody(
+                jpg: "/api/v1/preview/\(device.id).jpg", mjpg: "/api/v1/preview/\(device.id).mjpg",
+                maxRate: stream.maxRate, viewers: stream.viewerCount, unavailable: nil)
+        } else if let why = previews.unavailable[device.id] {
+            preview = PreviewBody(jpg: nil, mjpg: nil, maxRate: nil, viewers: nil, unavailable: why)
+        }
     }
+}
+
+struct PreviewBody: Encodable {
+    var jpg: String?
+    var mjpg: String?
+    var maxRate: Double?
+    var viewers: Int?
+    var unavailable: String?
 }
 
 struct StorageBody: Encodable {
@@ -200,6 +218,9 @@ struct EventBody: Encodable {
         case .segmentRotated(let segment):
             try container.encode("segment_rotated", forKey: .event)
             try container.encode(segment, forKey: .segment)
+        case .previewUnavailable(let error):
+            try container.encode("preview_unavailable", forKey: .event)
+            try container.encode(error, forKey: .error)
         }
     }
 }

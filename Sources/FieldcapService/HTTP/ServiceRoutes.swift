@@ -19,15 +19,15 @@ public struct ServiceRoutes: Sendable {
 
     var root: String { rig.settings.root }
 
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func router() -> Router<ServiceRequestContext> {
+        let router = Router(context: ServiceRequestContext.self)
         add(to: router)
         return router
     }
 
-    public func add<Context: RequestContext>(to router: Router<Context>) {
-        router.add(middleware: JSONErrors<Context>())
-        router.add(middleware: RequireToken<Context>(token: token))
+    public func add(to router: Router<ServiceRequestContext>) {
+        router.add(middleware: JSONErrors<ServiceRequestContext>())
+        router.add(middleware: RequireToken<ServiceRequestContext>(token: token))
         router.get("/api/health") { _, _ in health() }
         router.get("/api/v1/rig") { _, _ in rigBody() }
         router.get("/api/v1/status") { _, _ in JSONBody.response(StatusBody(rig.status)) }
@@ -64,6 +64,13 @@ public struct ServiceRoutes: Sendable {
             return try TarResponse.directory(entry.path, name: name)
         }
         router.get("/api/v1/extract") { request, _ in try await extract(request) }
+        router.get("/api/v1/preview/{file}") { _, context in
+            let (stream, kind) = try PreviewResponses.resolve(context.parameters.get("file") ?? "", in: rig.previews)
+            switch kind {
+            case .jpg: return try await PreviewResponses.snapshot(stream, problem: rig.previewProblem)
+            case .mjpg: return PreviewResponses.motionJPEG(stream, channel: context.channel)
+            }
+        }
     }
 
     func health() -> Response {
@@ -77,7 +84,7 @@ public struct ServiceRoutes: Sendable {
         return JSONBody.response(
             RigBody(
                 hostId: rig.settings.hostId, root: root, recording: rig.recordingDirectory,
-                devices: rig.devices.map(DeviceBody.init),
+                devices: rig.devices.map { DeviceBody($0, previews: rig.previews) },
                 storage: StorageBody(
                     freeBytes: freeBytes(at: root), usedBytes: catalog.reduce(0) { $0 + $1.bytes },
                     maxStorageBytes: rig.settings.maxStorage?.bytes, minFreeBytes: rig.settings.minFree.bytes),

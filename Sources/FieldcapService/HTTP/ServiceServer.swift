@@ -9,8 +9,9 @@ import ServiceLifecycle
 /// written) before the process ends.
 public enum ServiceServer {
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
+    /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API.
     public static func run(
-        rig: RigService, host: String, port: Int, token: BearerToken?, logger: Logger,
+        rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil, logger: Logger,
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
         let routes = ServiceRoutes(rig: rig, token: token)
@@ -20,7 +21,7 @@ public enum ServiceServer {
             router: routes.router(),
             server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter),
             configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap"),
-            services: [RecordingShutdown(rig: rig)],
+            services: [RecordingShutdown(rig: rig)] + (scmf.map { [$0] } ?? []),
             onServerRunning: { channel in
                 listening(host, channel.localAddress?.port ?? port)
             },

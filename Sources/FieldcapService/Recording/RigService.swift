@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapPreview
 import FieldcapSession
 import Foundation
 import Synchronization
@@ -14,14 +15,21 @@ public final class RigService: Sendable {
         public var devices: [DeviceSpec]
         public var overrides: RecordingSettings.Overrides
         public var directIO: Bool
+        /// Frames a second each camera's preview encodes at most.
+        public var previewRate: Double
+        /// The previews' JPEG quality, 1 to 100.
+        public var previewQuality: Int
 
         public init(
-            config: RigConfig?, devices: [DeviceSpec], overrides: RecordingSettings.Overrides, directIO: Bool = true
+            config: RigConfig?, devices: [DeviceSpec], overrides: RecordingSettings.Overrides, directIO: Bool = true,
+            previewRate: Double = 10, previewQuality: Int = 80
         ) {
             self.config = config
             self.devices = devices
             self.overrides = overrides
             self.directIO = directIO
+            self.previewRate = previewRate
+            self.previewQuality = previewQuality
         }
     }
 
@@ -66,13 +74,26 @@ public final class RigService: Sendable {
     public let devices: [Device]
     public let events = EventHub()
     public let startedAt = Date()
+    /// Each camera's live preview, fed by the recording when one runs, else by `PreviewCapture`.
+    public let previews: Previews
     private let state = Mutex<State>(State())
+    /// Opens and closes the cameras for the preview, one change at a time, off the server's
+    /// threads (opening a camera blocks).
+    private let cameraQueue = DispatchQueue(label: "fieldcap.preview-capture")
+    /// How long the cameras stay open for the preview after its last viewer left: a page that
+    /// reloads, or snapshots a few seconds apart, do not reopen them each time.
+    static let previewLinger = 5.0
 
     struct State {
         var runner: RecordingRunner?
         /// Set while a start is opening devices, so a second start is refused, not queued.
         var starting = false
         var last: StoppedEvent?
+        /// The cameras capturing for the preview alone (no recording runs).
+        var previewCapture: PreviewCapture?
+        /// Why the preview's cameras could not be opened, the last time they were tried.
+        var previewProblem: String?
+        var shutDown = false
     }
 
     /// Resolves the settings and opens every device once, to know they work and what they grant
@@ -87,6 +108,60 @@ public final class RigService: Sendable {
                 id: source.descriptor.id, kind: source.descriptor.kind.rawValue, device: source.descriptor.device,
                 options: spec.options, granted: report.granted, summary: report.summary,
                 timeSource: report.timeSource)
+        }
+        previews = Previews(
+            cameras: sources.map(\.descriptor), maxRate: base.previewRate, quality: base.previewQuality)
+        previews.onViewersChanged { [weak self] viewers in self?.previewViewersChanged(viewers) }
+    }
+
+    /// Why the previews show nothing while idle, if opening the cameras for them failed.
+    public var previewProblem: String? { state.withLock { $0.previewProblem } }
+
+    private func previewViewersChanged(_ viewers: Int) {
+        if viewers > 0 {
+            cameraQueue.async { [self] in openPreviewCapture() }
+        } else {
+            cameraQueue.asyncAfter(deadline: .now() + Self.previewLinger) { [self] in
+                if previews.viewerCount == 0 { closePreviewCapture() }
+            }
+        }
+    }
+
+    /// Camera queue: opens the cameras for the preview, unless a recording has them, is about to,
+    /// or nobody watches any more.
+    private func openPreviewCapture() {
+        let wanted = state.withLock { state in
+            state.previewCapture == nil && state.runner == nil && !state.starting && !state.shutDown
+        }
+        guard wanted, previews.viewerCount > 0, !previews.streams.isEmpty else { return }
+        do {
+            let capture = try PreviewCapture(plan: settings.plan, previews: previews)
+            state.withLock {
+                $0.previewCapture = capture
+                $0.previewProblem = nil
+            }
+        } catch {
+            state.withLock { $0.previewProblem = "\(error)" }
+            events.send(.previewUnavailable(error: "\(error)"))
+        }
+    }
+
+    /// Camera queue: closes the preview's cameras, if they are open.
+    private func closePreviewCapture() {
+        let capture = state.withLock { state in
+            defer { state.previewCapture = nil }
+            return state.previewCapture
+        }
+        capture?.stop()
+    }
+
+    /// Runs `body` on the camera queue and waits for it.
+    private func onCameraQueue(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            cameraQueue.async {
+                body()
+                done.resume()
+            }
         }
     }
 
@@ -123,17 +198,25 @@ public final class RigService: Sendable {
                 kind: .conflict,
                 description: "a recording is already running: stop it first (POST /api/v1/recording/stop)")
         }
-        defer { state.withLock { $0.starting = false } }
+        defer {
+            state.withLock { $0.starting = false }
+            // A start that failed gives the cameras back to the preview (one that worked has
+            // them until it stops).
+            reopenPreviewIfWatched()
+        }
         let controller: RecordingController
         do {
             let settings = try RecordingSettings.resolve(
                 config: base.config, devices: base.devices, overrides: overrides)
+            // The recording takes the cameras over from the preview, which then watches it.
+            await onCameraQueue { [self] in closePreviewCapture() }
             let sources: [CaptureSource]
             do { sources = try settings.plan.makeSources() } catch {
                 throw Refusal(kind: .unavailable, description: "\(error)")
             }
-            controller = RecordingController(
-                sources: sources, settings: try settings.controllerSettings(for: sources, directIO: base.directIO))
+            var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
+            controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
+            controller = RecordingController(sources: sources, settings: controllerSettings)
         } catch let error as PlanError {
             throw Refusal(kind: .badRequest, description: error.message)
         }
@@ -150,8 +233,15 @@ public final class RigService: Sendable {
                 if state.runner === runner { state.runner = nil }
                 state.last = stopped
             }
+            reopenPreviewIfWatched()
         }
         return directory
+    }
+
+    /// After a recording, or a start that failed: the preview gets the cameras back if anyone
+    /// watches.
+    private func reopenPreviewIfWatched() {
+        cameraQueue.async { [self] in openPreviewCapture() }
     }
 
     /// Stops the recording (`why` becomes its stop reason) and waits until every file is finished.
@@ -170,6 +260,9 @@ public final class RigService: Sendable {
 
     /// Stops a recording in progress, if there is one: the service's shutdown.
     public func shutdown(_ why: String) async {
+        state.withLock { $0.shutDown = true }
+        await onCameraQueue { [self] in closePreviewCapture() }
         _ = try? await stop(why)
+        previews.close()
     }
 }

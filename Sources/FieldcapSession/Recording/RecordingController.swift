@@ -26,6 +26,8 @@ public final class RecordingController {
         /// Record in consecutive segments, each a session of its own, inside one recording
         /// directory (`SegmentedSessions`); nil records one session.
         public var segments: SegmentedSessions.Settings?
+        /// Live previews, by stream id (`Recorder.Options.frameTaps`).
+        public var frameTaps: [String: FrameTap] = [:]
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -164,6 +166,7 @@ public final class RecordingController {
                 batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(settings.syncEvery.seconds * 1e9)
+        recorderOptions.frameTaps = settings.frameTaps
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
         // sleeps as long as its own streams allow (a video's while a third of its camera's
         // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue

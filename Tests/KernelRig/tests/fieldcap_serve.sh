@@ -2,7 +2,9 @@
 # rig-timeout: 180
 # fieldcap serve with vivid and the IIO dummy: it opens both devices, a recording is started
 # and stopped over HTTP (curl), the status shows both streams moving, the session validates and
-# comes back as a tar; SIGTERM during a second recording finishes it.
+# comes back as a tar; SIGTERM during a second recording finishes it. The camera's preview: a
+# JPEG while idle (vivid opened for the preview alone), MJPEG on through the recording's start
+# with nothing dropped.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
@@ -34,6 +36,31 @@ rig = json.load(sys.stdin)
 ids = [d["id"] for d in rig["devices"]]
 for d in rig["devices"]: print("device:", d["id"], d["device"], d["summary"])
 sys.exit(0 if ids == ["cam", "imu"] else 1)'
+
+# A JPEG's size from its frame header (SOF), and that it is whole (SOI ... EOI).
+jpeg_size() {
+	python3 -c '
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+assert data[:2] == b"\xff\xd8" and data[-2:] == b"\xff\xd9", "not a whole JPEG"
+at = 2
+while at + 9 < len(data):
+    marker, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+    if marker in (0xC0, 0xC1, 0xC2):
+        height, width = struct.unpack(">HH", data[at + 5:at + 9])
+        print(f"{width}x{height}")
+        sys.exit(0)
+    at += 2 + length
+sys.exit("no frame header")' "$1"
+}
+curl -sS --fail -o "$FIELDCAP_TEST_TMP/idle.jpg" http://127.0.0.1:18080/api/v1/preview/cam.jpg
+size=$(jpeg_size "$FIELDCAP_TEST_TMP/idle.jpg")
+echo "preview while idle: a $size JPEG"
+[ "$size" = 320x180 ]
+# MJPEG from 2 s before the recording until 6 s into it.
+curl -sS -N --max-time 8 -o "$FIELDCAP_TEST_TMP/live.mjpg" http://127.0.0.1:18080/api/v1/preview/cam.mjpg &
+viewer=$!
+sleep 2
 name=$(api -X POST http://127.0.0.1:18080/api/v1/recording/start | python3 -c 'import json, sys; print(json.load(sys.stdin)["name"])')
 sleep 4
 api http://127.0.0.1:18080/api/v1/status | python3 -c '
@@ -43,8 +70,18 @@ streams = status["recording"]["streams"]
 for s in streams: print(s["id"], s["written"], "written,", round(s["rate"], 1), "/s,", s["dropped"], "dropped")
 ok = status["state"] == "recording" and all(s["written"] > 0 and s["dropped"] == 0 for s in streams)
 sys.exit(0 if ok else 1)'
+wait "$viewer" || true # curl's time limit ends it
 api -X POST http://127.0.0.1:18080/api/v1/recording/stop
 "$fieldcap" validate "$root/$name"
+python3 - "$FIELDCAP_TEST_TMP/live.mjpg" "$root/$name/sync_point.json" <<'PY'
+import json, re, sys
+body = open(sys.argv[1], "rb").read()
+start = json.load(open(sys.argv[2]))["monotonic_ns"]
+times = [int(t) for t in re.findall(rb"X-Capture-Ns: (\d+)", body)]
+before, after = sum(t < start for t in times), sum(t > start for t in times)
+print(f"MJPEG preview: {len(times)} frames, {before} before the recording's start, {after} during it")
+sys.exit(0 if before and after and times == sorted(times) else 1)
+PY
 mkdir "$FIELDCAP_TEST_TMP/unpacked"
 curl -sS --fail http://127.0.0.1:18080/api/v1/sessions/"$name"/archive | tar -x -C "$FIELDCAP_TEST_TMP/unpacked"
 diff -r "$root/$name" "$FIELDCAP_TEST_TMP/unpacked/$name"

@@ -1,0 +1,3 @@
+// libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev), for the live preview's encoder.
+#include <stddef.h>
+#include <turbojpeg.h>

@@ -1,0 +1,193 @@
+import FieldcapCore
+import Foundation
+import SyncField
+import Synchronization
+
+/// The live preview of one camera: a thread that, while anyone watches, takes the newest frame
+/// the stream's writer offers (`FrameTap`), encodes it, and hands it to every viewer; at most
+/// `maxRate` frames a second, and fewer when encoding takes longer (it never queues frames).
+/// With no viewer the thread sleeps and the tap is never asked.
+///
+/// Thread-safe.
+public final class PreviewStream: Sendable {
+    public let id: String
+    public let format: VideoFormat
+    public let tap: FrameTap
+    public let maxRate: Double
+    public let quality: Int
+
+    private let state = Mutex<State>(State())
+    private let viewerArrived = Doorbell()
+    private let closing = Latch()
+    private let thread = Mutex<DedicatedThread?>(nil)
+    /// Called when the viewers go from none to some, or back (the rig opens its cameras for a
+    /// preview when no recording has them open).
+    private let onViewers: @Sendable () -> Void
+
+    struct State {
+        var viewers: [UInt64: AsyncStream<PreviewFrame>.Continuation] = [:]
+        var nextViewer: UInt64 = 0
+        var latest: PreviewFrame?
+        var encoded: UInt64 = 0
+        var encodeNs: UInt64 = 0
+        var failure: String?
+    }
+
+    /// What the preview has done so far.
+    public struct Statistics: Sendable, Equatable {
+        public var viewers: Int
+        public var framesEncoded: UInt64
+        /// Mean time to encode one frame, in seconds (0 before the first).
+        public var meanEncodeSeconds: Double
+        /// The last encoding error, if frames failed.
+        public var failure: String?
+    }
+
+    public init(
+        id: String, format: VideoFormat, maxRate: Double = 10, quality: Int = 80,
+        onViewers: @escaping @Sendable () -> Void = {}
+    ) throws(PreviewError) {
+        // Checked here, so a stream that exists can encode.
+        _ = try JPEGEncoder(format: format, quality: quality)
+        self.id = id
+        self.format = format
+        self.maxRate = maxRate
+        self.quality = quality
+        self.onViewers = onViewers
+        tap = FrameTap(streamId: id, format: format)
+        thread.withLock {
+            $0 = DedicatedThread(name: "fc-preview-\(id)") { [self] in run() }
+        }
+    }
+
+    /// Ends the thread. The streams of viewers still watching finish.
+    public func close() {
+        closing.open()
+        let finished = thread.withLock { thread -> DedicatedThread? in
+            defer { thread = nil }
+            return thread
+        }
+        finished?.join()
+        let viewers = state.withLock { state in
+            defer { state.viewers = [:] }
+            return Array(state.viewers.values)
+        }
+        for viewer in viewers { viewer.finish() }
+    }
+
+    public var viewerCount: Int { state.withLock { $0.viewers.count } }
+
+    public var statistics: Statistics {
+        state.withLock {
+            Statistics(
+                viewers: $0.viewers.count, framesEncoded: $0.encoded,
+                meanEncodeSeconds: $0.encoded == 0 ? 0 : Double($0.encodeNs) / Double($0.encoded) / 1e9,
+                failure: $0.failure)
+        }
+    }
+
+    /// Every frame from now on, newest first when the viewer is slower than the preview (it
+    /// keeps one). The viewer counts while the stream is iterated.
+    public func frames() -> AsyncStream<PreviewFrame> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PreviewFrame.self, bufferingPolicy: .bufferingNewest(1))
+        if closing.isOpen {
+            continuation.finish()
+            return stream
+        }
+        let (viewer, first) = state.withLock { state in
+            state.nextViewer += 1
+            state.viewers[state.nextViewer] = continuation
+            return (state.nextViewer, state.viewers.count == 1)
+        }
+        continuation.onTermination = { [weak self] _ in self?.remove(viewer) }
+        if first {
+            viewerArrived.ring()
+            onViewers()
+        }
+        return stream
+    }
+
+    private func remove(_ viewer: UInt64) {
+        let last = state.withLock { state -> Bool in
+            guard state.viewers.removeValue(forKey: viewer) != nil else { return false }
+            return state.viewers.isEmpty
+        }
+        if last { onViewers() }
+    }
+
+    /// A frame no older than `maxAge` seconds: the latest, or the next one, waiting up to
+    /// `timeout` seconds for it. nil when none came.
+    public func snapshot(maxAge: Double = 1, timeout: Double = 5) async -> PreviewFrame? {
+        if let latest = state.withLock({ $0.latest }),
+            Double(MonotonicClock.now() &- latest.encodedNs) / 1e9 <= maxAge
+        {
+            return latest
+        }
+        let frames = frames()
+        return await withTaskGroup(of: PreviewFrame?.self) { group in
+            group.addTask {
+                for await frame in frames { return frame }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// The preview's thread: waits for a viewer, then for each frame asks the tap, encodes what
+    /// comes and hands it out, no sooner than `1 / maxRate` after the last one began.
+    private func run() {
+        guard let encoder = try? JPEGEncoder(format: format, quality: quality) else { return }
+        let periodNs = UInt64(1e9 / max(0.1, maxRate))
+        let frameBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 256 << 10
+        var due: UInt64 = 0
+        while !closing.isOpen {
+            if viewerCount == 0 {
+                tap.cancel()
+                _ = viewerArrived.wait(milliseconds: 1000, orUntil: closing)
+                continue
+            }
+            let now = MonotonicClock.now()
+            if now < due {
+                _ = closing.wait(milliseconds: Int32((due - now + 999_999) / 1_000_000))
+                continue
+            }
+            tap.request(bytes: frameBytes)
+            // No frame within the wait: no capture runs, or the camera stalls; ask again.
+            guard tap.wait(milliseconds: 500, orUntil: closing) else { continue }
+            let started = MonotonicClock.now()
+            let result = tap.withFrame { bytes, frame in
+                Result { () throws(PreviewError) in (try encoder.encode(bytes), frame) }
+            }
+            let encodedNs = MonotonicClock.now()
+            due = started &+ periodNs
+            switch result {
+            case .success(let (jpeg, frame))?:
+                publish(jpeg: jpeg, frame: frame, startedNs: started, encodedNs: encodedNs)
+            case .failure(let error)?:
+                state.withLock { $0.failure = error.description }
+            case nil:
+                continue
+            }
+        }
+        tap.cancel()
+    }
+
+    private func publish(jpeg: [UInt8], frame: FrameTap.Frame, startedNs: UInt64, encodedNs: UInt64) {
+        state.withLock { state in
+            state.encoded += 1
+            state.encodeNs += encodedNs &- startedNs
+            let preview = PreviewFrame(
+                streamId: id, jpeg: jpeg, width: format.width, height: format.height, captureNs: frame.captureNs,
+                sequence: frame.sequence, number: state.encoded, encodedNs: encodedNs)
+            state.latest = preview
+            for viewer in state.viewers.values { viewer.yield(preview) }
+        }
+    }
+}
