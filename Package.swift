@@ -103,7 +103,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ],
+            // The web page ships inside the binary, as the udev rules do.
+            resources: [.embedInCode("Web/index.html")]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [

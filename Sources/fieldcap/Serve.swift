@@ -35,9 +35,13 @@ struct Serve: ParsableCommand {
             from the cameras opened for it. SCMF v1 (the SimulatorCamera protocol) sends one \
             camera's preview over TCP, on 127.0.0.1:9876 unless --scmf says otherwise.
 
+            The web page is at http://127.0.0.1:8080/: previews, status, start and stop, \
+            the sessions with download and delete.
+
             It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
-            every request but /api/health needs the token, sent as 'Authorization: Bearer \
-            TOKEN'; it is read from --token-file, made (0600) on first start if absent.
+            every request but /api/health and the page needs the token, sent as \
+            'Authorization: Bearer TOKEN' (the page: open it once as /?token=TOKEN); it is \
+            read from --token-file, made (0600) on first start if absent.
 
               fieldcap serve --config rig.yaml --listen 0.0.0.0:8080 \\
                 --token-file /var/lib/fieldcap/token

@@ -58,7 +58,8 @@ final class ServeProcess {
 
     /// One request with curl; `token` nil sends the process's own token (if any), "" sends none.
     func request(
-        _ method: String, _ path: String, body: String? = nil, token: String? = nil, to file: String? = nil
+        _ method: String, _ path: String, body: String? = nil, token: String? = nil, to file: String? = nil,
+        headers: [String] = []
     )
         throws -> Reply
     {
@@ -67,6 +68,7 @@ final class ServeProcess {
         var arguments = ["-s", "--path-as-is", "-X", method, "-o", output, "-w", "%{http_code}", base + path]
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
         if let sent = token ?? self.token, !sent.isEmpty { arguments += ["-H", "Authorization: Bearer \(sent)"] }
+        for header in headers { arguments += ["-H", header] }
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         curl.arguments = arguments
@@ -241,6 +243,17 @@ struct ServeCommandTests {
                 #expect(reply.status == 401, "\(method) \(path) with '\(wrong)': \(reply.text)")
             }
         }
+        #expect(serve.sessionNames().isEmpty)
+        // The page is open (it holds no data); a GET may carry the token as the page's cookie or
+        // as ?token=, what changes something needs the header: a cookie alone starts nothing.
+        let page = try serve.request("GET", "/", token: "")
+        #expect(page.status == 200 && page.text.contains("<title>fieldcap</title>"))
+        let cookie = "Cookie: theme=dark; fieldcap_token=\(token)"
+        #expect(try serve.request("GET", "/api/v1/rig", token: "", headers: [cookie]).status == 200)
+        #expect(try serve.request("GET", "/api/v1/rig?token=\(token)", token: "").status == 200)
+        #expect(try serve.request("GET", "/api/v1/rig?token=x\(token.dropFirst())", token: "").status == 401)
+        #expect(try serve.request("POST", "/api/v1/recording/start", token: "", headers: [cookie]).status == 401)
+        #expect(try serve.request("POST", "/api/v1/recording/start?token=\(token)", token: "").status == 401)
         #expect(serve.sessionNames().isEmpty)
         serve.token = token
         #expect(try serve.request("GET", "/api/v1/rig").status == 200)
@@ -448,6 +461,43 @@ struct ServeCommandTests {
             let times = connection["timestamps"] as? [Double] ?? []
             #expect(times == times.sorted() && Set(times).count == times.count)
         }
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test("the web page in headless Chromium: token from the link, live preview that moves, start, stop, delete")
+    func webPage() throws {
+        let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        let serve = try ServeProcess(
+            ["--cam", "synthetic:320x240@30", "--imu", "synthetic:100", "--token-file", tokenFile])
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        // The screenshot is kept: .build/test-artefacts/serve-web-page.png.
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let artefacts = package.appendingPathComponent(".build/test-artefacts").path
+        try FileManager.default.createDirectory(atPath: artefacts, withIntermediateDirectories: true)
+        let screenshot = artefacts + "/serve-web-page.png"
+        try? FileManager.default.removeItem(atPath: screenshot)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/web_page_client.py").path
+        let browser = try runTool("env", ["python3", script, serve.base, screenshot, "--token", token])
+        #expect(browser.status == 0, "\(browser.output)")
+        let seen = try #require(
+            try JSONSerialization.jsonObject(with: Data(browser.output.utf8)) as? [String: Any], "\(browser.output)")
+        #expect(seen["error"] == nil, "\(seen)")
+        #expect(seen["steps"] as? [String] == ["idle", "preview", "recording", "screenshot", "stopped", "deleted"])
+        #expect(seen["token_form_shown"] as? Bool == false)
+        #expect(seen["preview_size"] as? [Int] == [320, 240])
+        #expect(seen["preview_changed"] as? Bool == true)
+        #expect((seen["stop_message"] as? String)?.hasSuffix(", 0 dropped") == true, "\(seen)")
+        #expect((seen["session_state"] as? String)?.hasPrefix("complete") == true, "\(seen)")
+        let names = seen["sessions"] as? [String] ?? []
+        #expect(names.count == 1)
+        // Deleted through the page: gone from the disk.
+        #expect(serve.sessionNames().isEmpty)
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
         #expect(serve.terminate() == 0)
     }
 }

@@ -45,9 +45,35 @@ public struct BearerToken: Sendable {
     /// that does not depend on where the first difference is.
     func accepts(_ header: String?) -> Bool {
         guard let header, header.hasPrefix("Bearer ") else { return false }
-        let given = Array(header.dropFirst("Bearer ".count).utf8), expected = Array(value.utf8)
+        return matches(String(header.dropFirst("Bearer ".count)))
+    }
+
+    /// Compares in constant time: how long a wrong token takes says nothing of the right one.
+    func matches(_ given: String) -> Bool {
+        let given = Array(given.utf8), expected = Array(value.utf8)
         guard given.count == expected.count else { return false }
         return zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// The name of the cookie the web page keeps the token in.
+    static let cookieName = "fieldcap_token"
+
+    /// Whether a request carries the token. The header always counts. A GET may also carry it
+    /// as the `fieldcap_token` cookie (what a browser's `<img>` and WebSocket send, as they
+    /// cannot send a header) or as `?token=` (for VLC or ffplay); a request that changes
+    /// something (POST, DELETE) needs the header, which another site's page cannot make a
+    /// browser send, so a cookie alone never starts or deletes anything.
+    func accepts(_ request: Request) -> Bool {
+        if accepts(request.headers[.authorization]) { return true }
+        guard request.method == .get || request.method == .head else { return false }
+        if let query = request.uri.queryParameters["token"], matches(String(query)) { return true }
+        for cookies in request.headers[values: .cookie] {
+            for cookie in cookies.split(separator: ";") {
+                let pair = cookie.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                if pair.count == 2 && pair[0] == Self.cookieName && matches(pair[1]) { return true }
+            }
+        }
+        return false
     }
 }
 
@@ -57,17 +83,19 @@ public struct TokenFileError: Error, CustomStringConvertible {
 }
 
 /// Refuses, with 401 and before any handler runs, a request without the token: nothing is read,
-/// started or deleted for it. `/api/health` stays open, as rig servers poll it.
+/// started or deleted for it. `/api/health` stays open, as rig servers poll it, and so does the
+/// web page itself (`/`), which holds no data and asks for the token.
 struct RequireToken<Context: RequestContext>: RouterMiddleware {
     let token: BearerToken?
+    static var open: Set<String> { ["/api/health", "/", "/index.html"] }
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws
         -> Response
     {
-        guard let token, request.uri.path != "/api/health" else { return try await next(request, context) }
-        guard token.accepts(request.headers[.authorization]) else {
+        guard let token, !Self.open.contains(request.uri.path) else { return try await next(request, context) }
+        guard token.accepts(request) else {
             throw APIError(
                 .unauthorized,
                 "this rig needs its token: send 'Authorization: Bearer TOKEN' (the token is in the rig's --token-file)")

@@ -29,6 +29,8 @@ public struct ServiceRoutes: Sendable {
         router.add(middleware: JSONErrors<ServiceRequestContext>())
         router.add(middleware: RequireToken<ServiceRequestContext>(token: token))
         router.get("/api/health") { _, _ in health() }
+        router.get("/") { _, _ in page() }
+        router.get("/index.html") { _, _ in page() }
         router.get("/api/v1/rig") { _, _ in rigBody() }
         router.get("/api/v1/status") { _, _ in JSONBody.response(StatusBody(rig.status)) }
         router.post("/api/v1/recording/start") { request, _ in
@@ -71,6 +73,13 @@ public struct ServiceRoutes: Sendable {
             case .mjpg: return PreviewResponses.motionJPEG(stream, channel: context.channel)
             }
         }
+    }
+
+    /// The web page (Web/index.html, in the binary): no data in it, so open without the token.
+    func page() -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.index_html)))
     }
 
     func health() -> Response {
