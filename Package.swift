@@ -90,6 +90,11 @@ let package = Package(
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(name: "FieldcapPreview", dependencies: ["CTurboJPEG", "FieldcapCore", "SyncField"]),
+        // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
+        // system's avahi-daemon, not an mDNS responder of our own.
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
+        // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
+        .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -97,6 +102,7 @@ let package = Package(
             name: "FieldcapService",
             dependencies: [
                 "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive", "FieldcapPreview",
+                "FieldcapDiscovery",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -113,6 +113,12 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The camera SCMF sends (default: the first with a preview).", valueName: "ID"))
     var scmfStream: String?
 
+    @Flag(
+        help:
+            "Do not announce the rig on the local network (DNS-SD through avahi-daemon, _fieldcap._tcp); it is announced when it listens beyond loopback."
+    )
+    var noAnnounce = false
+
     /// `HOST:PORT` or `[V6]:PORT`.
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -207,7 +213,8 @@ struct Serve: ParsableCommand {
         let scmfServer = try await bindSCMF(rig.previews)
         do {
             try await ServiceServer.run(
-                rig: rig, host: host, port: port, token: token, scmf: scmfServer, logger: logger
+                rig: rig, host: host, port: port, token: token, scmf: scmfServer,
+                announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) }
             ) {
                 host, port in
                 let shown = host.contains(":") ? "[\(host)]" : host

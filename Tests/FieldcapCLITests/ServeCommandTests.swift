@@ -500,4 +500,20 @@ struct ServeCommandTests {
         #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
         #expect(serve.terminate() == 0)
     }
+
+    @Test("DNS-SD: found by avahi-browse through a real avahi-daemon in a network namespace, with its TXT records")
+    func discovery() throws {
+        let work = NSTemporaryDirectory() + "/discovery-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Netns/discovery.sh").path
+        let run = try runTool(
+            "unshare",
+            ["--net", "--mount", "--pid", "--fork", "--mount-proc", script, FieldcapProcess.executable.path, work])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("the rig is not announced on the network"), "\(run.output)")
+        #expect(run.output.contains("announced as 'fieldcap rig07' (_fieldcap._tcp)"), "\(run.output)")
+        #expect(run.output.contains("discovery: every step as expected"), "\(run.output)")
+    }
 }

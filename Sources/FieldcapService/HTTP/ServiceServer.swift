@@ -1,8 +1,10 @@
+import FieldcapDiscovery
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// `fieldcap serve`'s server: the API's routes and the events' WebSocket on one port, run until
 /// SIGTERM or SIGINT, which finish a recording in progress (every file closed, the sidecar
@@ -10,10 +12,15 @@ import ServiceLifecycle
 public enum ServiceServer {
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
     /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API.
+    /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
+    /// and `notice` hears what the announcer has to say.
     public static func run(
-        rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil, logger: Logger,
+        rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil, announce: Bool = false,
+        logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
+        let announcer = Mutex<ServiceAnnouncer?>(nil)
+        defer { announcer.withLock { $0?.stop() } }
         let routes = ServiceRoutes(rig: rig, token: token)
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         EventsSocket.add(to: webSocketRouter, rig: rig, token: token)
@@ -23,10 +30,33 @@ public enum ServiceServer {
             configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap"),
             services: [RecordingShutdown(rig: rig)] + (scmf.map { [$0] } ?? []),
             onServerRunning: { channel in
-                listening(host, channel.localAddress?.port ?? port)
+                let bound = channel.localAddress?.port ?? port
+                listening(host, bound)
+                guard announce else { return }
+                let started = ServiceAnnouncer(
+                    announcement(rig: rig, port: bound, tokenRequired: token != nil), log: notice)
+                do { try started.start() } catch {
+                    notice(
+                        "the rig is not announced on the network (\(error)): start avahi-daemon (Debian: apt install avahi-daemon), then restart fieldcap serve"
+                    )
+                }
+                announcer.withLock { $0 = started }
             },
             logger: logger)
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}
+
+extension ServiceServer {
+    /// What the rig announces: `fieldcap HOSTID`, type `_fieldcap._tcp`, and TXT records with
+    /// its host id, the API's version, whether a token is needed, and the page's path.
+    public static func announcement(rig: RigService, port: Int, tokenRequired: Bool) -> ServiceAnnouncer.Announcement {
+        ServiceAnnouncer.Announcement(
+            name: "fieldcap \(rig.settings.hostId)", type: "_fieldcap._tcp", port: port,
+            txt: [
+                ("host_id", rig.settings.hostId), ("api", "v1"), ("token", tokenRequired ? "required" : "none"),
+                ("path", "/"),
+            ])
     }
 }
 
