@@ -111,7 +111,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             // The web page ships inside the binary, as the udev rules do.
-            resources: [.embedInCode("Web/index.html")]),
+            resources: [.embedInCode("Web/index.html"), .embedInCode("Web/openapi.yaml")]),
         .executableTarget(
             name: "fieldcap",
             dependencies: [

@@ -516,4 +516,44 @@ struct ServeCommandTests {
         #expect(run.output.contains("announced as 'fieldcap rig07' (_fieldcap._tcp)"), "\(run.output)")
         #expect(run.output.contains("discovery: every step as expected"), "\(run.output)")
     }
+
+    @Test(
+        "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
+    )
+    func openAPI() throws {
+        let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        let serve = try ServeProcess(Self.devices + ["--token-file", tokenFile])
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let spec = here.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/FieldcapService/Web/openapi.yaml").path
+        let check = try runTool(
+            "env",
+            [
+                "python3", here.appendingPathComponent("Clients/openapi_check.py").path, serve.base, spec, "--token",
+                token,
+            ])
+        #expect(check.status == 0, "\(check.output)")
+        let result = try JSONSerialization.jsonObject(with: Data(check.output.utf8)) as? [String: Any]
+        #expect(result?["same_document"] as? Bool == true, "the rig serves the repository's openapi.yaml")
+        let checks = result?["checks"] as? [[String: Any]] ?? []
+        #expect(checks.count >= 30)
+        #expect((result?["failed"] as? [Any])?.isEmpty == true, "\(result?["failed"] ?? "")")
+        // Every path of the document was exercised (the events' WebSocket by its own test).
+        let document = try String(contentsOfFile: spec, encoding: .utf8)
+        let paths = document.split(separator: "\n").filter { $0.hasPrefix("  /") }.map {
+            String($0.dropFirst(2).dropLast())
+        }
+        let called = Set(checks.compactMap { ($0["path"] as? String)?.split(separator: "?").first.map(String.init) })
+        for path in paths where path != "/api/v1/events" && path != "/api/v1/openapi.yaml" {
+            let pattern = path.replacingOccurrences(of: "{name}", with: "[^/]+")
+                .replacingOccurrences(of: "{camera}", with: "[^/.]+")
+            #expect(
+                called.contains { $0.range(of: "^\(pattern)$", options: .regularExpression) != nil },
+                "\(path) was not checked")
+        }
+        #expect(serve.terminate() == 0)
+    }
 }

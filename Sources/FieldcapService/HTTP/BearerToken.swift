@@ -83,11 +83,11 @@ public struct TokenFileError: Error, CustomStringConvertible {
 }
 
 /// Refuses, with 401 and before any handler runs, a request without the token: nothing is read,
-/// started or deleted for it. `/api/health` stays open, as rig servers poll it, and so does the
-/// web page itself (`/`), which holds no data and asks for the token.
+/// started or deleted for it. `/api/health` stays open, as rig servers poll it, and so do the
+/// web page itself (`/`), which holds no data and asks for the token, and the API's description.
 struct RequireToken<Context: RequestContext>: RouterMiddleware {
     let token: BearerToken?
-    static var open: Set<String> { ["/api/health", "/", "/index.html"] }
+    static var open: Set<String> { ["/api/health", "/", "/index.html", "/api/v1/openapi.yaml"] }
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response

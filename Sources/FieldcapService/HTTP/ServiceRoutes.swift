@@ -31,6 +31,11 @@ public struct ServiceRoutes: Sendable {
         router.get("/api/health") { _, _ in health() }
         router.get("/") { _, _ in page() }
         router.get("/index.html") { _, _ in page() }
+        router.get("/api/v1/openapi.yaml") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+        }
         router.get("/api/v1/rig") { _, _ in rigBody() }
         router.get("/api/v1/status") { _, _ in JSONBody.response(StatusBody(rig.status)) }
         router.post("/api/v1/recording/start") { request, _ in
