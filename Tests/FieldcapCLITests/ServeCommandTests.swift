@@ -486,14 +486,16 @@ struct ServeCommandTests {
         let seen = try #require(
             try JSONSerialization.jsonObject(with: Data(browser.output.utf8)) as? [String: Any], "\(browser.output)")
         #expect(seen["error"] == nil, "\(seen)")
-        #expect(seen["steps"] as? [String] == ["idle", "preview", "recording", "screenshot", "stopped", "deleted"])
-        #expect(seen["token_form_shown"] as? Bool == false)
-        #expect(seen["preview_size"] as? [Int] == [320, 240])
-        #expect(seen["preview_changed"] as? Bool == true)
+        #expect(
+            seen["steps"] as? [String] == ["idle", "preview", "recording", "screenshot", "stopped", "deleted"],
+            "\(seen)")
+        #expect(seen["token_form_shown"] as? Bool == false, "\(seen)")
+        #expect(seen["preview_size"] as? [Int] == [320, 240], "\(seen)")
+        #expect(seen["preview_changed"] as? Bool == true, "\(seen)")
         #expect((seen["stop_message"] as? String)?.hasSuffix(", 0 dropped") == true, "\(seen)")
         #expect((seen["session_state"] as? String)?.hasPrefix("complete") == true, "\(seen)")
         let names = seen["sessions"] as? [String] ?? []
-        #expect(names.count == 1)
+        #expect(names.count == 1, "\(seen)")
         // Deleted through the page: gone from the disk.
         #expect(serve.sessionNames().isEmpty)
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))

@@ -71,7 +71,12 @@ def main():
         result["stop_message"] = driver.find_element(By.ID, "message").text
         step("stopped")
 
-        rows = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#sessions tr[data-name]"))
+        # The table is reloaded after the stop: until then it still shows the session recording.
+        def finished_rows(d):
+            rows = d.find_elements(By.CSS_SELECTOR, "#sessions tr[data-name]")
+            states = [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows]
+            return rows if rows and all(state.startswith("complete") for state in states) else None
+        rows = wait.until(finished_rows)
         result["sessions"] = [r.get_attribute("data-name") for r in rows]
         result["session_state"] = rows[0].find_elements(By.TAG_NAME, "td")[1].text
         driver.execute_script("window.confirm = () => true")
