@@ -89,7 +89,7 @@ let package = Package(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
-        .target(name: "FieldcapPreview", dependencies: ["CTurboJPEG", "FieldcapCore", "SyncField"]),
+        .target(name: "FieldcapPreview", dependencies: ["CTurboJPEG", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
@@ -135,6 +135,9 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
+        // The preview's JPEG encoder on raw frames, beside FFmpeg's mjpeg (Benchmarks/preview-load).
+        .executableTarget(
+            name: "PreviewBench", dependencies: ["FieldcapPreview", "FieldcapCore"], path: "Benchmarks/PreviewBench"),
         .executableTarget(
             name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"], path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
@@ -160,7 +163,9 @@ let package = Package(
             name: "FieldcapPreviewTests", dependencies: ["FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"]
+            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"],
+            // The independent clients and harnesses the tests run (Python, shell).
+            exclude: ["Clients", "Netns"]
         ),
         // The SDK README's examples, compiled as an SDK user compiles them (Swift 5 language mode).
         .testTarget(

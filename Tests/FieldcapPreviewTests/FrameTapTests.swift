@@ -51,6 +51,17 @@ struct FrameTapTests {
         #expect(tap.withFrame { frame, info in frame.count == 10_000 && info.sequence == 2 } == true)
     }
 
+    @Test("a request for a capture time passes over the frames before it")
+    func notBefore() throws {
+        let tap = FrameTap(streamId: "cam", format: Self.format)
+        let stop = Latch()
+        tap.request(bytes: 16, notBeforeNs: 1005)
+        let bytes = [UInt8](repeating: 3, count: 16)
+        for sequence in UInt64(1)...7 { bytes.withUnsafeBytes { tap.offer(record(sequence), bytes: $0) } }
+        #expect(tap.wait(milliseconds: 1000, orUntil: stop))
+        #expect(tap.withFrame { _, info in info.sequence } == 5)
+    }
+
     @Test("a withdrawn request takes nothing more")
     func cancel() throws {
         let tap = FrameTap(streamId: "cam", format: Self.format)

@@ -35,6 +35,10 @@ struct PreviewStreamTests {
         #expect(Set(frames.map(\.sequence)).count == 4)
         #expect(frames.allSatisfy { $0.jpeg.prefix(2) == [0xFF, 0xD8] && $0.jpeg.suffix(2) == [0xFF, 0xD9] })
         #expect(frames.allSatisfy { $0.width == 64 && $0.height == 48 && $0.streamId == "cam" })
+        // At most 20 a second by capture time: 50 ms apart, less half a 60 fps frame.
+        for (earlier, later) in zip(frames, frames.dropFirst()) {
+            #expect(later.captureNs - earlier.captureNs >= 50_000_000 - 8_333_333)
+        }
         // The stream left behind (the loop broke) releases its viewer.
         var waited = 0
         while preview.viewerCount > 0 && waited < 100 {

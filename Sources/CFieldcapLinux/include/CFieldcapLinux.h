@@ -5,6 +5,16 @@
 
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// Lowers the calling thread's scheduling priority to `nice` (Linux's nice is per thread): for a
+/// thread whose work may wait, so that capture and writing do not. The corresponding calls are
+/// `setpriority(PRIO_PROCESS, gettid(), nice)`; Glibc's Swift module has no `gettid`.
+static inline int CFieldcapLinux_nice_thread(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
 
 /// A wait on a device and the stop signal together, as an epoll set: unlike `poll`, which
 /// registers with (for a camera, takes the vb2 queue's lock for) every descriptor on every call,

@@ -53,6 +53,8 @@ public final class FrameTap: @unchecked Sendable {
     private var frame = Frame(captureNs: 0, sequence: 0, byteCount: 0)
     /// The largest frame that did not fit, for the next request.
     private let largestSkipped = Atomic<Int>(0)
+    /// The earliest `capture_ns` the request takes: frames before it are passed over.
+    private let notBeforeNs = Atomic<UInt64>(0)
 
     public init(streamId: String, format: VideoFormat) {
         self.streamId = streamId
@@ -69,7 +71,7 @@ public final class FrameTap: @unchecked Sendable {
     }
 
     private func take(_ record: CaptureRecord, _ bytes: UnsafeRawBufferPointer?) {
-        guard let bytes, let source = bytes.baseAddress,
+        guard let bytes, let source = bytes.baseAddress, record.captureNs >= notBeforeNs.load(ordering: .relaxed),
             state.compareExchange(
                 expected: State.wanted.rawValue, desired: State.filling.rawValue, ordering: .acquiring
             ).exchanged
@@ -85,10 +87,15 @@ public final class FrameTap: @unchecked Sendable {
         doorbell.ring()
     }
 
-    /// Preview thread: asks for the next frame the writer writes. `bytes` is the size of a frame
-    /// for raw formats; compressed ones start from it and grow as frames need.
-    public func request(bytes: Int) {
+    /// Preview thread: asks for the next frame the writer writes that was captured at or after
+    /// `notBeforeNs`. `bytes` is the size of a frame for raw formats; compressed ones start from
+    /// it and grow as frames need.
+    ///
+    /// Asked for ahead of time with the capture time it wants, the preview gets frames at its own
+    /// rate whatever the writer's batches (a camera's writer wakes every few frames).
+    public func request(bytes: Int, notBeforeNs: UInt64 = 0) {
         cancel()
+        self.notBeforeNs.store(notBeforeNs, ordering: .relaxed)
         let needed = max(bytes, largestSkipped.load(ordering: .relaxed))
         if needed > capacity {
             buffer?.deallocate()

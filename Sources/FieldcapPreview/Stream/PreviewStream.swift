@@ -1,12 +1,13 @@
+import CFieldcapLinux
 import FieldcapCore
 import Foundation
 import SyncField
 import Synchronization
 
-/// The live preview of one camera: a thread that, while anyone watches, takes the newest frame
-/// the stream's writer offers (`FrameTap`), encodes it, and hands it to every viewer; at most
-/// `maxRate` frames a second, and fewer when encoding takes longer (it never queues frames).
-/// With no viewer the thread sleeps and the tap is never asked.
+/// The live preview of one camera: a thread that, while anyone watches, takes a frame from the
+/// stream's writer (`FrameTap`), encodes it, and hands it to every viewer; at most `maxRate`
+/// frames a second by their capture times, and fewer when encoding takes longer (it never queues
+/// frames). With no viewer the thread sleeps and the tap is never asked.
 ///
 /// Thread-safe.
 public final class PreviewStream: Sendable {
@@ -15,6 +16,8 @@ public final class PreviewStream: Sendable {
     public let tap: FrameTap
     public let maxRate: Double
     public let quality: Int
+    /// The camera's frame rate, to take frames at `maxRate` without missing one by jitter.
+    public let cameraRate: Double
 
     private let state = Mutex<State>(State())
     private let viewerArrived = Doorbell()
@@ -44,7 +47,7 @@ public final class PreviewStream: Sendable {
     }
 
     public init(
-        id: String, format: VideoFormat, maxRate: Double = 10, quality: Int = 80,
+        id: String, format: VideoFormat, maxRate: Double = 10, quality: Int = 80, cameraRate: Double = 30,
         onViewers: @escaping @Sendable () -> Void = {}
     ) throws(PreviewError) {
         // Checked here, so a stream that exists can encode.
@@ -53,6 +56,7 @@ public final class PreviewStream: Sendable {
         self.format = format
         self.maxRate = maxRate
         self.quality = quality
+        self.cameraRate = cameraRate
         self.onViewers = onViewers
         tap = FrameTap(streamId: id, format: format)
         thread.withLock {
@@ -140,36 +144,40 @@ public final class PreviewStream: Sendable {
         }
     }
 
-    /// The preview's thread: waits for a viewer, then for each frame asks the tap, encodes what
-    /// comes and hands it out, no sooner than `1 / maxRate` after the last one began.
+    /// The preview's thread: waits for a viewer, then asks the tap for a frame captured a period
+    /// (`1 / maxRate`) after the last one, encodes it and hands it out.
     private func run() {
         guard let encoder = try? JPEGEncoder(format: format, quality: quality) else { return }
+        // Below the capture and writer threads: on a small CPU the preview is what waits.
+        _ = CFieldcapLinux_nice_thread(10)
         let periodNs = UInt64(1e9 / max(0.1, maxRate))
+        // Half a camera frame early: the frame due at the period's end is taken, not the next.
+        let slackNs = min(periodNs / 2, UInt64(0.5e9 / max(0.1, cameraRate)))
         let frameBytes = format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 256 << 10
-        var due: UInt64 = 0
+        var notBeforeNs: UInt64 = 0
         while !closing.isOpen {
             if viewerCount == 0 {
                 tap.cancel()
+                notBeforeNs = 0
                 _ = viewerArrived.wait(milliseconds: 1000, orUntil: closing)
                 continue
             }
-            let now = MonotonicClock.now()
-            if now < due {
-                _ = closing.wait(milliseconds: Int32((due - now + 999_999) / 1_000_000))
+            tap.request(bytes: frameBytes, notBeforeNs: notBeforeNs)
+            // No frame within the wait: no capture runs, or the camera stalls, or a new capture
+            // started with other times; ask again, for any frame.
+            guard tap.wait(milliseconds: 500, orUntil: closing) else {
+                notBeforeNs = 0
                 continue
             }
-            tap.request(bytes: frameBytes)
-            // No frame within the wait: no capture runs, or the camera stalls; ask again.
-            guard tap.wait(milliseconds: 500, orUntil: closing) else { continue }
             let started = MonotonicClock.now()
             let result = tap.withFrame { bytes, frame in
                 Result { () throws(PreviewError) in (try encoder.encode(bytes), frame) }
             }
             let encodedNs = MonotonicClock.now()
-            due = started &+ periodNs
             switch result {
             case .success(let (jpeg, frame))?:
                 publish(jpeg: jpeg, frame: frame, startedNs: started, encodedNs: encodedNs)
+                notBeforeNs = frame.captureNs &+ periodNs &- slackNs
             case .failure(let error)?:
                 state.withLock { $0.failure = error.description }
             case nil:

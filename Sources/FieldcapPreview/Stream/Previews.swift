@@ -32,7 +32,8 @@ public final class Previews: Sendable {
             }
             do {
                 streams[camera.id] = try PreviewStream(
-                    id: camera.id, format: format, maxRate: maxRate, quality: quality, onViewers: { relay.fire() })
+                    id: camera.id, format: format, maxRate: maxRate, quality: quality,
+                    cameraRate: camera.nominalRate > 0 ? camera.nominalRate : 30, onViewers: { relay.fire() })
             } catch {
                 unavailable[camera.id] = error.description
             }

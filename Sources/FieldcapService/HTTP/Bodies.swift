@@ -43,11 +43,13 @@ struct DeviceBody: Encodable {
         summary = device.summary
         timeSource = device.timeSource
         if let stream = previews.streams[device.id] {
+            let statistics = stream.statistics
             preview = PreviewBody(
                 jpg: "/api/v1/preview/\(device.id).jpg", mjpg: "/api/v1/preview/\(device.id).mjpg",
-                maxRate: stream.maxRate, viewers: stream.viewerCount, unavailable: nil)
+                maxRate: stream.maxRate, viewers: statistics.viewers, framesEncoded: statistics.framesEncoded,
+                meanEncodeMs: statistics.meanEncodeSeconds * 1000, error: statistics.failure)
         } else if let why = previews.unavailable[device.id] {
-            preview = PreviewBody(jpg: nil, mjpg: nil, maxRate: nil, viewers: nil, unavailable: why)
+            preview = PreviewBody(unavailable: why)
         }
     }
 }
@@ -57,6 +59,11 @@ struct PreviewBody: Encodable {
     var mjpg: String?
     var maxRate: Double?
     var viewers: Int?
+    /// Frames encoded since the service started, and the mean time one took.
+    var framesEncoded: UInt64?
+    var meanEncodeMs: Double?
+    /// The last encoding error, if frames failed.
+    var error: String?
     var unavailable: String?
 }
 

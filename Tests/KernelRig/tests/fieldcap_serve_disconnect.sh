@@ -1,0 +1,101 @@
+#!/bin/bash
+# rig-timeout: 150
+# A camera unplugged during a recording started over the API (vivid's "Disconnect"): the events
+# WebSocket says `stream_ended` for it at once, the IMU records on, the stop over the API says the
+# camera ended early, and the session validates. vivid is reloaded afterwards for the other tests.
+set -euo pipefail
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+root=$FIELDCAP_TEST_TMP/serve-root
+log=$FIELDCAP_TEST_TMP/serve.log
+events=$FIELDCAP_TEST_TMP/events.jsonl
+ip link set lo up
+"$fieldcap" serve --cam "$dev,size=320x180,fps=30,id=cam" --imu synthetic:100,id=imu --scmf off \
+	--root "$root" --listen 127.0.0.1:18081 2>"$log" &
+pid=$!
+reload() {
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rmmod vivid 2>/dev/null || true
+	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
+	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
+}
+trap reload EXIT
+for _ in $(seq 300); do grep -q '^serving ' "$log" && break; kill -0 "$pid" || { cat "$log"; exit 1; }; sleep 0.1; done
+
+# The events, read by a WebSocket client of a few lines written from RFC 6455 (the guest has no
+# WebSocket library): each text message a line of $events, until `stopped`.
+/usr/bin/python3 - "$events" <<'PY' &
+import base64, json, os, socket, sys
+out = open(sys.argv[1], "w", buffering=1)
+sock = socket.create_connection(("127.0.0.1", 18081), timeout=60)
+key = base64.b64encode(os.urandom(16)).decode()
+sock.sendall((f"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+data = b""
+while b"\r\n\r\n" not in data: data += sock.recv(4096)
+head, data = data.split(b"\r\n\r\n", 1)
+assert b" 101 " in head.split(b"\r\n")[0], head
+def take(count):
+    global data
+    while len(data) < count:
+        more = sock.recv(65536)
+        if not more: raise EOFError
+        data += more
+    part, data = data[:count], data[count:]
+    return part
+while True:
+    first, second = take(2)
+    length = second & 0x7F
+    if length == 126: length = int.from_bytes(take(2), "big")
+    elif length == 127: length = int.from_bytes(take(8), "big")
+    payload = take(length)
+    if first & 0x0F == 1:
+        out.write(payload.decode() + "\n")
+        if json.loads(payload).get("event") == "stopped": break
+    elif first & 0x0F == 8:
+        break
+PY
+client=$!
+sleep 1
+# Long enough that only the stop below ends it, however slow the emulated guest.
+curl -sS --fail -X POST -d '{"duration":"120s"}' http://127.0.0.1:18081/api/v1/recording/start
+echo
+for _ in $(seq 100); do grep -q '"written":[1-9]' "$events" 2>/dev/null && break; sleep 0.1; done
+sleep 1
+# As vivid_disconnect.sh: hold the node open so the disconnect lasts, as an unplugged camera's would.
+exec 3<"$dev"
+v4l2-ctl -d "$dev" -c disconnect=1
+echo "vivid disconnected"
+for _ in $(seq 100); do grep -q '"event":"stream_ended"' "$events" && break; sleep 0.1; done
+sleep 2
+stopped=$(curl -sS --fail -X POST http://127.0.0.1:18081/api/v1/recording/stop)
+exec 3<&-
+wait "$client"
+echo "$stopped"
+name=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["name"])' "$stopped")
+"$fieldcap" validate "$root/$name"
+/usr/bin/python3 - "$events" "$stopped" <<'PY'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+stopped = json.loads(sys.argv[2])
+ended = [e for e in events if e["event"] == "stream_ended"]
+kinds = [e["event"] for e in events if e["event"] != "status"]
+print("events:", kinds)
+print("stream_ended:", ended)
+streams = {s["id"]: s for s in stopped["streams"]}
+fails = []
+if [e["stream"] for e in ended] != ["cam"]: fails.append("one stream_ended, for cam, was wanted")
+if "ended_early" not in streams["cam"]: fails.append("the stop does not say the camera ended early")
+if "ended_early" in streams["imu"]: fails.append("the IMU ended too")
+# After the camera went, the status went on showing the IMU moving.
+after = [e for e in events if e["event"] == "status" and e["state"] == "recording"
+         and events.index(e) > events.index(ended[0])] if ended else []
+imu = [next(s["written"] for s in e["recording"]["streams"] if s["id"] == "imu") for e in after]
+print("IMU written in the statuses after the camera ended:", imu)
+if len(imu) < 2 or imu[-1] <= imu[0]: fails.append("the IMU did not record on after the camera ended")
+if stopped["reason"] != "stopped over the API": fails.append(f"stop reason {stopped['reason']}")
+for fail in fails: print("FAIL:", fail)
+sys.exit(1 if fails else 0)
+PY
