@@ -19,7 +19,7 @@ struct PreviewStreamTests {
     @Test("no viewer, no encoding; a viewer gets JPEGs of the camera's newest frames; gone, it stops counting")
     func viewers() async throws {
         let camera = SyntheticCamera(id: "cam", width: 64, height: 48, rate: 60)
-        let preview = try PreviewStream(id: "cam", format: camera.format, maxRate: 20)
+        let preview = try PreviewStream(id: "cam", format: camera.format, maxRate: 20, cameraRate: 60)
         defer { preview.close() }
         let recorder = try capture(preview, camera: camera)
         defer { _ = try? recorder.stop() }

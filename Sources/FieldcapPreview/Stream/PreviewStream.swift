@@ -163,10 +163,11 @@ public final class PreviewStream: Sendable {
                 continue
             }
             tap.request(bytes: frameBytes, notBeforeNs: notBeforeNs)
-            // No frame within the wait: no capture runs, or the camera stalls, or a new capture
-            // started with other times; ask again, for any frame.
+            // No frame within the wait: no capture runs, or the camera stalls; ask again. Capture
+            // times are CLOCK_MONOTONIC_RAW in every capture, so the time asked for is never
+            // more than a period ahead of now, unless a source's clock jumped: then any frame.
             guard tap.wait(milliseconds: 500, orUntil: closing) else {
-                notBeforeNs = 0
+                if notBeforeNs > MonotonicClock.now() &+ periodNs { notBeforeNs = 0 }
                 continue
             }
             let started = MonotonicClock.now()
