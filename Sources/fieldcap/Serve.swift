@@ -129,6 +129,11 @@ struct Serve: ParsableCommand {
         return host.isEmpty ? nil : (host, port)
     }
 
+    /// `HOST:PORT`, an IPv6 host in brackets, as a URL has it.
+    static func address(_ host: String, _ port: Int) -> String {
+        "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
@@ -217,9 +222,8 @@ struct Serve: ParsableCommand {
                 announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) }
             ) {
                 host, port in
-                let shown = host.contains(":") ? "[\(host)]" : host
                 say(
-                    "serving \(rig.devices.count) device\(rig.devices.count == 1 ? "" : "s") on http://\(shown):\(port) (sessions in \(rig.settings.root)\(needsToken ? ", token required" : ""))"
+                    "serving \(rig.devices.count) device\(rig.devices.count == 1 ? "" : "s") on http://\(Self.address(host, port)) (sessions in \(rig.settings.root)\(needsToken ? ", token required" : ""))"
                 )
             }
         } catch {
@@ -249,8 +253,7 @@ struct Serve: ParsableCommand {
         }
         do {
             let server = try await SCMFServer.bind(host: host, port: port, stream: stream)
-            let shown = host.contains(":") ? "[\(host)]" : host
-            say("SCMF v1 preview of \(stream.id) on tcp://\(shown):\(server.port)")
+            say("SCMF v1 preview of \(stream.id) on tcp://\(Self.address(host, server.port))")
             return server
         } catch {
             say("Error: --scmf \(scmf): \(error); give another ADDR:PORT, or --scmf off")

@@ -104,6 +104,22 @@ final class ServeProcess {
 struct ServeCommandTests {
     static let devices = ["--cam", "synthetic:160x120@30", "--imu", "synthetic:100"]
 
+    /// A client or harness the tests run, beside this file (`Clients/...`, `Netns/...`).
+    static func script(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// The package's root directory.
+    static var package: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    /// The token `fieldcap serve` made or read in `file`.
+    static func token(in file: String) throws -> String {
+        try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     func waitUntilIdle(_ serve: ServeProcess) throws {
         for _ in 0..<200 where try serve.request("GET", "/api/v1/status").json["state"] as? String != "idle" {
             usleep(50_000)
@@ -228,8 +244,7 @@ struct ServeCommandTests {
         // The SCMF listener stayed on loopback: it has no token to ask for.
         #expect(serve.stderr.contains("SCMF v1 preview of cam0 on tcp://127.0.0.1:"), "\(serve.stderr)")
         #expect(serve.stderr.contains("made a new API token in \(tokenFile)"))
-        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        let token = try Self.token(in: tokenFile)
         #expect(token.count == 64)
 
         #expect(try serve.request("GET", "/api/health", token: "").status == 200)
@@ -306,8 +321,7 @@ struct ServeCommandTests {
     @Test("the events WebSocket, read by the websockets library: status each second, started, segment rotated, stopped")
     func events() throws {
         let serve = try ServeProcess(Self.devices)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Clients/events_client.py").path
+        let script = Self.script("Clients/events_client.py")
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         client.arguments = [
@@ -444,8 +458,7 @@ struct ServeCommandTests {
     func scmf() throws {
         let serve = try ServeProcess(Self.devices)
         let port = try #require(serve.scmfPort, "\(serve.stderr)")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Clients/scmf_client.py").path
+        let script = Self.script("Clients/scmf_client.py")
         let client = try runTool(
             "env", ["python3", script, "--port", String(port), "--frames", "4", "--connections", "3"])
         #expect(client.status == 0, "\(client.output)")
@@ -470,17 +483,13 @@ struct ServeCommandTests {
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
         let serve = try ServeProcess(
             ["--cam", "synthetic:320x240@30", "--imu", "synthetic:100", "--token-file", tokenFile])
-        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        let token = try Self.token(in: tokenFile)
         // The screenshot is kept: .build/test-artefacts/serve-web-page.png.
-        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let artefacts = package.appendingPathComponent(".build/test-artefacts").path
+        let artefacts = Self.package.appendingPathComponent(".build/test-artefacts").path
         try FileManager.default.createDirectory(atPath: artefacts, withIntermediateDirectories: true)
         let screenshot = artefacts + "/serve-web-page.png"
         try? FileManager.default.removeItem(atPath: screenshot)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Clients/web_page_client.py").path
+        let script = Self.script("Clients/web_page_client.py")
         let browser = try runTool("env", ["python3", script, serve.base, screenshot, "--token", token])
         #expect(browser.status == 0, "\(browser.output)")
         let seen = try #require(
@@ -508,8 +517,7 @@ struct ServeCommandTests {
         let work = NSTemporaryDirectory() + "/discovery-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Netns/discovery.sh").path
+        let script = Self.script("Netns/discovery.sh")
         let run = try runTool(
             "unshare",
             ["--net", "--mount", "--pid", "--fork", "--mount-proc", script, FieldcapProcess.executable.path, work])
@@ -526,15 +534,12 @@ struct ServeCommandTests {
         let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
         let serve = try ServeProcess(Self.devices + ["--token-file", tokenFile])
-        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
-            in: .whitespacesAndNewlines)
-        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let spec = here.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/FieldcapService/Web/openapi.yaml").path
+        let token = try Self.token(in: tokenFile)
+        let spec = Self.package.appendingPathComponent("Sources/FieldcapService/Web/openapi.yaml").path
         let check = try runTool(
             "env",
             [
-                "python3", here.appendingPathComponent("Clients/openapi_check.py").path, serve.base, spec, "--token",
+                "python3", Self.script("Clients/openapi_check.py"), serve.base, spec, "--token",
                 token,
             ])
         #expect(check.status == 0, "\(check.output)")
