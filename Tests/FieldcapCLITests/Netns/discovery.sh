@@ -109,7 +109,8 @@ echo "== 3. SIGTERM withdraws it"
 stop_serve
 gone=""
 for _ in $(seq 30); do
-	avahi-browse -r -t -p _fieldcap._tcp 2>/dev/null | grep -q '^=' || { gone=yes; break; }
+	# Read whole (grep -q would stop early, and avahi-browse's SIGPIPE would read as "gone").
+	grep -q '^=' <<<"$(avahi-browse -r -t -p _fieldcap._tcp 2>/dev/null)" || { gone=yes; break; }
 	sleep 0.5
 done
 [ -n "$gone" ]

@@ -17,8 +17,8 @@ here=$repo/Tests/KernelRig/boot-tests
 fieldcap=$repo/.build/release/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run scripts/build-release first"; exit 1; }
 # See fieldcap_slow_disk.sh.
-built=$(ls -t "$repo"/.build/release/*.build/*.d | head -1)
-newer=$(find "$repo/Sources" -newer "$built" -type f | head -1)
+built=$(ls -t "$repo"/.build/release/*.build/*.d | sed -n 1p)
+newer=$(find "$repo/Sources" -newer "$built" -type f -print -quit)
 [ -z "$newer" ] || { echo "$newer changed after the last release build: run scripts/build-release first"; exit 1; }
 
 /usr/bin/python3 "$here/disk_monitor.py" "$tmp/qmp.sock" "$tmp" > "$tmp/monitor.log" 2>&1 &

@@ -20,7 +20,7 @@ repo=${FIELDCAP_REPO:?}
 # optimized, it also recovers and validates in a few seconds under emulation, not tens.
 fieldcap=$repo/.build/release/fieldcap
 [ -x "$fieldcap" ] || { echo "no $fieldcap: run scripts/build-release first"; exit 1; }
-newer=$(find "$repo/Sources" -newer "$fieldcap" -type f | head -1)
+newer=$(find "$repo/Sources" -newer "$fieldcap" -type f -print -quit)
 [ -z "$newer" ] || { echo "$fieldcap is older than $newer: run scripts/build-release first"; exit 1; }
 seed=${FIELDCAP_POWER_CUT_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 rounds=${FIELDCAP_POWER_CUT_ROUNDS:-12}

@@ -19,8 +19,8 @@ fieldcap=$repo/.build/release/fieldcap
 # Built after the last change to the sources: SwiftPM compiles a changed file again, but keeps
 # an object (and the binary) that comes out the same, so the compiler's dependency files are
 # what tell.
-built=$(ls -t "$repo"/.build/release/*.build/*.d | head -1)
-newer=$(find "$repo/Sources" -newer "$built" -type f | head -1)
+built=$(ls -t "$repo"/.build/release/*.build/*.d | sed -n 1p)
+newer=$(find "$repo/Sources" -newer "$built" -type f -print -quit)
 [ -z "$newer" ] || { echo "$newer changed after the last release build: run scripts/build-release first"; exit 1; }
 
 /usr/bin/python3 "$here/disk_monitor.py" "$tmp/qmp.sock" "$tmp" > "$tmp/monitor.log" 2>&1 &

@@ -22,7 +22,7 @@ fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
 trap 'busybox adjtimex -t 10000 >/dev/null 2>&1 || true' EXIT
 
 out=$("$fieldcap" list)
-sed -n '/^IMUs/,$p' <<<"$out" | head -12
+sed -n '/^IMUs/,$p' <<<"$out" | sed -n 1,12p
 for want in "iio:device0  $dev" "accel_x  m/s²" "voltage0  V, scale" "le:s64/64>>0" "$trig (trigger"; do
 	grep -qF -- "$want" <<<"$out" || { echo "FAIL: 'fieldcap list' does not show '$want'"; exit 1; }
 done

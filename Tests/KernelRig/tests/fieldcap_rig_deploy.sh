@@ -128,7 +128,7 @@ sed 's/^/  journal: /' "$FIELDCAP_TEST_TMP/journal"
 grep -q "stopped by SIGTERM" "$FIELDCAP_TEST_TMP/journal" || fail "no summary naming SIGTERM in the journal"
 /usr/local/bin/fieldcap validate "$session"
 [ "$(stat -c %U "$session")" = fieldcap ] || fail "the session is not the fieldcap user's"
-if find "$session" -perm -o+w | grep -q .; then fail "world-writable files in the session"; fi
+if [ -n "$(find "$session" -perm -o+w)" ]; then fail "world-writable files in the session"; fi
 python3 - "$session" <<'PY'
 import json, sys
 info = json.load(open(f"{sys.argv[1]}/fieldcap.json"))
