@@ -39,6 +39,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // Hummingbird's header types, named directly for the preview's own headers.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // The SyncField service's upload: AsyncHTTPClient is the HTTP client of the Swift server
+        // field (SwiftNIO's own, already under Hummingbird here), and streams a request body
+        // from an async sequence with backpressure, so a video goes from disk to the socket a
+        // chunk at a time.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .target(name: "SyncField"),
@@ -95,6 +100,17 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
         .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
+        // Clients of the SyncField alignment service: the volume-mounted request body built from
+        // sessions' manifests, and the file upload.
+        .target(
+            name: "FieldcapSyncService",
+            dependencies: [
+                "SyncField", "FieldcapSession", "FieldcapSegments",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+            ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -116,7 +132,7 @@ let package = Package(
             name: "fieldcap",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
-                "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview",
+                "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -159,6 +175,9 @@ let package = Package(
                 "FieldcapArchive", "FieldcapSession", "FieldcapSegments", "FieldcapMedia", "FieldcapCore", "SyncField",
                 "TestSupport",
             ]),
+        .testTarget(
+            name: "FieldcapSyncServiceTests",
+            dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapPreviewTests", dependencies: ["FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(

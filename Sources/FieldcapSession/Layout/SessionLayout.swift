@@ -35,5 +35,6 @@ public struct SessionLayout: Sendable, Equatable {
     public func timestamps(_ id: String) -> String { path(Self.timestampsName(id)) }
     public func sensor(_ id: String) -> String { path(Self.sensorName(id)) }
 
-    private func path(_ name: String) -> String { "\(directory)/\(name)" }
+    /// A file of the session by its name.
+    public func path(_ name: String) -> String { "\(directory)/\(name)" }
 }

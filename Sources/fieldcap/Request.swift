@@ -1,0 +1,93 @@
+import ArgumentParser
+import FieldcapSyncService
+import Foundation
+
+/// Exit statuses of `request` and `upload`, as their help documents them.
+enum SyncServiceExit {
+    /// A session cannot be read (no manifest, a missing file).
+    static let unreadableSession = ExitCode(66)
+    /// The service could not be reached, or the connection was lost.
+    static let unreachable = ExitCode(69)
+    /// The service answered with an error status.
+    static let serviceError = ExitCode(1)
+
+    static func fail(_ error: SyncRequestError) -> ExitCode {
+        FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+        switch error {
+        case .unreadableSession, .segmentedRecording: return unreadableSession
+        default: return ExitCode(64)
+        }
+    }
+}
+
+struct Request: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "request",
+        abstract: "Print the SyncField service's request body (POST /api/v1/sync) for sessions.",
+        discussion: """
+            Builds the volume-mounted request of the SyncField alignment service from the \
+            sessions' manifest.json files, as the SDK README does: one entry in `hosts` per \
+            session (each from its own host), every stream with its `stream_id`, videos with \
+            their `path`, sensor streams with `"stream_type": "sensor"`, exactly one \
+            `"is_primary": true` (the first video, in the order the streams were given to the \
+            recorder, unless --primary names another), and `timestamps_dir`.
+
+            Several sessions from several rigs make one multi-host body. Paths are the files' \
+            own paths on this machine, or under --data-dir where the service mounts them: \
+            DIR/FILE for one session, DIR/SESSION/FILE for several (their files share names).
+
+              fieldcap request sessions/rig-20261123T140200Z \\
+                  --data-dir /data --timestamps-dir /timestamps > body.json
+              curl -X POST -H 'Content-Type: application/json' -d @body.json \\
+                  http://localhost:8080/api/v1/sync
+
+            A segmented recording is not a session: name one of its segments, or cut a range \
+            with `fieldcap extract`. `fieldcap upload` sends the files themselves instead.
+
+            Exit status: 0 with the body printed; 64 for a usage error (two sessions from one \
+            host, no video, an unknown --primary); 66 when a session cannot be read (no \
+            manifest, a missing file, a segmented recording).
+            """)
+
+    @Argument(help: "Finished SyncField sessions (fieldcap's or the SDK's), one per host.", completion: .directory)
+    var sessions: [String]
+
+    @Option(
+        help: ArgumentHelp(
+            "The primary video's stream id (HOST/ID where several hosts have it); default: the first video.",
+            valueName: "STREAM"))
+    var primary: String?
+
+    @Option(
+        name: .customLong("data-dir"),
+        help: ArgumentHelp("Where the service sees the sessions' files (its volume mount).", valueName: "DIR"))
+    var dataDir: String?
+
+    @Option(
+        name: .customLong("timestamps-dir"),
+        help: ArgumentHelp("The body's timestamps_dir, where the service sees the timestamps files.", valueName: "DIR"))
+    var timestampsDir = "/timestamps"
+
+    func run() throws {
+        let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
+        for id in request.sharedStreamIds {
+            FileHandle.standardError.write(
+                Data(
+                    "warning: stream id \(id) is on more than one host; the service finds timestamps files by stream id in one timestamps_dir\n"
+                        .utf8))
+        }
+        print(request.body(dataDirectory: dataDir, timestampsDirectory: timestampsDir).json())
+    }
+}
+
+enum SyncServiceArguments {
+    static func request(sessions: [String], primary: String?) throws -> SyncRequest {
+        do {
+            return try SyncRequest(
+                sessions: sessions.map { path throws(SyncRequestError) in try SessionSource(directory: path) },
+                primary: primary)
+        } catch {
+            throw SyncServiceExit.fail(error)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import ArgumentParser
+import FieldcapSession
+import FieldcapSyncService
+import Foundation
+import Synchronization
+
+struct Upload: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Send sessions to the SyncField service (POST /api/v1/sync/upload) and print its answer.",
+        discussion: """
+            The file-upload mode of the SyncField alignment service, as the SDK README's curl \
+            example sends it: a `files` part and a `timestamp_files` part per stream (a video \
+            sends its video; a sensor stream its {id}.jsonl), then `stream_ids` and `host_ids` \
+            (comma-separated, one per file, in the files' order) and `primary_id`. The files go \
+            from disk to the network a chunk at a time, never whole into memory, with a \
+            progress line on standard error; the service's answer goes to standard output.
+
+              fieldcap upload sessions/rig-20261123T140200Z --to http://aligner:8080
+
+            Sessions, --primary and the multi-host rules are those of `fieldcap request`.
+
+            Exit status: 0 when the service accepted it (2xx); 1 when it answered with an \
+            error (its status and message are shown); 64 for a usage error; 66 when a session \
+            cannot be read; 69 when the service cannot be reached or the connection is lost.
+            """)
+
+    @Argument(help: "Finished SyncField sessions (fieldcap's or the SDK's), one per host.", completion: .directory)
+    var sessions: [String]
+
+    @Option(help: ArgumentHelp("The SyncField service's base URL.", valueName: "http://HOST:8080"))
+    var to: String
+
+    @Option(
+        help: ArgumentHelp(
+            "The primary video's stream id (HOST/ID where several hosts have it); default: the first video.",
+            valueName: "STREAM"))
+    var primary: String?
+
+    func run() throws {
+        let uploader = SyncUploader(service: to)
+        do {
+            _ = try uploader.endpoint()
+        } catch {
+            throw PlanError(error.description).exitForCommand()
+        }
+        let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
+        let form: MultipartForm
+        do {
+            form = try request.uploadForm()
+        } catch let error as SyncRequestError {
+            throw SyncServiceExit.fail(error)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw SyncServiceExit.unreadableSession
+        }
+        let files = request.sessions.reduce(0) { $0 + $1.streams.filter { $0.dataFile != nil }.count * 2 }
+        say("uploading \(files) files (\(Self.megabytes(form.length))) to \(to)")
+
+        let sent = FormBody.Progress()
+        let progress = ProgressLine(total: form.length, sent: sent)
+        progress.start()
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<SyncUploader.Answer, Error>?>(nil)
+        Task {
+            do {
+                let answer = try await uploader.upload(form, sent: sent)
+                result.withLock { $0 = .success(answer) }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        let outcome = result.withLock { $0 }!
+        if case .success = outcome { progress.stop(summary: true) } else { progress.stop(summary: false) }
+        switch outcome {
+        case .failure(let error):
+            say("Error: \(error)")
+            throw SyncServiceExit.unreachable
+        case .success(let answer):
+            if (200..<300).contains(answer.status) {
+                print(answer.body)
+                return
+            }
+            say(
+                "Error: the SyncField service answered \(answer.status) \(answer.reason): \(SyncUploader.message(in: answer))"
+            )
+            throw SyncServiceExit.serviceError
+        }
+    }
+
+    static func megabytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1e6)
+    }
+}
+
+/// The upload's progress on standard error: rewritten in place on a terminal, a line every
+/// ten seconds otherwise (a log or a pipe).
+final class ProgressLine: Sendable {
+    let total: Int64
+    let sent: FormBody.Progress
+    let stopping = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    let startNs = DispatchTime.now().uptimeNanoseconds
+
+    init(total: Int64, sent: FormBody.Progress) {
+        self.total = total
+        self.sent = sent
+    }
+
+    func start() {
+        let terminal = isatty(2) == 1
+        Thread.detachNewThread { [self] in
+            while stopping.wait(timeout: .now() + (terminal ? 0.25 : 10)) == .timedOut {
+                FileHandle.standardError.write(
+                    Data(((terminal ? "\r" : "") + line() + (terminal ? "\u{1B}[K" : "\n")).utf8))
+            }
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            finished.signal()
+        }
+    }
+
+    /// Ends the line; `summary`: say how it went (not when nothing went through).
+    func stop(summary: Bool) {
+        stopping.signal()
+        finished.wait()
+        if summary { say(line()) }
+    }
+
+    func line() -> String {
+        let done = sent.value
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - startNs) / 1e9
+        let percent = total > 0 ? Double(done) * 100 / Double(total) : 100
+        let rate = seconds > 0 ? Double(done) / seconds / 1e6 : 0
+        return String(
+            format: "sent %@ of %@ (%.0f%%), %.1f MB/s", Upload.megabytes(done), Upload.megabytes(total), percent, rate)
+    }
+}
+
+private func say(_ line: String) {
+    FileHandle.standardError.write(Data("\(line)\n".utf8))
+}
