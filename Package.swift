@@ -111,6 +111,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]),
+        // Clients of AllSpark-style capture servers: the WebSocket protocol of the AllSpark iOS
+        // app, over hummingbird-websocket's client (swift-websocket, the same WebSocket code as
+        // the events' server side, with NIOSSL for wss://).
+        .target(
+            name: "FieldcapCaptureServer",
+            dependencies: [
+                "FieldcapService", "FieldcapSession",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -133,6 +145,7 @@ let package = Package(
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
+                "FieldcapCaptureServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

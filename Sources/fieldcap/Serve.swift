@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapCaptureServer
 import FieldcapPreview
 import FieldcapService
 import FieldcapSession
@@ -37,6 +38,11 @@ struct Serve: ParsableCommand {
 
             The web page is at http://127.0.0.1:8080/: previews, status, start and stop, \
             the sessions with download and delete.
+
+            With --server ws://HOST:PORT it also keeps a WebSocket connection to an \
+            AllSpark-style capture server (reconnecting every 5 s): it sends its --name, takes \
+            the server's clientConfig as the segment length and budget of the recordings the \
+            server starts with {"command":"record"}, and answers every message with a status.
 
             It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
             every request but /api/health and the page needs the token, sent as \
@@ -119,6 +125,18 @@ struct Serve: ParsableCommand {
     )
     var noAnnounce = false
 
+    @Option(
+        help: ArgumentHelp(
+            "An AllSpark-style capture server to keep a WebSocket connection to, and follow (clientConfig, record).",
+            valueName: "ws://HOST:PORT"))
+    var server: String?
+
+    @Flag(help: "With a wss:// --server: do not check its certificate (a self-signed test server).")
+    var insecure = false
+
+    @Option(help: ArgumentHelp("The name the rig gives the capture server (default: its host id).", valueName: "NAME"))
+    var name: String?
+
     /// `HOST:PORT` or `[V6]:PORT`.
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -157,6 +175,12 @@ struct Serve: ParsableCommand {
         }
         guard (1...100).contains(previewQuality) else {
             throw ValidationError("--preview-quality \(previewQuality) is out of range: give 1 to 100")
+        }
+        if let server, let problem = CaptureServerClient.problem(with: server) {
+            throw ValidationError("--server '\(server)': \(problem)")
+        }
+        if server == nil && (insecure || name != nil) {
+            throw ValidationError("--insecure and --name are for a capture server: give --server ws://HOST:PORT too")
         }
         if config != nil && !devices.isEmpty {
             throw ValidationError(
@@ -216,9 +240,16 @@ struct Serve: ParsableCommand {
             say("  \(id) has no preview: \(why)")
         }
         let scmfServer = try await bindSCMF(rig.previews)
+        let captureServer = server.map { url in
+            CaptureServerClient(
+                rig: rig,
+                options: CaptureServerClient.Options(url: url, name: name ?? rig.settings.hostId, insecure: insecure),
+                logger: logger, notice: { say($0) })
+        }
         do {
             try await ServiceServer.run(
                 rig: rig, host: host, port: port, token: token, scmf: scmfServer,
+                services: captureServer.map { [$0] } ?? [],
                 announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) }
             ) {
                 host, port in

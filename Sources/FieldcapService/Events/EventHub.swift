@@ -52,6 +52,8 @@ public struct ServiceStatus: Sendable {
     public var stopping: Bool
     /// How the previous recording ended, while idle.
     public var last: StoppedEvent?
+    /// The capture server connection (`serve --server`), if there is one.
+    public var server: ServerLink.Snapshot?
 
     public var state: String { recording == nil ? "idle" : stopping ? "stopping" : "recording" }
 }

@@ -98,13 +98,31 @@ struct StatusBody: Encodable {
         var diskStalls: [StallBody]
     }
 
+    /// `serve --server`: the capture server connection.
+    struct Server: Encodable {
+        var url: String?
+        var state: String
+        var name: String
+        var lastError: String?
+        var seen: [String]
+        var connections: Int
+        var commands: Int
+        var uploads: Int
+    }
+
     var state: String
     var recording: Recording?
     var last: StoppedBody?
+    var server: Server?
 
     init(_ status: ServiceStatus) {
         state = status.state
         last = status.last.map(StoppedBody.init)
+        server = status.server.map { link in
+            Server(
+                url: link.url, state: link.state.rawValue, name: link.name, lastError: link.lastError, seen: link.seen,
+                connections: link.connections, commands: link.commands, uploads: link.uploads)
+        }
         recording = status.recording.map { directory in
             Recording(
                 name: (directory as NSString).lastPathComponent, directory: directory,

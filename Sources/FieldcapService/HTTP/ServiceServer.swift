@@ -11,11 +11,13 @@ import Synchronization
 /// written) before the process ends.
 public enum ServiceServer {
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
-    /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API.
+    /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API;
+    /// `services` (a capture server's connection) run beside it and end with it.
     /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
     /// and `notice` hears what the announcer has to say.
     public static func run(
-        rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil, announce: Bool = false,
+        rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
+        services: [any Service] = [], announce: Bool = false,
         logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
@@ -28,7 +30,7 @@ public enum ServiceServer {
             router: routes.router(),
             server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter),
             configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap"),
-            services: [RecordingShutdown(rig: rig)] + (scmf.map { [$0] } ?? []),
+            services: [RecordingShutdown(rig: rig)] + (scmf.map { [$0] } ?? []) + services,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 listening(host, bound)

@@ -77,6 +77,7 @@ public final class RigService: Sendable {
     /// Each camera's live preview, fed by the recording when one runs, else by `PreviewCapture`.
     public let previews: Previews
     private let state = Mutex<State>(State())
+    private let link = Mutex<ServerLink?>(nil)
     /// Opens and closes the cameras for the preview, one change at a time, off the server's
     /// threads (opening a camera blocks).
     private let cameraQueue = DispatchQueue(label: "fieldcap.preview-capture")
@@ -165,15 +166,24 @@ public final class RigService: Sendable {
         }
     }
 
+    /// The capture server connection, once `serve --server` made one; the status shows it.
+    public var serverLink: ServerLink? {
+        get { link.withLock { $0 } }
+        set { link.withLock { $0 = newValue } }
+    }
+
     /// The directory being recorded, nil when idle.
     public var recordingDirectory: String? { state.withLock { $0.runner?.controller.value.directory } }
 
     public var status: ServiceStatus {
         let (runner, last) = state.withLock { ($0.runner, $0.last) }
-        guard let runner else { return ServiceStatus(recording: nil, status: nil, stopping: false, last: last) }
+        let server = serverLink?.current
+        guard let runner else {
+            return ServiceStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
+        }
         return ServiceStatus(
             recording: runner.controller.value.directory, status: runner.status, stopping: runner.isStopping,
-            last: nil)
+            last: nil, server: server)
     }
 
     /// Starts a recording with the request's values over the service's; refuses a second one.

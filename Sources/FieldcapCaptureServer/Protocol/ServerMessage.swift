@@ -1,0 +1,90 @@
+import FieldcapSession
+import Foundation
+
+/// What an AllSpark-style capture server sends, as the AllSpark iOS app's README documents its
+/// WebSocket protocol: a `clientConfig`, commands (`record`, `uploadTimeRange`), and status
+/// messages answering an upload. Anything else is kept as what it is, to be answered, never
+/// to end the connection.
+public enum ServerMessage: Equatable, Sendable {
+    public struct ClientConfig: Equatable, Sendable {
+        public var videoFormat: String?
+        /// `videoChunkDurationMs`: the segment length.
+        public var chunkDuration: TimeSpan?
+        /// `videoBufferMaxMB` (MiB, as fieldcap's `M`): the storage budget.
+        public var bufferMax: ByteSize?
+    }
+
+    case clientConfig(ClientConfig)
+    /// `{"command":"record", "duration": seconds or "10s", "message": ...}`.
+    case record(duration: TimeSpan?)
+    /// `{"command":"uploadTimeRange","startTime":unix s,"endTime":unix s}`, in nanoseconds.
+    case uploadTimeRange(startNs: UInt64, endNs: UInt64)
+    /// `{"status":"success"|"error","message":...}`: the server's answer to an upload.
+    case status(String, message: String?)
+    case unknownCommand(String)
+    /// Valid JSON, but not a message of the protocol, or a command with bad fields: why.
+    case unusable(String)
+
+    /// Reads one text message.
+    public static func parse(_ text: String) -> ServerMessage {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            return .unusable("not a JSON object")
+        }
+        if object["type"] as? String == "clientConfig" {
+            guard let config = object["config"] as? [String: Any] else {
+                return .unusable("clientConfig without a config object")
+            }
+            var parsed = ClientConfig()
+            if let format = config["videoFormat"] {
+                guard let name = format as? String else {
+                    return .unusable("clientConfig: videoFormat is not a string")
+                }
+                parsed.videoFormat = name
+            }
+            if let value = config["videoChunkDurationMs"] {
+                guard let ms = number(value), ms >= 1, let span = TimeSpan("\(ms)ms") else {
+                    return .unusable("clientConfig: videoChunkDurationMs \(value) is not a duration in milliseconds")
+                }
+                parsed.chunkDuration = span
+            }
+            if let value = config["videoBufferMaxMB"] {
+                guard let mb = number(value), mb > 0, mb < Double(UInt64.max >> 21) else {
+                    return .unusable("clientConfig: videoBufferMaxMB \(value) is not a size in MB")
+                }
+                parsed.bufferMax = ByteSize(bytes: UInt64(mb * Double(1 << 20)))
+            }
+            return .clientConfig(parsed)
+        }
+        if let command = object["command"] {
+            guard let name = command as? String else { return .unusable("command is not a string") }
+            switch name {
+            case "record":
+                guard let value = object["duration"] else { return .record(duration: nil) }
+                if let seconds = number(value), seconds > 0, let span = TimeSpan("\(seconds)s") {
+                    return .record(duration: span)
+                }
+                if let text = value as? String, let span = TimeSpan(text) { return .record(duration: span) }
+                return .unusable("record: duration \(value) is neither seconds nor a span like 30s")
+            case "uploadTimeRange":
+                guard let start = object["startTime"].flatMap(number), let end = object["endTime"].flatMap(number),
+                    start >= 0, end > start, end < 1e11
+                else {
+                    return .unusable("uploadTimeRange needs startTime before endTime, in Unix seconds")
+                }
+                return .uploadTimeRange(startNs: UInt64((start * 1e9).rounded()), endNs: UInt64((end * 1e9).rounded()))
+            default:
+                return .unknownCommand(name)
+            }
+        }
+        if let status = object["status"] as? String {
+            return .status(status, message: object["message"] as? String)
+        }
+        return .unusable("neither a clientConfig, a command nor a status")
+    }
+
+    private static func number(_ value: Any) -> Double? {
+        guard let number = value as? NSNumber else { return nil }
+        let double = number.doubleValue
+        return double.isFinite ? double : nil
+    }
+}
