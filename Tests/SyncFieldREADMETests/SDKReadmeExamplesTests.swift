@@ -189,8 +189,10 @@ struct SDKReadmeExamplesTests {
         queue.async { imuLoop(imu: imuDevice, streamId: "imu") }
 
         // ... record for desired duration ...
-        // (here: until every loop has run a while; on a loaded 2-core machine that can take a moment)
-        let deadline = Date().addingTimeInterval(20)
+        // (here: until every loop has run a while. On Linux, libdispatch gives a concurrent queue
+        // as many threads as cores and adds one only when its monitor sees the others blocked:
+        // with two cores, the third loop can wait tens of seconds on a loaded machine.)
+        let deadline = Date().addingTimeInterval(90)
         repeat {
             usleep(50_000)
         } while (camLeft.next < 20 || camRight.next < 20 || imuDevice.reads < 20) && Date() < deadline
