@@ -117,7 +117,7 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapService", "FieldcapSession",
+                "FieldcapService", "FieldcapSession", "FieldcapArchive", "FieldcapDiscovery",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

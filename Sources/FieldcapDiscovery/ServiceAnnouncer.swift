@@ -34,8 +34,7 @@ public final class ServiceAnnouncer: @unchecked Sendable {
     public let announcement: Announcement
     /// What the user should hear (once each): announced, no daemon, a failure.
     private let log: @Sendable (String) -> Void
-    private var poll: OpaquePointer?
-    private var client: OpaquePointer?
+    private var avahi: AvahiSession?
     private var group: OpaquePointer?
     /// The name in use: Avahi's alternative after a collision.
     private var name: String
@@ -52,39 +51,18 @@ public final class ServiceAnnouncer: @unchecked Sendable {
 
     /// Starts announcing (or waiting for avahi-daemon). Throws only when Avahi cannot run at all.
     public func start() throws(DiscoveryError) {
-        guard let poll = avahi_threaded_poll_new() else {
-            throw DiscoveryError("Avahi could not start its event thread")
-        }
-        self.poll = poll
-        var error: Int32 = 0
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        // NO_FAIL: without a daemon the client waits for one (state CONNECTING) instead of failing.
-        client = avahi_client_new(
-            avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL,
-            { client, state, context in
-                guard let client, let context else { return }
-                Unmanaged<ServiceAnnouncer>.fromOpaque(context).takeUnretainedValue().clientChanged(client, state)
-            }, context, &error)
-        guard client != nil else {
-            avahi_threaded_poll_free(poll)
-            self.poll = nil
-            throw DiscoveryError("Avahi: \(String(cString: avahi_strerror(error)))")
-        }
-        guard avahi_threaded_poll_start(poll) == 0 else {
-            throw DiscoveryError("Avahi could not start its event thread")
-        }
+        let session = AvahiSession { [unowned self] client, state in clientChanged(client, state) }
+        avahi = session
+        try session.start()
     }
 
     /// Withdraws the announcement and ends Avahi's thread.
     public func stop() {
-        guard let poll else { return }
-        avahi_threaded_poll_stop(poll)
-        if let group { avahi_entry_group_free(group) }
-        if let client { avahi_client_free(client) }
-        avahi_threaded_poll_free(poll)
-        self.poll = nil
-        client = nil
-        group = nil
+        avahi?.stop { [self] in
+            if let group { avahi_entry_group_free(group) }
+            group = nil
+        }
+        avahi = nil
     }
 
     /// Avahi's thread.

@@ -39,10 +39,12 @@ struct Serve: ParsableCommand {
             The web page is at http://127.0.0.1:8080/: previews, status, start and stop, \
             the sessions with download and delete.
 
-            With --server ws://HOST:PORT it also keeps a WebSocket connection to an \
-            AllSpark-style capture server (reconnecting every 5 s): it sends its --name, takes \
-            the server's clientConfig as the segment length and budget of the recordings the \
-            server starts with {"command":"record"}, and answers every message with a status.
+            With --server ws://HOST:PORT (or auto: the first _allspark._tcp server DNS-SD \
+            finds) it also keeps a WebSocket connection to an AllSpark-style capture server \
+            (reconnecting every 5 s): it sends its --name, takes the server's clientConfig as \
+            the segment length and budget of the recordings the server starts with \
+            {"command":"record"}, uploads a wall-clock range on uploadTimeRange (a tar of the \
+            extracted session), and answers every command with a status.
 
             It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
             every request but /api/health and the page needs the token, sent as \
@@ -127,8 +129,8 @@ struct Serve: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "An AllSpark-style capture server to keep a WebSocket connection to, and follow (clientConfig, record).",
-            valueName: "ws://HOST:PORT"))
+            "An AllSpark-style capture server to keep a WebSocket connection to, and follow (clientConfig, record, uploadTimeRange); auto: the first _allspark._tcp server DNS-SD finds.",
+            valueName: "ws://HOST:PORT|auto"))
     var server: String?
 
     @Flag(help: "With a wss:// --server: do not check its certificate (a self-signed test server).")
@@ -176,7 +178,7 @@ struct Serve: ParsableCommand {
         guard (1...100).contains(previewQuality) else {
             throw ValidationError("--preview-quality \(previewQuality) is out of range: give 1 to 100")
         }
-        if let server, let problem = CaptureServerClient.problem(with: server) {
+        if let server, let problem = CaptureServerClient.problem(with: server, insecure: insecure) {
             throw ValidationError("--server '\(server)': \(problem)")
         }
         if server == nil && (insecure || name != nil) {

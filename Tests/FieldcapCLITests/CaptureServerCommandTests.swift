@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("fieldcap serve --server: an AllSpark-style capture server", .serialized)
@@ -6,11 +7,16 @@ struct CaptureServerCommandTests {
     /// Clients/capture_server.py (written from the AllSpark app's protocol description) drives
     /// the rig through the protocol and checks each answer; this test checks what the rig
     /// recorded meanwhile.
-    @Test("clientInfo, clientConfig, record, bad messages answered, the server restarted: the rig reconnects, no gap")
+    @Test(
+        "clientInfo, clientConfig, record, bad messages answered, the server restarted, a range uploaded after a cut: no gap, exact range"
+    )
     func protocolAndReconnect() throws {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", ServeCommandTests.script("Clients/capture_server.py"), "--name", "rig-test-001"]
+        server.arguments = [
+            "python3", ServeCommandTests.script("Clients/capture_server.py"), "--name", "rig-test-001", "--fieldcap",
+            FieldcapProcess.executable.path,
+        ]
         let input = Pipe(), output = Pipe()
         server.standardInput = input
         server.standardOutput = output
@@ -59,11 +65,106 @@ struct CaptureServerCommandTests {
         #expect(validate.status == 0, "\(validate.stdout)\(validate.stderr)")
     }
 
+    @Test("--server auto: the _allspark._tcp server a real avahi-daemon shows, in a network namespace")
+    func discovery() throws {
+        let work = NSTemporaryDirectory() + "/capture-discovery-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let run = try runTool(
+            "unshare",
+            [
+                "--net", "--mount", "--pid", "--fork", "--mount-proc",
+                ServeCommandTests.script("Netns/capture_server_discovery.sh"), FieldcapProcess.executable.path, work,
+            ])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("capture server discovery: every step as expected"), "\(run.output)")
+    }
+
+    @Test("wss://: a self-signed server is refused, with why, unless --insecure")
+    func tls() throws {
+        let work = NSTemporaryDirectory() + "/capture-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let made = try runTool(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(work)/key.pem", "-out",
+                "\(work)/cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1",
+            ])
+        try #require(made.status == 0, "\(made.output)")
+        // A wss:// server (Python's websockets over ssl) that notes each rig's first message.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = [
+            "python3", "-c",
+            """
+            import asyncio, signal, ssl, sys, websockets
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[1], sys.argv[2])
+            async def rig(socket):
+                with open(sys.argv[3], "a") as out:
+                    out.write(await socket.recv() + "\\n")
+                await socket.wait_closed()
+            async def main():
+                async with websockets.serve(rig, "127.0.0.1", 0, ssl=context) as server:
+                    print("listening", server.sockets[0].getsockname()[1], flush=True)
+                    await asyncio.sleep(60)
+            asyncio.run(main())
+            """, "\(work)/cert.pem", "\(work)/key.pem", "\(work)/rigs.txt",
+        ]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line += byte
+        }
+        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+
+        // A certificate names a host: checked, the server is given by name.
+        let checked = try ServeProcess(ServeCommandTests.devices + ["--server", "wss://localhost:\(port)"])
+        var server1: [String: Any] = [:]
+        for _ in 0..<100 {
+            server1 = try checked.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
+            if (server1["last_error"] as? String)?.isEmpty == false { break }
+            usleep(100_000)
+        }
+        #expect(server1["state"] as? String != "connected" && server1["state"] as? String != "connected_securely")
+        #expect((server1["last_error"] as? String)?.contains("certificate is not trusted") == true, "\(server1)")
+        #expect(checked.stderr.contains("a self-signed test server needs --insecure"), "\(checked.stderr)")
+        _ = checked.terminate()
+
+        let insecure = try ServeProcess(
+            ServeCommandTests.devices + ["--server", "wss://127.0.0.1:\(port)", "--insecure", "--name", "tls-rig"])
+        var state = ""
+        for _ in 0..<100 where state != "connected" {
+            state =
+                try insecure.request("GET", "/api/v1/status").json["server"].flatMap {
+                    ($0 as? [String: Any])?["state"] as? String
+                } ?? ""
+            usleep(100_000)
+        }
+        // Encrypted, but the certificate unchecked: connected, not connected_securely.
+        #expect(state == "connected")
+        let rigs = (try? String(contentsOfFile: "\(work)/rigs.txt", encoding: .utf8)) ?? ""
+        // Only the rig that skipped the check got through: the checking one never said a word.
+        #expect(rigs.split(separator: "\n").count == 1 && rigs.contains("\"clientName\":\"tls-rig\""), "\(rigs)")
+        _ = insecure.terminate()
+    }
+
     @Test("--server refuses what is not a WebSocket URL; --name without --server is a usage error")
     func refusals() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "http://x:1"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("--server 'http://x:1': give the capture server as ws://HOST:PORT"))
+        let address = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "wss://10.0.0.7:8443"])
+        #expect(address.status == 64)
+        #expect(address.stderr.contains("give its name (wss://NAME:PORT), or --insecure"), "\(address.stderr)")
         let lonely = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--name", "rig"])
         #expect(lonely.status == 64)
         #expect(lonely.stderr.contains("--insecure and --name are for a capture server"))

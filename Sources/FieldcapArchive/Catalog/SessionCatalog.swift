@@ -30,6 +30,15 @@ public enum SessionCatalog {
         }
     }
 
+    /// The newest session or recording under `root` whose span overlaps [fromNs, toNs) (UTC
+    /// nanoseconds), where a range with no session named is looked for.
+    public static func newest(overlapping fromNs: UInt64, _ toNs: UInt64, root: String) throws -> CatalogEntry? {
+        try entries(root: root).first { entry in
+            guard entry.kind != .foreign, let start = entry.startNs else { return false }
+            return start < toNs && (entry.endNs ?? .max) > fromNs
+        }
+    }
+
     /// The entry for one directory: a recording (it has `recording.json`), a session (it has
     /// `fieldcap.json`) or not fieldcap's.
     public static func entry(directory: String, name: String) -> CatalogEntry {

@@ -1,3 +1,4 @@
+import FieldcapDiscovery
 import FieldcapService
 import FieldcapSession
 import Foundation
@@ -6,6 +7,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
+import Synchronization
 import WSClient
 
 /// `fieldcap serve --server ws://HOST:PORT`: a WebSocket connection to an AllSpark-style
@@ -15,6 +17,8 @@ import WSClient
 /// dropped connection is tried again every 5 s; the recording never waits for it.
 public final class CaptureServerClient: Service, Sendable {
     public struct Options: Sendable {
+        /// `ws://HOST:PORT`, `wss://HOST:PORT`, or `auto`: the first `_allspark._tcp` server
+        /// DNS-SD finds.
         public var url: String
         public var name: String
         /// `wss://` without checking the server's certificate (a self-signed test server).
@@ -33,6 +37,8 @@ public final class CaptureServerClient: Service, Sendable {
     let options: Options
     let link: ServerLink
     let commands: CommandHandler
+    /// `--server auto`: the servers DNS-SD shows, in name order.
+    let discovered = Mutex<[ServiceBrowser.Found]>([])
     let logger: Logger
     let notice: @Sendable (String) -> Void
 
@@ -41,25 +47,58 @@ public final class CaptureServerClient: Service, Sendable {
         self.options = options
         self.logger = logger
         self.notice = notice
-        link = ServerLink(url: options.url, name: options.name)
+        link = ServerLink(url: options.url == Self.auto ? nil : options.url, name: options.name)
         rig.serverLink = link
         commands = CommandHandler(rig: rig, link: link, logger: logger)
     }
 
-    /// Whether `url` is one this client can connect to, else why not.
-    public static func problem(with url: String) -> String? {
+    public static let auto = "auto"
+    /// The DNS-SD type AllSpark servers announce, and the AllSpark app browses for.
+    public static let serviceType = "_allspark._tcp"
+
+    /// Whether `url` is one this client can connect to (`insecure`: without checking a
+    /// certificate), else why not.
+    public static func problem(with url: String, insecure: Bool = false) -> String? {
+        if url == auto { return nil }
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["ws", "wss"].contains(scheme),
-            parsed.host != nil
+            let host = parsed.host
         else { return "give the capture server as ws://HOST:PORT or wss://HOST:PORT (or auto)" }
+        if scheme == "wss" && !insecure && isIPAddress(host) {
+            return
+                "a certificate is checked against the server's host name, not an address: give its name (wss://NAME:PORT), or --insecure to skip the check"
+        }
         return nil
     }
 
-    var secure: Bool { options.url.lowercased().hasPrefix("wss://") }
+    static func isIPAddress(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
+    }
 
     public func run() async throws {
+        var browser: ServiceBrowser?
+        if options.url == Self.auto {
+            browser = ServiceBrowser(
+                type: Self.serviceType, log: { [notice] in notice($0) },
+                changed: { [self] found in
+                    discovered.withLock { $0 = found }
+                    link.update { $0.seen = found.map { "\($0.name) (\(Self.url(of: $0)))" } }
+                })
+            do { try browser?.start() } catch {
+                notice(
+                    "--server auto: cannot browse for capture servers (\(error)); start avahi-daemon, then restart fieldcap serve"
+                )
+            }
+        }
+        defer { browser?.stop() }
         await cancelWhenGracefulShutdown { [self] in
             while !Task.isCancelled {
-                await connectOnce()
+                if let url = currentURL() {
+                    await connectOnce(url)
+                } else {
+                    link.update { $0.lastError = "no \(Self.serviceType) server found yet" }
+                }
                 if Task.isCancelled { break }
                 try? await Task.sleep(for: options.retryDelay)
             }
@@ -67,7 +106,22 @@ public final class CaptureServerClient: Service, Sendable {
         link.update { $0.state = .disconnected }
     }
 
-    private func connectOnce() async {
+    /// The URL to try: the one given, or the first server DNS-SD shows.
+    private func currentURL() -> String? {
+        guard options.url == Self.auto else { return options.url }
+        guard let first = discovered.withLock({ $0.first }) else { return nil }
+        let url = Self.url(of: first)
+        link.update { $0.url = url }
+        return url
+    }
+
+    /// A found server's WebSocket URL: the AllSpark app connects to the root path.
+    static func url(of server: ServiceBrowser.Found) -> String {
+        "ws://\(server.address.contains(":") ? "[\(server.address)]" : server.address):\(server.port)"
+    }
+
+    private func connectOnce(_ url: String) async {
+        let secure = url.lowercased().hasPrefix("wss://")
         link.update { $0.state = .connecting }
         var tls: TLSConfiguration?
         if secure {
@@ -78,9 +132,14 @@ public final class CaptureServerClient: Service, Sendable {
         let connected: ServerLink.State = secure && !options.insecure ? .connectedSecurely : .connected
         var configuration = WebSocketClientConfiguration()
         configuration.maxFrameSize = 1 << 20
+        if secure, options.insecure, let host = URL(string: url)?.host, Self.isIPAddress(host) {
+            // The TLS client sends the URL's host as SNI, which may not be an IP address. Unchecked,
+            // the name sent matters to no one: a placeholder that can name nothing.
+            configuration.sniHostname = "fieldcap.invalid"
+        }
         do {
             let close = try await WebSocketClient.connect(
-                url: options.url, configuration: configuration, tlsConfiguration: tls, logger: logger
+                url: url, configuration: configuration, tlsConfiguration: tls, logger: logger
             ) { [self] inbound, outbound, _ in
                 let outbox = Outbox(outbound)
                 link.update {
@@ -88,8 +147,10 @@ public final class CaptureServerClient: Service, Sendable {
                     $0.connections += 1
                     $0.lastError = nil
                 }
-                notice("connected to the capture server \(options.url) as \(options.name)")
+                notice("connected to the capture server \(url) as \(options.name)")
                 try await outbox.text(ClientMessage.clientInfo(name: options.name))
+                // Uploads the last connection lost part-way go again, whole.
+                commands.resumeUploads(outbox: outbox)
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     switch message {
                     case .text(let text):
@@ -104,15 +165,17 @@ public final class CaptureServerClient: Service, Sendable {
                     }
                 }
             }
+            commands.answers.failAll()
             let why = close.map { "closed by the server (\($0.closeCode))" } ?? "closed"
             link.update { $0.lastError = why }
-            notice("the capture server \(options.url) \(why); trying again in \(options.retryDelay)")
+            notice("the capture server \(url) \(why); trying again in \(options.retryDelay)")
         } catch {
+            commands.answers.failAll()
             let why = Self.describe(error)
             let first = link.current.lastError != why
             link.update { $0.lastError = why }
             // Each failure once, not every 5 s while the server is away.
-            if first { notice("capture server \(options.url): \(why); trying again every \(options.retryDelay)") }
+            if first { notice("capture server \(url): \(why); trying again every \(options.retryDelay)") }
         }
         link.update { $0.state = .disconnected }
     }
@@ -128,18 +191,73 @@ extension CaptureServerClient {
         }
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
         if let error = error as? SocketAddressError.UnknownHost { return "no such host \(error.host)" }
+        if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
+            let untrusted = "\(reason)".contains("CERTIFICATE_VERIFY_FAILED")
+            return untrusted
+                ? "TLS: the server's certificate is not trusted (\(reason)); a self-signed test server needs --insecure"
+                : "TLS handshake failed: \(reason)"
+        }
         return "\(error)"
     }
 }
 
 /// One writer for the connection: messages go out whole and in order, an upload's binary
-/// message never interleaved with a status.
+/// message never interleaved with a status (WebSocket data frames of two messages cannot mix;
+/// an actor alone would let them, across its awaits).
 actor Outbox {
     let outbound: WebSocketOutboundWriter
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(_ outbound: WebSocketOutboundWriter) { self.outbound = outbound }
 
+    private func acquire() async {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            busy = true
+        }
+    }
+
+    private func release() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+
     func text(_ text: String) async throws {
+        await acquire()
+        defer { release() }
         try await outbound.write(.text(text))
+    }
+
+    /// The two-phase upload: the metadata message, then the file as one binary message, sent in
+    /// 1 MiB fragments read on NIO's blocking-I/O pool, so a long range never sits in memory.
+    func upload(metadata: String, file: String, size: UInt64) async throws {
+        await acquire()
+        defer { release() }
+        try await outbound.write(.text(metadata))
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw RangeUpload.Failure(description: "open \(file): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        try await outbound.withBinaryMessageWriter { writer in
+            var offset: UInt64 = 0
+            while offset < size {
+                let want = Int(Swift.min(UInt64(1 << 20), size - offset))
+                let at = offset
+                let chunk: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
+                    var buffer = ByteBuffer()
+                    let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) {
+                        Swift.max(0, pread(fd, $0.baseAddress, want, off_t(at)))
+                    }
+                    guard got == want else {
+                        throw RangeUpload.Failure(description: "\(file) is shorter than its \(size) bytes")
+                    }
+                    return buffer
+                }
+                try await writer(chunk)
+                offset += UInt64(want)
+            }
+        }
     }
 }

@@ -174,12 +174,7 @@ public struct ServiceRoutes: Sendable {
             }
             source = try entry(named)
         } else {
-            // The newest session or recording whose span overlaps the range.
-            let overlapping = try SessionCatalog.entries(root: root).filter { entry in
-                guard entry.kind != .foreign, let start = entry.startNs else { return false }
-                return start < to && (entry.endNs ?? .max) > from
-            }
-            guard let newest = overlapping.first else {
+            guard let newest = try SessionCatalog.newest(overlapping: from, to, root: root) else {
                 throw APIError(.notFound, "nothing on this rig was recorded between \(fromText) and \(toText)")
             }
             source = newest

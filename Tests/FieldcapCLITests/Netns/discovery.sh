@@ -11,13 +11,8 @@
 set -euo pipefail
 fieldcap=$1
 work=$2
-mount -t tmpfs tmpfs /run
-mkdir -p /run/dbus /run/avahi-daemon
-ip link set lo up
-ip link add fc0 type veth peer name fc1
-ip link set fc0 up
-ip link set fc1 up
-ip addr add 10.77.0.1/24 dev fc0
+source "$(dirname "${BASH_SOURCE[0]}")/avahi.sh"
+netns_network
 printf 'not-a-real-token-but-a-long-enough-one-0123456789abcdef0123456789\n' > "$work/token"
 chmod 600 "$work/token"
 
@@ -39,8 +34,7 @@ stop_serve() {
 }
 cleanup() {
 	kill "${serve_pid:-}" 2>/dev/null || true
-	[ -f /run/avahi-daemon/pid ] && kill "$(cat /run/avahi-daemon/pid)" 2>/dev/null || true
-	[ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null || true
+	stop_daemons
 }
 trap cleanup EXIT
 
@@ -53,37 +47,11 @@ cat "$work/serve1.log"
 [ "$(grep -c 'not announced on the network' "$work/serve1.log")" = 1 ]
 
 echo "== 2. a system bus, avahi-daemon later"
-cat > "$work/bus.conf" <<'CONF'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=/run/dbus/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow own="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile &
-bus_pid=$!
-for _ in $(seq 50); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.1; done
+start_system_bus "$work"
 serve "$work/serve2.log"
 sleep 1
 grep 'avahi-daemon is not running' "$work/serve2.log"
-cat > "$work/avahi.conf" <<'CONF'
-[server]
-host-name=rig07-host
-use-ipv4=yes
-use-ipv6=no
-allow-interfaces=fc0,fc1
-enable-dbus=yes
-[publish]
-publish-addresses=yes
-CONF
-avahi-daemon -f "$work/avahi.conf" --no-chroot --no-drop-root --no-rlimits -D
+start_avahi "$work" rig07-host
 found=""
 for _ in $(seq 60); do
 	found=$(avahi-browse -r -t -p _fieldcap._tcp 2>/dev/null | grep '^=' | grep 'IPv4' | head -1 || true)

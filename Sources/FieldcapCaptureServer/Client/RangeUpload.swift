@@ -1,0 +1,67 @@
+import FieldcapArchive
+import FieldcapService
+import FieldcapSession
+import Foundation
+
+/// `uploadTimeRange`: the wall-clock range cut from what the rig recorded (`fieldcap
+/// extract`'s own extractor, across segments), as one tar of a valid session, staged under the
+/// root's hidden scratch names and removed after each attempt, sent or not.
+struct RangeUpload: Sendable {
+    let fromNs: UInt64
+    let toNs: UInt64
+
+    struct Staged: Sendable {
+        var tar: String
+        var scratch: String
+        var filename: String
+        var size: UInt64
+        /// What it holds, for the report: `cam0 45 frames, imu0 150 records from 2 segments`.
+        var summary: String
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    var rangeText: String {
+        "\(Sidecar.utc(Date(timeIntervalSince1970: Double(fromNs) / 1e9))) to \(Sidecar.utc(Date(timeIntervalSince1970: Double(toNs) / 1e9)))"
+    }
+
+    /// Extracts and archives (blocking: file work).
+    func stage(root: String, hostId: String) throws -> Staged {
+        guard let source = try SessionCatalog.newest(overlapping: fromNs, toNs, root: root) else {
+            throw Failure(description: "nothing on this rig was recorded from \(rangeText)")
+        }
+        let id = UUID().uuidString
+        let scratch = "\(root)/.upload-\(id)"
+        let tar = "\(root)/.upload-\(id).tar"
+        let name = "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))"
+        do {
+            let outcome = try RangeExtractor.extract(
+                .init(source: source.path, fromNs: fromNs, toNs: toNs, out: scratch))
+            let size = try TarFile.write(directory: scratch, name: name, to: tar)
+            let counts = outcome.records.map { "\($0.id) \($0.count)" }.joined(separator: ", ")
+            let parts = outcome.parts.count
+            return Staged(
+                tar: tar, scratch: scratch, filename: "\(name).tar", size: size,
+                summary: "\(counts) from \(parts) segment\(parts == 1 ? "" : "s") of \(source.name)")
+        } catch let failure as RangeExtractor.Failure {
+            Self.remove(scratch: scratch, tar: tar)
+            throw Failure(description: failure.message)
+        } catch {
+            Self.remove(scratch: scratch, tar: tar)
+            throw Failure(description: "\(error)")
+        }
+    }
+
+    static func remove(scratch: String, tar: String) {
+        try? FileManager.default.removeItem(atPath: scratch)
+        try? FileManager.default.removeItem(atPath: tar)
+    }
+
+    /// `20261124T114252.123Z`: a UTC time as a file name has it.
+    static func compact(_ ns: UInt64) -> String {
+        Sidecar.utc(Date(timeIntervalSince1970: Double(ns) / 1e9)).replacingOccurrences(of: "-", with: "")
+            .replacingOccurrences(of: ":", with: "")
+    }
+}
