@@ -189,6 +189,8 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(
+            name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
+        .testTarget(
             name: "FieldcapSyncServiceTests",
             dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
         .testTarget(

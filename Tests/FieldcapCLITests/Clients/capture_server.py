@@ -15,7 +15,7 @@ step went as the protocol says, 1 with the reason otherwise; it ends by itself a
 Steps: clientInfo; clientConfig (mkv, 1 s chunks, 200 MB) answered with success; a clientConfig
 asking for mp4 answered with an error; record answered with success and a recording running in
 1 s segments; an unknown command, malformed JSON, a binary message and a JSON object of no known
-kind each answered with an error status while the connection stays up; the server stopped for
+kind each answered with an error status while the connection stays up; the server killed for
 3 s (the rig shows disconnected, keeps recording) and started again on the same port (the rig
 reconnects by itself and says clientInfo again); a second record refused while one runs;
 uploadTimeRange over 1.8 s spanning segments: the first attempt's connection is cut after the
@@ -199,10 +199,13 @@ async def main():
     await socket.send(json.dumps({"hello": 1}))
     await expect_status(messages, "error", "neither a clientConfig", "an object of no known kind")
 
-    # The server goes away: the rig shows it, records on, and comes back by itself.
+    # The server dies: its connection is cut without a close frame (as a killed process's is),
+    # the rig shows it, records on, and comes back by itself.
+    for connection in list(server.websockets):
+        connection.transport.abort()
     server.close()
     await server.wait_closed()
-    print("ok: server stopped", flush=True)
+    print("ok: server killed", flush=True)
     await wait_for(lambda: api(base, "/api/v1/status")["server"]["state"] == "disconnected",
                    "the rig showing disconnected", 10)
     await asyncio.sleep(3)
