@@ -100,15 +100,20 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
         .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
+        // What the network clients share: a failed connection in a user's words.
+        .target(
+            name: "FieldcapNetworking",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         // Clients of the SyncField alignment service: the volume-mounted request body built from
         // sessions' manifests, and the file upload.
         .target(
             name: "FieldcapSyncService",
             dependencies: [
-                "SyncField", "FieldcapSession", "FieldcapSegments",
+                "SyncField", "FieldcapSession", "FieldcapSegments", "FieldcapNetworking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]),
         // Clients of AllSpark-style capture servers: the WebSocket protocol of the AllSpark iOS
@@ -117,7 +122,7 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapService", "FieldcapSession", "FieldcapArchive", "FieldcapDiscovery",
+                "FieldcapService", "FieldcapSession", "FieldcapArchive", "FieldcapDiscovery", "FieldcapNetworking",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -5,7 +5,6 @@ import FieldcapService
 import FieldcapSession
 import Foundation
 import Logging
-import Synchronization
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -190,18 +189,8 @@ struct Serve: ParsableCommand {
         }
     }
 
-    /// The command stays synchronous, as every other is (`record` takes its signals on the main
-    /// thread, blocked in every thread it starts); the server runs on Swift's concurrency pool
-    /// while the main thread waits for it.
     func run() throws {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<Void, Error>>(.success(()))
-        Task {
-            do { try await serve() } catch { result.withLock { $0 = .failure(error) } }
-            done.signal()
-        }
-        done.wait()
-        try result.withLock { $0 }.get()
+        try waitForAsync { try await serve() }
     }
 
     func serve() async throws {
@@ -293,8 +282,4 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
     }
-}
-
-private func say(_ line: String) {
-    FileHandle.standardError.write(Data("\(line)\n".utf8))
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import FieldcapSession
 import FieldcapSyncService
 import Foundation
-import Synchronization
 
 struct Upload: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,19 +59,7 @@ struct Upload: ParsableCommand {
         let sent = FormBody.Progress()
         let progress = ProgressLine(total: form.length, sent: sent)
         progress.start()
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<SyncUploader.Answer, Error>?>(nil)
-        Task {
-            do {
-                let answer = try await uploader.upload(form, sent: sent)
-                result.withLock { $0 = .success(answer) }
-            } catch {
-                result.withLock { $0 = .failure(error) }
-            }
-            done.signal()
-        }
-        done.wait()
-        let outcome = result.withLock { $0 }!
+        let outcome = Result { try waitForAsync { try await uploader.upload(form, sent: sent) } }
         if case .success = outcome { progress.stop(summary: true) } else { progress.stop(summary: false) }
         switch outcome {
         case .failure(let error):
@@ -136,8 +123,4 @@ final class ProgressLine: Sendable {
         return String(
             format: "sent %@ of %@ (%.0f%%), %.1f MB/s", Upload.megabytes(done), Upload.megabytes(total), percent, rate)
     }
-}
-
-private func say(_ line: String) {
-    FileHandle.standardError.write(Data("\(line)\n".utf8))
 }

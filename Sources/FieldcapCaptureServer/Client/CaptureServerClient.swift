@@ -1,4 +1,5 @@
 import FieldcapDiscovery
+import FieldcapNetworking
 import FieldcapService
 import FieldcapSession
 import Foundation
@@ -184,20 +185,13 @@ public final class CaptureServerClient: Service, Sendable {
 extension CaptureServerClient {
     /// A failed connection in a line: the system's words for an errno, the host that has no address.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? NIOConnectionError {
-            if let first = error.connectionErrors.first { return describe(first.error) }
-            if let lookup = error.dnsAError ?? error.dnsAAAAError { return describe(lookup) }
-            return "no address to connect to"
-        }
-        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
-        if let error = error as? SocketAddressError.UnknownHost { return "no such host \(error.host)" }
         if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
             let untrusted = "\(reason)".contains("CERTIFICATE_VERIFY_FAILED")
             return untrusted
                 ? "TLS: the server's certificate is not trusted (\(reason)); a self-signed test server needs --insecure"
                 : "TLS handshake failed: \(reason)"
         }
-        return "\(error)"
+        return ConnectionFailure.describe(error)
     }
 }
 

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
+import FieldcapNetworking
 import Foundation
 import NIOCore
 import NIOFileSystem
-import NIOPosix
 
 /// `POST /api/v1/sync/upload` with AsyncHTTPClient: the sessions' files streamed from disk as a
 /// multipart form, and the service's answer.
@@ -57,13 +57,8 @@ public struct SyncUploader: Sendable {
                 throw error
             } catch let error as FileSystemError {
                 throw SyncUploadError.unreadableFile(error.description)
-            } catch let error as NIOConnectionError {
-                // Each address tried failed; the first one's errno says why (refused, unreachable).
-                let first = error.connectionErrors.first.map { Self.describe($0.error) }
-                let lookup = (error.dnsAError ?? error.dnsAAAAError).map { Self.describe($0) }
-                throw SyncUploadError.unreachable(url, first ?? lookup ?? "no address to connect to")
             } catch {
-                throw SyncUploadError.unreachable(url, Self.describe(error))
+                throw SyncUploadError.unreachable(url, ConnectionFailure.describe(error))
             }
             try await client.shutdown()
             return answer
@@ -71,13 +66,6 @@ public struct SyncUploader: Sendable {
             try? await client.shutdown()
             throw error
         }
-    }
-
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
-        if let error = error as? HTTPClientError { return describe(error) }
-        if let error = error as? SocketAddressError.UnknownHost { return "no such host \(error.host)" }
-        return "\(error)"
     }
 
     static func describe(_ error: HTTPClientError) -> String {
