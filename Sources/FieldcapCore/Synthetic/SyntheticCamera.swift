@@ -4,8 +4,10 @@ import SyncField
     import Glibc
 #endif
 
-/// A camera without hardware: a moving YUYV test pattern at a nominal rate, in buffers the
-/// source owns and the writer hands back, stamped at "dequeue" like a real camera's frames.
+/// A camera without hardware: a moving test pattern at a nominal rate, in buffers the source
+/// owns and the writer hands back, stamped at "dequeue" like a real camera's frames. It makes
+/// each raw format fieldcap records: YUYV (the default), GREY, NV12 and Y16 (whose low byte
+/// varies on its own, so a path that keeps only 8 bits shows).
 ///
 /// Like a V4L2 camera it has a fixed set of buffers: a frame is drawn into a free one, its index
 /// goes through the ring, and the writer returns the buffer after writing it (`releaseBuffer`,
@@ -21,68 +23,125 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     private let buffers: [UnsafeMutableRawPointer]
     /// Buffers the writer has handed back (writer → capture).
     private let returned: SPSCRing<Int32>
-    /// One frame of the pattern, twice as wide, so a moving window of it is a memcpy per row.
-    private let pattern: UnsafeMutableRawPointer
+    /// Each plane of the frame (one, or NV12's two), drawn twice as wide, so a moving window of
+    /// it is a memcpy per row.
+    private let planes: [Plane]
+
+    /// One plane of the pattern: rows of `rowBytes` in the frame, `2 * rowBytes` in `pattern`.
+    private struct Plane {
+        var rows: Int
+        var rowBytes: Int
+        /// Where the plane starts in a frame.
+        var offset: Int
+        var pattern: UnsafeMutableRawPointer
+    }
+
+    /// The formats it makes.
+    public static let formats: [VideoFormat.PixelFormat] = [.yuyv, .grey, .nv12, .y16]
 
     /// - Parameters:
     ///   - id: the stream id.
-    ///   - width, height: the frame size (even width; YUYV packs two pixels in four bytes).
+    ///   - width, height: the frame size (even: YUYV packs two pixels in four bytes, NV12 halves both).
     ///   - rate: frames per second.
     ///   - bufferCount: buffers in flight, as a V4L2 camera's mmap buffers.
-    public init(id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8) {
-        precondition(width > 0 && width % 2 == 0 && height > 0 && rate > 0 && bufferCount > 0)
-        format = VideoFormat(width: width, height: height, pixelFormat: .yuyv)
+    ///   - pixelFormat: one of `formats`.
+    public init(
+        id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8,
+        pixelFormat: VideoFormat.PixelFormat = .yuyv
+    ) {
+        precondition(width > 0 && width % 2 == 0 && height > 0 && height % 2 == 0 && rate > 0 && bufferCount > 0)
+        precondition(Self.formats.contains(pixelFormat))
+        format = VideoFormat(width: width, height: height, pixelFormat: pixelFormat)
         descriptor = StreamDescriptor(
             id: id, kind: .video, nominalRate: rate, device: "synthetic:\(width)x\(height)@\(rate.formatted)",
             videoFormat: format,
             frameBuffers: bufferCount)
         periodNs = UInt64(1e9 / rate)
-        frameSize = width * height * 2
+        frameSize = pixelFormat.frameBytes(width: width, height: height)!
         // Page-aligned, like mmap'd buffers: the video writer can then use direct I/O.
         let page = max(4096, sysconf(Int32(_SC_PAGESIZE)))
-        buffers = (0..<bufferCount).map { _ in
-            UnsafeMutableRawPointer.allocate(byteCount: width * height * 2, alignment: page)
+        buffers = (0..<bufferCount).map { [frameSize] _ in
+            UnsafeMutableRawPointer.allocate(byteCount: frameSize, alignment: page)
         }
         returned = SPSCRing(minimumCapacity: bufferCount)
-        pattern = .allocate(byteCount: width * 2 * 2 * height, alignment: 64)
+        let layout: [(rows: Int, rowBytes: Int)] =
+            switch pixelFormat {
+            case .nv12: [(height, width), (height / 2, width)]
+            case .grey: [(height, width)]
+            default: [(height, width * 2)]
+            }
+        var offset = 0
+        planes = layout.map { plane in
+            defer { offset += plane.rows * plane.rowBytes }
+            return Plane(
+                rows: plane.rows, rowBytes: plane.rowBytes, offset: offset,
+                pattern: .allocate(byteCount: plane.rows * plane.rowBytes * 2, alignment: 64))
+        }
         drawPattern()
         for index in 0..<bufferCount { _ = returned.tryPush(Int32(index)) }
     }
 
     deinit {
         for buffer in buffers { buffer.deallocate() }
-        pattern.deallocate()
+        for plane in planes { plane.pattern.deallocate() }
     }
 
     /// Vertical colour bars with a diagonal ramp in luma, repeated twice across, so any window
     /// `width` pixels wide is a valid frame.
     private func drawPattern() {
         let width = format.width, height = format.height
-        let rowBytes = width * 2 * 2
         let bars: [(y: UInt8, u: UInt8, v: UInt8)] = [
             (235, 128, 128), (210, 16, 146), (170, 166, 16), (145, 54, 34), (106, 202, 222), (81, 90, 240),
             (41, 240, 110), (16, 128, 128),
         ]
+        /// The pattern at pixel `x` (of two periods) in `row`: luma of the pixel, chroma of its pair.
+        func sample(_ x: Int, _ row: Int) -> (y: UInt8, u: UInt8, v: UInt8) {
+            let bar = bars[(x - x % 2) % width * bars.count / width]
+            let ramp = UInt8(truncatingIfNeeded: (x % width + row) & 0x3F)
+            let luma = x % 2 == 0 ? bar.y &- min(bar.y - 16, ramp) : bar.y
+            return (luma, bar.u, bar.v)
+        }
+        let first = planes[0].pattern.assumingMemoryBound(to: UInt8.self)
         for row in 0..<height {
-            let line = (pattern + row * rowBytes).assumingMemoryBound(to: UInt8.self)
-            for pair in 0..<width {  // two periods of `width` pixels = `width` YUYV pairs
-                let x = (pair * 2) % width
-                let bar = bars[x * bars.count / width]
-                let ramp = UInt8(truncatingIfNeeded: (x + row) & 0x3F)
-                line[pair * 4 + 0] = bar.y &- min(bar.y - 16, ramp)
-                line[pair * 4 + 1] = bar.u
-                line[pair * 4 + 2] = bar.y
-                line[pair * 4 + 3] = bar.v
+            for x in 0..<(2 * width) {
+                let pixel = sample(x, row)
+                switch format.pixelFormat {
+                case .yuyv:
+                    let line = first + row * width * 4
+                    line[x * 2] = pixel.y
+                    line[x * 2 + 1] = x % 2 == 0 ? pixel.u : pixel.v
+                case .y16:
+                    // Little-endian: a low byte of its own (the ramp running the other way).
+                    let line = first + row * width * 4
+                    line[x * 2] = UInt8(truncatingIfNeeded: 255 &- (x % width + 3 &* row))
+                    line[x * 2 + 1] = pixel.y
+                case .grey, .nv12:
+                    first[row * width * 2 + x] = pixel.y
+                case .mjpeg: preconditionFailure("not a synthetic format")
+                }
+            }
+        }
+        if format.pixelFormat == .nv12 {
+            let chroma = planes[1].pattern.assumingMemoryBound(to: UInt8.self)
+            for row in 0..<(height / 2) {
+                for pair in 0..<width {
+                    let pixel = sample(pair * 2, row * 2)
+                    chroma[row * width * 2 + pair * 2] = pixel.u
+                    chroma[row * width * 2 + pair * 2 + 1] = pixel.v
+                }
             }
         }
     }
 
     /// Draws frame `sequence` into `buffer`: the pattern shifted left by 4 pixels a frame.
     private func draw(_ sequence: UInt64, into buffer: UnsafeMutableRawPointer) {
-        let rowOut = format.width * 2
-        let shift = Int(sequence * 4 % UInt64(format.width)) * 2
-        for row in 0..<format.height {
-            (buffer + row * rowOut).copyMemory(from: pattern + row * rowOut * 2 + shift, byteCount: rowOut)
+        let shiftPixels = Int(sequence * 4 % UInt64(format.width))
+        for plane in planes {
+            let shift = shiftPixels * plane.rowBytes / format.width
+            for row in 0..<plane.rows {
+                (buffer + plane.offset + row * plane.rowBytes).copyMemory(
+                    from: plane.pattern + row * plane.rowBytes * 2 + shift, byteCount: plane.rowBytes)
+            }
         }
     }
 

@@ -38,14 +38,27 @@ public struct SyntheticSourceFactory: SourceFactory {
             if spec.options["stall"] != nil {
                 throw PlanError("\(spec.label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
             }
-            if let format = spec.options["format"], format.uppercased() != "YUYV" {
-                throw PlanError(
-                    "\(spec.label) synthetic: format '\(format)' is not available; the synthetic camera makes YUYV")
+            var pixelFormat = VideoFormat.PixelFormat.yuyv
+            if let name = spec.options["format"] {
+                let known = SyntheticCamera.formats.map(\.rawValue)
+                guard let format = VideoFormat.PixelFormat(rawValue: name.uppercased()),
+                    SyntheticCamera.formats.contains(format)
+                else {
+                    throw PlanError(
+                        "\(spec.label) synthetic: format '\(name)' is not available; the synthetic camera makes \(known.joined(separator: ", "))"
+                    )
+                }
+                pixelFormat = format
             }
             let size = try spec.size() ?? (640, 480)
+            guard size.width % 2 == 0, size.height % 2 == 0 else {
+                throw PlanError(
+                    "\(spec.label) synthetic: \(size.width)x\(size.height) has an odd side; give an even width and height"
+                )
+            }
             return SyntheticCamera(
                 id: id, width: size.width, height: size.height, rate: try spec.positiveNumber("fps", limit: 1000) ?? 30,
-                bufferCount: try spec.count("buffers", range: 2...64) ?? 8)
+                bufferCount: try spec.count("buffers", range: 2...64) ?? 8, pixelFormat: pixelFormat)
         case .imu:
             if ["channels", "trigger", "clock", "stall"].contains(where: { spec.options[$0] != nil }) {
                 throw PlanError(
