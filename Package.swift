@@ -9,6 +9,8 @@ let package = Package(
         // Recording from a program of one's own: device plans, the RecordingController, the
         // session's layout, recovery.
         .library(name: "FieldcapSession", targets: ["FieldcapSession"]),
+        // Sessions in the field's layouts, for a program of one's own: MCAP, EuRoC, image folders.
+        .library(name: "FieldcapExport", targets: ["FieldcapExport"]),
         // What a rig holds, for a program of one's own: listing, deleting, extracting a range.
         .library(name: "FieldcapArchive", targets: ["FieldcapArchive"]),
         // A rig over the network, for a program of one's own: the API, the events, the recording on command.
@@ -128,6 +130,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // A camera's calibration (Kalibr camchains, OpenCV calibration files), kept with the session.
+        .target(name: "FieldcapCalibration", dependencies: [.product(name: "Yams", package: "Yams")]),
+        // The C libraries of the exports: libzstd and liblz4 (MCAP's two chunk codecs), zlib
+        // (MCAP's CRC-32). Debian: libzstd-dev, liblz4-dev, zlib1g-dev.
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // `fieldcap export`: sessions as MCAP (ROS 2), EuRoC folders and image folders. Reads
+        // finished sessions only, never the capture path.
+        .target(
+            name: "FieldcapExport",
+            dependencies: [
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
+                "FieldcapCalibration", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib",
+            ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -150,7 +167,7 @@ let package = Package(
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
-                "FieldcapCaptureServer",
+                "FieldcapCaptureServer", "FieldcapExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -193,6 +210,7 @@ let package = Package(
                 "FieldcapArchive", "FieldcapSession", "FieldcapSegments", "FieldcapMedia", "FieldcapCore", "SyncField",
                 "TestSupport",
             ]),
+        .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

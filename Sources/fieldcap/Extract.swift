@@ -41,17 +41,19 @@ struct Extract: ParsableCommand {
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String
 
+    /// `--from`/`--to` as nanoseconds since the epoch, or the usage error naming the option.
+    static func time(_ text: String, option: String, example: String) throws -> UInt64 {
+        guard let ns = UTCTime.parse(text) else {
+            throw PlanError(
+                "\(option) \(text) is not a time fieldcap reads; write it as \(example) (UTC) or with its offset"
+            ).exitForCommand()
+        }
+        return ns
+    }
+
     func run() throws {
-        guard let fromNs = UTCTime.parse(from) else {
-            throw PlanError(
-                "--from \(from) is not a time fieldcap reads; write it as 2026-11-23T14:02:00Z (UTC) or with its offset"
-            ).exitForCommand()
-        }
-        guard let toNs = UTCTime.parse(to) else {
-            throw PlanError(
-                "--to \(to) is not a time fieldcap reads; write it as 2026-11-23T14:04:00Z (UTC) or with its offset"
-            ).exitForCommand()
-        }
+        let fromNs = try Self.time(from, option: "--from", example: "2026-11-23T14:02:00Z")
+        let toNs = try Self.time(to, option: "--to", example: "2026-11-23T14:04:00Z")
         guard toNs > fromNs else {
             throw PlanError("--to \(to) is not after --from \(from): nothing written").exitForCommand()
         }

@@ -24,7 +24,8 @@ struct Fieldcap: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            Record.self, Serve.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, Request.self,
+            Record.self, Serve.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, Export.self,
+            Request.self,
             Upload.self, List.self,
             Bench.self, InstallUdev.self,
         ],

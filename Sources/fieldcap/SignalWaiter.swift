@@ -1,7 +1,8 @@
 import Foundation
 
-/// Blocks signals for the whole process and takes them synchronously, in one place.
-final class SignalWaiter {
+/// Blocks signals for the whole process and takes them synchronously, in one place. Its set is
+/// written once, at init: any thread may wait on it.
+final class SignalWaiter: @unchecked Sendable {
     private var set = sigset_t()
 
     /// Blocks `signals` in the calling thread; threads started afterwards inherit the mask.

@@ -12,6 +12,12 @@
 /// Lowers the calling thread's scheduling priority to `nice` (Linux's nice is per thread): for a
 /// thread whose work may wait, so that capture and writing do not. The corresponding calls are
 /// `setpriority(PRIO_PROCESS, gettid(), nice)`; Glibc's Swift module has no `gettid`.
+/// Syncs the filesystem holding `fd` (`syncfs(2)`, which Glibc declares only under _GNU_SOURCE):
+/// one call for the thousands of files an export writes.
+/// Declared here because the system headers are built as modules without _GNU_SOURCE.
+extern int syncfs(int fd);
+static inline int CFieldcapLinux_syncfs(int fd) { return syncfs(fd); }
+
 static inline int CFieldcapLinux_nice_thread(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }

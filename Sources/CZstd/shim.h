@@ -1,0 +1,3 @@
+// libzstd (Debian: libzstd-dev): MCAP chunks compressed with zstd.
+#include <stddef.h>
+#include <zstd.h>

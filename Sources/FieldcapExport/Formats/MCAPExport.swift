@@ -1,0 +1,208 @@
+import FieldcapCalibration
+import FieldcapCore
+import FieldcapSession
+import SyncField
+
+/// `fieldcap export --format mcap`: the session as one MCAP file with the ROS 2 profile, every
+/// record in time order across the streams, stamped in UTC through the sync point:
+///
+/// - a camera on `/<id>/image_raw` (`sensor_msgs/msg/Image`, its raw bytes with their ROS
+///   encoding) or `/<id>/image_raw/compressed` (`sensor_msgs/msg/CompressedImage`, MJPEG);
+///   `/<id>/camera_info` beside it when the session has the camera's calibration;
+/// - an IMU's accelerometer and gyroscope on `/<id>/imu` (`sensor_msgs/msg/Imu`), and every
+///   other channel of a sensor stream on `/<id>/channels` (`fieldcap_msgs/msg/SensorChannels`);
+/// - metadata `fieldcap`: the sync point and the mapping back to `capture_ns`.
+enum MCAPExport {
+    struct Options {
+        var compression: MCAPCompression = .zstd
+        var chunkBytes = 4 << 20
+        /// 16-bit cameras to write as depth (`16UC1`); Z16 cameras always are.
+        var depthStreams: Set<String> = []
+    }
+
+    struct Summary {
+        var messageCount = 0
+        var firstNs: UInt64?
+        var lastNs: UInt64 = 0
+        /// Per topic, in the file's channel order: its type and how many messages it got.
+        var topics: [(topic: String, type: ROS2Schema, count: Int)] = []
+    }
+
+    /// The QoS rosbag2 records a reliable, volatile publisher with, which `ros2 bag` and
+    /// `rosbags` read back from each channel's metadata.
+    static let offeredQoS = """
+        - history: 3
+          depth: 0
+          reliability: 1
+          durability: 2
+          deadline:
+            sec: 2147483647
+            nsec: 4294967295
+          lifespan:
+            sec: 2147483647
+            nsec: 4294967295
+          liveliness: 1
+          liveliness_lease_duration:
+            sec: 2147483647
+            nsec: 4294967295
+          avoid_ros_namespace_conventions: false
+        """
+
+    /// The ROS image encoding of a raw format, and the bytes of one row.
+    static func rawEncoding(_ format: VideoFormat, depth: Bool) -> (encoding: String, step: Int)? {
+        switch format.pixelFormat {
+        case .yuyv: return ("yuv422_yuy2", format.width * 2)
+        case .grey: return ("mono8", format.width)
+        case .y16: return (depth ? "16UC1" : "mono16", format.width * 2)
+        case .nv12: return ("nv12", format.width)
+        case .mjpeg: return nil
+        }
+    }
+
+    static func write(
+        session: ExportSession, streams: [ExportSession.Stream], path: String, options: Options,
+        calibration: [String: CameraCalibration] = [:], progress: (Int) -> Void, isCancelled: () -> Bool
+    ) throws(ExportError) -> Summary {
+        let writer = try MCAPWriter(
+            path: path,
+            options: .init(
+                profile: "ros2", library: "fieldcap \(Sidecar.fieldcapVersion)", compression: options.compression,
+                chunkBytes: options.chunkBytes))
+        var summary = Summary()
+        var schemaIds: [ROS2Schema: UInt16] = [:]
+        func channel(_ topic: String, _ type: ROS2Schema) throws(ExportError) -> UInt16 {
+            if schemaIds[type] == nil {
+                schemaIds[type] = try writer.addSchema(
+                    name: type.rawValue, encoding: "ros2msg", data: Array(type.text.utf8))
+            }
+            summary.topics.append((topic, type, 0))
+            return try writer.addChannel(
+                topic: topic, messageEncoding: "cdr", schema: schemaIds[type]!,
+                metadata: ["offered_qos_profiles": offeredQoS])
+        }
+
+        try writer.addMetadata(name: "fieldcap", metadata(session))
+
+        var sources: [Source] = []
+        for stream in streams {
+            let name = topicName(stream.id)
+            if let format = stream.format {
+                let depth = format.pixelFormat == .y16 && options.depthStreams.contains(stream.id)
+                let image =
+                    format.pixelFormat == .mjpeg
+                    ? try channel("/\(name)/image_raw/compressed", .compressedImage)
+                    : try channel("/\(name)/image_raw", .image)
+                let info = calibration[stream.id] != nil ? try channel("/\(name)/camera_info", .cameraInfo) : nil
+                sources.append(
+                    .camera(
+                        try CameraReader(session: session, stream: stream), format: format, depth: depth,
+                        image: image, info: info))
+            } else {
+                let reader = try SensorReader(session: session, stream: stream)
+                let layout = IMULayout(channels: reader.channels)
+                let imu = layout.isIMU ? try channel("/\(name)/imu", .imu) : nil
+                let rest = layout.others.isEmpty ? nil : try channel("/\(name)/channels", .sensorChannels)
+                sources.append(.sensor(reader, layout: layout, imu: imu, channels: rest))
+            }
+        }
+        var merge = try TimeOrder(sources: sources)
+        defer { merge.cancel() }
+        var sequence: [UInt16: UInt32] = [:]
+        var written = 0
+        func add(_ channel: UInt16, _ ns: UInt64, _ encode: (inout [UInt8]) -> Void) throws(ExportError) {
+            let number = sequence[channel, default: 0]
+            sequence[channel] = number + 1
+            try writer.addMessage(channel: channel, sequence: number, logTime: ns, publishTime: ns, payload: encode)
+            summary.topics[Int(channel)].count += 1
+            summary.messageCount += 1
+            summary.firstNs = min(summary.firstNs ?? ns, ns)
+            summary.lastNs = max(summary.lastNs, ns)
+        }
+        while let (index, record) = try merge.next() {
+            if isCancelled() { throw ExportError(.cancelled, "stopped: nothing written") }
+            let stream = sources[index]
+            switch (stream, record) {
+            case (.camera(_, let format, let depth, let image, let info), .frame(let frame)):
+                let ns = session.wallClockNs(captureNs: frame.captureNs)
+                let header = ROS2Messages.Header(stampNs: ns, frameId: stream.id)
+                if let (encoding, step) = rawEncoding(format, depth: depth) {
+                    try add(image, ns) { buffer in
+                        frame.bytes.withUnsafeBytes { bytes in
+                            ROS2Messages.image(
+                                header, height: format.height, width: format.width, encoding: encoding, step: step,
+                                data: bytes, into: &buffer)
+                        }
+                    }
+                } else {
+                    try add(image, ns) { buffer in
+                        frame.bytes.withUnsafeBytes {
+                            ROS2Messages.compressedImage(header, format: "jpeg", data: $0, into: &buffer)
+                        }
+                    }
+                }
+                if let info, let calibration = calibration[stream.id] {
+                    try add(info, ns) {
+                        ROS2Messages.cameraInfo(
+                            header, height: format.height, width: format.width,
+                            distortionModel: calibration.rosDistortionModel, d: calibration.rosDistortion,
+                            k: calibration.cameraMatrix, into: &$0)
+                    }
+                }
+                written += 1
+                progress(written)
+            case (.sensor(_, let layout, let imu, let rest), .sample(let sample)):
+                let ns = session.wallClockNs(captureNs: sample.captureNs)
+                let header = ROS2Messages.Header(stampNs: ns, frameId: stream.id)
+                if let imu {
+                    try add(imu, ns) {
+                        ROS2Messages.imu(
+                            header, angularVelocity: layout.gyroscope(sample.values),
+                            linearAcceleration: layout.accelerometer(sample.values), into: &$0)
+                    }
+                }
+                if let rest {
+                    try add(rest, ns) {
+                        ROS2Messages.sensorChannels(
+                            header, names: layout.otherNames,
+                            values: layout.others.map { sample.values[$0] ?? .nan }, into: &$0)
+                    }
+                }
+            default: preconditionFailure("a record of the wrong kind for its stream")
+            }
+        }
+        try writer.finish()
+        return summary
+    }
+
+    /// The metadata record: where the times came from, so `capture_ns` can be recovered.
+    static func metadata(_ session: ExportSession) -> [String: String] {
+        [
+            "host_id": session.syncPoint.hostId,
+            "sync_point.monotonic_ns": String(session.syncPoint.monotonicNs),
+            "sync_point.wall_clock_ns": String(session.syncPoint.wallClockNs),
+            "time_mapping":
+                "log_time, publish_time and header.stamp are UTC nanoseconds: capture_ns (CLOCK_MONOTONIC_RAW) - sync_point.monotonic_ns + sync_point.wall_clock_ns",
+            "source_session": session.directory,
+            "fieldcap_version": Sidecar.fieldcapVersion,
+        ]
+    }
+
+    /// A stream id as a ROS name part: letters, digits and `_`, not starting with a digit.
+    static func topicName(_ id: String) -> String {
+        var name = String(id.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "_" })
+        if let first = name.first, first.isNumber { name = "_" + name }
+        return name
+    }
+
+    enum Source {
+        case camera(CameraReader, format: VideoFormat, depth: Bool, image: UInt16, info: UInt16?)
+        case sensor(SensorReader, layout: IMULayout, imu: UInt16?, channels: UInt16?)
+
+        var id: String {
+            switch self {
+            case .camera(let reader, _, _, _, _): reader.stream.id
+            case .sensor(let reader, _, _, _): reader.stream.id
+            }
+        }
+    }
+}

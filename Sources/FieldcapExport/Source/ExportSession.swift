@@ -1,0 +1,88 @@
+import FieldcapCore
+import FieldcapSession
+import Foundation
+import SyncField
+
+/// A finished fieldcap session, as the exports read it: its streams from the sidecar (formats,
+/// channels), its sync point, and each stream's files. Opening it validates it as `fieldcap
+/// validate` does, videos included: an export starts only from a session that holds together.
+public struct ExportSession {
+    public struct Stream: Sendable {
+        public var id: String
+        /// A camera's format; nil for a sensor stream.
+        public var format: VideoFormat?
+        /// A sensor stream's channels, in the order the recorder gave them.
+        public var channels: [String]
+        public var nominalRate: Double
+        /// The device it was recorded from (`/dev/video0`, `iio:device0`, `synthetic:...`).
+        public var device: String
+
+        public var isCamera: Bool { format != nil }
+    }
+
+    public let directory: String
+    public let layout: SessionLayout
+    public let syncPoint: SyncPoint
+    public let streams: [Stream]
+    /// The whole sidecar, for what an export copies as it is (host name, kernel, times).
+    public let document: [String: Any]
+
+    /// Opens and validates `directory`; `progress` hears how far validation has read.
+    public init(directory: String, progress: ((SessionValidator.Progress) -> Void)? = nil) throws(ExportError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+            throw ExportError(
+                .session, "\(directory) is not a directory: give a session (or a recording with --from/--to)")
+        }
+        let layout = SessionLayout(directory: directory)
+        guard FileManager.default.fileExists(atPath: layout.manifest) else {
+            throw ExportError(.session, "\(directory) is not a session (it has no \(SessionLayout.manifestName))")
+        }
+        guard let contents = Sidecar.Contents(layout: layout) else {
+            throw ExportError(
+                .session,
+                "\(directory) has no readable \(SessionLayout.sidecarName): export reads sessions fieldcap recorded")
+        }
+        guard contents.state != "recording" else {
+            throw ExportError(
+                .session, "the session \(directory) is not finished (run `fieldcap recover` on it first)")
+        }
+        let report = SessionValidator.validateWithVideos(directory: directory, progress: progress)
+        if let problem = report.problems.first {
+            let more = report.problems.count > 1 ? " (and \(report.problems.count - 1) more problems)" : ""
+            throw ExportError(
+                .session,
+                "the session \(directory) does not validate: \(problem)\(more); run `fieldcap validate \(directory)`")
+        }
+        let entries = (contents.document["streams"] as? [[String: Any]]) ?? []
+        streams = contents.streams.enumerated().map { index, stream in
+            let entry = index < entries.count ? entries[index] : [:]
+            return Stream(
+                id: stream.id, format: stream.format, channels: (entry["channels"] as? [String]) ?? [],
+                nominalRate: stream.nominalRate, device: (entry["device"] as? String) ?? "")
+        }
+        self.directory = directory
+        self.layout = layout
+        self.syncPoint = contents.syncPoint
+        self.document = contents.document
+    }
+
+    /// `capture_ns` (CLOCK_MONOTONIC_RAW) as wall-clock nanoseconds since the epoch, through the
+    /// sync point: the one mapping every export uses, recorded with the MCAP file.
+    public func wallClockNs(captureNs: UInt64) -> UInt64 {
+        let offset = Int64(bitPattern: captureNs &- syncPoint.monotonicNs)
+        return UInt64(bitPattern: Int64(bitPattern: syncPoint.wallClockNs) &+ offset)
+    }
+
+    /// The streams `ids` names, in the session's order; all when nil.
+    public func streams(named ids: [String]?) throws(ExportError) -> [Stream] {
+        guard let ids else { return streams }
+        for id in ids where !streams.contains(where: { $0.id == id }) {
+            throw ExportError(
+                .request,
+                "--streams: the session has no stream \(id) (it has \(streams.map(\.id).joined(separator: ", ")))")
+        }
+        return streams.filter { ids.contains($0.id) }
+    }
+}

@@ -1,0 +1,126 @@
+import SyncField
+
+/// A camera's frames with their timestamp lines: the n-th frame of `{id}.mkv` and the n-th line
+/// of `{id}.timestamps.jsonl`, whose `frame_number` is n (the validator has counted both).
+///
+/// Thread-bound (the exporter's); the file is read on the feed's own thread.
+final class CameraReader {
+    struct Frame {
+        var bytes: [UInt8]
+        var index: Int
+        var captureNs: UInt64
+    }
+
+    let stream: ExportSession.Stream
+    private let feed: FrameFeed
+    private let stamps: LineReader
+
+    init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+        self.stream = stream
+        stamps = try LineReader(path: session.layout.timestamps(stream.id))
+        feed = FrameFeed(path: session.layout.video(stream.id))
+    }
+
+    func next() throws(ExportError) -> Frame? {
+        guard let frame = try feed.next() else { return nil }
+        guard let line = try stamps.next() else {
+            throw ExportError(.session, "\(stamps.path) has fewer lines than \(feed.path) has frames")
+        }
+        let stamp = try TimestampFields(line, path: stamps.path, lineNumber: stamps.lineNumber)
+        guard stamp.frameNumber == frame.index else {
+            throw ExportError(
+                .session,
+                "\(stamps.path) line \(stamps.lineNumber): frame_number \(stamp.frameNumber) is not the video's frame \(frame.index)"
+            )
+        }
+        return Frame(bytes: frame.bytes, index: frame.index, captureNs: stamp.captureNs)
+    }
+
+    func cancel() { feed.cancel() }
+}
+
+/// A sensor stream's samples from `{id}.jsonl`: each line's `capture_ns` and its channels' values
+/// in the stream's channel order (nil where a line has no number for a channel).
+///
+/// Thread-bound.
+final class SensorReader {
+    struct Sample {
+        var captureNs: UInt64
+        var index: Int
+        var values: [Double?]
+    }
+
+    let stream: ExportSession.Stream
+    /// The channels, as the sidecar lists them, or as the first line's keys (sorted, as
+    /// SyncField writes them) for a stream recorded without a list; nested values are named by
+    /// their path (`gyro[0]`, `joints.wrist[1]`).
+    private(set) var channels: [String]
+    private let lines: LineReader
+    private var index = 0
+    private var peeked: Sample?
+
+    init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+        self.stream = stream
+        lines = try LineReader(path: session.layout.sensor(stream.id))
+        channels = stream.channels
+        if channels.isEmpty, let first = try next() {
+            peeked = first
+        }
+    }
+
+    func next() throws(ExportError) -> Sample? {
+        if let peeked {
+            self.peeked = nil
+            return peeked
+        }
+        guard let line = try lines.next() else { return nil }
+        let parsed: ParsedJSON
+        do { parsed = try JSONTextParser.parse(line) } catch {
+            throw ExportError(.session, "\(lines.path) line \(lines.lineNumber): \(error.message)")
+        }
+        guard let captureNs = parsed["capture_ns"]?.unsignedValue else {
+            throw ExportError(.session, "\(lines.path) line \(lines.lineNumber): no capture_ns")
+        }
+        var flat: [(String, Double?)] = []
+        if let channels = parsed["channels"] { Self.flatten(channels, path: "", into: &flat) }
+        if self.channels.isEmpty { self.channels = flat.map(\.0) }
+        var values = [Double?](repeating: nil, count: self.channels.count)
+        for (name, value) in flat {
+            if let at = self.channels.firstIndex(of: name) { values[at] = value }
+        }
+        defer { index += 1 }
+        return Sample(captureNs: captureNs, index: index, values: values)
+    }
+
+    private static func flatten(_ value: ParsedJSON, path: String, into flat: inout [(String, Double?)]) {
+        switch value {
+        case .object(let members):
+            for member in members {
+                flatten(member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)", into: &flat)
+            }
+        case .array(let items):
+            for (offset, item) in items.enumerated() { flatten(item, path: "\(path)[\(offset)]", into: &flat) }
+        case .number(let text): flat.append((path, Double(text)))
+        case .bool(let value): flat.append((path, value ? 1 : 0))
+        case .string, .null: flat.append((path, nil))
+        }
+    }
+}
+
+/// A timestamp line's `capture_ns` and `frame_number`.
+struct TimestampFields {
+    var captureNs: UInt64
+    var frameNumber: Int
+
+    init(_ line: ArraySlice<UInt8>, path: String, lineNumber: Int) throws(ExportError) {
+        let parsed: ParsedJSON
+        do { parsed = try JSONTextParser.parse(line) } catch {
+            throw ExportError(.session, "\(path) line \(lineNumber): \(error.message)")
+        }
+        guard let captureNs = parsed["capture_ns"]?.unsignedValue,
+            let frameNumber = parsed["frame_number"]?.integerValue
+        else { throw ExportError(.session, "\(path) line \(lineNumber): no capture_ns or frame_number") }
+        self.captureNs = captureNs
+        self.frameNumber = Int(frameNumber)
+    }
+}

@@ -1,0 +1,150 @@
+import ArgumentParser
+import FieldcapArchive
+import FieldcapExport
+import FieldcapSession
+import Foundation
+import SyncField
+import Synchronization
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write a session (or a range of a recording) as MCAP, a EuRoC folder or an image folder.",
+        discussion: """
+            FORMAT is one of:
+
+              mcap    one MCAP file with the ROS 2 profile, for Foxglove, `ros2 bag` and the Python
+                      `mcap`/`rosbags` libraries. Cameras on /ID/image_raw (sensor_msgs/msg/Image,
+                      raw bytes with their ROS encoding: yuv422_yuy2, mono8, mono16, nv12, 16UC1)
+                      or /ID/image_raw/compressed (MJPEG); IMUs on /ID/imu (sensor_msgs/msg/Imu,
+                      no orientation), other channels on /ID/channels
+                      (fieldcap_msgs/msg/SensorChannels). Stamps and log times are UTC ns mapped
+                      from capture_ns through the sync point; the metadata record `fieldcap` holds
+                      the mapping. --out names the .mcap file; with --rosbag2, a bag directory
+                      (metadata.yaml and NAME_0.mcap).
+
+            The input is never modified. The output is written under a hidden name beside --out
+            and renamed when whole: an interrupted export (Ctrl-C) leaves nothing that looks
+            finished. An --out that exists is refused.
+
+              fieldcap export sessions/rig-20261123T140000Z --format mcap --out run.mcap
+              fieldcap export sessions/rig-20261123T140000Z --format mcap --rosbag2 --out run_bag
+              fieldcap export recordings/rig-20261123T140000Z --format mcap --out clip.mcap \\
+                  --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z
+
+            Exit status: 0 when written, 1 when the session cannot be exported (it does not
+            validate, is not finished, holds no data in the range) or writing failed, 64 for a
+            usage error, 130 when interrupted. Nothing is left written unless the status is 0.
+            """)
+
+    @Argument(help: "A session, or a segmented recording (all of it, or --from/--to).", completion: .directory)
+    var source: String
+
+    @Option(help: ArgumentHelp("mcap.", valueName: "FORMAT"))
+    var format: String
+
+    @Option(help: ArgumentHelp("The file (mcap) or directory to create; must not exist.", valueName: "PATH"))
+    var out: String
+
+    @Option(help: ArgumentHelp("Only these streams, by id: cam0,imu0.", valueName: "IDS"))
+    var streams: String?
+
+    @Option(help: ArgumentHelp("The range's start, included: 2026-11-23T14:02:00Z.", valueName: "TIME"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("The range's end, not included: 2026-11-23T14:04:00Z.", valueName: "TIME"))
+    var to: String?
+
+    @Option(help: ArgumentHelp("MCAP chunk compression: zstd (default), lz4 or none.", valueName: "CODEC"))
+    var compression: String = "zstd"
+
+    @Flag(help: "mcap: write a rosbag2 directory (metadata.yaml and the .mcap) at --out.")
+    var rosbag2 = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Y16 cameras that hold depth in millimetres (Z16 cameras always do): cam1.", valueName: "IDS"))
+    var depth: String?
+
+    func run() throws {
+        guard let format = ExportFormat(rawValue: format), format == .mcap else {
+            throw PlanError("--format \(format) is not one fieldcap writes; use mcap").exitForCommand()
+        }
+        guard let compression = MCAPCompression(rawValue: compression) else {
+            throw PlanError("--compression \(compression): use zstd, lz4 or none").exitForCommand()
+        }
+        var request = SessionExporter.Request(source: source, format: format, out: out)
+        request.streams = streams.map { $0.split(separator: ",").map(String.init) }
+        request.depthStreams = depth.map { $0.split(separator: ",").map(String.init) } ?? []
+        request.compression = compression
+        request.rosbag2 = rosbag2
+        request.fromNs = try from.map { try Extract.time($0, option: "--from", example: "2026-11-23T14:02:00Z") }
+        request.toNs = try to.map { try Extract.time($0, option: "--to", example: "2026-11-23T14:04:00Z") }
+        if let fromNs = request.fromNs, let toNs = request.toNs, toNs <= fromNs {
+            throw PlanError("--to \(to!) is not after --from \(from!): nothing written").exitForCommand()
+        }
+
+        // Ctrl-C and SIGTERM end the export between two frames; its partial output is removed.
+        let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let stop = InterruptSignal()
+        let watcher = Thread {
+            while stop.signal.load(ordering: .relaxed) == 0 {
+                if let signal = signals.wait(seconds: 0.2) { stop.signal.store(signal, ordering: .relaxed) }
+            }
+        }
+        watcher.start()
+        defer { _ = stop.signal.compareExchange(expected: 0, desired: -1, ordering: .relaxed) }
+
+        let line = ExportProgressLine()
+        let outcome: SessionExporter.Outcome
+        do {
+            outcome = try SessionExporter.export(
+                request, progress: line.show, isCancelled: { stop.signal.load(ordering: .relaxed) > 0 })
+        } catch {
+            line.erase()
+            say("Error: \(error.message)")
+            switch error.code {
+            case .request: throw ExitCode(64)
+            case .cancelled: throw ExitCode(130)
+            case .session, .output: throw ExitCode(1)
+            }
+        }
+        line.erase()
+        for text in outcome.lines { print("  \(text)") }
+        print("\(outcome.out): written")
+    }
+}
+
+/// The signal that stopped a command (0: none yet; -1: the command ended first).
+final class InterruptSignal: Sendable {
+    let signal = Atomic<Int32>(0)
+}
+
+/// "writing: 1200 of 3000 frames (40%)" on the terminal's stderr, redrawn at most four times a
+/// second; on a pipe or log, a line every ten seconds.
+final class ExportProgressLine: @unchecked Sendable {
+    private let line = TerminalLine()
+    private var lastDrawn: UInt64 = 0
+
+    func show(_ progress: SessionExporter.Progress) {
+        let now = MonotonicClock.now()
+        let interval: UInt64 = line.isTerminal ? 250_000_000 : 10_000_000_000
+        if lastDrawn == 0 { lastDrawn = now }
+        guard now &- lastDrawn >= interval else { return }
+        lastDrawn = now
+        var text = progress.stage.rawValue
+        switch progress.stage {
+        case .writing:
+            text +=
+                ": \(progress.done)"
+                + (progress.total > 0
+                    ? " of \(progress.total) frames (\(100 * progress.done / progress.total)%)" : " frames")
+        case .validating where progress.total > 0:
+            text += ": \(100 * progress.done / progress.total)%"
+        default: break
+        }
+        if line.isTerminal { line.draw(text) } else { say(text) }
+    }
+
+    func erase() { line.erase() }
+}

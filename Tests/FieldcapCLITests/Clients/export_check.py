@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Judges a fieldcap export with the readers its users run, against the session it came from.
+
+    export_check.py mcap SESSION FILE.mcap [--depth ID ...]
+    export_check.py rosbag2 SESSION BAGDIR
+
+The session is read as the SyncField format and fieldcap's sidecar describe it (JSON lines, the
+sync point, Matroska videos through ffmpeg), never through fieldcap's code. The MCAP file is
+read with the Python `mcap` library (indexed and, with CRCs checked, front to back) and decoded
+with `mcap-ros2-support`; a rosbag2 directory with `rosbags`. Every message is compared: counts
+per stream, stamps (UTC through the sync point), log times, image sizes and encodings, the
+frames' bytes (equal to the Matroska file's frames as ffmpeg demuxes them), IMU values. Prints
+one line per stream and "export ok"; exits 1 with the first difference.
+"""
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ENCODINGS = {"YUYV": ("yuv422_yuy2", 2), "GREY": ("mono8", 1), "Y16": ("mono16", 2), "NV12": ("nv12", 1)}
+
+
+def fail(message):
+    print(f"export_check: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def lines(path):
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().split(b"\n") if line]
+
+
+def mkv_frames(path, frame_bytes):
+    """The video's frames as ffmpeg demuxes them (stream copy: the stored bytes)."""
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    if len(raw) % frame_bytes:
+        fail(f"{path}: ffmpeg gave {len(raw)} bytes, not whole {frame_bytes}-byte frames")
+    return [raw[i : i + frame_bytes] for i in range(0, len(raw), frame_bytes)]
+
+
+class Session:
+    def __init__(self, directory):
+        self.dir = Path(directory)
+        sync = json.loads((self.dir / "sync_point.json").read_text())
+        self.mono, self.wall = sync["monotonic_ns"], sync["wall_clock_ns"]
+        self.sidecar = json.loads((self.dir / "fieldcap.json").read_text())
+        self.streams = {s["id"]: s for s in self.sidecar["streams"]}
+
+    def utc(self, capture_ns):
+        return capture_ns - self.mono + self.wall
+
+    def expected(self, depth):
+        """Per topic: a list of (stamp, check(message)) in recording order."""
+        topics = {}
+        for sid, stream in self.streams.items():
+            stamps = [line["capture_ns"] for line in lines(self.dir / f"{sid}.timestamps.jsonl")]
+            if "format" in stream:
+                fmt = stream["format"]
+                w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+                if pix == "MJPG":
+                    continue  # checked by type and count only below
+                encoding, bpp = ENCODINGS[pix]
+                if pix == "Y16" and sid in depth:
+                    encoding = "16UC1"
+                size = w * h * 3 // 2 if pix == "NV12" else w * h * bpp
+                frames = mkv_frames(self.dir / f"{sid}.mkv", size)
+                if len(frames) != len(stamps):
+                    fail(f"{sid}: the mkv has {len(frames)} frames, the timestamps {len(stamps)}")
+                topics[f"/{sid}/image_raw"] = [
+                    (self.utc(t), ("image", w, h, encoding, w * bpp, frame)) for t, frame in zip(stamps, frames)
+                ]
+            else:
+                samples = lines(self.dir / f"{sid}.jsonl")
+                names = stream.get("channels") or sorted(samples[0]["channels"])
+                accel = [f"accel_{a}" for a in "xyz"]
+                gyro = [next((f"{p}_{a}" for p in ("anglvel", "gyro") if f"{p}_{a}" in names), None) for a in "xyz"]
+                has_accel, has_gyro = any(n in names for n in accel), any(gyro)
+                # ROS's sensor_msgs/Imu: a vector the IMU does not measure has the first element
+                # of its covariance -1 (and zeros); an axis missing from one it has is NaN.
+                def vector(sample, axes, present):
+                    if not present:
+                        return None
+                    return [sample["channels"].get(n, math.nan) if n else math.nan for n in axes]
+
+                if has_accel or has_gyro:
+                    topics[f"/{sid}/imu"] = [
+                        (self.utc(s["capture_ns"]), ("imu", vector(s, gyro, has_gyro), vector(s, accel, has_accel)))
+                        for s in samples
+                    ]
+                others = [n for n in names if n not in accel and n not in gyro]
+                if others:
+                    topics[f"/{sid}/channels"] = [
+                        (self.utc(s["capture_ns"]), ("channels", others, [s["channels"].get(n) for n in others]))
+                        for s in samples
+                    ]
+        return topics
+
+
+def same(a, b):
+    return (math.isnan(a) and math.isnan(b)) if isinstance(a, float) and math.isnan(a) else abs(a - b) <= 1e-9 * max(1, abs(b))
+
+
+def check(topic, expected, stamp_ns, log_time, msg):
+    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    if stamp != expected[0] or (log_time is not None and log_time != expected[0]):
+        fail(f"{topic}: stamp {stamp} / log time {log_time}, the session says {expected[0]}")
+    kind = expected[1][0]
+    if kind == "image":
+        _, w, h, encoding, step, frame = expected[1]
+        if (msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian) != (w, h, encoding, step, 0):
+            fail(f"{topic}: {msg.width}x{msg.height} {msg.encoding} step {msg.step}, expected {w}x{h} {encoding} step {step}")
+        if bytes(msg.data) != frame:
+            fail(f"{topic}: a frame's bytes differ from the Matroska file's (stamp {stamp})")
+    elif kind == "imu":
+        _, gyro, accel = expected[1]
+        got_gyro = [msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z]
+        got_accel = [msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z]
+        for name, got, want, covariance in (
+            ("angular_velocity", got_gyro, gyro, msg.angular_velocity_covariance),
+            ("linear_acceleration", got_accel, accel, msg.linear_acceleration_covariance),
+        ):
+            if want is None:
+                if covariance[0] != -1 or got != [0.0, 0.0, 0.0]:
+                    fail(f"{topic}: {name} {got} covariance[0] {covariance[0]}: not marked unknown (the IMU lacks it)")
+            elif covariance[0] == -1 or not all(same(a, b) for a, b in zip(got, want)):
+                fail(f"{topic}: {name} {got} (covariance[0] {covariance[0]}), the session says {want}")
+        if msg.orientation_covariance[0] != -1:
+            fail(f"{topic}: orientation not marked unknown (covariance[0] {msg.orientation_covariance[0]})")
+    elif kind == "channels":
+        _, names, values = expected[1]
+        if list(msg.names) != names:
+            fail(f"{topic}: channels {list(msg.names)}, the session has {names}")
+        if not all(same(a, math.nan if b is None else float(b)) for a, b in zip(msg.values, values)):
+            fail(f"{topic}: values {list(msg.values)}, the session says {values}")
+
+
+def check_mcap(session, path, depth):
+    from mcap.reader import NonSeekingReader, make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    expected = session.expected(depth)
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        header = reader.get_header()
+        if header.profile != "ros2":
+            fail(f"profile {header.profile!r}, not ros2")
+        summary = reader.get_summary()
+        if not summary.chunk_indexes:
+            fail("no chunk indexes in the summary")
+        counts = {summary.channels[c].topic: n for c, n in summary.statistics.channel_message_counts.items()}
+        seen = {topic: 0 for topic in counts}
+        last = 0
+        for schema, channel, message, ros in reader.iter_decoded_messages(log_time_order=False):
+            topic = channel.topic
+            if message.log_time < last:
+                fail(f"{topic}: log time {message.log_time} before the one before it ({last}): not in time order")
+            last = message.log_time
+            if schema.encoding != "ros2msg" or channel.message_encoding != "cdr":
+                fail(f"{topic}: schema {schema.encoding}, messages {channel.message_encoding}")
+            if topic.endswith("/compressed"):
+                seen[topic] += 1
+                if ros.format != "jpeg" or bytes(ros.data[:2]) != b"\xff\xd8":
+                    fail(f"{topic}: not a JPEG")
+                continue
+            if topic not in expected:
+                fail(f"{topic}: not a topic the session explains")
+            index = seen[topic]
+            seen[topic] += 1
+            if index >= len(expected[topic]):
+                fail(f"{topic}: more messages than the session has records ({len(expected[topic])})")
+            check(topic, expected[topic][index], None, message.log_time, ros)
+        metadata = {m.name: m.metadata for m in reader.iter_metadata()}
+    for topic, records in expected.items():
+        if seen.get(topic) != len(records) or counts.get(topic) != len(records):
+            fail(f"{topic}: {seen.get(topic)} messages read, {counts.get(topic)} in the statistics, {len(records)} in the session")
+        print(f"{topic}: {len(records)} messages equal the session's")
+    mapping = metadata.get("fieldcap", {})
+    if int(mapping.get("sync_point.monotonic_ns", -1)) != session.mono or int(mapping.get("sync_point.wall_clock_ns", -1)) != session.wall:
+        fail(f"metadata 'fieldcap' {mapping} does not hold the session's sync point")
+    with open(path, "rb") as f:
+        total = sum(1 for _ in NonSeekingReader(f, validate_crcs=True).iter_messages())
+    if total != sum(seen.values()):
+        fail(f"front to back with CRCs: {total} messages, indexed: {sum(seen.values())}")
+    print(f"front to back with CRCs checked: {total} messages")
+
+
+def check_rosbag2(session, bag, depth):
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    expected = session.expected(depth)
+    seen = {}
+    with AnyReader([Path(bag)], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
+        for connection, timestamp, raw in reader.messages():
+            topic = connection.topic
+            msg = reader.deserialize(raw, connection.msgtype)
+            index = seen.get(topic, 0)
+            seen[topic] = index + 1
+            if topic in expected:
+                check(topic, expected[topic][index], None, timestamp, msg)
+    for topic, records in expected.items():
+        if seen.get(topic) != len(records):
+            fail(f"rosbags: {topic}: {seen.get(topic)} messages, the session has {len(records)}")
+        print(f"rosbags {topic}: {len(records)} messages equal the session's")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["mcap", "rosbag2"])
+    parser.add_argument("session")
+    parser.add_argument("output")
+    parser.add_argument("--depth", action="append", default=[])
+    args = parser.parse_args()
+    session = Session(args.session)
+    if args.kind == "mcap":
+        check_mcap(session, args.output, set(args.depth))
+    else:
+        check_rosbag2(session, args.output, set(args.depth))
+    print("export ok")
+
+
+if __name__ == "__main__":
+    main()

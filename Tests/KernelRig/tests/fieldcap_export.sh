@@ -1,0 +1,32 @@
+#!/bin/bash
+# rig-timeout: 180
+# A vivid + IIO dummy session exported: `fieldcap export --format mcap` (and `--rosbag2`) run in
+# the guest on what the real drivers recorded, judged by the readers users run (the Python `mcap`
+# library with mcap-ros2-support, and rosbags; Tests/FieldcapCLITests/Clients/export_check.py):
+# every vivid frame equal to the Matroska file's as ffmpeg demuxes it, every stamp mapped through
+# the sync point, the dummy's accel_x on /imu/imu (its missing axes NaN, no gyroscope marked
+# unknown) and its voltage0 on /imu/channels, each value equal to the session's.
+set -euo pipefail
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+imu=${FIELDCAP_IIO_DEVICE:?}
+trig=${FIELDCAP_IIO_TRIGGER:?}
+fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
+[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+check=$FIELDCAP_REPO/Tests/FieldcapCLITests/Clients/export_check.py
+# The readers are the host's pip packages (scripts/install-deps), under pyenv where it is used.
+python=
+for candidate in python3 "$HOME/.pyenv/shims/python3"; do
+	if "$candidate" -c 'import mcap, mcap_ros2, rosbags' 2>/dev/null; then python=$candidate; break; fi
+done
+[ -n "$python" ] || { echo "FAIL: no python3 with mcap, mcap_ros2 and rosbags: run scripts/install-deps on the host"; exit 1; }
+v4l2-ctl -d "$dev" -c timestamp_source=1
+trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true' EXIT
+
+session=$FIELDCAP_TEST_TMP/export-session
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" \
+	--imu "$imu,rate=200,trigger=$trig,id=imu,channels=voltage0+accel_x" --duration 3s --out "$session" -q
+"$fieldcap" export "$session" --format mcap --out "$FIELDCAP_TEST_TMP/vivid.mcap"
+"$python" "$check" mcap "$session" "$FIELDCAP_TEST_TMP/vivid.mcap"
+"$fieldcap" export "$session" --format mcap --rosbag2 --compression lz4 --out "$FIELDCAP_TEST_TMP/vivid_bag"
+"$python" "$check" rosbag2 "$session" "$FIELDCAP_TEST_TMP/vivid_bag"
+echo "PASS: a vivid + IIO dummy session exported to MCAP and a rosbag2 directory, read back equal"
