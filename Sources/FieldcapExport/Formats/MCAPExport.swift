@@ -21,7 +21,8 @@ enum MCAPExport {
     }
 
     struct Summary {
-        var messageCount = 0
+        /// The writer's statistics.
+        var messageCount: UInt64 = 0
         var firstNs: UInt64?
         var lastNs: UInt64 = 0
         /// Per topic, in the file's channel order: its type and how many messages it got.
@@ -107,16 +108,13 @@ enum MCAPExport {
         }
         var merge = try TimeOrder(sources: sources)
         defer { merge.cancel() }
-        var sequence: [UInt16: UInt32] = [:]
         var written = 0
         func add(_ channel: UInt16, _ ns: UInt64, _ encode: (inout [UInt8]) -> Void) throws(ExportError) {
-            let number = sequence[channel, default: 0]
-            sequence[channel] = number + 1
-            try writer.addMessage(channel: channel, sequence: number, logTime: ns, publishTime: ns, payload: encode)
+            // A channel's sequence numbers count its messages from 0 (channel ids are topic indexes).
+            let number = summary.topics[Int(channel)].count
+            try writer.addMessage(
+                channel: channel, sequence: UInt32(number), logTime: ns, publishTime: ns, payload: encode)
             summary.topics[Int(channel)].count += 1
-            summary.messageCount += 1
-            summary.firstNs = min(summary.firstNs ?? ns, ns)
-            summary.lastNs = max(summary.lastNs, ns)
         }
         while let (index, record) = try merge.next() {
             if isCancelled() { throw ExportError(.cancelled, "stopped: nothing written") }
@@ -171,6 +169,9 @@ enum MCAPExport {
             }
         }
         try writer.finish()
+        summary.messageCount = writer.messageCount
+        summary.firstNs = writer.firstMessageTime
+        summary.lastNs = writer.lastMessageTime
         return summary
     }
 

@@ -33,9 +33,10 @@ final class MCAPWriter {
     private var schemas: [MCAPRecordBytes] = []
     private var channels: [MCAPRecordBytes] = []
     private var channelMessageCounts: [UInt16: UInt64] = [:]
-    private var messageCount: UInt64 = 0
-    private var firstMessageTime: UInt64?
-    private var lastMessageTime: UInt64 = 0
+    /// Messages written, and the first and last log time among them.
+    private(set) var messageCount: UInt64 = 0
+    private(set) var firstMessageTime: UInt64?
+    private(set) var lastMessageTime: UInt64 = 0
 
     private var chunk = MCAPRecordBytes()
     private var chunkStart: UInt64 = .max
@@ -56,10 +57,6 @@ final class MCAPWriter {
                 $0.string(options.library)
             }.bytes)
     }
-
-    var path: String { file.path }
-    /// Bytes written so far.
-    var bytesWritten: UInt64 { file.position + UInt64(chunk.count) }
 
     /// Adds a schema (`ros2msg` text, say) and returns its id (from 1: 0 means "no schema").
     func addSchema(name: String, encoding: String, data: [UInt8]) throws(ExportError) -> UInt16 {

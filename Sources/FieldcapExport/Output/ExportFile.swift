@@ -39,18 +39,6 @@ final class ExportFile {
         buffer.append(contentsOf: bytes)
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) throws(ExportError) {
-        position += UInt64(bytes.count)
-        if buffer.count + bytes.count > bufferBytes {
-            try flush()
-            if bytes.count >= bufferBytes {
-                if let failure = writeAll(bytes) { throw failure }
-                return
-            }
-        }
-        buffer.append(contentsOf: bytes)
-    }
-
     /// Writes what is buffered.
     func flush() throws(ExportError) {
         guard !buffer.isEmpty else { return }

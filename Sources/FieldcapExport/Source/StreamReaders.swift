@@ -7,7 +7,6 @@ import SyncField
 final class CameraReader {
     struct Frame {
         var bytes: [UInt8]
-        var index: Int
         var captureNs: UInt64
     }
 
@@ -33,7 +32,7 @@ final class CameraReader {
                 "\(stamps.path) line \(stamps.lineNumber): frame_number \(stamp.frameNumber) is not the video's frame \(frame.index)"
             )
         }
-        return Frame(bytes: frame.bytes, index: frame.index, captureNs: stamp.captureNs)
+        return Frame(bytes: frame.bytes, captureNs: stamp.captureNs)
     }
 
     func cancel() { feed.cancel() }
@@ -46,7 +45,6 @@ final class CameraReader {
 final class SensorReader {
     struct Sample {
         var captureNs: UInt64
-        var index: Int
         var values: [Double?]
     }
 
@@ -56,7 +54,6 @@ final class SensorReader {
     /// their path (`gyro[0]`, `joints.wrist[1]`).
     private(set) var channels: [String]
     private let lines: LineReader
-    private var index = 0
     private var peeked: Sample?
 
     init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
@@ -88,8 +85,7 @@ final class SensorReader {
         for (name, value) in flat {
             if let at = self.channels.firstIndex(of: name) { values[at] = value }
         }
-        defer { index += 1 }
-        return Sample(captureNs: captureNs, index: index, values: values)
+        return Sample(captureNs: captureNs, values: values)
     }
 
     private static func flatten(_ value: ParsedJSON, path: String, into flat: inout [(String, Double?)]) {
