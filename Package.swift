@@ -137,13 +137,18 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libpng (Debian: libpng-dev), the reference PNG codec, for the EuRoC folders' PNG files
+        // (8- and 16-bit grey, RGB). A C function around it, as libpng reports errors by longjmp.
+        .target(name: "CPNG", linkerSettings: [.linkedLibrary("png16")]),
         // `fieldcap export`: sessions as MCAP (ROS 2), EuRoC folders and image folders. Reads
-        // finished sessions only, never the capture path.
+        // finished sessions only, never the capture path. The image folders' JPEGs are the
+        // preview's encoder (libjpeg-turbo), which also turns YUV into RGB.
         .target(
             name: "FieldcapExport",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
-                "FieldcapCalibration", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib",
+                "FieldcapCalibration", "FieldcapPreview", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
+                "CTurboJPEG",
             ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),

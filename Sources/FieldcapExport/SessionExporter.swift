@@ -36,6 +36,12 @@ public enum SessionExporter {
         public var rosbag2 = false
         /// 16-bit cameras (Y16) that hold depth in millimetres; Z16 cameras always do.
         public var depthStreams: [String] = []
+        /// euroc: RGB PNGs instead of grey.
+        public var colour = false
+        /// images: JPEG quality (1-100), and which frames to keep: every n-th, at most `fps` a second.
+        public var quality = 90
+        public var every = 1
+        public var fps: Double?
 
         public init(source: String, format: ExportFormat, out: String) {
             self.source = source
@@ -74,9 +80,11 @@ public enum SessionExporter {
         if request.rosbag2 && request.format != .mcap {
             throw ExportError(.request, "--rosbag2 is an option of --format mcap")
         }
-        let parent = (out as NSString).deletingLastPathComponent
-        let base = (out as NSString).lastPathComponent
-        let parentPath = parent.isEmpty ? "." : parent
+        // Split by hand: Foundation's NSString path helpers trap on a one-letter path (`--out e`).
+        let slash = out.lastIndex(of: "/")
+        let base = String(slash.map { out[out.index(after: $0)...] } ?? out[...])
+        let parent = slash.map { String(out[..<$0]) } ?? ""
+        let parentPath = parent.isEmpty ? (slash == nil ? "." : "/") : parent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory.boolValue
         else { throw ExportError(.request, "--out \(out): \(parentPath) is not a directory; create it first") }
@@ -120,8 +128,18 @@ public enum SessionExporter {
                     to: "\(staging)/metadata.yaml")
             }
             lines = summary.topics.map { "\($0.topic) (\($0.type.rawValue)): \($0.count) messages" }
-        case .euroc, .images:
-            throw ExportError(.request, "--format \(request.format.rawValue) is not available yet")
+        case .euroc:
+            lines = try EuRoCExport.write(
+                session: session, streams: streams, directory: staging,
+                options: .init(colour: request.colour, depthStreams: Set(request.depthStreams)),
+                calibration: session.calibration, progress: report, isCancelled: isCancelled)
+        case .images:
+            lines = try ImageFolderExport.write(
+                session: session, streams: streams, directory: staging,
+                options: .init(
+                    quality: request.quality, every: request.every, fps: request.fps,
+                    depthStreams: Set(request.depthStreams)),
+                calibration: session.calibration, progress: report, isCancelled: isCancelled)
         }
         try syncAndRename(staging, to: out)
         return Outcome(out: out, lines: lines)
@@ -148,10 +166,6 @@ public enum SessionExporter {
         } catch {
             throw ExportError(.session, "\(request.source): \(error)")
         }
-    }
-
-    private static func makeDirectory(_ path: String) throws(ExportError) {
-        if mkdir(path, 0o755) != 0 { throw .io("mkdir", path: path, errno: errno) }
     }
 
     /// Syncs what was written (one `syncfs` for the thousands of files of an image folder), then

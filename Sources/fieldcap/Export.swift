@@ -23,12 +23,29 @@ struct Export: ParsableCommand {
                       the mapping. --out names the .mcap file; with --rosbag2, a bag directory
                       (metadata.yaml and NAME_0.mcap).
 
+              euroc   the ASL/EuRoC folder (ORB-SLAM3, Basalt, VINS-Fusion, Kalibr) at --out:
+                      mav0/camN/data/<t_ns>.png with data.csv and sensor.yaml, mav0/imuN/data.csv
+                      (gyro, then accel) with sensor.yaml, mav0/imuN.csv for Kalibr, times.txt
+                      (cam0's times, for ORB-SLAM3). 8-bit grey PNGs (EuRoC's), RGB with
+                      --colour; 16-bit depth cameras (--depth) as 16-bit PNGs in mav0/depthN.
+                      Times are UTC ns; images outside imu0's span are left out.
+              images  one camera as an image folder in the iOS 3D Logger's layout (photogrammetry,
+                      NeRF): rgb/000000.jpg (--quality, 90), frames.jsonl (time, intrinsics, the
+                      nearest IMU sample), metadata.json; a --depth camera's nearest frame as
+                      depth/000000.png (16-bit mm), .bin (float32 m) and confidence/. --every N
+                      and --fps F thin the frames.
+
+            A camera's intrinsics come from the session (`fieldcap record --intrinsics`): MCAP
+            gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its matrix.
+
             The input is never modified. The output is written under a hidden name beside --out
             and renamed when whole: an interrupted export (Ctrl-C) leaves nothing that looks
             finished. An --out that exists is refused.
 
               fieldcap export sessions/rig-20261123T140000Z --format mcap --out run.mcap
               fieldcap export sessions/rig-20261123T140000Z --format mcap --rosbag2 --out run_bag
+              fieldcap export sessions/rig-20261123T140000Z --format euroc --out run_euroc
+              fieldcap export sessions/rig-20261123T140000Z --format images --fps 2 --out run_images
               fieldcap export recordings/rig-20261123T140000Z --format mcap --out clip.mcap \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z
 
@@ -40,7 +57,7 @@ struct Export: ParsableCommand {
     @Argument(help: "A session, or a segmented recording (all of it, or --from/--to).", completion: .directory)
     var source: String
 
-    @Option(help: ArgumentHelp("mcap.", valueName: "FORMAT"))
+    @Option(help: ArgumentHelp("mcap, euroc or images.", valueName: "FORMAT"))
     var format: String
 
     @Option(help: ArgumentHelp("The file (mcap) or directory to create; must not exist.", valueName: "PATH"))
@@ -66,9 +83,33 @@ struct Export: ParsableCommand {
             "Y16 cameras that hold depth in millimetres (Z16 cameras always do): cam1.", valueName: "IDS"))
     var depth: String?
 
+    @Flag(help: "euroc: RGB PNGs instead of 8-bit grey.")
+    var colour = false
+
+    @Option(help: ArgumentHelp("images: JPEG quality, 1 to 100 (90).", valueName: "Q"))
+    var quality: Int = 90
+
+    @Option(help: ArgumentHelp("images: keep every N-th frame.", valueName: "N"))
+    var every: Int = 1
+
+    @Option(help: ArgumentHelp("images: keep at most F frames a second.", valueName: "F"))
+    var fps: Double?
+
     func run() throws {
-        guard let format = ExportFormat(rawValue: format), format == .mcap else {
-            throw PlanError("--format \(format) is not one fieldcap writes; use mcap").exitForCommand()
+        guard let format = ExportFormat(rawValue: format) else {
+            throw PlanError("--format \(format) is not one fieldcap writes; use mcap, euroc or images")
+                .exitForCommand()
+        }
+        if colour && format != .euroc { throw PlanError("--colour is an option of --format euroc").exitForCommand() }
+        if format != .images && (quality != 90 || every != 1 || fps != nil) {
+            throw PlanError("--quality, --every and --fps are options of --format images").exitForCommand()
+        }
+        guard (1...100).contains(quality) else {
+            throw PlanError("--quality \(quality): give 1 to 100 (90 is the Logger's)").exitForCommand()
+        }
+        guard every >= 1 else { throw PlanError("--every \(every): give 1 or more").exitForCommand() }
+        if let fps, !(fps > 0 && fps.isFinite) {
+            throw PlanError("--fps \(fps): give a rate above 0, e.g. 2").exitForCommand()
         }
         guard let compression = MCAPCompression(rawValue: compression) else {
             throw PlanError("--compression \(compression): use zstd, lz4 or none").exitForCommand()
@@ -78,6 +119,10 @@ struct Export: ParsableCommand {
         request.depthStreams = depth.map { $0.split(separator: ",").map(String.init) } ?? []
         request.compression = compression
         request.rosbag2 = rosbag2
+        request.colour = colour
+        request.quality = quality
+        request.every = every
+        request.fps = fps
         request.fromNs = try from.map { try Extract.time($0, option: "--from", example: "2026-11-23T14:02:00Z") }
         request.toNs = try to.map { try Extract.time($0, option: "--to", example: "2026-11-23T14:04:00Z") }
         if let fromNs = request.fromNs, let toNs = request.toNs, toNs <= fromNs {

@@ -23,11 +23,16 @@ struct ExportCommandTests {
         return out
     }
 
-    /// Runs the independent checker; its output, and whether it passed.
-    func judge(_ arguments: [String]) throws -> (passed: Bool, output: String) {
+    /// Runs the independent checker (`export_check.py`, or `folder_check.py` for the folders);
+    /// its output, and whether it passed.
+    static func judge(
+        _ arguments: [String], checker: String = "export_check.py"
+    ) throws -> (
+        passed: Bool, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", ServeCommandTests.script("Clients/export_check.py")] + arguments
+        process.arguments = ["python3", ServeCommandTests.script("Clients/\(checker)")] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -36,6 +41,8 @@ struct ExportCommandTests {
         process.waitUntilExit()
         return (process.terminationStatus == 0, output)
     }
+
+    func judge(_ arguments: [String]) throws -> (passed: Bool, output: String) { try Self.judge(arguments) }
 
     func listing() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: root).sorted() }
 

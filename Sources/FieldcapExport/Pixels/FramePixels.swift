@@ -1,0 +1,133 @@
+import CTurboJPEG
+import FieldcapCore
+import FieldcapPreview
+
+/// A camera frame as the pixels an image file takes: 8-bit grey (EuRoC's default, as its
+/// cameras are), 8-bit RGB, or 16-bit grey (Y16, depth), rows packed.
+struct FramePixels {
+    enum Layout: Sendable {
+        case grey8
+        case rgb8
+        case grey16
+    }
+
+    var layout: Layout
+    var width: Int
+    var height: Int
+    var bytes: [UInt8]
+
+    var channels: Int { layout == .rgb8 ? 3 : 1 }
+    var bitDepth: Int { layout == .grey16 ? 16 : 8 }
+    var stride: Int { width * channels * bitDepth / 8 }
+}
+
+/// Turns one camera's frames into `FramePixels`: grey from the frame's luma as it is (YUYV's
+/// and NV12's Y, GREY; Y16's high byte when 8 bits are asked), 16-bit from Y16 as it is, RGB
+/// through libjpeg-turbo's YUV-to-RGB (`tjDecodeYUVPlanes`, BT.601 full range as JPEG's, each
+/// chroma sample given to the pixels it was sampled from rather than interpolated, so a pixel's
+/// colour is the camera's), MJPEG through its decoder.
+///
+/// Thread-bound: one per camera and thread (it owns libjpeg-turbo handles and plane buffers).
+final class PixelConverter {
+    let format: VideoFormat
+    let layout: FramePixels.Layout
+    private let planes: YUVPlanes?
+    private let decoder: tjhandle?
+
+    /// The layouts a format can give: 16-bit only from Y16; RGB not from Y16.
+    static func problem(_ layout: FramePixels.Layout, from format: VideoFormat) -> String? {
+        switch (layout, format.pixelFormat) {
+        case (.grey16, .y16), (.grey8, _): return nil
+        case (.grey16, _): return "\(format.pixelFormat.rawValue) has no 16-bit samples"
+        case (.rgb8, .y16): return "\(format.pixelFormat.rawValue) has no colour"
+        case (.rgb8, _): return nil
+        }
+    }
+
+    init(format: VideoFormat, layout: FramePixels.Layout) throws(ExportError) {
+        if let problem = Self.problem(layout, from: format) { throw ExportError(.request, problem) }
+        self.format = format
+        self.layout = layout
+        let needsPlanes = layout == .rgb8 && format.pixelFormat != .mjpeg
+        planes = needsPlanes ? YUVPlanes(format: format) : nil
+        if needsPlanes && planes == nil {
+            throw ExportError(.session, "\(format): \(YUVPlanes.problem(with: format) ?? "not YUV")")
+        }
+        decoder = layout == .rgb8 || format.pixelFormat == .mjpeg ? tjInitDecompress() : nil
+        if (layout == .rgb8 || format.pixelFormat == .mjpeg) && decoder == nil {
+            throw ExportError(.output, "libjpeg-turbo could not start a decoder")
+        }
+    }
+
+    deinit { if let decoder { tjDestroy(decoder) } }
+
+    func pixels(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
+        let width = format.width, height = format.height
+        let count = width * height
+        if format.pixelFormat == .mjpeg { return try decodeJPEG(frame) }
+        let needed = format.pixelFormat.frameBytes(width: width, height: height) ?? 0
+        guard frame.count >= needed else {
+            throw ExportError(.session, "a \(format) frame of \(frame.count) bytes is short of \(needed)")
+        }
+        switch (layout, format.pixelFormat) {
+        case (.grey8, .grey), (.grey16, .y16):
+            return FramePixels(layout: layout, width: width, height: height, bytes: Array(frame[0..<needed]))
+        case (.grey8, .nv12):
+            return FramePixels(layout: .grey8, width: width, height: height, bytes: Array(frame[0..<count]))
+        case (.grey8, .yuyv), (.grey8, .y16):
+            // YUYV's luma is every even byte; a little-endian Y16 sample's high byte every odd one.
+            let offset = format.pixelFormat == .yuyv ? 0 : 1
+            let grey = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                frame.withUnsafeBufferPointer { source in
+                    for index in 0..<count { buffer[index] = source[index * 2 + offset] }
+                }
+                initialized = count
+            }
+            return FramePixels(layout: .grey8, width: width, height: height, bytes: grey)
+        default:
+            return try decodeYUV(frame)
+        }
+    }
+
+    private func decodeYUV(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
+        let width = format.width, height = format.height
+        guard let planes, let decoder else { throw ExportError(.output, "no colour conversion for \(format)") }
+        var rgb = [UInt8](repeating: 0, count: width * height * 3)
+        let result = frame.withUnsafeBytes { source -> Int32 in
+            guard let split = planes.split(source) else { return -1 }
+            var yuv = split.planes
+            return rgb.withUnsafeMutableBufferPointer { out in
+                tjDecodeYUVPlanes(
+                    decoder, &yuv, split.strides, Int32(planes.subsampling.rawValue), out.baseAddress, Int32(width),
+                    Int32(width * 3), Int32(height), Int32(TJPF_RGB.rawValue), TJFLAG_FASTUPSAMPLE)
+            }
+        }
+        guard result == 0 else { throw ExportError(.output, "libjpeg-turbo: \(message(decoder))") }
+        return FramePixels(layout: .rgb8, width: width, height: height, bytes: rgb)
+    }
+
+    private func decodeJPEG(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
+        guard let decoder else { throw ExportError(.output, "no JPEG decoder") }
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
+        let header = frame.withUnsafeBufferPointer {
+            tjDecompressHeader3(decoder, $0.baseAddress, UInt(frame.count), &width, &height, &subsampling, &colourspace)
+        }
+        guard header == 0, width > 0, height > 0 else {
+            throw ExportError(.session, "an MJPEG frame does not decode: \(message(decoder))")
+        }
+        let layout: FramePixels.Layout = self.layout == .rgb8 ? .rgb8 : .grey8
+        let channels = layout == .rgb8 ? 3 : 1
+        var pixels = [UInt8](repeating: 0, count: Int(width) * Int(height) * channels)
+        let result = frame.withUnsafeBufferPointer { source in
+            pixels.withUnsafeMutableBufferPointer { out in
+                tjDecompress2(
+                    decoder, source.baseAddress, UInt(frame.count), out.baseAddress, width, width * Int32(channels),
+                    height, Int32((layout == .rgb8 ? TJPF_RGB : TJPF_GRAY).rawValue), 0)
+            }
+        }
+        guard result == 0 else { throw ExportError(.session, "an MJPEG frame does not decode: \(message(decoder))") }
+        return FramePixels(layout: layout, width: Int(width), height: Int(height), bytes: pixels)
+    }
+
+    private func message(_ handle: tjhandle) -> String { String(cString: tjGetErrorStr2(handle)) }
+}

@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Judges a fieldcap EuRoC or image-folder export with OpenCV, against the session it came from.
+
+    folder_check.py euroc SESSION DIR [--colour] [--depth ID ...]
+    folder_check.py images SESSION DIR [--depth ID] [--every N] [--fps F]
+
+Both take --streams IDS when the export did.
+
+The session is read as the SyncField format and fieldcap's sidecar describe it (JSON lines, the
+sync point, the Matroska videos' frames as ffmpeg demuxes them), never through fieldcap's code.
+Every PNG and JPEG is read with OpenCV (cv2.imread): size, channels and bit depth, and its
+pixels against the frame it came from (8-bit grey PNGs equal the frame's luma, 16-bit PNGs its
+samples, RGB its luma within rounding, JPEGs above a PSNR floor). The CSV, YAML and JSON files
+are compared with the session's times and IMU samples. For `images`, the iOS 3D Logger's Python
+loading snippet (../shared/seeds) runs on the folder as written. Prints "folder ok"; exits 1 with
+the first difference.
+"""
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import yaml
+
+G = 9.80665
+
+
+def fail(message):
+    print(f"folder_check: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def lines(path):
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().split(b"\n") if line]
+
+
+def mkv_frames(path, frame_bytes):
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    if len(raw) % frame_bytes:
+        fail(f"{path}: ffmpeg gave {len(raw)} bytes, not whole {frame_bytes}-byte frames")
+    return [raw[i : i + frame_bytes] for i in range(0, len(raw), frame_bytes)]
+
+
+class Session:
+    def __init__(self, directory, streams=None):
+        self.dir = Path(directory)
+        sync = json.loads((self.dir / "sync_point.json").read_text())
+        self.mono, self.wall = sync["monotonic_ns"], sync["wall_clock_ns"]
+        self.sidecar = json.loads((self.dir / "fieldcap.json").read_text())
+        self.streams = [s for s in self.sidecar["streams"] if streams is None or s["id"] in streams]
+
+    def utc(self, capture_ns):
+        return capture_ns - self.mono + self.wall
+
+    def cameras(self):
+        return [s for s in self.streams if "format" in s]
+
+    def frames(self, stream):
+        """(capture_ns, frame bytes) of a camera, in order."""
+        fmt = stream["format"]
+        w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+        size = {"YUYV": w * h * 2, "GREY": w * h, "Y16": w * h * 2, "NV12": w * h * 3 // 2}[pix]
+        stamps = [line["capture_ns"] for line in lines(self.dir / f"{stream['id']}.timestamps.jsonl")]
+        frames = mkv_frames(self.dir / f"{stream['id']}.mkv", size)
+        if len(frames) != len(stamps):
+            fail(f"{stream['id']}: {len(frames)} frames, {len(stamps)} timestamps")
+        return list(zip(stamps, frames))
+
+    def imus(self):
+        """(stream, [(capture_ns, gyro xyz, accel xyz)]) of each stream with accel or gyro channels."""
+        out = []
+        for stream in self.streams:
+            if "format" in stream:
+                continue
+            samples = lines(self.dir / f"{stream['id']}.jsonl")
+            names = stream.get("channels") or sorted(samples[0]["channels"])
+            gyro = [next((f"{p}_{a}" for p in ("anglvel", "gyro") if f"{p}_{a}" in names), None) for a in "xyz"]
+            accel = [f"accel_{a}" if f"accel_{a}" in names else None for a in "xyz"]
+            if not any(gyro) and not any(accel):
+                continue
+            get = lambda s, n: s["channels"].get(n) if n else None
+            out.append(
+                (stream, [(s["capture_ns"], [get(s, n) for n in gyro], [get(s, n) for n in accel]) for s in samples])
+            )
+        return out
+
+
+def luma(frame, fmt):
+    w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+    b = np.frombuffer(frame, np.uint8)
+    if pix == "YUYV":
+        return b[0::2].reshape(h, w)
+    if pix == "NV12" or pix == "GREY":
+        return b[: w * h].reshape(h, w)
+    if pix == "Y16":
+        return b[1::2].reshape(h, w)  # the high byte of each little-endian sample
+    fail(f"no luma for {pix}")
+
+
+def rgb(frame, fmt):
+    """The frame's colours by the JFIF (BT.601 full-range) equations, each chroma sample given to
+    the pixels it covers: the reference the RGB PNGs are held to."""
+    w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+    b = np.frombuffer(frame, np.uint8)
+    if pix == "YUYV":
+        y = b[0::2].reshape(h, w).astype(float)
+        u = np.repeat(b[1::4].reshape(h, w // 2), 2, axis=1).astype(float)
+        v = np.repeat(b[3::4].reshape(h, w // 2), 2, axis=1).astype(float)
+    elif pix == "NV12":
+        y = b[: w * h].reshape(h, w).astype(float)
+        uv = b[w * h :].reshape(h // 2, w // 2, 2)
+        u = np.repeat(np.repeat(uv[:, :, 0], 2, axis=0), 2, axis=1).astype(float)
+        v = np.repeat(np.repeat(uv[:, :, 1], 2, axis=0), 2, axis=1).astype(float)
+    else:
+        y = luma(frame, fmt).astype(float)
+        u = v = np.full_like(y, 128.0)
+    r = y + 1.402 * (v - 128)
+    g = y - 0.344136 * (u - 128) - 0.714136 * (v - 128)
+    bl = y + 1.772 * (u - 128)
+    return np.clip(np.rint(np.stack([r, g, bl], axis=2)), 0, 255).astype(int)
+
+
+def close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def read_image(path, shape, dtype):
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        fail(f"OpenCV cannot read {path}")
+    if image.shape != shape or image.dtype != dtype:
+        fail(f"{path}: OpenCV reads {image.shape} {image.dtype}, expected {shape} {dtype}")
+    return image
+
+
+def check_euroc(session, out, colour, depth):
+    mav = Path(out) / "mav0"
+    imus = session.imus()
+    span = None
+    for number, (stream, samples) in enumerate(imus):
+        folder = mav / f"imu{number}"
+        rows = (folder / "data.csv").read_text().splitlines()
+        if rows[0] != (
+            "#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
+            "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]"
+        ):
+            fail(f"{folder}/data.csv: header {rows[0]!r}")
+        if len(rows) - 1 != len(samples):
+            fail(f"{folder}/data.csv: {len(rows) - 1} rows, the session has {len(samples)} samples")
+        for row, (t, gyro, accel) in zip(rows[1:], samples):
+            cells = row.split(",")
+            if int(cells[0]) != session.utc(t):
+                fail(f"{folder}/data.csv: time {cells[0]}, expected {session.utc(t)}")
+            values = [float(c) if c else None for c in cells[1:]]
+            for got, want in zip(values, gyro + accel):
+                if not close(got, want):
+                    fail(f"{folder}/data.csv: {row}: {got} is not the session's {want}")
+        if (mav / f"imu{number}.csv").read_bytes() != (folder / "data.csv").read_bytes():
+            fail(f"mav0/imu{number}.csv (Kalibr's) differs from mav0/imu{number}/data.csv")
+        info = yaml.safe_load((folder / "sensor.yaml").read_text())
+        if info["sensor_type"] != "imu" or info["rate_hz"] != stream["nominal_rate"]:
+            fail(f"{folder}/sensor.yaml: {info}")
+        if span is None:
+            span = (session.utc(samples[0][0]), session.utc(samples[-1][0]))
+        print(f"euroc imu{number} ({stream['id']}): {len(samples)} samples equal the session's")
+
+    numbers = {"cam": 0, "depth": 0}
+    for stream in session.cameras():
+        fmt = stream["format"]
+        w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+        is_depth = pix == "Y16" and stream["id"] in depth
+        kind = "depth" if is_depth else "cam"
+        name = f"{kind}{numbers[kind]}"
+        numbers[kind] += 1
+        folder = mav / name
+        rows = (folder / "data.csv").read_text().splitlines()
+        if rows[0] != "#timestamp [ns],filename":
+            fail(f"{folder}/data.csv: header {rows[0]!r}")
+        frames = [(session.utc(t), frame) for t, frame in session.frames(stream)]
+        kept = [(t, frame) for t, frame in frames if span is None or span[0] <= t <= span[1]]
+        if len(rows) - 1 != len(kept) or not kept:
+            fail(f"{folder}/data.csv: {len(rows) - 1} rows, {len(kept)} frames in the IMU's span")
+        listed = set()
+        for row, (t, frame) in zip(rows[1:], kept):
+            stamp, filename = row.split(",")
+            if int(stamp) != t or filename != f"{t}.png":
+                fail(f"{folder}/data.csv: {row}, expected {t},{t}.png")
+            listed.add(filename)
+            path = folder / "data" / filename
+            if is_depth:
+                image = read_image(path, (h, w), np.uint16)
+                if not np.array_equal(image, np.frombuffer(frame, "<u2").reshape(h, w)):
+                    fail(f"{path}: not the frame's 16-bit samples")
+            elif colour:
+                image = read_image(path, (h, w, 3), np.uint8)  # OpenCV gives BGR
+                worst = np.abs(image[:, :, ::-1].astype(int) - rgb(frame, fmt)).max()
+                if worst > 2:
+                    fail(f"{path}: an RGB value is {worst} from the frame's YUV in JPEG's BT.601")
+            else:
+                image = read_image(path, (h, w), np.uint8)
+                if not np.array_equal(image, luma(frame, fmt)):
+                    fail(f"{path}: not the frame's luma")
+        files = {p.name for p in (folder / "data").iterdir()}
+        if files != listed:
+            fail(f"{folder}/data: {len(files)} files, data.csv lists {len(listed)}")
+        info = yaml.safe_load((folder / "sensor.yaml").read_text())
+        if info["sensor_type"] != "camera" or info["resolution"] != [w, h] or info["rate_hz"] != stream["nominal_rate"]:
+            fail(f"{folder}/sensor.yaml: {info}")
+        if len(info["T_BS"]["data"]) != 16:
+            fail(f"{folder}/sensor.yaml: T_BS {info['T_BS']}")
+        calibration = stream.get("calibration")
+        if calibration:
+            if info["intrinsics"] != calibration["intrinsics"]:
+                fail(f"{folder}/sensor.yaml: intrinsics {info['intrinsics']}, calibrated {calibration['intrinsics']}")
+        elif "intrinsics" in info:
+            fail(f"{folder}/sensor.yaml: intrinsics without a calibration")
+        if name == "cam0":
+            times = (Path(out) / "times.txt").read_text().split()
+            if [int(t) for t in times] != [t for t, _ in kept]:
+                fail("times.txt is not cam0's times")
+        print(f"euroc {name} ({stream['id']}): {len(kept)} PNGs of {len(frames)} frames read by OpenCV, pixels equal")
+
+
+def nearest(samples, t):
+    best = min(samples, key=lambda s: (abs(s[0] - t), s[0] > t))
+    return best
+
+
+LOGGER_SNIPPET = """
+import numpy as np
+import json
+from pathlib import Path
+
+session = Path({path!r})
+
+# Load all frames
+frames = [json.loads(l) for l in (session / "frames.jsonl").read_text().splitlines()]
+
+# Camera pose for frame 0
+T = np.array(frames[0]["camera_transform"]).reshape(4, 4, order='F')
+position = T[:3, 3]
+rotation = T[:3, :3]
+
+# Intrinsics
+K = np.array(frames[0]["camera_intrinsics"]).reshape(3, 3, order='F')
+fx, fy, cx, cy = K[0,0], K[1,1], K[0,2], K[1,2]
+"""
+
+LOGGER_DEPTH = """
+# Depth map (LiDAR only)
+w, h = frames[0]["depth_resolution"]
+depth = np.fromfile(session / "depth/000000.bin", dtype=np.float32).reshape(h, w)
+conf  = np.fromfile(session / "confidence/000000.bin", dtype=np.uint8).reshape(h, w)
+"""
+
+
+def psnr(a, b):
+    mse = np.mean((a.astype(float) - b.astype(float)) ** 2)
+    return 99.0 if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def check_images(session, out, depth, every, fps):
+    out = Path(out)
+    cameras = [s for s in session.cameras() if s["id"] not in depth]
+    depths = [s for s in session.cameras() if s["id"] in depth]
+    camera = cameras[0]
+    fmt = camera["format"]
+    w, h = fmt["width"], fmt["height"]
+    frames = session.frames(camera)
+    records = lines(out / "frames.jsonl")
+    meta = json.loads((out / "metadata.json").read_text())
+    # Which frames: every n-th, then at most fps a second.
+    chosen, due = [], None
+    for index, (t, frame) in enumerate(frames):
+        if index % every:
+            continue
+        if fps:
+            period = int(1e9 / fps)
+            if due is not None and t < due:
+                continue
+            due = t + period // 2 if due is None else max(due + period, t + period // 2)
+        chosen.append((index, t, frame))
+    if len(records) != len(chosen) or meta["frameCount"] != len(chosen):
+        fail(f"{len(records)} lines in frames.jsonl, metadata {meta['frameCount']}, expected {len(chosen)}")
+    imus = session.imus()
+    samples = imus[0][1] if imus else None
+    depth_frames = session.frames(depths[0]) if depths else None
+    worst = 99.0
+    for number, (record, (index, t, frame)) in enumerate(zip(records, chosen)):
+        if record["frame_index"] != number or record["source_frame_number"] != index:
+            fail(f"frames.jsonl line {number + 1}: frame_index {record['frame_index']}, source {record['source_frame_number']}")
+        if record["capture_ns"] != t or abs(record["timestamp"] - t / 1e9) > 1e-6:
+            fail(f"frames.jsonl line {number + 1}: timestamp {record['timestamp']}, expected {t / 1e9}")
+        if record["wall_clock_ns"] != session.utc(t) or record["camera_resolution"] != [w, h]:
+            fail(f"frames.jsonl line {number + 1}: {record}")
+        calibration = camera.get("calibration")
+        if calibration:
+            fx, fy, cx, cy = calibration["intrinsics"]
+            if record["camera_intrinsics"] != [fx, 0, 0, 0, fy, 0, cx, cy, 1]:
+                fail(f"frames.jsonl line {number + 1}: camera_intrinsics {record['camera_intrinsics']}")
+        elif record["camera_intrinsics"] is not None:
+            fail("camera_intrinsics without a calibration")
+        if samples:
+            st, gyro, accel = nearest(samples, t)
+            if abs(record["imu_timestamp"] - st / 1e9) > 1e-6:
+                fail(f"frames.jsonl line {number + 1}: imu_timestamp {record['imu_timestamp']}, nearest is {st / 1e9}")
+            if any(gyro) and not all(close(a, b) for a, b in zip(record["rotation_rate"], gyro)):
+                fail(f"frames.jsonl line {number + 1}: rotation_rate {record['rotation_rate']}, sample {gyro}")
+            if any(accel) and not all(close(a, b / G) for a, b in zip(record["user_acceleration"], accel)):
+                fail(f"frames.jsonl line {number + 1}: user_acceleration {record['user_acceleration']}, sample {accel}")
+        # Grey cameras give greyscale JPEGs, colour ones colour (OpenCV reads them as BGR).
+        if fmt["pixel_format"] in ("GREY", "Y16"):
+            image = read_image(out / "rgb" / f"{number:06d}.jpg", (h, w), np.uint8)
+        else:
+            image = cv2.cvtColor(read_image(out / "rgb" / f"{number:06d}.jpg", (h, w, 3), np.uint8), cv2.COLOR_BGR2GRAY)
+        quality = psnr(image, luma(frame, fmt))
+        worst = min(worst, quality)
+        if depth_frames:
+            dt, dframe = nearest([(s, f) for s, f in depth_frames], t)
+            dfmt = depths[0]["format"]
+            dw, dh = dfmt["width"], dfmt["height"]
+            want = np.frombuffer(dframe, "<u2").reshape(dh, dw)
+            png = read_image(out / "depth" / f"{number:06d}.png", (dh, dw), np.uint16)
+            if not np.array_equal(png, want):
+                fail(f"depth/{number:06d}.png: not the nearest depth frame's samples")
+            metres = np.fromfile(out / "depth" / f"{number:06d}.bin", dtype=np.float32).reshape(dh, dw)
+            if not np.allclose(metres, want.astype(np.float32) / 1000):
+                fail(f"depth/{number:06d}.bin: not the depth in metres")
+    # The floor: a JPEG at quality 90 of the synthetic camera's noisy pattern gives ~31 dB of luma
+    # (after the RGB round trip OpenCV's reading adds), vivid's smooth bars far more; a frame of
+    # the wrong camera, time or format gives under 15.
+    if worst < 28:
+        fail(f"a JPEG's luma PSNR is {worst:.1f} dB, below 28")
+    if len(list((out / "rgb").iterdir())) != len(chosen):
+        fail("rgb/ has other files than frames.jsonl lists")
+    if meta["rgbResolution"] != [w, h] or meta["hasDepth"] != bool(depths):
+        fail(f"metadata.json: {meta}")
+    if abs(meta["startTimestamp"] - chosen[0][1] / 1e9) > 1e-6 or abs(meta["endTimestamp"] - chosen[-1][1] / 1e9) > 1e-6:
+        fail(f"metadata.json: start/end {meta['startTimestamp']}/{meta['endTimestamp']}")
+    for key in ("sessionID", "deviceModel", "osVersion", "depthResolution"):
+        if key not in meta:
+            fail(f"metadata.json has no {key}")
+    if camera.get("calibration"):
+        snippet = LOGGER_SNIPPET.format(path=str(out)) + (LOGGER_DEPTH if depths else "")
+        subprocess.run([sys.executable, "-c", snippet], check=True)
+        print("the 3D Logger's loading snippet ran" + (" (depth included)" if depths else ""))
+    print(f"images {camera['id']}: {len(chosen)} JPEGs of {len(frames)} frames read by OpenCV, luma PSNR >= {worst:.1f} dB")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["euroc", "images"])
+    parser.add_argument("session")
+    parser.add_argument("output")
+    parser.add_argument("--depth", action="append", default=[])
+    parser.add_argument("--colour", action="store_true")
+    parser.add_argument("--every", type=int, default=1)
+    parser.add_argument("--fps", type=float)
+    parser.add_argument("--streams", help="the ids exported, comma-separated (default: all)")
+    args = parser.parse_args()
+    session = Session(args.session, args.streams.split(",") if args.streams else None)
+    if args.kind == "euroc":
+        check_euroc(session, args.output, args.colour, set(args.depth))
+    else:
+        check_images(session, args.output, set(args.depth), args.every, args.fps)
+    print("folder ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+/// `fieldcap export --format euroc` and `--format images`, judged by OpenCV and the files' own
+/// readers (Tests/FieldcapCLITests/Clients/folder_check.py), never by fieldcap's code.
+@Suite("fieldcap export: EuRoC and image folders", .serialized)
+struct ExportFolderTests {
+    let root = NSTemporaryDirectory() + "/export-folders-\(UUID().uuidString)"
+
+    init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+
+    /// YUYV, GREY, NV12 and a Y16 depth camera, and an IMU.
+    func recordSession(extra: [String] = []) throws -> String {
+        let out = "\(root)/session"
+        let result = try FieldcapProcess.run(
+            [
+                "record", "--out", out, "--duration", "2s", "--cam", "synthetic:320x240@30,id=cam0",
+                "--cam", "synthetic:160x120@15,id=cam1,format=GREY", "--cam", "synthetic:64x48@10,id=depth0,format=Y16",
+                "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--imu", "synthetic:200,id=imu0",
+            ] + extra)
+        try #require(result.status == 0, "\(result.stderr)")
+        return out
+    }
+
+    func export(_ session: String, _ arguments: [String]) throws -> String {
+        let result = try FieldcapProcess.run(["export", session] + arguments)
+        try #require(result.status == 0, "\(arguments): \(result.stderr)")
+        return result.stdout
+    }
+
+    func judge(_ arguments: [String]) throws -> (passed: Bool, output: String) {
+        try ExportCommandTests.judge(arguments, checker: "folder_check.py")
+    }
+
+    func listing() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: root).sorted() }
+
+    @Test(
+        "EuRoC, grey and colour: every PNG read by OpenCV equals its frame's luma, RGB or 16-bit samples; the CSVs, times file and sensor.yaml equal the session's"
+    )
+    func euroc() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
+        let grey = "\(root)/grey"
+        let said = try export(session, ["--format", "euroc", "--depth", "depth0", "--out", grey])
+        #expect(said.contains("depth0 -> mav0/depth0"), "\(said)")
+        #expect(said.contains("cam3 -> mav0/cam2"), "\(said)")
+        var verdict = try judge(["euroc", session, grey, "--depth", "depth0"])
+        #expect(verdict.passed, "\(verdict.output)")
+        #expect(verdict.output.contains("euroc cam2 (cam3)"), "\(verdict.output)")
+        #expect(verdict.output.contains("euroc depth0 (depth0)"), "\(verdict.output)")
+
+        let colour = "\(root)/colour"
+        _ = try export(session, ["--format", "euroc", "--colour", "--streams", "cam0,cam3,imu0", "--out", colour])
+        verdict = try judge(["euroc", session, colour, "--colour", "--streams", "cam0,cam3,imu0"])
+        #expect(verdict.passed, "\(verdict.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
+        #expect(try listing().filter { $0.hasPrefix(".") }.isEmpty, "nothing hidden left behind")
+    }
+
+    @Test(
+        "Image folder: JPEGs read by OpenCV above the PSNR floor, the nearest IMU sample and depth frame per image, --every and --fps thin"
+    )
+    func images() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        for (name, thinning) in [("all", [String]()), ("every", ["--every", "3"]), ("fps", ["--fps", "4"])] {
+            let out = "\(root)/\(name)"
+            let said = try export(
+                session,
+                ["--format", "images", "--streams", "cam0,depth0,imu0", "--depth", "depth0", "--out", out] + thinning)
+            #expect(said.contains("depth0 -> depth"), "\(said)")
+            let verdict = try judge(
+                ["images", session, out, "--streams", "cam0,depth0,imu0", "--depth", "depth0"] + thinning)
+            #expect(verdict.passed, "\(name): \(verdict.output)")
+        }
+        // A GREY camera alone, no IMU, no depth.
+        let out = "\(root)/grey"
+        _ = try export(session, ["--format", "images", "--streams", "cam1", "--out", out])
+        let verdict = try judge(["images", session, out, "--streams", "cam1"])
+        #expect(verdict.passed, "\(verdict.output)")
+        #expect(!FileManager.default.fileExists(atPath: "\(out)/depth"))
+    }
+
+    @Test("bad input for the folders: one line each, the right status, nothing written")
+    func badInput() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        let before = try listing()
+        let cases: [(arguments: [String], status: Int32, says: String)] = [
+            (["--format", "images", "--out", "\(root)/a"], 64, "one camera"),
+            (["--format", "images", "--streams", "imu0", "--out", "\(root)/a"], 64, "needs a camera"),
+            (["--format", "euroc", "--colour", "--streams", "depth0", "--out", "\(root)/a"], 64, "no colour"),
+            (["--format", "mcap", "--colour", "--out", "\(root)/a"], 64, "--colour"),
+            (["--format", "euroc", "--quality", "80", "--out", "\(root)/a"], 64, "--quality"),
+            (["--format", "images", "--streams", "cam0", "--quality", "0", "--out", "\(root)/a"], 64, "--quality 0"),
+            (["--format", "images", "--streams", "cam0", "--every", "0", "--out", "\(root)/a"], 64, "--every 0"),
+            (["--format", "images", "--streams", "cam0", "--fps", "0", "--out", "\(root)/a"], 64, "--fps"),
+        ]
+        for (arguments, status, says) in cases {
+            let result = try FieldcapProcess.run(["export", session] + arguments)
+            #expect(result.status == status, "\(arguments): \(result.stderr)")
+            let errorLines = result.stderr.split(separator: "\n")
+            #expect(errorLines.count == 1 && errorLines[0].hasPrefix("Error: "), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+            #expect(try listing() == before, "\(arguments) left something behind")
+        }
+    }
+}
