@@ -315,9 +315,10 @@ def check_images(session, out, depth, every, fps):
             st, gyro, accel = nearest(samples, t)
             if abs(record["imu_timestamp"] - st / 1e9) > 1e-6:
                 fail(f"frames.jsonl line {number + 1}: imu_timestamp {record['imu_timestamp']}, nearest is {st / 1e9}")
-            if any(gyro) and not all(close(a, b) for a, b in zip(record["rotation_rate"], gyro)):
+            if any(g is not None for g in gyro) and not all(close(a, b) for a, b in zip(record["rotation_rate"], gyro)):
                 fail(f"frames.jsonl line {number + 1}: rotation_rate {record['rotation_rate']}, sample {gyro}")
-            if any(accel) and not all(close(a, b / G) for a, b in zip(record["user_acceleration"], accel)):
+            in_g = [None if a is None else a / G for a in accel]
+            if any(a is not None for a in accel) and not all(close(a, b) for a, b in zip(record["user_acceleration"], in_g)):
                 fail(f"frames.jsonl line {number + 1}: user_acceleration {record['user_acceleration']}, sample {accel}")
         # Grey cameras give greyscale JPEGs, colour ones colour (OpenCV reads them as BGR).
         if fmt["pixel_format"] in ("GREY", "Y16"):

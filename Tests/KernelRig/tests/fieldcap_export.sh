@@ -1,11 +1,13 @@
 #!/bin/bash
-# rig-timeout: 180
+# rig-timeout: 300
 # A vivid + IIO dummy session exported: `fieldcap export --format mcap` (and `--rosbag2`) run in
 # the guest on what the real drivers recorded, judged by the readers users run (the Python `mcap`
 # library with mcap-ros2-support, and rosbags; Tests/FieldcapCLITests/Clients/export_check.py):
 # every vivid frame equal to the Matroska file's as ffmpeg demuxes it, every stamp mapped through
 # the sync point, the dummy's accel_x on /imu/imu (its missing axes NaN, no gyroscope marked
-# unknown) and its voltage0 on /imu/channels, each value equal to the session's.
+# unknown) and its voltage0 on /imu/channels, each value equal to the session's. Then the same
+# session as a EuRoC folder (grey and colour) and an image folder, every PNG and JPEG read by
+# OpenCV against vivid's frames (Tests/FieldcapCLITests/Clients/folder_check.py).
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
@@ -16,9 +18,10 @@ check=$FIELDCAP_REPO/Tests/FieldcapCLITests/Clients/export_check.py
 # The readers are the host's pip packages (scripts/install-deps), under pyenv where it is used.
 python=
 for candidate in python3 "$HOME/.pyenv/shims/python3"; do
-	if "$candidate" -c 'import mcap, mcap_ros2, rosbags' 2>/dev/null; then python=$candidate; break; fi
+	if "$candidate" -c 'import mcap, mcap_ros2, rosbags, cv2, numpy, yaml' 2>/dev/null; then python=$candidate; break; fi
 done
-[ -n "$python" ] || { echo "FAIL: no python3 with mcap, mcap_ros2 and rosbags: run scripts/install-deps on the host"; exit 1; }
+[ -n "$python" ] || { echo "FAIL: no python3 with mcap, mcap_ros2, rosbags, cv2, numpy and yaml: run scripts/install-deps on the host"; exit 1; }
+folders=$FIELDCAP_REPO/Tests/FieldcapCLITests/Clients/folder_check.py
 v4l2-ctl -d "$dev" -c timestamp_source=1
 trap 'v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true' EXIT
 
@@ -29,4 +32,10 @@ session=$FIELDCAP_TEST_TMP/export-session
 "$python" "$check" mcap "$session" "$FIELDCAP_TEST_TMP/vivid.mcap"
 "$fieldcap" export "$session" --format mcap --rosbag2 --compression lz4 --out "$FIELDCAP_TEST_TMP/vivid_bag"
 "$python" "$check" rosbag2 "$session" "$FIELDCAP_TEST_TMP/vivid_bag"
-echo "PASS: a vivid + IIO dummy session exported to MCAP and a rosbag2 directory, read back equal"
+"$fieldcap" export "$session" --format euroc --out "$FIELDCAP_TEST_TMP/vivid_euroc"
+"$python" "$folders" euroc "$session" "$FIELDCAP_TEST_TMP/vivid_euroc"
+"$fieldcap" export "$session" --format euroc --colour --out "$FIELDCAP_TEST_TMP/vivid_euroc_rgb"
+"$python" "$folders" euroc "$session" "$FIELDCAP_TEST_TMP/vivid_euroc_rgb" --colour
+"$fieldcap" export "$session" --format images --out "$FIELDCAP_TEST_TMP/vivid_images"
+"$python" "$folders" images "$session" "$FIELDCAP_TEST_TMP/vivid_images"
+echo "PASS: a vivid + IIO dummy session exported to MCAP, a rosbag2 directory, EuRoC (grey, RGB) and an image folder, read back equal"

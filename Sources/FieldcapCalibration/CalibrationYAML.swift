@@ -1,0 +1,155 @@
+import Foundation
+import Yams
+
+/// Reads a calibration file's YAML nodes, each value checked where it stands, so that every error
+/// names the file, the camera being read and the value's line.
+struct CalibrationYAML {
+    /// How errors name the file: the path as the user gave it.
+    var file: String
+    /// The camera being read (`cam1`), for the errors; nil for a file of one unnamed camera.
+    var camera: String?
+
+    /// The file's root node; nil when the text holds no document.
+    static func compose(_ text: String, file: String) throws(CalibrationError) -> Node? {
+        do {
+            return try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw CalibrationError(syntax: error, file: file)
+        } catch {
+            throw CalibrationError("\(file): cannot be read as YAML: \(error)")
+        }
+    }
+
+    func error(at node: Node?, _ problem: String) -> CalibrationError {
+        var place = file
+        if let line = node?.mark?.line { place += " line \(line)" }
+        if let camera { place += ": \(camera)" }
+        return CalibrationError("\(place): \(problem)")
+    }
+
+    /// A mapping's entries by key. `foldingCase` is for OpenCV's files, whose own calibration
+    /// sample wrote `Camera_Matrix` and `image_Width` before it wrote `camera_matrix`.
+    func fields(_ node: Node, of what: String, foldingCase: Bool = false) throws(CalibrationError) -> Fields {
+        guard case .mapping(let mapping) = node else {
+            throw error(at: node, "\(what) must be a block of 'key: value' lines")
+        }
+        var fields = Fields(node: node, values: [:], order: [])
+        for (key, value) in mapping {
+            guard case .scalar(let scalar) = key else {
+                throw error(at: key, "a key in \(what) must be a plain name")
+            }
+            let name = foldingCase ? scalar.string.lowercased() : scalar.string
+            fields.values[name] = value
+            fields.order.append(name)
+        }
+        return fields
+    }
+
+    func text(_ node: Node, _ key: String) throws(CalibrationError) -> String {
+        guard case .scalar(let scalar) = node, !scalar.string.isEmpty else {
+            throw error(at: node, "\(key) must be a single value")
+        }
+        return scalar.string
+    }
+
+    /// A finite number. The text is read with Swift's own parser rather than YAML's implicit
+    /// types, which take OpenCV's `0.` and `6.57e+002` but also `.inf` and `.nan`.
+    func number(_ node: Node, _ key: String) throws(CalibrationError) -> Double {
+        guard case .scalar(let scalar) = node else { throw error(at: node, "\(key) must be a number") }
+        let text = scalar.string.trimmingCharacters(in: .whitespaces)
+        guard let value = Double(text) else {
+            throw error(at: node, "\(key) \(text.quoted) is not a number")
+        }
+        guard value.isFinite else { throw error(at: node, "\(key) is \(text.quoted): give a finite number") }
+        return value
+    }
+
+    func integer(_ node: Node, _ key: String) throws(CalibrationError) -> Int {
+        guard case .scalar(let scalar) = node else { throw error(at: node, "\(key) must be a whole number") }
+        let text = scalar.string.trimmingCharacters(in: .whitespaces)
+        guard let value = Int(text) else { throw error(at: node, "\(key) \(text.quoted) is not a whole number") }
+        return value
+    }
+
+    /// A pixel count (a width or height): a whole number above zero.
+    func size(_ node: Node, _ key: String) throws(CalibrationError) -> Int {
+        let value = try integer(node, key)
+        guard value > 0 else { throw error(at: node, "\(key) must be above 0, found \(value)") }
+        return value
+    }
+
+    func numbers(_ node: Node, _ key: String) throws(CalibrationError) -> [Double] {
+        guard case .sequence(let items) = node else {
+            throw error(at: node, "\(key) must be a list of numbers, as [1.0, 2.0]")
+        }
+        var values: [Double] = []
+        for item in items { values.append(try number(item, key)) }
+        return values
+    }
+
+    /// An OpenCV-style matrix, `{rows, cols, data}` (OpenCV tags it `!!opencv-matrix`, ROS does
+    /// not), whose data is checked to fill it.
+    func matrix(_ node: Node, _ key: String) throws(CalibrationError) -> Matrix {
+        let fields = try self.fields(node, of: key)
+        let rows = try integer(fields.require("rows", in: key, self), "\(key) rows")
+        let cols = try integer(fields.require("cols", in: key, self), "\(key) cols")
+        let dataNode = try fields.require("data", in: key, self)
+        let data = try numbers(dataNode, "\(key) data")
+        guard rows > 0, cols > 0, rows * cols == data.count else {
+            throw error(at: dataNode, "\(key) is \(rows)x\(cols) but its data has \(data.count) values")
+        }
+        return Matrix(rows: rows, cols: cols, data: data, node: node)
+    }
+
+    /// A mapping's entries by key, with the mapping's node for errors about a missing key.
+    struct Fields {
+        var node: Node
+        var values: [String: Node]
+        var order: [String]
+
+        subscript(key: String) -> Node? { values[key] }
+
+        func require(_ key: String, in what: String, _ yaml: CalibrationYAML, hint: String? = nil)
+            throws(CalibrationError) -> Node
+        {
+            guard let value = values[key] else {
+                throw yaml.error(at: node, "\(what) has no \(key)\(hint.map { ": \($0)" } ?? "")")
+            }
+            return value
+        }
+    }
+
+    /// A row-major matrix as OpenCV and ROS write one.
+    struct Matrix {
+        var rows: Int
+        var cols: Int
+        var data: [Double]
+        var node: Node
+
+        subscript(row: Int, col: Int) -> Double { data[row * cols + col] }
+
+        var isVector: Bool { rows == 1 || cols == 1 }
+    }
+}
+
+extension CalibrationError {
+    init(syntax error: YamlError, file: String) {
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            let around = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
+            self.init("\(file) line \(mark.line): not valid YAML: \(problem)\(around); fix the file's syntax")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let keys = duplicates.sorted().map(\.quoted).joined(separator: ", ")
+            self.init("\(file) line \(context.mark.line): \(keys) given twice in the same block; keep one")
+        default:
+            self.init("\(file): not valid YAML: \(error)")
+        }
+    }
+}
+
+extension String {
+    /// The text in double quotes, escaped as Swift escapes it, so a quoted value cannot break the
+    /// message's line or hide its own quotes.
+    var quoted: String { String(reflecting: self) }
+}
