@@ -403,7 +403,7 @@ public final class SyncSession: @unchecked Sendable {
         if rename(temporary, path) != 0 {
             throw SyncFieldError.ioFailure(path: path, operation: "rename", errno: errno)
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathName.directory(of: path)
         let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirFD >= 0 {
             _ = fsync(dirFD)

@@ -1,3 +1,4 @@
+import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import Foundation
@@ -109,7 +110,7 @@ public enum SessionRemoval {
                 try FileManager.default.removeItem(atPath: target.path)
                 say("deleted \(target.name) (\(ByteSize(bytes: target.bytes)))")
             case .segment:
-                let recording = (target.path as NSString).deletingLastPathComponent
+                let recording = PathName.directory(of: target.path)
                 segmentsByRecording[recording, default: []].append(target)
             }
         }
@@ -181,7 +182,7 @@ public enum SessionRemoval {
     static func segmentTarget(name: String, recording: String, segment: String) -> Result<Target, Refusal> {
         guard let index = RecordingIndex.read(directory: recording) else {
             return .failure(
-                Refusal(message: "\((recording as NSString).lastPathComponent) is not a segmented recording"))
+                Refusal(message: "\(PathName.base(of: recording)) is not a segmented recording"))
         }
         if RecordingLock.isHeld(directory: recording) {
             return .failure(

@@ -1,5 +1,7 @@
+import FieldcapCore
 import Foundation
 import Hummingbird
+import SyncField
 
 /// The token a client must send (`Authorization: Bearer TOKEN`) on every path but
 /// `/api/health`, when the service listens beyond loopback (or is given a token file).
@@ -22,7 +24,7 @@ public struct BearerToken: Sendable {
         }
         var generator = SystemRandomNumberGenerator()
         let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathName.directory(of: path)
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -125,7 +125,7 @@ struct StatusBody: Encodable {
         }
         recording = status.recording.map { directory in
             Recording(
-                name: (directory as NSString).lastPathComponent, directory: directory,
+                name: PathName.base(of: directory), directory: directory,
                 elapsedS: status.status?.elapsed, streams: status.status?.streams.map(StreamBody.init) ?? [],
                 bytes: status.status?.bytes, diskFreeBytes: status.status?.diskFree,
                 diskStalls: status.status?.stalls.map(StallBody.init) ?? [])
@@ -181,7 +181,7 @@ struct StoppedBody: Encodable {
     var error: String?
 
     init(_ stopped: StoppedEvent) {
-        name = (stopped.directory as NSString).lastPathComponent
+        name = PathName.base(of: stopped.directory)
         directory = stopped.directory
         reason = stopped.reason
         elapsedS = stopped.elapsed
@@ -225,7 +225,7 @@ struct EventBody: Encodable {
         case .started(let directory):
             try container.encode("started", forKey: .event)
             try container.encode(directory, forKey: .directory)
-            try container.encode((directory as NSString).lastPathComponent, forKey: .name)
+            try container.encode(PathName.base(of: directory), forKey: .name)
         case .stopped(let stopped):
             try container.encode("stopped", forKey: .event)
             try StoppedBody(stopped).encode(to: encoder)

@@ -42,7 +42,7 @@ public struct ServiceRoutes: Sendable {
             let body = try await request.body.collect(upTo: 64 << 10)
             let directory = try await start(try StartBody.parse(Data(buffer: body)))
             return JSONBody.response(
-                StartedBody(name: (directory as NSString).lastPathComponent, directory: directory), status: .created)
+                StartedBody(name: PathName.base(of: directory), directory: directory), status: .created)
         }
         router.post("/api/v1/recording/stop") { _, _ in
             do {

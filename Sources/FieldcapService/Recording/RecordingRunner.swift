@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapSession
 import Foundation
+import SyncField
 import Synchronization
 
 /// One recording of the service, driven on a thread of its own as `fieldcap record` drives one
@@ -102,7 +103,7 @@ final class RecordingRunner: Sendable {
             if let open = controller.segments?.openSegmentDirectories, let newest = open.last,
                 !segments.contains(newest)
             {
-                events.send(.segmentRotated(segment: (newest as NSString).lastPathComponent))
+                events.send(.segmentRotated(segment: PathName.base(of: newest)))
                 segments = open
             }
             guard controller.elapsed >= nextStatus else { continue }

@@ -1,5 +1,7 @@
+import FieldcapCore
 import FieldcapSegments
 import Foundation
+import SyncField
 
 #if canImport(Glibc)
     import Glibc
@@ -60,7 +62,7 @@ public final class RecordingLock {
     /// Whether `directory`, or the segmented recording it is a segment of, is being recorded.
     public static func isLive(_ directory: String) -> Bool {
         if isHeld(directory: directory) { return true }
-        let parent = (directory as NSString).deletingLastPathComponent
+        let parent = PathName.directory(of: directory)
         return FileManager.default.fileExists(atPath: "\(parent.isEmpty ? "." : parent)/\(RecordingIndex.fileName)")
             && isHeld(directory: parent.isEmpty ? "." : parent)
     }

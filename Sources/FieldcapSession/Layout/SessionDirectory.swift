@@ -1,4 +1,6 @@
+import FieldcapCore
 import Foundation
+import SyncField
 
 /// Why a session directory could not be made: one line naming the option and the path.
 public struct SessionDirectoryError: Error, CustomStringConvertible {
@@ -11,7 +13,7 @@ public enum SessionDirectory {
     /// Creates `explicit`, or `root/HOST-YYYYMMDDTHHMMSSZ` (with `-2`, `-3`... if that is taken).
     public static func create(explicit: String?, root: String, hostId: String, at date: Date) throws -> String {
         if let explicit {
-            let parent = (explicit as NSString).deletingLastPathComponent
+            let parent = PathName.directory(of: explicit)
             if !parent.isEmpty { try makeParents(parent, for: "--out \(explicit)") }
             try makeNew(explicit, for: "--out")
             return explicit

@@ -1,3 +1,4 @@
+import FieldcapCore
 import FieldcapMedia
 import Foundation
 import SyncField
@@ -35,7 +36,7 @@ extension SessionValidator {
                 problems.append(Problem(file: SessionLayout.manifestName, message: "streams.\(id).path: \(message)"))
             }
             guard let video = resolve(path, in: directory) else {
-                let name = (path as NSString).lastPathComponent
+                let name = PathName.base(of: path)
                 problem(
                     "\(path) does not exist"
                         + (path.hasPrefix("/") && !name.isEmpty ? " (nor does \(name) in the session directory)" : ""))
@@ -89,7 +90,7 @@ extension SessionValidator {
     /// name in the session directory; nil when neither is a file.
     private static func resolve(_ path: String, in directory: String) -> String? {
         var candidates = [path.hasPrefix("/") ? path : "\(directory)/\(path)"]
-        let name = (path as NSString).lastPathComponent
+        let name = PathName.base(of: path)
         if path.hasPrefix("/") && !name.isEmpty { candidates.append("\(directory)/\(name)") }
         return candidates.first { candidate in
             var info = stat()

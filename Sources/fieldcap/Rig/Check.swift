@@ -2,6 +2,7 @@ import ArgumentParser
 import FieldcapCore
 import FieldcapSession
 import Foundation
+import SyncField
 
 /// `fieldcap check`: is the rig ready to record what its config asks, without recording.
 struct Check: ParsableCommand {
@@ -26,6 +27,8 @@ struct Check: ParsableCommand {
               segment: 30s                        # record in segments this long (default: one session)
               max_storage: 16G                    # with segment: keep the newest within this size
               keep: 2h                            # with segment: delete segments older than this
+              intrinsics: camchain.yaml           # cameras' calibration (Kalibr, OpenCV, ROS), by id;
+                                                  # camchain.yaml,match=order by order
               cameras:
                 - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3D4-video-index0
                   id: cam_left
@@ -98,7 +101,7 @@ struct Check: ParsableCommand {
         // The nearest directory that exists: the root itself, or where it would be created.
         var existing = root
         while !FileManager.default.fileExists(atPath: existing) {
-            let parent = (existing as NSString).deletingLastPathComponent
+            let parent = PathName.directory(of: existing)
             if parent == existing || parent.isEmpty { existing = "."; break }
             existing = parent
         }

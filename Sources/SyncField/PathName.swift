@@ -1,0 +1,26 @@
+/// A file path split at its last `/`, as NSString's `deletingLastPathComponent` and
+/// `lastPathComponent` would: Foundation's (Swift 6.3 on Linux) trap on some short paths
+/// (`--out c`), so fieldcap splits its paths itself. Trailing slashes are ignored.
+package enum PathName {
+    /// `a/b` → `a`, `/b` → `/`, `b` → `` (no directory part).
+    package static func directory(of path: String) -> String {
+        let trimmed = withoutTrailingSlashes(path)
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        let parent = withoutTrailingSlashes(String(trimmed[..<slash]))
+        return parent.isEmpty ? "/" : parent
+    }
+
+    /// `a/b` → `b`, `b/` → `b`, `/` → `/`.
+    package static func base(of path: String) -> String {
+        let trimmed = withoutTrailingSlashes(path)
+        if trimmed == "/" { return "/" }
+        guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
+        return String(trimmed[trimmed.index(after: slash)...])
+    }
+
+    private static func withoutTrailingSlashes(_ path: String) -> String {
+        var text = Substring(path)
+        while text.count > 1, text.hasSuffix("/") { text = text.dropLast() }
+        return String(text)
+    }
+}
