@@ -81,7 +81,7 @@ let package = Package(
             name: "FieldcapSession",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                .product(name: "Yams", package: "Yams"),
+                "FieldcapCalibration", .product(name: "Yams", package: "Yams"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.
@@ -216,6 +216,7 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
+        .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

@@ -59,7 +59,8 @@ public struct CalibrationFile: Sendable, Equatable {
         let folded = try yaml.fields(root, of: "the file", foldingCase: true)
         if let matrix = folded["camera_matrix"] {
             if openCVHeader || OpenCVCalibration.isOpenCVMatrix(matrix) {
-                return CalibrationFile(path: path, kind: .opencv, cameras: [try OpenCVCalibration.camera(folded, yaml: yaml)])
+                return CalibrationFile(
+                    path: path, kind: .opencv, cameras: [try OpenCVCalibration.camera(folded, yaml: yaml)])
             }
             return CalibrationFile(path: path, kind: .ros, cameras: [try ROSCameraInfo.camera(folded, file: path)])
         }

@@ -26,7 +26,9 @@ extension CalibrationFile {
     /// camera the file does not calibrate is left out; a file camera that finds no recorded
     /// camera is an error, as is a calibration at another size than the recording's, since
     /// intrinsics in pixels hold only at the size they were estimated at.
-    public func assign(to cameras: [RecordedCamera], by match: CalibrationMatch) throws(CalibrationError)
+    public func assign(
+        to cameras: [RecordedCamera], by match: CalibrationMatch
+    ) throws(CalibrationError)
         -> [String: CameraCalibration]
     {
         let recordedIDs = cameras.isEmpty ? "none" : cameras.map(\.id).joined(separator: ", ")
@@ -48,9 +50,10 @@ extension CalibrationFile {
             }
         case .order:
             guard self.cameras.count <= cameras.count else {
+                let verb = cameras.count == 1 ? "is" : "are"
                 throw CalibrationError(
-                    "\(path): calibrates \(self.cameras.count) cameras, but \(cameras.count) \(cameras.count == 1 ? "is" : "are")"
-                        + " recorded (\(recordedIDs)): record every camera it calibrates, or give a file of these only")
+                    "\(path): calibrates \(self.cameras.count) cameras, but \(cameras.count) \(verb) recorded"
+                        + " (\(recordedIDs)): record every camera it calibrates, or give a file of these only")
             }
             for (calibration, recorded) in zip(self.cameras, cameras) {
                 try check(calibration, against: recorded)

@@ -57,6 +57,10 @@ struct CalibrationYAML {
     func number(_ node: Node, _ key: String) throws(CalibrationError) -> Double {
         guard case .scalar(let scalar) = node else { throw error(at: node, "\(key) must be a number") }
         let text = scalar.string.trimmingCharacters(in: .whitespaces)
+        // YAML's own spellings of infinity and not-a-number, which Double(_:) does not take.
+        if [".inf", "+.inf", "-.inf", ".nan"].contains(text.lowercased()) {
+            throw error(at: node, "\(key) is \(text.quoted): give a finite number")
+        }
         guard let value = Double(text) else {
             throw error(at: node, "\(key) \(text.quoted) is not a number")
         }
@@ -91,12 +95,18 @@ struct CalibrationYAML {
     /// not), whose data is checked to fill it.
     func matrix(_ node: Node, _ key: String) throws(CalibrationError) -> Matrix {
         let fields = try self.fields(node, of: key)
-        let rows = try integer(fields.require("rows", in: key, self), "\(key) rows")
-        let cols = try integer(fields.require("cols", in: key, self), "\(key) cols")
-        let dataNode = try fields.require("data", in: key, self)
+        let hint = "a matrix is written as rows, cols and data, the values row by row"
+        let rows = try integer(fields.require("rows", in: key, self, hint: hint), "\(key) rows")
+        let cols = try integer(fields.require("cols", in: key, self, hint: hint), "\(key) cols")
+        let dataNode = try fields.require("data", in: key, self, hint: hint)
         let data = try numbers(dataNode, "\(key) data")
-        guard rows > 0, cols > 0, rows * cols == data.count else {
-            throw error(at: dataNode, "\(key) is \(rows)x\(cols) but its data has \(data.count) values")
+        guard rows > 0, cols > 0 else {
+            throw error(at: node, "\(key) is \(rows)x\(cols): rows and cols must be above 0")
+        }
+        let (count, overflow) = rows.multipliedReportingOverflow(by: cols)
+        guard !overflow, count == data.count else {
+            throw error(
+                at: dataNode, "\(key) is \(rows)x\(cols) but its data has \(data.count) values: give \(rows)x\(cols)")
         }
         return Matrix(rows: rows, cols: cols, data: data, node: node)
     }
@@ -109,7 +119,9 @@ struct CalibrationYAML {
 
         subscript(key: String) -> Node? { values[key] }
 
-        func require(_ key: String, in what: String, _ yaml: CalibrationYAML, hint: String? = nil)
+        func require(
+            _ key: String, in what: String, _ yaml: CalibrationYAML, hint: String? = nil
+        )
             throws(CalibrationError) -> Node
         {
             guard let value = values[key] else {

@@ -45,7 +45,9 @@ extension CameraCalibration {
         let distortion = try reader.numbers(entry, "distortion_coeffs")
         var cameraFromIMU: [Double]?
         if let rows = entry["T_cam_imu"] {
-            guard let rows = rows as? [Any], rows.count == 4 else { throw reader.error("T_cam_imu must be 4 rows of 4") }
+            guard let rows = rows as? [Any], rows.count == 4 else {
+                throw reader.error("T_cam_imu must be 4 rows of 4")
+            }
             var matrix: [Double] = []
             for row in rows {
                 guard let values = SidecarReader.numbers(row), values.count == 4 else {
@@ -77,7 +79,8 @@ private struct SidecarReader {
     var camera: String?
 
     func error(_ problem: String) -> CalibrationError {
-        CalibrationError("\(origin): \(camera.map { "\($0): " } ?? "")calibration \(problem); fix the entry or record again")
+        CalibrationError(
+            "\(origin): \(camera.map { "\($0): " } ?? "")calibration \(problem); fix the entry or record again")
     }
 
     func text(_ entry: [String: Any], _ key: String) throws(CalibrationError) -> String {
@@ -102,9 +105,12 @@ private struct SidecarReader {
         return numbers
     }
 
-    /// JSONSerialization gives NSNumber; Swift's own entry gives Int and Double.
+    /// JSONSerialization gives NSNumber; Swift's own entry gives Int and Double. Foundation on
+    /// Linux parses a number of many digits as NSDecimalNumber, whose doubleValue can miss the
+    /// written double by one unit in the last place; its text, parsed as a Double, does not.
     static func number(_ value: Any) -> Double? {
         switch value {
+        case let decimal as NSDecimalNumber: Double(decimal.stringValue) ?? decimal.doubleValue
         case let number as NSNumber: number.doubleValue
         case let number as Double: number
         case let number as Int: Double(number)

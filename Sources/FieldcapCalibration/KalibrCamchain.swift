@@ -56,8 +56,8 @@ enum KalibrCamchain {
         guard intrinsics[0] > 0, intrinsics[1] > 0 else {
             throw yaml.error(
                 at: intrinsicsNode,
-                "intrinsics fu \(intrinsics[0]) and fv \(intrinsics[1]) are focal lengths in pixels: both must be above 0"
-            )
+                "intrinsics fu \(intrinsics[0]) and fv \(intrinsics[1]) are focal lengths in pixels:"
+                    + " both must be above 0")
         }
 
         let distortionNode = try fields.require(
@@ -71,7 +71,8 @@ enum KalibrCamchain {
         default:
             throw yaml.error(
                 at: distortionNode,
-                "distortion_model \(distortionName.quoted) is not supported: calibrate with radtan, equidistant or none")
+                "distortion_model \(distortionName.quoted) is not supported: calibrate with radtan, equidistant or none"
+            )
         }
         // Kalibr's radtan is always k1 k2 p1 p2, so only four will do here.
         let needed = distortionModel == .none ? 0 : 4

@@ -26,7 +26,9 @@ enum OpenCVCalibration {
         return node.tag.rawValue.hasSuffix("opencv-matrix")
     }
 
-    static func camera(_ top: CalibrationYAML.Fields, yaml: CalibrationYAML) throws(CalibrationError)
+    static func camera(
+        _ top: CalibrationYAML.Fields, yaml: CalibrationYAML
+    ) throws(CalibrationError)
         -> CameraCalibration
     {
         let (width, height) = try imageSize(top, yaml: yaml)
@@ -54,7 +56,9 @@ enum OpenCVCalibration {
 
     /// OpenCV's sample says fisheye with `fisheye_model: 1` (it writes 0 otherwise); a file of
     /// one's own may say `distortion_model: fisheye`.
-    static func distortionModel(_ top: CalibrationYAML.Fields, yaml: CalibrationYAML) throws(CalibrationError)
+    static func distortionModel(
+        _ top: CalibrationYAML.Fields, yaml: CalibrationYAML
+    ) throws(CalibrationError)
         -> CameraCalibration.DistortionModel
     {
         if let node = top["fisheye_model"], try fisheyeFlag(node, yaml: yaml) { return .equidistant }
@@ -77,7 +81,9 @@ enum OpenCVCalibration {
         return try yaml.number(node, "fisheye_model") != 0
     }
 
-    static func imageSize(_ top: CalibrationYAML.Fields, yaml: CalibrationYAML) throws(CalibrationError)
+    static func imageSize(
+        _ top: CalibrationYAML.Fields, yaml: CalibrationYAML
+    ) throws(CalibrationError)
         -> (width: Int, height: Int)
     {
         let hint = "add the size the camera was calibrated at (image_width: 1280, image_height: 720)"
@@ -88,7 +94,9 @@ enum OpenCVCalibration {
 
     /// fx, fy, cx, cy from a 3x3 camera matrix, which must be a skew-free pinhole's: fieldcap
     /// keeps (and the exports write) four intrinsics, so a skew would be dropped without a word.
-    static func pinhole(_ node: Node, yaml: CalibrationYAML) throws(CalibrationError)
+    static func pinhole(
+        _ node: Node, yaml: CalibrationYAML
+    ) throws(CalibrationError)
         -> (fx: Double, fy: Double, cx: Double, cy: Double)
     {
         let k = try yaml.matrix(node, "camera_matrix")
@@ -102,7 +110,8 @@ enum OpenCVCalibration {
                     + " calibrate with zero skew (OpenCV's default; fisheye::CALIB_FIX_SKEW)")
         }
         guard k[1, 0] == 0, k[2, 0] == 0, k[2, 1] == 0, k[2, 2] == 1 else {
-            throw yaml.error(at: node, "camera_matrix is not a pinhole camera matrix: it must read fx 0 cx, 0 fy cy, 0 0 1")
+            throw yaml.error(
+                at: node, "camera_matrix is not a pinhole camera matrix: it must read fx 0 cx, 0 fy cy, 0 0 1")
         }
         guard k[0, 0] > 0, k[1, 1] > 0 else {
             throw yaml.error(

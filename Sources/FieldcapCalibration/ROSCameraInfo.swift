@@ -29,7 +29,10 @@ enum ROSCameraInfo {
 
     static func camera(_ top: CalibrationYAML.Fields, file: String) throws(CalibrationError) -> CameraCalibration {
         var yaml = CalibrationYAML(file: file)
-        if let nameNode = top["camera_name"] { yaml.camera = try yaml.text(nameNode, "camera_name") }
+        // An empty camera_name names no camera, as an absent one does.
+        if let nameNode = top["camera_name"], nameNode.scalar?.string.isEmpty != true {
+            yaml.camera = try yaml.text(nameNode, "camera_name")
+        }
         let (width, height) = try OpenCVCalibration.imageSize(top, yaml: yaml)
         let intrinsics = try OpenCVCalibration.pinhole(top.require("camera_matrix", in: "the file", yaml), yaml: yaml)
 
@@ -48,8 +51,8 @@ enum ROSCameraInfo {
         guard coefficients.count == count else {
             throw yaml.error(
                 at: coefficientsNode,
-                "distortion_model \(modelName.quoted) needs \(count) distortion_coefficients, found \(coefficients.count)"
-            )
+                "distortion_model \(modelName.quoted) needs \(count) distortion_coefficients,"
+                    + " found \(coefficients.count)")
         }
 
         for (key, rows, cols) in [("rectification_matrix", 3, 3), ("projection_matrix", 3, 4)] {

@@ -80,11 +80,9 @@ public enum SessionExporter {
         if request.rosbag2 && request.format != .mcap {
             throw ExportError(.request, "--rosbag2 is an option of --format mcap")
         }
-        // Split by hand: Foundation's NSString path helpers trap on a one-letter path (`--out e`).
-        let slash = out.lastIndex(of: "/")
-        let base = String(slash.map { out[out.index(after: $0)...] } ?? out[...])
-        let parent = slash.map { String(out[..<$0]) } ?? ""
-        let parentPath = parent.isEmpty ? (slash == nil ? "." : "/") : parent
+        let base = PathName.base(of: out)
+        let parent = PathName.directory(of: out)
+        let parentPath = parent.isEmpty ? "." : parent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory.boolValue
         else { throw ExportError(.request, "--out \(out): \(parentPath) is not a directory; create it first") }
@@ -100,6 +98,7 @@ public enum SessionExporter {
             progress(Progress(stage: .validating, done: step.bytesDone, total: step.bytesTotal))
         }
         let streams = try session.streams(named: request.streams)
+        let calibration = try session.readCalibration()
         for id in request.depthStreams {
             guard let stream = streams.first(where: { $0.id == id }) else {
                 throw ExportError(.request, "--depth \(id): no such camera among the streams exported")
@@ -121,7 +120,7 @@ public enum SessionExporter {
             let summary = try MCAPExport.write(
                 session: session, streams: streams, path: file,
                 options: .init(compression: request.compression, depthStreams: Set(request.depthStreams)),
-                calibration: session.calibration, progress: report, isCancelled: isCancelled)
+                calibration: calibration, progress: report, isCancelled: isCancelled)
             if request.rosbag2 {
                 try ExportFile.write(
                     Array(RosbagMetadata.yaml(summary: summary, file: "\(base)_0.mcap").utf8),
@@ -132,14 +131,14 @@ public enum SessionExporter {
             lines = try EuRoCExport.write(
                 session: session, streams: streams, directory: staging,
                 options: .init(colour: request.colour, depthStreams: Set(request.depthStreams)),
-                calibration: session.calibration, progress: report, isCancelled: isCancelled)
+                calibration: calibration, progress: report, isCancelled: isCancelled)
         case .images:
             lines = try ImageFolderExport.write(
                 session: session, streams: streams, directory: staging,
                 options: .init(
                     quality: request.quality, every: request.every, fps: request.fps,
                     depthStreams: Set(request.depthStreams)),
-                calibration: session.calibration, progress: report, isCancelled: isCancelled)
+                calibration: calibration, progress: report, isCancelled: isCancelled)
         }
         try syncAndRename(staging, to: out)
         return Outcome(out: out, lines: lines)
@@ -190,6 +189,17 @@ extension ExportSession {
         return (entries.first { $0["id"] as? String == id }?["written"] as? Int) ?? 0
     }
 
-    /// The cameras' calibration the session keeps (none yet: `--intrinsics` fills it).
-    var calibration: [String: CameraCalibration] { [:] }
+    /// The cameras' calibration the session keeps (`fieldcap record --intrinsics`), by stream id.
+    func readCalibration() throws(ExportError) -> [String: CameraCalibration] {
+        var cameras: [String: CameraCalibration] = [:]
+        for entry in (document["streams"] as? [[String: Any]]) ?? [] {
+            guard let id = entry["id"] as? String, let values = entry["calibration"] as? [String: Any] else { continue }
+            do throws(CalibrationError) {
+                cameras[id] = try CameraCalibration(sidecarEntry: values, origin: "\(layout.sidecar) (\(id))")
+            } catch {
+                throw ExportError(.session, error.message)
+            }
+        }
+        return cameras
+    }
 }

@@ -106,6 +106,12 @@ struct Record: ParsableCommand {
             valueName: "DURATION"))
     var keep: Duration?
 
+    @Option(
+        help: ArgumentHelp(
+            "The cameras' calibration: a Kalibr camchain, or an OpenCV or ROS calibration YAML, matched to the cameras by id (the file's cam0 is the stream cam0) or with ,match=order by --cam order. Checked against the granted sizes before recording; the file is copied into the session as calibration.yaml and its values go into fieldcap.json, where `fieldcap export` finds them.",
+            valueName: "FILE[,match=order]"))
+    var intrinsics: String?
+
     @Flag(
         help:
             "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall."
@@ -128,9 +134,10 @@ struct Record: ParsableCommand {
             }
             rig = try RigConfig.loadForCommand(path: config)
         }
-        let overrides = RecordingSettings.Overrides(
+        var overrides = RecordingSettings.Overrides(
             hostId: hostId, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree, segment: segment,
             maxStorage: maxStorage, keep: keep)
+        overrides.intrinsics = intrinsics
         let specs = rig == nil ? try devices.specs : []
         do throws(PlanError) {
             return try RecordingSettings.resolve(config: rig, devices: specs, overrides: overrides)

@@ -203,3 +203,8 @@ enum Fixture {
         return text.replacingOccurrences(of: old, with: new)
     }
 }
+
+/// Whether a message fits one line of a log or a terminal.
+func isOneLine(_ message: String) -> Bool {
+    !message.contains(where: \.isNewline)
+}

@@ -61,3 +61,14 @@ struct CDRAndSchemaTests {
         #expect(MCAPExport.topicName("0cam") == "_0cam")
     }
 }
+
+@Suite("EuRoC's YAML numbers")
+struct EuRoCNumberTests {
+    @Test("exponents get the dot YAML 1.1 needs to read them as numbers; whole numbers stay integers")
+    func yaml11Floats() {
+        #expect(EuRoCExport.number(-4e-05) == "-4.0e-05")
+        #expect(EuRoCExport.number(1.5e-07) == "1.5e-07")
+        #expect(EuRoCExport.number(0.25) == "0.25")
+        #expect(EuRoCExport.number(30) == "30")
+    }
+}

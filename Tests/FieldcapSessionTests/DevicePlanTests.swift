@@ -1,4 +1,5 @@
 import FieldcapCore
+import Foundation
 import Testing
 
 @testable import FieldcapSession
@@ -21,6 +22,43 @@ struct DevicePlanTests {
         #expect(source.descriptor.videoFormat?.width == 320)
         #expect(source.descriptor.nominalRate == 15)
         #expect(source.descriptor.id == "left")
+    }
+
+    @Test(
+        "a config's intrinsics: a file beside the config, read when the settings resolve, matched to the granted sizes; --intrinsics wins"
+    )
+    func configIntrinsics() throws {
+        let directory = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let camchain = """
+            cam0:
+              camera_model: pinhole
+              intrinsics: [100, 101, 80, 60]
+              distortion_model: none
+              distortion_coeffs: []
+              resolution: [160, 120]
+            """
+        try camchain.write(toFile: "\(directory)/camchain.yaml", atomically: true, encoding: .utf8)
+        let config = try RigConfig.parse(
+            """
+            intrinsics: camchain.yaml,match=order
+            cameras:
+              - device: synthetic:160x120@15
+                id: left
+            """, name: "\(directory)/rig.yaml")
+        let settings = try RecordingSettings.resolve(config: config, devices: [], overrides: .init())
+        #expect(settings.intrinsics?.match == .order)
+        #expect(settings.intrinsics?.name == "intrinsics (\(directory)/rig.yaml)")
+        let sources = try settings.plan.makeSources()
+        let calibration = try #require(try settings.controllerSettings(for: sources, out: "unused").calibration)
+        #expect(calibration.cameras["left"]?.fx == 100)
+        // By id, the file's cam0 is not the config's camera `left`: refused, naming the config.
+        var byId = RecordingSettings.Overrides()
+        byId.intrinsics = "\(directory)/camchain.yaml"
+        let overridden = try RecordingSettings.resolve(config: config, devices: [], overrides: byId)
+        let error = #expect(throws: PlanError.self) { try overridden.controllerSettings(for: sources, out: "unused") }
+        #expect(error?.message.hasPrefix("--intrinsics: ") == true, "\(error?.message ?? "")")
     }
 
     @Test("options given beside the short form win over it")

@@ -108,7 +108,7 @@ public enum RangeExtractor {
         if let index = RecordingIndex.read(directory: source) {
             return ("the recording \(source)", recordingParts(index, directory: source))
         }
-        if let part = sessionPart(directory: source, name: (source as NSString).lastPathComponent) {
+        if let part = sessionPart(directory: source, name: PathName.base(of: source)) {
             return ("the session \(source)", [part])
         }
         if Sidecar.Contents(layout: SessionLayout(directory: source)) != nil {
@@ -256,6 +256,11 @@ public enum RangeExtractor {
         }
         try SessionRecovery.finish(
             directory: directory, syncPoint: first.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
+        // The calibration file travels with the values the sidecar keeps of it.
+        let calibration = "\(parts[0].0.directory)/\(SessionCalibration.fileName)"
+        if let bytes = FileManager.default.contents(atPath: calibration) {
+            try SyncSession.writeAtomically(Array(bytes), to: "\(directory)/\(SessionCalibration.fileName)")
+        }
         try Sidecar.store(
             sidecar(
                 first, outputs: outputs, linkDirectory: linkDirectory, request: request, source: source,
@@ -335,7 +340,9 @@ public enum RangeExtractor {
         used: [String]
     ) -> [String: Any] {
         let entries = (first.document["streams"] as? [[String: Any]]) ?? []
-        let kept = ["id", "kind", "device", "nominal_rate", "format", "video_path", "frames_path", "channels"]
+        let kept = [
+            "id", "kind", "device", "nominal_rate", "format", "video_path", "frames_path", "channels", "calibration",
+        ]
         let streams: [[String: Any]] = outputs.map { output in
             var entry = entries.first { ($0["id"] as? String) == output.id }?.filter { kept.contains($0.key) } ?? [:]
             entry["id"] = output.id
@@ -358,6 +365,7 @@ public enum RangeExtractor {
                 "extracted_utc": Sidecar.utc(Date()),
             ] as [String: Any],
         ]
+        if let calibration = first.document["calibration_file"] { document["calibration_file"] = calibration }
         if let firstNs { document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(firstNs, sync)) }
         if let lastNs { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(lastNs, sync)) }
         return document

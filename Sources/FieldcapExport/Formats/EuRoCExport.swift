@@ -228,8 +228,13 @@ enum EuRoCExport {
         return out
     }
 
-    private static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    /// A number as YAML 1.1 reads it (OpenCV's, PyYAML's and yaml-cpp's readers): an exponent
+    /// needs a dot before it (`-4.0e-05`; `-4e-05` is a string there).
+    static func number(_ value: Double) -> String {
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        let text = "\(value)"
+        guard let exponent = text.firstIndex(of: "e"), !text[..<exponent].contains(".") else { return text }
+        return text[..<exponent] + ".0" + text[exponent...]
     }
 
     private static func numbers(_ values: [Double]) -> String { "[" + values.map(number).joined(separator: ", ") + "]" }

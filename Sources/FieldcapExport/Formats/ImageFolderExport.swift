@@ -2,6 +2,7 @@ import FieldcapCalibration
 import FieldcapCore
 import FieldcapPreview
 import Foundation
+import SyncField
 
 /// `fieldcap export --format images`: one camera as an image folder in the iOS 3D Logger's
 /// layout (../shared/seeds), for photogrammetry and NeRF pipelines, so its Python loading
@@ -166,7 +167,7 @@ enum ImageFolderExport {
         let kernel = (session.document["kernel"] as? String) ?? "Linux"
         let metadata = """
             {
-              "sessionID": \(Self.json(session.directory.split(separator: "/").last.map(String.init) ?? session.directory)),
+              "sessionID": \(Self.json(PathName.base(of: session.directory))),
               "deviceModel": \(Self.json("\(session.syncPoint.hostId) \(camera.device)")),
               "osVersion": \(Self.json(kernel)),
               "startTimestamp": \(Self.seconds(first ?? 0)),

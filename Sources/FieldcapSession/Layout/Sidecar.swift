@@ -31,6 +31,8 @@ public struct Sidecar {
     public var reports: [SourceReport]?
     /// A segment of a segmented recording: its number, and where the recording's index is.
     public var segment: Int?
+    /// The cameras' calibration (`--intrinsics`), each beside its camera's format.
+    public var calibration: SessionCalibration?
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -75,7 +77,9 @@ public struct Sidecar {
     }
 
     /// What a stream is, as known at start: enough for `fieldcap recover` to finish a session.
-    static func streamEntry(_ descriptor: StreamDescriptor, linkDirectory: String) -> [String: Any] {
+    static func streamEntry(
+        _ descriptor: StreamDescriptor, linkDirectory: String, calibration: SessionCalibration? = nil
+    ) -> [String: Any] {
         var entry: [String: Any] = [
             "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
             "nominal_rate": descriptor.nominalRate,
@@ -89,6 +93,7 @@ public struct Sidecar {
             entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
         }
         if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
+        if let camera = calibration?.cameras[descriptor.id] { entry["calibration"] = camera.sidecarEntry }
         return entry
     }
 
@@ -99,14 +104,17 @@ public struct Sidecar {
     /// gives each video's path as it was linked).
     public static func writeStart(
         hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
-        segment: Int? = nil
+        segment: Int? = nil, calibration: SessionCalibration? = nil
     ) throws {
         var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            "streams": sources.map { streamEntry($0.descriptor, linkDirectory: linkDirectory) },
+            "streams": sources.map {
+                streamEntry($0.descriptor, linkDirectory: linkDirectory, calibration: calibration)
+            },
         ]
         if let segment { document["segment"] = segmentEntry(segment) }
+        if let calibration { document["calibration_file"] = calibration.sidecarEntry }
         try store(document, layout: layout)
     }
 
@@ -131,7 +139,7 @@ public struct Sidecar {
     public func write() throws {
         let streams: [[String: Any]] = zip(sources, summary).enumerated().map { index, pair in
             let (source, stream) = pair
-            var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory)
+            var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory, calibration: calibration)
             entry["written"] = stream.written
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).
@@ -167,6 +175,7 @@ public struct Sidecar {
             "disk_stalls": diskStallsEntry,
         ]
         if let segment { document["segment"] = Self.segmentEntry(segment) }
+        if let calibration { document["calibration_file"] = calibration.sidecarEntry }
         try Self.store(document, layout: layout)
     }
 

@@ -17,6 +17,8 @@ public struct RecordingSettings: Sendable {
         public var segment: TimeSpan?
         public var maxStorage: ByteSize?
         public var keep: TimeSpan?
+        /// `FILE[,match=id|order]`: the cameras' calibration.
+        public var intrinsics: String?
         /// How errors and the index name a directly given value: `--segment` on the command line,
         /// `segment` in an API request.
         public var names = Names.commandLine
@@ -39,15 +41,19 @@ public struct RecordingSettings: Sendable {
     /// The names of the directly given options, as their front end spells them.
     public struct Names: Sendable {
         public var hostId, segment, maxStorage, keep: String
+        public var intrinsics = "--intrinsics"
 
         public static let commandLine = Names(
             hostId: "--host-id", segment: "--segment", maxStorage: "--max-storage", keep: "--keep")
 
-        public init(hostId: String, segment: String, maxStorage: String, keep: String) {
+        public init(
+            hostId: String, segment: String, maxStorage: String, keep: String, intrinsics: String = "--intrinsics"
+        ) {
             self.hostId = hostId
             self.segment = segment
             self.maxStorage = maxStorage
             self.keep = keep
+            self.intrinsics = intrinsics
         }
     }
 
@@ -66,6 +72,8 @@ public struct RecordingSettings: Sendable {
     public var maxStorageName: String
     public var maxStorageLabel: String?
     public var keepLabel: String?
+    /// The calibration file, read; matched to the cameras once they are open.
+    public var intrinsics: IntrinsicsSetting?
 
     /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
     /// ./sessions.
@@ -84,7 +92,7 @@ public struct RecordingSettings: Sendable {
     ) throws(PlanError) -> RecordingSettings {
         let names = overrides.names
         let configName = config?.path ?? "config"
-        let settings = RecordingSettings(
+        var settings = RecordingSettings(
             plan: DevicePlan(specs: config?.devices ?? devices),
             hostId: overrides.hostId ?? config?.hostId ?? defaultHostId(),
             root: overrides.root ?? config?.output ?? defaultRoot,
@@ -100,6 +108,13 @@ public struct RecordingSettings: Sendable {
                 ?? config?.maxStorage.map { "max_storage \($0) (\(configName))" },
             keepLabel: overrides.keep.map { "\(names.keep) \($0)" }
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
+        if let text = overrides.intrinsics {
+            settings.intrinsics = try IntrinsicsSetting.parse(text, name: names.intrinsics)
+        } else if let config, let text = config.intrinsics {
+            let directory = config.path.contains("/") ? String(config.path[..<config.path.lastIndex(of: "/")!]) : nil
+            settings.intrinsics = try IntrinsicsSetting.parse(
+                text, name: "intrinsics (\(configName))", directory: directory)
+        }
         if let problem = StreamID.problem(with: settings.hostId) {
             throw PlanError("\(names.hostId) '\(settings.hostId.printable)' cannot be used: \(problem)")
         }
@@ -149,12 +164,15 @@ public struct RecordingSettings: Sendable {
             maxStorageLabel: maxStorageLabel ?? "", keepLabel: keepLabel ?? "")
     }
 
-    /// The controller's settings for these sources (`out`: an explicit session directory).
+    /// The controller's settings for these sources (`out`: an explicit session directory); the
+    /// calibration is matched to the cameras' granted sizes here.
     public func controllerSettings(
         for sources: [CaptureSource], out: String? = nil, directIO: Bool = true
     ) throws(PlanError) -> RecordingController.Settings {
-        RecordingController.Settings(
+        var settings = RecordingController.Settings(
             hostId: hostId, out: out, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree,
             directIO: directIO, segments: try segmentSettings(for: sources.map(\.descriptor)))
+        settings.calibration = try intrinsics?.assign(to: sources)
+        return settings
     }
 }

@@ -32,10 +32,13 @@ public struct RigConfig: Sendable {
     public var segment: TimeSpan?
     public var maxStorage: ByteSize?
     public var keep: TimeSpan?
+    /// `FILE[,match=id|order]`, as `--intrinsics`; a relative FILE is the config's neighbour.
+    public var intrinsics: String?
     public var devices: [DeviceSpec]
 
     static let topKeys = [
-        "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "cameras", "imus",
+        "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
+        "cameras", "imus",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -73,6 +76,7 @@ public struct RigConfig: Sendable {
         config.hostId = try top.text("host_id")
         config.output = try top.text("output")
         config.minFree = try top.value("min_free", example: "2G") { ByteSize($0) }
+        config.intrinsics = try top.text("intrinsics")
         config.syncEvery = try top.value("sync_every", example: "1s") { TimeSpan($0) }
         config.duration = try top.value("duration", example: "10m") { TimeSpan($0) }
         config.segment = try top.value("segment", example: "30s") { TimeSpan($0) }

@@ -28,6 +28,8 @@ public final class RecordingController {
         public var segments: SegmentedSessions.Settings?
         /// Live previews, by stream id (`Recorder.Options.frameTaps`).
         public var frameTaps: [String: FrameTap] = [:]
+        /// The cameras' calibration (`--intrinsics`), copied into the session and its sidecar.
+        public var calibration: SessionCalibration?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -140,7 +142,7 @@ public final class RecordingController {
     /// counters the capture threads own once they run.
     public func start(beforeCapture: (SessionLayout) throws -> Void = { _ in }) throws {
         startedWall = Date()
-        let target = settings.out.map { ($0 as NSString).deletingLastPathComponent } ?? settings.root
+        let target = settings.out.map { PathName.directory(of: $0) } ?? settings.root
         let shown = target.isEmpty ? "." : target
         if let free = freeBytes(at: shown) ?? freeBytes(at: "."), free < settings.minFree.bytes {
             throw StartError.diskBelowMinFree(free: free, path: shown, minFree: settings.minFree)
@@ -179,7 +181,8 @@ public final class RecordingController {
         sessionOptions.queueCapacity = 4096
         sessionOptions.idlePollNs = sessionOptions.idlePollNs(
             forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
-        if let segmenting = settings.segments {
+        if var segmenting = settings.segments {
+            segmenting.calibration = settings.calibration
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
@@ -200,9 +203,10 @@ public final class RecordingController {
         self.session = session
         let syncPoint = try session.start()
         self.syncPoint = syncPoint
+        try settings.calibration?.install(in: directory)
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
-            linkDirectory: session.outputDir.path)
+            linkDirectory: session.outputDir.path, calibration: settings.calibration)
         let sink = VideoSessionSink(session: session, directIO: settings.directIO)
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
@@ -245,12 +249,13 @@ public final class RecordingController {
         if segments != nil { return try stopSegments(reason: reason) }
         guard let sink, let session, let layout, let syncPoint else { preconditionFailure("stop() before start()") }
         let stopped = stopRecorder(reason: reason)
-        try Sidecar(
+        var sidecar = Sidecar(
             hostId: settings.hostId, syncPoint: syncPoint, startedWall: startedWall, stoppedWall: Date(),
             stopReason: stopped.reason.description, sources: sources, summary: stopped.summary,
             videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
-            diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path
-        ).write()
+            diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path)
+        sidecar.calibration = settings.calibration
+        try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()
         return stopped

@@ -18,6 +18,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         /// How the user wrote the limits, for the index's deletion reasons.
         public var maxStorageLabel: String
         public var keepLabel: String
+        /// The cameras' calibration, copied into every segment and named in its sidecar.
+        public var calibration: SessionCalibration?
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -155,10 +157,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let layout = SessionLayout(directory: path)
         let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
         let syncPoint = try session.start()
+        try settings.calibration?.install(in: path)
         try Sidecar.writeStart(
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
-            segment: number)
+            segment: number, calibration: settings.calibration)
         let sink = VideoSessionSink(session: session, directIO: directIO)
         try sink.open(streams: streams)
         open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
@@ -246,6 +249,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             layout: open.layout, linkDirectory: open.session.outputDir.path)
         sidecar.reports = summary == nil ? startReports : nil
         sidecar.segment = segment.number
+        sidecar.calibration = settings.calibration
         try sidecar.write()
     }
 

@@ -9,7 +9,8 @@ sync point, Matroska videos through ffmpeg), never through fieldcap's code. The 
 read with the Python `mcap` library (indexed and, with CRCs checked, front to back) and decoded
 with `mcap-ros2-support`; a rosbag2 directory with `rosbags`. Every message is compared: counts
 per stream, stamps (UTC through the sync point), log times, image sizes and encodings, the
-frames' bytes (equal to the Matroska file's frames as ffmpeg demuxes them), IMU values. Prints
+frames' bytes (equal to the Matroska file's frames as ffmpeg demuxes them), IMU values, and
+CameraInfo against the calibration the sidecar keeps. Prints
 one line per stream and "export ok"; exits 1 with the first difference.
 """
 import argparse
@@ -75,6 +76,20 @@ class Session:
                 topics[f"/{sid}/image_raw"] = [
                     (self.utc(t), ("image", w, h, encoding, w * bpp, frame)) for t, frame in zip(stamps, frames)
                 ]
+                calibration = stream.get("calibration")
+                if calibration:
+                    # sensor_msgs/CameraInfo from a Kalibr-style entry: K from fx fy cx cy, plumb_bob's
+                    # five coefficients (radtan's four and k3 = 0), equidistant's four.
+                    fx, fy, cx, cy = calibration["intrinsics"]
+                    coeffs = list(calibration["distortion_coeffs"])
+                    model = calibration["distortion_model"]
+                    if model == "equidistant":
+                        ros_model = "equidistant"
+                    else:
+                        ros_model = "rational_polynomial" if len(coeffs) > 5 else "plumb_bob"
+                        coeffs = (coeffs + [0.0] * 5)[: max(5, len(coeffs))]
+                    info = ("info", w, h, ros_model, coeffs, [fx, 0, cx, 0, fy, cy, 0, 0, 1])
+                    topics[f"/{sid}/camera_info"] = [(self.utc(t), info) for t in stamps]
             else:
                 samples = lines(self.dir / f"{sid}.jsonl")
                 names = stream.get("channels") or sorted(samples[0]["channels"])
@@ -132,6 +147,14 @@ def check(topic, expected, stamp_ns, log_time, msg):
                 fail(f"{topic}: {name} {got} (covariance[0] {covariance[0]}), the session says {want}")
         if msg.orientation_covariance[0] != -1:
             fail(f"{topic}: orientation not marked unknown (covariance[0] {msg.orientation_covariance[0]})")
+    elif kind == "info":
+        _, w, h, model, d, k = expected[1]
+        if (msg.width, msg.height, msg.distortion_model) != (w, h, model):
+            fail(f"{topic}: {msg.width}x{msg.height} {msg.distortion_model}, expected {w}x{h} {model}")
+        if not all(same(a, b) for a, b in zip(list(msg.k), k)) or len(msg.d) != len(d):
+            fail(f"{topic}: K {list(msg.k)} D {list(msg.d)}, the calibration says K {k} D {d}")
+        if not all(same(a, b) for a, b in zip(list(msg.d), d)):
+            fail(f"{topic}: D {list(msg.d)}, the calibration says {d}")
     elif kind == "channels":
         _, names, values = expected[1]
         if list(msg.names) != names:

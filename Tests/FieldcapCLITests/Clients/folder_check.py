@@ -223,6 +223,13 @@ def check_euroc(session, out, colour, depth):
         if calibration:
             if info["intrinsics"] != calibration["intrinsics"]:
                 fail(f"{folder}/sensor.yaml: intrinsics {info['intrinsics']}, calibrated {calibration['intrinsics']}")
+            if info["distortion_coefficients"] != calibration["distortion_coeffs"]:
+                fail(f"{folder}/sensor.yaml: distortion {info['distortion_coefficients']}")
+            if "T_cam_imu" in calibration:
+                # EuRoC's T_BS is the camera in the body (IMU) frame: Kalibr's T_cam_imu inverted.
+                want = np.linalg.inv(np.array(calibration["T_cam_imu"], dtype=float))
+                if not np.allclose(np.array(info["T_BS"]["data"], dtype=float).reshape(4, 4), want, atol=1e-9):
+                    fail(f"{folder}/sensor.yaml: T_BS {info['T_BS']['data']} is not T_cam_imu inverted")
         elif "intrinsics" in info:
             fail(f"{folder}/sensor.yaml: intrinsics without a calibration")
         if name == "cam0":
