@@ -14,47 +14,18 @@ CameraInfo against the calibration the sidecar keeps. Prints
 one line per stream and "export ok"; exits 1 with the first difference.
 """
 import argparse
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
+
+from session_files import SessionFiles, fail, lines, mkv_frames
 
 ENCODINGS = {"YUYV": ("yuv422_yuy2", 2), "GREY": ("mono8", 1), "Y16": ("mono16", 2), "NV12": ("nv12", 1)}
 
 
-def fail(message):
-    print(f"export_check: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def lines(path):
-    with open(path, "rb") as f:
-        return [json.loads(line) for line in f.read().split(b"\n") if line]
-
-
-def mkv_frames(path, frame_bytes):
-    """The video's frames as ffmpeg demuxes them (stream copy: the stored bytes)."""
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    if len(raw) % frame_bytes:
-        fail(f"{path}: ffmpeg gave {len(raw)} bytes, not whole {frame_bytes}-byte frames")
-    return [raw[i : i + frame_bytes] for i in range(0, len(raw), frame_bytes)]
-
-
-class Session:
+class Session(SessionFiles):
     def __init__(self, directory):
-        self.dir = Path(directory)
-        sync = json.loads((self.dir / "sync_point.json").read_text())
-        self.mono, self.wall = sync["monotonic_ns"], sync["wall_clock_ns"]
-        self.sidecar = json.loads((self.dir / "fieldcap.json").read_text())
+        super().__init__(directory)
         self.streams = {s["id"]: s for s in self.sidecar["streams"]}
-
-    def utc(self, capture_ns):
-        return capture_ns - self.mono + self.wall
 
     def expected(self, depth):
         """Per topic: a list of (stamp, check(message)) in recording order."""

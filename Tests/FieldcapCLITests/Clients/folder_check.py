@@ -26,40 +26,15 @@ import cv2
 import numpy as np
 import yaml
 
+from session_files import SessionFiles, fail, lines, mkv_frames
+
 G = 9.80665
 
 
-def fail(message):
-    print(f"folder_check: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def lines(path):
-    with open(path, "rb") as f:
-        return [json.loads(line) for line in f.read().split(b"\n") if line]
-
-
-def mkv_frames(path, frame_bytes):
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    if len(raw) % frame_bytes:
-        fail(f"{path}: ffmpeg gave {len(raw)} bytes, not whole {frame_bytes}-byte frames")
-    return [raw[i : i + frame_bytes] for i in range(0, len(raw), frame_bytes)]
-
-
-class Session:
+class Session(SessionFiles):
     def __init__(self, directory, streams=None):
-        self.dir = Path(directory)
-        sync = json.loads((self.dir / "sync_point.json").read_text())
-        self.mono, self.wall = sync["monotonic_ns"], sync["wall_clock_ns"]
-        self.sidecar = json.loads((self.dir / "fieldcap.json").read_text())
+        super().__init__(directory)
         self.streams = [s for s in self.sidecar["streams"] if streams is None or s["id"] in streams]
-
-    def utc(self, capture_ns):
-        return capture_ns - self.mono + self.wall
 
     def cameras(self):
         return [s for s in self.streams if "format" in s]
