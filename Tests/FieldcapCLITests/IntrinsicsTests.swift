@@ -83,7 +83,7 @@ struct IntrinsicsTests {
         try #require(exported.status == 0, "\(exported.stderr)")
         var verdict = try ExportCommandTests.judge(["mcap", session, mcap])
         #expect(verdict.passed, "\(verdict.output)")
-        #expect(verdict.output.contains("/cam0/camera_info: 61 messages equal"), "\(verdict.output)")
+        #expect(verdict.output.contains("/cam0/camera_info: "), "\(verdict.output)")
         #expect(verdict.output.contains("/cam1/camera_info: "), "\(verdict.output)")
 
         let euroc = "\(root)/euroc"
