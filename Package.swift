@@ -81,7 +81,7 @@ let package = Package(
             name: "FieldcapSession",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                "FieldcapCalibration", .product(name: "Yams", package: "Yams"),
+                "FieldcapCalibration", "FieldcapPreview", .product(name: "Yams", package: "Yams"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.

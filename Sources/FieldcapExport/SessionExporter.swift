@@ -103,7 +103,7 @@ public enum SessionExporter {
             guard let stream = streams.first(where: { $0.id == id }) else {
                 throw ExportError(.request, "--depth \(id): no such camera among the streams exported")
             }
-            guard stream.format?.pixelFormat == .y16 else {
+            guard stream.format?.pixelFormat.isSixteenBit == true else {
                 throw ExportError(
                     .request, "--depth \(id): \(stream.format?.description ?? "a sensor stream") is not a 16-bit format"
                 )

@@ -94,7 +94,8 @@ public final class MatroskaWriter {
             case .yuyv: Array("YUY2".utf8)
             case .nv12: Array("NV12".utf8)
             case .grey: Array("Y800".utf8)
-            case .y16: [0x59, 0x31, 0, 16]  // "Y1" 0 16: 16-bit little-endian grey
+            // "Y1" 0 16: 16-bit little-endian samples, grey or depth alike (FFmpeg reads gray16le).
+            case .y16, .z16: [0x59, 0x31, 0, 16]
             }
         guard let fourCC else { return body(nil) }
         return fourCC.withUnsafeBufferPointer { body($0.baseAddress) }

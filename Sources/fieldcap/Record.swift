@@ -18,7 +18,7 @@ struct Record: ParsableCommand {
               --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (`fieldcap list` shows its sizes and rates)
               --imu iio:device0,rate=1000                  an IIO IMU by id or name (`fieldcap list`)
 
-            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16), buffers,
+            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16, Z16), buffers,
             and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
             stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long ends its
             stream (default 2s; the other streams go on).

@@ -10,14 +10,16 @@ struct ExportCommandTests {
 
     init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
 
-    /// A synthetic session with a camera of each raw format fieldcap records and an IMU.
+    /// A synthetic session with a camera of each format fieldcap records (Y16 as depth when
+    /// `--depth` names it, Z16 always depth; MJPEG as a UVC camera gives it) and an IMU.
     func recordSession(_ name: String = "session", seconds: String = "2s", extra: [String] = []) throws -> String {
         let out = "\(root)/\(name)"
         let result = try FieldcapProcess.run(
             [
                 "record", "--out", out, "--duration", seconds, "--cam", "synthetic:320x240@30,id=cam0",
                 "--cam", "synthetic:160x120@15,id=cam1,format=GREY", "--cam", "synthetic:64x48@10,id=depth0,format=Y16",
-                "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--imu", "synthetic:200,id=imu0",
+                "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--cam", "synthetic:80x60@10,id=z0,format=Z16",
+                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--imu", "synthetic:200,id=imu0",
             ] + extra)
         try #require(result.status == 0, "\(result.stderr)")
         return out
@@ -66,6 +68,8 @@ struct ExportCommandTests {
             #expect(verdict.passed, "\(compression): \(verdict.output)")
             #expect(verdict.output.contains("/imu0/imu: "))
             #expect(verdict.output.contains("/cam3/image_raw: "), "\(verdict.output)")
+            #expect(verdict.output.contains("/z0/image_raw: "), "\(verdict.output)")
+            #expect(verdict.output.contains("/mj/image_raw/compressed: "), "\(verdict.output)")
         }
         let bag = "\(root)/bag"
         let result = try FieldcapProcess.run(["export", session, "--format", "mcap", "--rosbag2", "--out", bag])

@@ -9,14 +9,16 @@ struct ExportFolderTests {
 
     init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
 
-    /// YUYV, GREY, NV12 and a Y16 depth camera, and an IMU.
+    /// YUYV, GREY, NV12, a Y16 camera (depth when `--depth` says so), a Z16 depth camera, an MJPEG
+    /// camera, and an IMU.
     func recordSession(extra: [String] = []) throws -> String {
         let out = "\(root)/session"
         let result = try FieldcapProcess.run(
             [
                 "record", "--out", out, "--duration", "2s", "--cam", "synthetic:320x240@30,id=cam0",
                 "--cam", "synthetic:160x120@15,id=cam1,format=GREY", "--cam", "synthetic:64x48@10,id=depth0,format=Y16",
-                "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--imu", "synthetic:200,id=imu0",
+                "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--cam", "synthetic:80x60@10,id=z0,format=Z16",
+                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--imu", "synthetic:200,id=imu0",
             ] + extra)
         try #require(result.status == 0, "\(result.stderr)")
         return out
@@ -45,14 +47,18 @@ struct ExportFolderTests {
         let said = try export(session, ["--format", "euroc", "--depth", "depth0", "--out", grey])
         #expect(said.contains("depth0 -> mav0/depth0"), "\(said)")
         #expect(said.contains("cam3 -> mav0/cam2"), "\(said)")
+        #expect(said.contains("z0 -> mav0/depth1"), "Z16 is depth without --depth: \(said)")
+        #expect(said.contains("mj -> mav0/cam3"), "\(said)")
         var verdict = try judge(["euroc", session, grey, "--depth", "depth0"])
         #expect(verdict.passed, "\(verdict.output)")
         #expect(verdict.output.contains("euroc cam2 (cam3)"), "\(verdict.output)")
         #expect(verdict.output.contains("euroc depth0 (depth0)"), "\(verdict.output)")
+        #expect(verdict.output.contains("euroc depth1 (z0)"), "\(verdict.output)")
+        #expect(verdict.output.contains("euroc cam3 (mj)"), "\(verdict.output)")
 
         let colour = "\(root)/colour"
-        _ = try export(session, ["--format", "euroc", "--colour", "--streams", "cam0,cam3,imu0", "--out", colour])
-        verdict = try judge(["euroc", session, colour, "--colour", "--streams", "cam0,cam3,imu0"])
+        _ = try export(session, ["--format", "euroc", "--colour", "--streams", "cam0,cam3,mj,imu0", "--out", colour])
+        verdict = try judge(["euroc", session, colour, "--colour", "--streams", "cam0,cam3,mj,imu0"])
         #expect(verdict.passed, "\(verdict.output)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
         #expect(try listing().filter { $0.hasPrefix(".") }.isEmpty, "nothing hidden left behind")
@@ -74,6 +80,19 @@ struct ExportFolderTests {
                 ["images", session, out, "--streams", "cam0,depth0,imu0", "--depth", "depth0"] + thinning)
             #expect(verdict.passed, "\(name): \(verdict.output)")
         }
+        // A Z16 camera is depth without --depth; its holes of no depth have a confidence of 0.
+        let z16 = "\(root)/z16"
+        let said = try export(session, ["--format", "images", "--streams", "cam0,z0,imu0", "--out", z16])
+        #expect(said.contains("z0 -> depth"), "\(said)")
+        let z16Verdict = try judge(["images", session, z16, "--streams", "cam0,z0,imu0"])
+        #expect(z16Verdict.passed, "\(z16Verdict.output)")
+        #expect(z16Verdict.output.contains("(z0, Z16)"), "\(z16Verdict.output)")
+        #expect(!z16Verdict.output.contains(" 0 with holes"), "the synthetic depth has holes: \(z16Verdict.output)")
+        // An MJPEG camera's JPEGs are its own.
+        let mjpeg = "\(root)/mjpeg"
+        _ = try export(session, ["--format", "images", "--streams", "mj,imu0", "--out", mjpeg])
+        let mjpegVerdict = try judge(["images", session, mjpeg, "--streams", "mj,imu0"])
+        #expect(mjpegVerdict.passed, "\(mjpegVerdict.output)")
         // A GREY camera alone, no IMU, no depth.
         let out = "\(root)/grey"
         _ = try export(session, ["--format", "images", "--streams", "cam1", "--out", out])
@@ -91,6 +110,11 @@ struct ExportFolderTests {
             (["--format", "images", "--out", "\(root)/a"], 64, "one camera"),
             (["--format", "images", "--streams", "imu0", "--out", "\(root)/a"], 64, "needs a camera"),
             (["--format", "euroc", "--colour", "--streams", "depth0", "--out", "\(root)/a"], 64, "no colour"),
+            (
+                ["--format", "images", "--streams", "cam0,depth0,z0", "--depth", "depth0", "--out", "\(root)/a"], 64,
+                "one depth camera"
+            ),
+            (["--format", "mcap", "--depth", "cam0", "--out", "\(root)/a"], 64, "not a 16-bit format"),
             (["--format", "mcap", "--colour", "--out", "\(root)/a"], 64, "--colour"),
             (["--format", "euroc", "--quality", "80", "--out", "\(root)/a"], 64, "--quality"),
             (["--format", "images", "--streams", "cam0", "--quality", "0", "--out", "\(root)/a"], 64, "--quality 0"),

@@ -151,7 +151,7 @@ struct RecordCommandTests {
             (["--cam", "synthetic,size=641x480"], "even width"),
             (["--cam", "synthetic,fps=0"], "fps '0'"),
             (["--cam", "synthetic,fps=-5"], "fps '-5'"),
-            (["--cam", "synthetic,format=MJPG"], "format 'MJPG'"),
+            (["--cam", "synthetic,format=H264"], "format 'H264'"),
             (["--imu", "synthetic:0"], "rate '0'"),
             (["--imu", "synthetic:abc"], "rate 'abc'"),
             (["--imu", "synthetic:1e9"], "rate '1e9'"),

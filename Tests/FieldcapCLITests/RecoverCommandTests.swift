@@ -1,6 +1,7 @@
 import FieldcapSegments
 import Foundation
 import SyncField
+import TestSupport
 import Testing
 
 @Suite("fieldcap recover")
@@ -22,7 +23,7 @@ struct RecoverCommandTests {
     }
 
     @Test(
-        "SIGKILL at 20 random moments of a two-camera + IMU recording: every session recovers, validates, and keeps all but the last second"
+        "SIGKILL at 20 random moments of a two-camera (YUYV, MJPEG) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
     )
     func killedRecordings() throws {
         var generator = SystemRandomNumberGenerator()
@@ -32,7 +33,7 @@ struct RecoverCommandTests {
             var killedAtRaw: UInt64 = 0
             let delay = UInt32.random(in: 300_000...2_000_000, using: &generator)
             _ = try FieldcapProcess.run([
-                "--cam", "synthetic:160x120@30,id=cam_left", "--cam", "synthetic:160x120@30,id=cam_right",
+                "--cam", "synthetic:160x120@30,id=cam_left", "--cam", "synthetic:160x120@30,id=cam_right,format=MJPG",
                 "--imu", "synthetic:500,id=imu", "--out", out, "-q",
             ]) { process in
                 let deadline = Date().addingTimeInterval(30)
@@ -69,6 +70,16 @@ struct RecoverCommandTests {
                         ((info["recovery"] as! [String: Any])["streams"] as! [String: Any])[id] as! [String: Any]
                     #expect(stamps.count == frames["frames_in_video"] as! Int, "round \(round) \(id)")
                     #expect((frames["frames_cut"] as! Int) <= 1, "round \(round) \(id): \(frames)")
+                    // Decoded, not just counted: a cut JPEG would show as an error or a missing frame.
+                    let probe = try runTool(
+                        "ffprobe",
+                        [
+                            "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0",
+                            "\(out)/\(id).mkv",
+                        ])
+                    #expect(
+                        probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "\(stamps.count)",
+                        "round \(round) \(id): ffprobe says \(probe.output), the timestamps \(stamps.count)")
                 }
             }
         }

@@ -109,6 +109,9 @@ struct V4L2ABITests {
         #expect(V4L2Device.fourcc(.yuyv) == 0x5659_5559)  // V4L2_PIX_FMT_YUYV
         #expect(V4L2Device.fourcc(.mjpeg) == 0x4750_4A4D)  // V4L2_PIX_FMT_MJPEG
         #expect(V4L2Device.fourcc(.grey) == 0x5945_5247)  // V4L2_PIX_FMT_GREY
+        #expect(V4L2Device.fourcc(.y16) == 0x2036_3159)  // V4L2_PIX_FMT_Y16
+        #expect(V4L2Device.fourcc(.z16) == 0x2036_315A)  // V4L2_PIX_FMT_Z16, a UVC depth camera's
+        #expect(V4L2Device.fourcc(0x2036_315A) == "Z16")
         #expect(V4L2Device.fourcc(0x5659_5559) == "YUYV")
         #expect(V4L2Device.fourcc(0x8000_0000 | 0x2036_3159) == "Y16-BE")
     }

@@ -11,13 +11,19 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
         case grey = "GREY"
         /// 16-bit little-endian grey or depth (`V4L2_PIX_FMT_Y16`).
         case y16 = "Y16"
+        /// 16-bit little-endian depth, each sample a distance in millimetres (`V4L2_PIX_FMT_Z16`,
+        /// what UVC depth cameras such as RealSense offer). Stored like Y16.
+        case z16 = "Z16"
         /// Motion JPEG, passed through (`V4L2_PIX_FMT_MJPEG`).
         case mjpeg = "MJPG"
+
+        /// Y16 and Z16: one 16-bit little-endian sample a pixel.
+        public var isSixteenBit: Bool { self == .y16 || self == .z16 }
 
         /// Bytes of one frame for raw formats; nil for compressed ones.
         public func frameBytes(width: Int, height: Int) -> Int? {
             switch self {
-            case .yuyv, .y16: return width * height * 2
+            case .yuyv, .y16, .z16: return width * height * 2
             case .nv12: return width * height * 3 / 2
             case .grey: return width * height
             case .mjpeg: return nil

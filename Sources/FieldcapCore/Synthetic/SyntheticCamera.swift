@@ -6,8 +6,11 @@ import SyncField
 
 /// A camera without hardware: a moving test pattern at a nominal rate, in buffers the source
 /// owns and the writer hands back, stamped at "dequeue" like a real camera's frames. It makes
-/// each raw format fieldcap records: YUYV (the default), GREY, NV12 and Y16 (whose low byte
-/// varies on its own, so a path that keeps only 8 bits shows).
+/// each raw format fieldcap records: YUYV (the default), GREY, NV12, Y16 (whose low byte
+/// varies on its own, so a path that keeps only 8 bits shows) and Z16 (depth in millimetres),
+/// and MJPEG like a UVC camera's: the YUYV pattern through a JPEG encoder the caller gives
+/// (FieldcapCore links no codec), every frame of the pattern's cycle encoded before capture starts,
+/// so the capture thread copies as it does for raw frames, and each frame's size differs.
 ///
 /// Like a V4L2 camera it has a fixed set of buffers: a frame is drawn into a free one, its index
 /// goes through the ring, and the writer returns the buffer after writing it (`releaseBuffer`,
@@ -26,6 +29,10 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     /// Each plane of the frame (one, or NV12's two), drawn twice as wide, so a moving window of
     /// it is a memcpy per row.
     private let planes: [Plane]
+    /// MJPEG: the JPEG of each frame of the pattern's cycle, one after the other, and where each
+    /// starts (the last entry is the end).
+    private let jpegFrames: [UInt8]
+    private let jpegOffsets: [Int]
 
     /// One plane of the pattern: rows of `rowBytes` in the frame, `2 * rowBytes` in `pattern`.
     private struct Plane {
@@ -37,17 +44,49 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     }
 
     /// The formats it makes.
-    public static let formats: [VideoFormat.PixelFormat] = [.yuyv, .grey, .nv12, .y16]
+    public static let formats: [VideoFormat.PixelFormat] = [.yuyv, .grey, .nv12, .y16, .z16, .mjpeg]
+
+    /// Turns a YUYV frame of the camera's size into a JPEG (for `.mjpeg`).
+    public typealias JPEGCompressor = (_ yuyvFrame: UnsafeRawBufferPointer) throws -> [UInt8]
 
     /// - Parameters:
     ///   - id: the stream id.
     ///   - width, height: the frame size (even: YUYV packs two pixels in four bytes, NV12 halves both).
     ///   - rate: frames per second.
     ///   - bufferCount: buffers in flight, as a V4L2 camera's mmap buffers.
-    ///   - pixelFormat: one of `formats`.
-    public init(
+    ///   - pixelFormat: one of `formats` but MJPEG (`mjpeg(...)` makes those).
+    public convenience init(
         id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8,
         pixelFormat: VideoFormat.PixelFormat = .yuyv
+    ) {
+        precondition(pixelFormat != .mjpeg, "SyntheticCamera.mjpeg makes MJPEG cameras")
+        self.init(
+            id: id, width: width, height: height, rate: rate, bufferCount: bufferCount, pixelFormat: pixelFormat,
+            jpegs: nil)
+    }
+
+    /// An MJPEG camera: the YUYV pattern's cycle (a frame moves 4 pixels, so `width / 4` frames
+    /// when the width is a multiple of 4) through `compressor`, before capture starts.
+    public static func mjpeg(
+        id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8,
+        compressor: JPEGCompressor
+    ) throws -> SyntheticCamera {
+        let yuyv = SyntheticCamera(id: id, width: width, height: height, rate: rate, bufferCount: 1)
+        let cycle = yuyv.cycleLength
+        var frames: [UInt8] = [], offsets = [0]
+        for sequence in 0..<UInt64(cycle) {
+            yuyv.draw(sequence, into: yuyv.buffers[0])
+            frames += try compressor(UnsafeRawBufferPointer(start: yuyv.buffers[0], count: yuyv.frameSize))
+            offsets.append(frames.count)
+        }
+        return SyntheticCamera(
+            id: id, width: width, height: height, rate: rate, bufferCount: bufferCount, pixelFormat: .mjpeg,
+            jpegs: (frames, offsets))
+    }
+
+    private init(
+        id: String, width: Int, height: Int, rate: Double, bufferCount: Int, pixelFormat: VideoFormat.PixelFormat,
+        jpegs: (frames: [UInt8], offsets: [Int])?
     ) {
         precondition(width > 0 && width % 2 == 0 && height > 0 && height % 2 == 0 && rate > 0 && bufferCount > 0)
         precondition(Self.formats.contains(pixelFormat))
@@ -57,7 +96,11 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
             videoFormat: format,
             frameBuffers: bufferCount)
         periodNs = UInt64(1e9 / rate)
-        frameSize = pixelFormat.frameBytes(width: width, height: height)!
+        jpegFrames = jpegs?.frames ?? []
+        jpegOffsets = jpegs?.offsets ?? []
+        frameSize =
+            pixelFormat.frameBytes(width: width, height: height)
+            ?? zip(jpegOffsets.dropFirst(), jpegOffsets).map { $0 - $1 }.max()!
         // Page-aligned, like mmap'd buffers: the video writer can then use direct I/O.
         let page = max(4096, sysconf(Int32(_SC_PAGESIZE)))
         buffers = (0..<bufferCount).map { [frameSize] _ in
@@ -68,6 +111,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
             switch pixelFormat {
             case .nv12: [(height, width), (height / 2, width)]
             case .grey: [(height, width)]
+            case .mjpeg: []
             default: [(height, width * 2)]
             }
         var offset = 0
@@ -77,7 +121,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 rows: plane.rows, rowBytes: plane.rowBytes, offset: offset,
                 pattern: .allocate(byteCount: plane.rows * plane.rowBytes * 2, alignment: 64))
         }
-        drawPattern()
+        if pixelFormat != .mjpeg { drawPattern() }
         for index in 0..<bufferCount { _ = returned.tryPush(Int32(index)) }
     }
 
@@ -115,6 +159,15 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                     let line = first + row * width * 4
                     line[x * 2] = UInt8(truncatingIfNeeded: 255 &- (x % width + 3 &* row))
                     line[x * 2 + 1] = pixel.y
+                case .z16:
+                    // Millimetres: a slope from 0.5 m to 4.5 m across, a little farther row by
+                    // row, with small holes of no depth (0) as a real depth camera has.
+                    let line = first + row * width * 4
+                    let column = x % width
+                    let hole = column / 8 % 16 == 5 && row % 32 < 4
+                    let millimetres = hole ? 0 : UInt16(500 + column * 4000 / width + row)
+                    line[x * 2] = UInt8(truncatingIfNeeded: millimetres)
+                    line[x * 2 + 1] = UInt8(truncatingIfNeeded: millimetres >> 8)
                 case .grey, .nv12:
                     first[row * width * 2 + x] = pixel.y
                 case .mjpeg: preconditionFailure("not a synthetic format")
@@ -133,8 +186,19 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         }
     }
 
-    /// Draws frame `sequence` into `buffer`: the pattern shifted left by 4 pixels a frame.
-    private func draw(_ sequence: UInt64, into buffer: UnsafeMutableRawPointer) {
+    /// Frames until the pattern repeats.
+    private var cycleLength: Int { format.width % 4 == 0 ? format.width / 4 : format.width / 2 }
+
+    /// Draws frame `sequence` into `buffer` and returns its size: the pattern shifted left by 4
+    /// pixels a frame, or that frame's JPEG.
+    @discardableResult
+    private func draw(_ sequence: UInt64, into buffer: UnsafeMutableRawPointer) -> Int {
+        if format.pixelFormat == .mjpeg {
+            let index = Int(sequence % UInt64(cycleLength))
+            let start = jpegOffsets[index], count = jpegOffsets[index + 1] - start
+            jpegFrames.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress! + start, byteCount: count) }
+            return count
+        }
         let shiftPixels = Int(sequence * 4 % UInt64(format.width))
         for plane in planes {
             let shift = shiftPixels * plane.rowBytes / format.width
@@ -143,6 +207,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                     from: plane.pattern + row * plane.rowBytes * 2 + shift, byteCount: plane.rowBytes)
             }
         }
+        return frameSize
     }
 
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
@@ -164,13 +229,13 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 continue
             }
             spare = nil
-            draw(sequence, into: buffers[Int(index)])
+            let size = draw(sequence, into: buffers[Int(index)])
             record.sequence = sequence
             record.dequeueNs = dequeued
             record.captureNs = dequeued
             record.uncertaintyNs = 1_000_000
             record.bufferIndex = index
-            record.bytesUsed = UInt32(frameSize)
+            record.bytesUsed = UInt32(size)
             if !ring.push(record, sequence: sequence) { spare = index }
         }
     }

@@ -65,7 +65,7 @@ enum EuRoCExport {
                 cameraNumber += 1
             }
             let layout: FramePixels.Layout =
-                format.pixelFormat == .y16 && isDepth ? .grey16 : options.colour ? .rgb8 : .grey8
+                isDepth ? .grey16 : options.colour ? .rgb8 : .grey8
             if options.colour, let problem = PixelConverter.problem(layout, from: format) {
                 throw ExportError(.request, "--colour: \(stream.id) is \(format): \(problem)")
             }
@@ -245,8 +245,8 @@ func makeDirectory(_ path: String) throws(ExportError) {
 }
 
 extension ExportSession.Stream {
-    /// Whether a camera's frames are depth in millimetres: `--depth` names it (a 16-bit camera).
+    /// Whether a camera's frames are depth in millimetres: Z16 always, Y16 when `--depth` names it.
     func holdsDepth(_ depthStreams: Set<String>) -> Bool {
-        format?.pixelFormat == .y16 && depthStreams.contains(id)
+        format?.pixelFormat == .z16 || (format?.pixelFormat == .y16 && depthStreams.contains(id))
     }
 }

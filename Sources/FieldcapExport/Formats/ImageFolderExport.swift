@@ -65,14 +65,14 @@ enum ImageFolderExport {
         }
         let quality = options.quality
         let jpegFormat =
-            format.pixelFormat == .y16
+            format.pixelFormat.isSixteenBit
             ? VideoFormat(width: format.width, height: format.height, pixelFormat: .grey) : format
         let encoders = try FrameEncoders<[UInt8]> { () throws(ExportError) in
             let encoder: JPEGEncoder
             do throws(PreviewError) { encoder = try JPEGEncoder(format: jpegFormat, quality: quality) } catch {
                 throw ExportError(.session, "\(camera.id): \(error.description)")
             }
-            let grey = format.pixelFormat == .y16 ? try PixelConverter(format: format, layout: .grey8) : nil
+            let grey = format.pixelFormat.isSixteenBit ? try PixelConverter(format: format, layout: .grey8) : nil
             return { frame throws(ExportError) in
                 let bytes = try grey?.pixels(frame).bytes ?? frame
                 let jpeg = bytes.withUnsafeBytes { raw in Result { () throws(PreviewError) in try encoder.encode(raw) }

@@ -55,6 +55,7 @@ enum MCAPExport {
         case .yuyv: return ("yuv422_yuy2", format.width * 2)
         case .grey: return ("mono8", format.width)
         case .y16: return (depth ? "16UC1" : "mono16", format.width * 2)
+        case .z16: return ("16UC1", format.width * 2)
         case .nv12: return ("nv12", format.width)
         case .mjpeg: return nil
         }
@@ -88,7 +89,7 @@ enum MCAPExport {
         for stream in streams {
             let name = topicName(stream.id)
             if let format = stream.format {
-                let depth = format.pixelFormat == .y16 && options.depthStreams.contains(stream.id)
+                let depth = stream.holdsDepth(options.depthStreams)
                 let image =
                     format.pixelFormat == .mjpeg
                     ? try channel("/\(name)/image_raw/compressed", .compressedImage)

@@ -22,7 +22,7 @@ struct FramePixels {
 }
 
 /// Turns one camera's frames into `FramePixels`: grey from the frame's luma as it is (YUYV's
-/// and NV12's Y, GREY; Y16's high byte when 8 bits are asked), 16-bit from Y16 as it is, RGB
+/// and NV12's Y, GREY; a 16-bit sample's high byte when 8 bits are asked), 16-bit from Y16 and Z16 as they are, RGB
 /// through libjpeg-turbo's YUV-to-RGB (`tjDecodeYUVPlanes`, BT.601 full range as JPEG's, each
 /// chroma sample given to the pixels it was sampled from rather than interpolated, so a pixel's
 /// colour is the camera's), MJPEG through its decoder.
@@ -34,12 +34,12 @@ final class PixelConverter {
     private let planes: YUVPlanes?
     private let decoder: tjhandle?
 
-    /// The layouts a format can give: 16-bit only from Y16; RGB not from Y16.
+    /// The layouts a format can give: 16-bit only from Y16 and Z16; RGB not from them.
     static func problem(_ layout: FramePixels.Layout, from format: VideoFormat) -> String? {
         switch (layout, format.pixelFormat) {
-        case (.grey16, .y16), (.grey8, _): return nil
+        case (.grey16, .y16), (.grey16, .z16), (.grey8, _): return nil
         case (.grey16, _): return "\(format.pixelFormat.rawValue) has no 16-bit samples"
-        case (.rgb8, .y16): return "\(format.pixelFormat.rawValue) has no colour"
+        case (.rgb8, .y16), (.rgb8, .z16): return "\(format.pixelFormat.rawValue) has no colour"
         case (.rgb8, _): return nil
         }
     }
@@ -70,12 +70,12 @@ final class PixelConverter {
             throw ExportError(.session, "a \(format) frame of \(frame.count) bytes is short of \(needed)")
         }
         switch (layout, format.pixelFormat) {
-        case (.grey8, .grey), (.grey16, .y16):
+        case (.grey8, .grey), (.grey16, .y16), (.grey16, .z16):
             return FramePixels(layout: layout, width: width, height: height, bytes: Array(frame[0..<needed]))
         case (.grey8, .nv12):
             return FramePixels(layout: .grey8, width: width, height: height, bytes: Array(frame[0..<count]))
-        case (.grey8, .yuyv), (.grey8, .y16):
-            // YUYV's luma is every even byte; a little-endian Y16 sample's high byte every odd one.
+        case (.grey8, .yuyv), (.grey8, .y16), (.grey8, .z16):
+            // YUYV's luma is every even byte; a little-endian 16-bit sample's high byte every odd one.
             let offset = format.pixelFormat == .yuyv ? 0 : 1
             let grey = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 frame.withUnsafeBufferPointer { source in

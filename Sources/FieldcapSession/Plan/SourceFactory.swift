@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapIIO
+import FieldcapPreview
 import FieldcapV4L2
 
 /// Makes capture sources of one kind from device specs: the seam between a plan and the device
@@ -27,28 +28,28 @@ public struct SyntheticSourceFactory: SourceFactory {
     public func takes(_ spec: DeviceSpec) -> Bool { spec.isSynthetic }
 
     public func check(_ spec: DeviceSpec) throws(PlanError) {
-        do { _ = try make(spec, id: "check") } catch let error as PlanError { throw error } catch {
+        do { _ = try make(spec, id: "check", encodingJPEG: false) } catch let error as PlanError { throw error } catch {
             throw PlanError("\(error)")
         }
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try make(spec, id: id, encodingJPEG: true)
+    }
+
+    /// `encodingJPEG` false: an MJPEG camera's options are checked without encoding its frames.
+    private func make(_ spec: DeviceSpec, id: String, encodingJPEG: Bool) throws -> CaptureSource {
         switch spec.kind {
         case .camera:
             if spec.options["stall"] != nil {
                 throw PlanError("\(spec.label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
             }
-            var pixelFormat = VideoFormat.PixelFormat.yuyv
-            if let name = spec.options["format"] {
-                let known = SyntheticCamera.formats.map(\.rawValue)
-                guard let format = VideoFormat.PixelFormat(rawValue: name.uppercased()),
-                    SyntheticCamera.formats.contains(format)
-                else {
-                    throw PlanError(
-                        "\(spec.label) synthetic: format '\(name)' is not available; the synthetic camera makes \(known.joined(separator: ", "))"
-                    )
-                }
-                pixelFormat = format
+            let known = SyntheticCamera.formats.map(\.rawValue).joined(separator: ", ")
+            let pixelFormat: VideoFormat.PixelFormat
+            do throws(PlanError) { pixelFormat = try spec.pixelFormat() } catch {
+                throw PlanError(
+                    "\(spec.label) synthetic: format '\(spec.options["format"] ?? "")' is not available; the synthetic camera makes \(known)"
+                )
             }
             let size = try spec.size() ?? (640, 480)
             guard size.width % 2 == 0, size.height % 2 == 0 else {
@@ -56,9 +57,21 @@ public struct SyntheticSourceFactory: SourceFactory {
                     "\(spec.label) synthetic: \(size.width)x\(size.height) has an odd side; give an even width and height"
                 )
             }
-            return SyntheticCamera(
-                id: id, width: size.width, height: size.height, rate: try spec.positiveNumber("fps", limit: 1000) ?? 30,
-                bufferCount: try spec.count("buffers", range: 2...64) ?? 8, pixelFormat: pixelFormat)
+            let rate = try spec.positiveNumber("fps", limit: 1000) ?? 30
+            let buffers = try spec.count("buffers", range: 2...64) ?? 8
+            guard pixelFormat == .mjpeg else {
+                return SyntheticCamera(
+                    id: id, width: size.width, height: size.height, rate: rate, bufferCount: buffers,
+                    pixelFormat: pixelFormat)
+            }
+            guard encodingJPEG else { return SyntheticCamera(id: id, width: size.width, height: size.height) }
+            // A UVC camera's MJPEG: the preview's libjpeg-turbo encoder, 4:2:2 from the YUYV
+            // pattern, at the quality webcams use.
+            let encoder = try JPEGEncoder(
+                format: VideoFormat(width: size.width, height: size.height, pixelFormat: .yuyv), quality: 85)
+            return try SyntheticCamera.mjpeg(
+                id: id, width: size.width, height: size.height, rate: rate, bufferCount: buffers,
+                compressor: { try encoder.encode($0) })
         case .imu:
             if ["channels", "trigger", "clock", "stall"].contains(where: { spec.options[$0] != nil }) {
                 throw PlanError(

@@ -10,7 +10,8 @@ The session is read as the SyncField format and fieldcap's sidecar describe it (
 sync point, the Matroska videos' frames as ffmpeg demuxes them), never through fieldcap's code.
 Every PNG and JPEG is read with OpenCV (cv2.imread): size, channels and bit depth, and its
 pixels against the frame it came from (8-bit grey PNGs equal the frame's luma, 16-bit PNGs its
-samples, RGB its luma within rounding, JPEGs above a PSNR floor). The CSV, YAML and JSON files
+samples, RGB its luma within rounding, JPEGs above a PSNR floor; an MJPEG camera's frames are
+decoded by OpenCV, and its JPEGs must be the camera's own bytes). The CSV, YAML and JSON files
 are compared with the session's times and IMU samples. For `images`, the iOS 3D Logger's Python
 loading snippet (../shared/seeds) runs on the folder as written. Prints "folder ok"; exits 1 with
 the first difference.
@@ -26,7 +27,7 @@ import cv2
 import numpy as np
 import yaml
 
-from session_files import SessionFiles, fail, lines, mkv_frames
+from session_files import SessionFiles, fail, lines, mkv_frames, mkv_packets
 
 G = 9.80665
 
@@ -43,9 +44,12 @@ class Session(SessionFiles):
         """(capture_ns, frame bytes) of a camera, in order."""
         fmt = stream["format"]
         w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
-        size = {"YUYV": w * h * 2, "GREY": w * h, "Y16": w * h * 2, "NV12": w * h * 3 // 2}[pix]
         stamps = [line["capture_ns"] for line in lines(self.dir / f"{stream['id']}.timestamps.jsonl")]
-        frames = mkv_frames(self.dir / f"{stream['id']}.mkv", size)
+        if pix == "MJPG":
+            frames = mkv_packets(self.dir / f"{stream['id']}.mkv")
+        else:
+            size = {"YUYV": w * h * 2, "GREY": w * h, "Y16": w * h * 2, "Z16": w * h * 2, "NV12": w * h * 3 // 2}[pix]
+            frames = mkv_frames(self.dir / f"{stream['id']}.mkv", size)
         if len(frames) != len(stamps):
             fail(f"{stream['id']}: {len(frames)} frames, {len(stamps)} timestamps")
         return list(zip(stamps, frames))
@@ -69,6 +73,12 @@ class Session(SessionFiles):
         return out
 
 
+def is_depth_camera(stream, depth):
+    """Z16 is depth by definition (V4L2_PIX_FMT_Z16); a Y16 camera is when --depth names it."""
+    pix = stream["format"]["pixel_format"]
+    return pix == "Z16" or (pix == "Y16" and stream["id"] in depth)
+
+
 def luma(frame, fmt):
     w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
     b = np.frombuffer(frame, np.uint8)
@@ -78,7 +88,16 @@ def luma(frame, fmt):
         return b[: w * h].reshape(h, w)
     if pix == "Y16":
         return b[1::2].reshape(h, w)  # the high byte of each little-endian sample
+    if pix == "MJPG":
+        return decoded(frame, cv2.IMREAD_GRAYSCALE, (h, w))  # OpenCV's libjpeg gives the JPEG's Y as it is
     fail(f"no luma for {pix}")
+
+
+def decoded(jpeg, mode, shape):
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), mode)
+    if image is None or image.shape != shape:
+        fail(f"OpenCV decodes an MJPEG frame as {None if image is None else image.shape}, expected {shape}")
+    return image
 
 
 def rgb(frame, fmt):
@@ -95,6 +114,9 @@ def rgb(frame, fmt):
         uv = b[w * h :].reshape(h // 2, w // 2, 2)
         u = np.repeat(np.repeat(uv[:, :, 0], 2, axis=0), 2, axis=1).astype(float)
         v = np.repeat(np.repeat(uv[:, :, 1], 2, axis=0), 2, axis=1).astype(float)
+    elif pix == "MJPG":
+        # OpenCV's own decoding (libjpeg's, with its interpolated chroma: within the tolerance).
+        return decoded(frame, cv2.IMREAD_COLOR, (h, w, 3))[:, :, ::-1].astype(int)
     else:
         y = luma(frame, fmt).astype(float)
         u = v = np.full_like(y, 128.0)
@@ -154,7 +176,7 @@ def check_euroc(session, out, colour, depth):
     for stream in session.cameras():
         fmt = stream["format"]
         w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
-        is_depth = pix == "Y16" and stream["id"] in depth
+        is_depth = is_depth_camera(stream, depth)
         kind = "depth" if is_depth else "cam"
         name = f"{kind}{numbers[kind]}"
         numbers[kind] += 1
@@ -254,8 +276,8 @@ def psnr(a, b):
 
 def check_images(session, out, depth, every, fps):
     out = Path(out)
-    cameras = [s for s in session.cameras() if s["id"] not in depth]
-    depths = [s for s in session.cameras() if s["id"] in depth]
+    cameras = [s for s in session.cameras() if not is_depth_camera(s, depth)]
+    depths = [s for s in session.cameras() if is_depth_camera(s, depth)]
     camera = cameras[0]
     fmt = camera["format"]
     w, h = fmt["width"], fmt["height"]
@@ -279,6 +301,7 @@ def check_images(session, out, depth, every, fps):
     samples = imus[0][1] if imus else None
     depth_frames = session.frames(depths[0]) if depths else None
     worst = 99.0
+    holes = 0  # depth images with samples of no depth, whose confidence is 0
     for number, (record, (index, t, frame)) in enumerate(zip(records, chosen)):
         if record["frame_index"] != number or record["source_frame_number"] != index:
             fail(f"frames.jsonl line {number + 1}: frame_index {record['frame_index']}, source {record['source_frame_number']}")
@@ -308,6 +331,8 @@ def check_images(session, out, depth, every, fps):
         else:
             image = cv2.cvtColor(read_image(out / "rgb" / f"{number:06d}.jpg", (h, w, 3), np.uint8), cv2.COLOR_BGR2GRAY)
         quality = psnr(image, luma(frame, fmt))
+        if fmt["pixel_format"] == "MJPG" and (out / "rgb" / f"{number:06d}.jpg").read_bytes() != frame:
+            fail(f"rgb/{number:06d}.jpg: not the MJPEG camera's own JPEG (it needs no second encoding)")
         worst = min(worst, quality)
         if depth_frames:
             dt, dframe = nearest([(s, f) for s, f in depth_frames], t)
@@ -320,6 +345,12 @@ def check_images(session, out, depth, every, fps):
             metres = np.fromfile(out / "depth" / f"{number:06d}.bin", dtype=np.float32).reshape(dh, dw)
             if not np.allclose(metres, want.astype(np.float32) / 1000):
                 fail(f"depth/{number:06d}.bin: not the depth in metres")
+            # The Logger's ARKit confidence levels: high (2) where the camera measured, low (0)
+            # where it has no depth (a sample of 0).
+            confidence = np.fromfile(out / "confidence" / f"{number:06d}.bin", dtype=np.uint8).reshape(dh, dw)
+            if not np.array_equal(confidence, np.where(want > 0, 2, 0).astype(np.uint8)):
+                fail(f"confidence/{number:06d}.bin: not 2 where there is depth and 0 where there is none")
+            holes += int((want == 0).sum() > 0)
     # The floor: a JPEG at quality 90 of the synthetic camera's noisy pattern gives ~31 dB of luma
     # (after the RGB round trip OpenCV's reading adds), vivid's smooth bars far more; a frame of
     # the wrong camera, time or format gives under 15.
@@ -339,6 +370,9 @@ def check_images(session, out, depth, every, fps):
         subprocess.run([sys.executable, "-c", snippet], check=True)
         print("the 3D Logger's loading snippet ran" + (" (depth included)" if depths else ""))
     print(f"images {camera['id']}: {len(chosen)} JPEGs of {len(frames)} frames read by OpenCV, luma PSNR >= {worst:.1f} dB")
+    if depths:
+        print(f"images depth ({depths[0]['id']}, {depths[0]['format']['pixel_format']}): {len(chosen)} depth PNGs, "
+              f"metres and confidence equal the nearest frame's, {holes} with holes of no depth")
 
 
 def main():

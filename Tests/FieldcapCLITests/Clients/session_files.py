@@ -30,6 +30,28 @@ def mkv_frames(path, frame_bytes):
     return [raw[i : i + frame_bytes] for i in range(0, len(raw), frame_bytes)]
 
 
+def mkv_packets(path):
+    """A compressed video's frames as ffmpeg demuxes them: each packet's bytes (ffprobe's sizes)."""
+    sizes = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=size", "-of", "csv=p=0", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    packets, at = [], 0
+    for size in map(int, sizes):
+        packets.append(raw[at : at + size])
+        at += size
+    if at != len(raw):
+        fail(f"{path}: ffmpeg gave {len(raw)} bytes, its packets add up to {at}")
+    return packets
+
+
 class SessionFiles:
     """The session's directory, sync point and sidecar, and capture_ns in UTC through the sync point."""
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# rig-timeout: 300
+# rig-timeout: 420
 # A vivid + IIO dummy session exported: `fieldcap export --format mcap` (and `--rosbag2`) run in
 # the guest on what the real drivers recorded, judged by the readers users run (the Python `mcap`
 # library with mcap-ros2-support, and rosbags; Tests/FieldcapCLITests/Clients/export_check.py):
@@ -7,7 +7,8 @@
 # the sync point, the dummy's accel_x on /imu/imu (its missing axes NaN, no gyroscope marked
 # unknown) and its voltage0 on /imu/channels, each value equal to the session's. Then the same
 # session as a EuRoC folder (grey and colour) and an image folder, every PNG and JPEG read by
-# OpenCV against vivid's frames (Tests/FieldcapCLITests/Clients/folder_check.py).
+# OpenCV against vivid's frames (Tests/FieldcapCLITests/Clients/folder_check.py). Last, vivid's
+# 16-bit format exported as depth.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
@@ -38,4 +39,14 @@ session=$FIELDCAP_TEST_TMP/export-session
 "$python" "$folders" euroc "$session" "$FIELDCAP_TEST_TMP/vivid_euroc_rgb" --colour
 "$fieldcap" export "$session" --format images --out "$FIELDCAP_TEST_TMP/vivid_images"
 "$python" "$folders" images "$session" "$FIELDCAP_TEST_TMP/vivid_images"
-echo "PASS: a vivid + IIO dummy session exported to MCAP, a rosbag2 directory, EuRoC (grey, RGB) and an image folder, read back equal"
+
+# Depth: vivid's 16-bit format (Y16; it has no Z16) named with --depth, as 16UC1 in MCAP and as
+# 16-bit PNGs in mav0/depth0, each equal to the samples the driver gave.
+depth=$FIELDCAP_TEST_TMP/export-depth
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=depth,format=Y16" \
+	--imu "$imu,rate=200,trigger=$trig,id=imu,channels=accel_x" --duration 1s --out "$depth" -q
+"$fieldcap" export "$depth" --format mcap --depth depth --out "$FIELDCAP_TEST_TMP/depth.mcap"
+"$python" "$check" mcap "$depth" "$FIELDCAP_TEST_TMP/depth.mcap" --depth depth
+"$fieldcap" export "$depth" --format euroc --depth depth --out "$FIELDCAP_TEST_TMP/depth_euroc"
+"$python" "$folders" euroc "$depth" "$FIELDCAP_TEST_TMP/depth_euroc" --depth depth
+echo "PASS: a vivid + IIO dummy session exported to MCAP, a rosbag2 directory, EuRoC (grey, RGB) and an image folder, and a vivid Y16 session as depth (16UC1, 16-bit PNG), read back equal"
