@@ -173,4 +173,38 @@ struct IntrinsicsTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: root).sorted() == before, "\(arguments)")
         }
     }
+
+    @Test(
+        "fieldcap check --config: the config's intrinsics (beside it) read and matched to the granted sizes; another resolution fails naming the file, nothing recorded"
+    )
+    func checkReadsIntrinsics() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        _ = try write(Self.camchain, "camchain.yaml")
+        func config(_ size: String, _ name: String) throws -> String {
+            try write(
+                """
+                output: \(root)/sessions
+                min_free: 1M
+                intrinsics: camchain.yaml
+                cameras:
+                  - device: synthetic
+                    size: \(size)
+                  - device: synthetic
+                    size: 160x120
+
+                """, name)
+        }
+        let good = try FieldcapProcess.run(["check", "--config", try config("320x240", "good.yaml")])
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        #expect(
+            good.stdout.contains("ok    intrinsics  \(root)/camchain.yaml (kalibr): cam0, cam1 matched by id"),
+            "\(good.stdout)")
+
+        let bad = try FieldcapProcess.run(["check", "--config", try config("640x480", "bad.yaml")])
+        #expect(bad.status == 1, "\(bad.stdout)\(bad.stderr)")
+        #expect(bad.stdout.contains("FAIL  intrinsics  intrinsics (\(root)/bad.yaml): "), "\(bad.stdout)")
+        #expect(bad.stdout.contains("calibrated at 320x240"), "\(bad.stdout)")
+        #expect(bad.stdout.contains("ok    cam0"), "the devices are still checked: \(bad.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/sessions"), "check must not record")
+    }
 }

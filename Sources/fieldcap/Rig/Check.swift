@@ -12,7 +12,8 @@ struct Check: ParsableCommand {
         discussion: """
             Every device is opened and set up exactly as a recording would (format, size, frame
             rate, controls; IIO channels, trigger, rate, timestamp clock), what it granted is
-            shown, and everything is put back. The output root must be writable with more free
+            shown, and everything is put back. An intrinsics file is read and matched to the sizes
+            the cameras granted. The output root must be writable with more free
             space than min_free. Exit status 0 when the rig is ready, 1 when something is not
             (each problem on its own line, naming the config line), 64 for a config error.
 
@@ -34,7 +35,7 @@ struct Check: ParsableCommand {
                   id: cam_left
                   size: 1280x720
                   fps: 30
-                  format: YUYV                    # YUYV, MJPG, NV12, GREY, Y16
+                  format: YUYV                    # YUYV, MJPG, NV12, GREY, Y16, Z16
                   buffers: 8
                   stall: 2s
                   controls:                       # V4L2 controls by name (`fieldcap list`)
@@ -68,14 +69,31 @@ struct Check: ParsableCommand {
         print(
             "\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? RecordingSettings.defaultHostId() + " (hostname)")"
         )
+        var opened: [CaptureSource] = []
         for (spec, id) in zip(plan.specs, plan.streamIds) {
             do {
                 let source = try plan.makeSource(spec, id: id)
+                opened.append(source)
                 print("ok    \(id)  \(spec.device): \(Self.granted(source))")
             } catch {
                 problems += 1
                 let message = (error as? DeviceSetupError)?.message ?? (error as? PlanError)?.message ?? "\(error)"
                 print("FAIL  \(id)  \(message)")
+            }
+        }
+        if let text = rig.intrinsics {
+            // As a recording would: read the file, then match it to the sizes the cameras granted.
+            let directory = config.contains("/") ? PathName.directory(of: config) : nil
+            do throws(PlanError) {
+                let setting = try IntrinsicsSetting.parse(text, name: "intrinsics (\(config))", directory: directory)
+                let calibration = try setting.assign(to: opened)
+                let cameras = calibration.cameras.keys.sorted().joined(separator: ", ")
+                print(
+                    "ok    intrinsics  \(setting.file.path) (\(setting.file.kind.rawValue)): \(cameras.isEmpty ? "no camera" : cameras) matched by \(setting.match.rawValue)"
+                )
+            } catch {
+                problems += 1
+                print("FAIL  intrinsics  \(error.message)")
             }
         }
         if let storage = storageProblem(
