@@ -26,8 +26,8 @@ struct Export: ParsableCommand {
               euroc   the ASL/EuRoC folder (ORB-SLAM3, Basalt, VINS-Fusion, Kalibr) at --out:
                       mav0/camN/data/<t_ns>.png with data.csv and sensor.yaml, mav0/imuN/data.csv
                       (gyro, then accel) with sensor.yaml, mav0/imuN.csv for Kalibr, times.txt
-                      (cam0's times, for ORB-SLAM3). 8-bit grey PNGs (EuRoC's), RGB with
-                      --colour; 16-bit depth cameras (--depth) as 16-bit PNGs in mav0/depthN.
+                      (cam0's times, for ORB-SLAM3). 8-bit grey PNGs (--grey, the default,
+                      as EuRoC's), RGB with --colour; 16-bit depth cameras (--depth) as 16-bit PNGs in mav0/depthN.
                       Times are UTC ns; images outside imu0's span are left out.
               images  one camera as an image folder in the iOS 3D Logger's layout (photogrammetry,
                       NeRF): rgb/000000.jpg (--quality, 90), frames.jsonl (time, intrinsics, the
@@ -83,6 +83,9 @@ struct Export: ParsableCommand {
             "Y16 cameras that hold depth in millimetres (Z16 cameras always do): cam1.", valueName: "IDS"))
     var depth: String?
 
+    @Flag(help: "euroc: 8-bit grey PNGs, the frame's luma (the default, as EuRoC's cameras are).")
+    var grey = false
+
     @Flag(help: "euroc: RGB PNGs instead of 8-bit grey.")
     var colour = false
 
@@ -100,7 +103,12 @@ struct Export: ParsableCommand {
             throw PlanError("--format \(format) is not one fieldcap writes; use mcap, euroc or images")
                 .exitForCommand()
         }
-        if colour && format != .euroc { throw PlanError("--colour is an option of --format euroc").exitForCommand() }
+        if (colour || grey) && format != .euroc {
+            throw PlanError("--\(colour ? "colour" : "grey") is an option of --format euroc").exitForCommand()
+        }
+        if colour && grey {
+            throw PlanError("--grey and --colour: choose one (--grey is the default)").exitForCommand()
+        }
         if format != .images && (quality != 90 || every != 1 || fps != nil) {
             throw PlanError("--quality, --every and --fps are options of --format images").exitForCommand()
         }

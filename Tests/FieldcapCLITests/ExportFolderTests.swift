@@ -44,7 +44,7 @@ struct ExportFolderTests {
         let session = try recordSession()
         let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
         let grey = "\(root)/grey"
-        let said = try export(session, ["--format", "euroc", "--depth", "depth0", "--out", grey])
+        let said = try export(session, ["--format", "euroc", "--grey", "--depth", "depth0", "--out", grey])
         #expect(said.contains("depth0 -> mav0/depth0"), "\(said)")
         #expect(said.contains("cam3 -> mav0/cam2"), "\(said)")
         #expect(said.contains("z0 -> mav0/depth1"), "Z16 is depth without --depth: \(said)")
@@ -116,6 +116,8 @@ struct ExportFolderTests {
             ),
             (["--format", "mcap", "--depth", "cam0", "--out", "\(root)/a"], 64, "not a 16-bit format"),
             (["--format", "mcap", "--colour", "--out", "\(root)/a"], 64, "--colour"),
+            (["--format", "images", "--grey", "--out", "\(root)/a"], 64, "--grey is an option of --format euroc"),
+            (["--format", "euroc", "--grey", "--colour", "--out", "\(root)/a"], 64, "choose one"),
             (["--format", "euroc", "--quality", "80", "--out", "\(root)/a"], 64, "--quality"),
             (["--format", "images", "--streams", "cam0", "--quality", "0", "--out", "\(root)/a"], 64, "--quality 0"),
             (["--format", "images", "--streams", "cam0", "--every", "0", "--out", "\(root)/a"], 64, "--every 0"),
