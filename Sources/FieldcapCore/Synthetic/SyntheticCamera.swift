@@ -75,8 +75,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         let cycle = yuyv.cycleLength
         var frames: [UInt8] = [], offsets = [0]
         for sequence in 0..<UInt64(cycle) {
-            yuyv.draw(sequence, into: yuyv.buffers[0])
-            frames += try compressor(UnsafeRawBufferPointer(start: yuyv.buffers[0], count: yuyv.frameSize))
+            let size = yuyv.draw(sequence, into: yuyv.buffers[0])
+            frames += try compressor(UnsafeRawBufferPointer(start: yuyv.buffers[0], count: size))
             offsets.append(frames.count)
         }
         return SyntheticCamera(
@@ -170,7 +170,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                     line[x * 2 + 1] = UInt8(truncatingIfNeeded: millimetres >> 8)
                 case .grey, .nv12:
                     first[row * width * 2 + x] = pixel.y
-                case .mjpeg: preconditionFailure("not a synthetic format")
+                case .mjpeg: preconditionFailure("MJPEG is drawn as YUYV, then encoded")
                 }
             }
         }
@@ -191,7 +191,6 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 
     /// Draws frame `sequence` into `buffer` and returns its size: the pattern shifted left by 4
     /// pixels a frame, or that frame's JPEG.
-    @discardableResult
     private func draw(_ sequence: UInt64, into buffer: UnsafeMutableRawPointer) -> Int {
         if format.pixelFormat == .mjpeg {
             let index = Int(sequence % UInt64(cycleLength))

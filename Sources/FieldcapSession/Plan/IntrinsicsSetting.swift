@@ -37,7 +37,9 @@ public struct IntrinsicsSetting: Sendable {
         guard !path.isEmpty else {
             throw PlanError("\(name): give a calibration file (a Kalibr camchain or an OpenCV calibration YAML)")
         }
-        if let directory, !path.hasPrefix("/") { path = "\(directory)/\(path)" }
+        if let directory, !path.hasPrefix("/") {
+            path = directory.hasSuffix("/") ? directory + path : "\(directory)/\(path)"
+        }
         do throws(CalibrationError) {
             return IntrinsicsSetting(file: try CalibrationFile.read(path: path), match: match, name: name)
         } catch {
@@ -57,6 +59,16 @@ public struct IntrinsicsSetting: Sendable {
         } catch {
             throw PlanError("\(name): \(error.message)")
         }
+    }
+}
+
+extension RigConfig {
+    /// The config's `intrinsics:` read, a relative file taken from the config's own directory;
+    /// nil when it has none.
+    public func intrinsicsSetting() throws(PlanError) -> IntrinsicsSetting? {
+        guard let intrinsics else { return nil }
+        let directory = path.contains("/") ? PathName.directory(of: path) : nil
+        return try IntrinsicsSetting.parse(intrinsics, name: "intrinsics (\(path))", directory: directory)
     }
 }
 

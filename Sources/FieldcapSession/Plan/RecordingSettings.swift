@@ -110,10 +110,8 @@ public struct RecordingSettings: Sendable {
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
         if let text = overrides.intrinsics {
             settings.intrinsics = try IntrinsicsSetting.parse(text, name: names.intrinsics)
-        } else if let config, let text = config.intrinsics {
-            let directory = config.path.contains("/") ? String(config.path[..<config.path.lastIndex(of: "/")!]) : nil
-            settings.intrinsics = try IntrinsicsSetting.parse(
-                text, name: "intrinsics (\(configName))", directory: directory)
+        } else if let config {
+            settings.intrinsics = try config.intrinsicsSetting()
         }
         if let problem = StreamID.problem(with: settings.hostId) {
             throw PlanError("\(names.hostId) '\(settings.hostId.printable)' cannot be used: \(problem)")

@@ -81,20 +81,17 @@ struct Check: ParsableCommand {
                 print("FAIL  \(id)  \(message)")
             }
         }
-        if let text = rig.intrinsics {
-            // As a recording would: read the file, then match it to the sizes the cameras granted.
-            let directory = config.contains("/") ? PathName.directory(of: config) : nil
-            do throws(PlanError) {
-                let setting = try IntrinsicsSetting.parse(text, name: "intrinsics (\(config))", directory: directory)
-                let calibration = try setting.assign(to: opened)
-                let cameras = calibration.cameras.keys.sorted().joined(separator: ", ")
+        // As a recording would: read the intrinsics file, then match it to the granted sizes.
+        do throws(PlanError) {
+            if let setting = try rig.intrinsicsSetting() {
+                let cameras = try setting.assign(to: opened).cameras.keys.sorted().joined(separator: ", ")
                 print(
                     "ok    intrinsics  \(setting.file.path) (\(setting.file.kind.rawValue)): \(cameras.isEmpty ? "no camera" : cameras) matched by \(setting.match.rawValue)"
                 )
-            } catch {
-                problems += 1
-                print("FAIL  intrinsics  \(error.message)")
             }
+        } catch {
+            problems += 1
+            print("FAIL  intrinsics  \(error.message)")
         }
         if let storage = storageProblem(
             root: rig.output ?? RecordingSettings.defaultRoot,
