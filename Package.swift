@@ -81,7 +81,7 @@ let package = Package(
             name: "FieldcapSession",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                "FieldcapCalibration", "FieldcapPreview", .product(name: "Yams", package: "Yams"),
+                "FieldcapCalibration", "FieldcapEncode", .product(name: "Yams", package: "Yams"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.
@@ -94,9 +94,13 @@ let package = Package(
         // without a colour conversion, which FFmpeg's mjpeg encoder (a swscale pass) cannot.
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // Compressing frames: libjpeg-turbo's JPEG from a camera's own planes, shared by the
+        // recorder's encoding workers, the live preview and the image-folder export; the worker
+        // stage that encodes a camera's frames beside its writer without ever holding capture.
+        .target(name: "FieldcapEncode", dependencies: ["CTurboJPEG", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
-        .target(name: "FieldcapPreview", dependencies: ["CTurboJPEG", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        .target(name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
@@ -147,7 +151,7 @@ let package = Package(
             name: "FieldcapExport",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
-                "FieldcapCalibration", "FieldcapPreview", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
+                "FieldcapCalibration", "FieldcapEncode", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
                 "CTurboJPEG",
             ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
@@ -172,7 +176,7 @@ let package = Package(
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
-                "FieldcapCaptureServer", "FieldcapExport",
+                "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -193,7 +197,7 @@ let package = Package(
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
         // The preview's JPEG encoder on raw frames, beside FFmpeg's mjpeg (Benchmarks/preview-load).
         .executableTarget(
-            name: "PreviewBench", dependencies: ["FieldcapPreview", "FieldcapCore"], path: "Benchmarks/PreviewBench"),
+            name: "PreviewBench", dependencies: ["FieldcapEncode", "FieldcapCore"], path: "Benchmarks/PreviewBench"),
         .executableTarget(
             name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"], path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
@@ -208,7 +212,9 @@ let package = Package(
         .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapSessionTests",
-            dependencies: ["FieldcapSession", "FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
+            dependencies: [
+                "FieldcapSession", "FieldcapMedia", "FieldcapEncode", "FieldcapCore", "SyncField", "TestSupport",
+            ]),
         .testTarget(
             name: "FieldcapArchiveTests",
             dependencies: [
@@ -222,6 +228,7 @@ let package = Package(
         .testTarget(
             name: "FieldcapSyncServiceTests",
             dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
+        .testTarget(name: "FieldcapEncodeTests", dependencies: ["FieldcapEncode", "FieldcapCore", "TestSupport"]),
         .testTarget(
             name: "FieldcapPreviewTests", dependencies: ["FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(

@@ -4,7 +4,7 @@
 //
 //   PreviewBench FRAMES.yuv WIDTH HEIGHT [QUALITY] [FORMAT]     # FORMAT: YUYV (default), NV12, GREY
 import FieldcapCore
-import FieldcapPreview
+import FieldcapEncode
 import Foundation
 
 #if canImport(Glibc)

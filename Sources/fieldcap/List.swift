@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapEncode
 import FieldcapIIO
 import FieldcapV4L2
 import Foundation
@@ -48,7 +49,14 @@ struct List: ParsableCommand {
             """
               synthetic  \(SyntheticIMU.channelNames.joined(separator: ", ")) (m/s², rad/s); 1 to 100000 Hz
                          --imu synthetic:1000,id=imu
+            Encoders (--cam ...,encode=CODEC)
             """)
+        for encoder in VideoEncoders.software {
+            print(
+                "  \(encoder.codec)  \(encoder.library), software, from \(encoder.from.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
+        print("  raw   no encoder: frames stored losslessly as captured (the default)")
     }
 
     /// The links udev made to `node` in /dev/v4l/by-id (USB cameras: vendor, model, serial) and

@@ -20,6 +20,10 @@ struct Record: ParsableCommand {
 
             Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16, Z16), buffers,
             and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
+            encode=raw|jpeg[:QUALITY]: raw (the default) stores frames losslessly as captured;
+            jpeg stores YUYV, NV12 and GREY frames as JPEG (libjpeg-turbo, quality 85 unless
+            given) on an encoding thread per camera, at a tenth of the bytes. An encoder that
+            falls behind drops frames (reason `encoder` in fieldcap.json); capture never waits.
             stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long ends its
             stream (default 2s; the other streams go on).
             IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel ids like
@@ -185,7 +189,8 @@ struct Record: ParsableCommand {
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
                     diskWatch: recording.diskStalls,
-                    countBytes: recording.segments.map { segments in { segments.bytesNow } })
+                    countBytes: recording.segments.map { segments in { segments.bytesNow } },
+                    encodings: controllerSettings.encodings)
             }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

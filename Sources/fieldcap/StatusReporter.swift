@@ -19,14 +19,17 @@ final class StatusReporter {
     /// made, which must be before capture starts: a report also reads counters its capture
     /// thread owns (fallbacks, gaps, the clock mapping), safe to read only once it has ended.
     let startReports: [SourceReport]
+    /// How each camera's frames are stored (`encode=`), by stream id.
+    let encodings: [String: VideoEncoding]
     private let line = TerminalLine()
     private let meter: RecordingStatusMeter
 
     /// `countBytes`: see `RecordingStatusMeter`.
     init(
         directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil,
-        countBytes: (() -> UInt64)? = nil
+        countBytes: (() -> UInt64)? = nil, encodings: [String: VideoEncoding] = [:]
     ) {
+        self.encodings = encodings
         self.directory = directory
         self.sources = sources
         self.quiet = quiet
@@ -58,18 +61,32 @@ final class StatusReporter {
             text +=
                 "  " + ids[index] + String(repeating: " ", count: idWidth - ids[index].count)
                 + "  " + devices[index] + String(repeating: " ", count: deviceWidth - devices[index].count)
-                + "  " + startReports[index].summary + "\n"
+                + "  " + startReports[index].summary + (storage(of: sources[index]).map { ", \($0)" } ?? "") + "\n"
         }
         return text + "  Ctrl-C stops\n"
     }
 
-    /// `{"event":"start","directory":...,"streams":[{"id","kind","device","granted","summary","time_source"}]}`.
+    /// `stored as JPEG q85 (libjpeg-turbo, its own thread)` for an encoded camera, else nil.
+    func storage(of source: CaptureSource) -> String? {
+        guard let format = source.descriptor.videoFormat, let encoding = encodings[source.descriptor.id],
+            encoding.encodes(format)
+        else { return nil }
+        switch encoding {
+        case .raw: return nil
+        case .jpeg(let quality): return "stored as JPEG q\(quality) (libjpeg-turbo, on a thread of its own)"
+        }
+    }
+
+    /// `{"event":"start","directory":...,"streams":[{"id","kind","device","granted","summary","time_source",
+    /// "encoding"}]}`; `encoding` (`jpeg:85`) only for an encoded camera.
     var startLine: [String: Any] {
         let streams: [[String: Any]] = zip(sources, startReports).map { source, report in
-            [
+            var entry: [String: Any] = [
                 "id": source.descriptor.id, "kind": source.descriptor.kind.rawValue, "device": source.descriptor.device,
                 "granted": report.granted.foundation, "summary": report.summary, "time_source": report.timeSource,
             ]
+            if storage(of: source) != nil { entry["encoding"] = encodings[source.descriptor.id]?.description }
+            return entry
         }
         return ["event": "start", "directory": directory, "streams": streams]
     }
@@ -83,7 +100,7 @@ final class StatusReporter {
         }
     }
 
-    func report(_ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double) {
+    func report(_ statistics: [Recorder.StreamProgress], elapsed: Double) {
         // Sampled at every report, also when nothing is shown: a stall is reported once it ends.
         let status = meter.sample(statistics, elapsed: elapsed)
         if json {
@@ -93,6 +110,7 @@ final class StatusReporter {
         guard !quiet, line.isTerminal else { return }
         let parts = status.streams.map { stream in
             String(format: "%@ %.1f/s drop %d", stream.id, stream.rate, stream.dropped)
+                + (stream.encoderDropped > 0 ? " (encoder \(stream.encoderDropped))" : "")
                 + ((stream.deviceGaps ?? 0) > 0 ? " gap \(stream.deviceGaps!)" : "")
         }
         let disk = status.diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
@@ -101,13 +119,14 @@ final class StatusReporter {
                 + String(format: "  %.1f MB", Double(status.bytes) / 1e6) + disk + Self.describe(status.stalls))
     }
 
-    /// `{"event":"progress","elapsed_s":...,"streams":[{"id","written","dropped","queued","rate",
-    /// "device_gaps"}],"bytes":...,"disk_free_bytes":...,"disk_stalls":[...]}`.
+    /// `{"event":"progress","elapsed_s":...,"streams":[{"id","written","dropped","encoder_dropped",
+    /// "queued","rate","device_gaps"}],"bytes":...,"disk_free_bytes":...,"disk_stalls":[...]}`;
+    /// `dropped` counts every drop, `encoder_dropped` those of an encoder behind.
     static func progressLine(_ status: RecordingStatus) -> [String: Any] {
         let streams: [[String: Any]] = status.streams.map { stream in
             var entry: [String: Any] = [
-                "id": stream.id, "written": stream.written, "dropped": stream.dropped, "queued": stream.queued,
-                "rate": stream.rate,
+                "id": stream.id, "written": stream.written, "dropped": stream.dropped,
+                "encoder_dropped": stream.encoderDropped, "queued": stream.queued, "rate": stream.rate,
             ]
             if let gap = stream.deviceGaps { entry["device_gaps"] = gap }
             return entry
@@ -142,7 +161,8 @@ final class StatusReporter {
         zip(sources, summary).map { source, stream in
             let rate = RateWarning.warning(
                 kind: source.descriptor.kind, nominal: source.descriptor.nominalRate, written: stream.written,
-                dropped: stream.dropped, deviceGaps: source.deviceGaps?.count, capturedSpanNs: stream.capturedSpanNs,
+                dropped: stream.dropped + stream.encoderDropped, deviceGaps: source.deviceGaps?.count,
+                capturedSpanNs: stream.capturedSpanNs,
                 elapsed: elapsed, endedEarly: stream.captureError != nil)
             return source.report.warnings + (rate.map { [$0] } ?? [])
         }
@@ -170,6 +190,9 @@ final class StatusReporter {
                 format: "  %@: %d written (%.1f/s), %d dropped", stream.id, stream.written,
                 Double(stream.written) / max(elapsed, 0.001), stream.dropped)
             if let range = stream.droppedRange { text += " (records \(range.lowerBound)...\(range.upperBound))" }
+            if stream.encoderDropped > 0 {
+                text += ", \(stream.encoderDropped) dropped by its encoder (it was behind; frame numbers stay exact)"
+            }
             if let gaps = sources[index].deviceGaps?.count, gaps > 0 { text += ", \(gaps) skipped by the device" }
             if let error = stream.captureError { text += "; ended early: \(error)" }
             text += "\n"
@@ -197,7 +220,8 @@ final class StatusReporter {
     ) -> [String: Any] {
         let streams: [[String: Any]] = summary.enumerated().map { index, stream in
             var entry: [String: Any] = [
-                "id": stream.id, "written": stream.written, "dropped": stream.dropped,
+                "id": stream.id, "written": stream.written, "dropped": stream.dropped + stream.encoderDropped,
+                "encoder_dropped": stream.encoderDropped,
                 "rate": Double(stream.written) / max(elapsed, 0.001), "time_source": sources[index].report.timeSource,
                 "warnings": warnings[index],
             ]

@@ -23,7 +23,7 @@ struct RecoverCommandTests {
     }
 
     @Test(
-        "SIGKILL at 20 random moments of a two-camera (YUYV, MJPEG) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
+        "SIGKILL at 20 random moments of a three-camera (YUYV, MJPEG, YUYV encoded as JPEG) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
     )
     func killedRecordings() throws {
         var generator = SystemRandomNumberGenerator()
@@ -34,7 +34,8 @@ struct RecoverCommandTests {
             let delay = UInt32.random(in: 300_000...2_000_000, using: &generator)
             _ = try FieldcapProcess.run([
                 "--cam", "synthetic:160x120@30,id=cam_left", "--cam", "synthetic:160x120@30,id=cam_right,format=MJPG",
-                "--imu", "synthetic:500,id=imu", "--out", out, "-q",
+                "--cam", "synthetic:160x120@30,id=cam_jpeg,encode=jpeg", "--imu", "synthetic:500,id=imu", "--out", out,
+                "-q",
             ]) { process in
                 let deadline = Date().addingTimeInterval(30)
                 while !FileManager.default.fileExists(atPath: out + "/fieldcap.json") && Date() < deadline {
@@ -52,7 +53,7 @@ struct RecoverCommandTests {
                 try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json")))
                 as! [String: Any]
             #expect(info["state"] as? String == "recovered")
-            for id in ["cam_left", "cam_right", "imu"] {
+            for id in ["cam_left", "cam_right", "cam_jpeg", "imu"] {
                 let stamps = lines("\(out)/\(id).timestamps.jsonl")
                 // Durable at least once a second: what is lost is at most the last second (plus
                 // the moment the writer needs to take a record from its ring).

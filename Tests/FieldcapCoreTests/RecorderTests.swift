@@ -44,12 +44,12 @@ final class GatedSink: RecordSink {
 
     func open(streams: [StreamDescriptor]) throws { try inner.open(streams: streams) }
 
-    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws -> Bool {
         if !opened {
             gate.wait()
             opened = true
         }
-        try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
+        return try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
     func close() throws -> [String: Int] { try inner.close() }
@@ -98,13 +98,13 @@ final class VideoGatedSink: RecordSink {
 
     func open(streams: [StreamDescriptor]) throws { try inner.open(streams: streams) }
 
-    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws -> Bool {
         if frame != nil && !released.load(ordering: .acquiring) {
             frameWaiting.signal()
             gate.wait()
             released.store(true, ordering: .releasing)
         }
-        try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
+        return try inner.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
     func close() throws -> [String: Int] { try inner.close() }

@@ -14,8 +14,9 @@ private final class MemorySink: RecordSink, @unchecked Sendable {
     var closed = false
     init(number: Int) { self.number = number }
     func open(streams: [StreamDescriptor]) throws {}
-    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws -> Bool {
         records.append((stream, record.sequence, record.captureNs, frameNumber))
+        return true
     }
     func sync(streams: [Int]) throws { syncs += 1 }
     func close() throws -> [String: Int] {

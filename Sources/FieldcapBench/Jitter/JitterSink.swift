@@ -23,8 +23,9 @@ public final class JitterSink: RecordSink {
         measured = descriptors.map { Measured(StreamJitter(id: $0.id, nominalRate: $0.nominalRate)) }
     }
 
-    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) -> Bool {
         measured[stream].jitter.add(record)
+        return true
     }
 
     public func close() throws -> [String: Int] {

@@ -13,7 +13,12 @@ public protocol RecordSink: AnyObject {
     func open(streams: [StreamDescriptor]) throws
     /// Writes one record of stream `stream`; `frameNumber` is its index in that stream's output;
     /// `frame` holds a video record's bytes (read in place, valid during the call).
-    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws
+    ///
+    /// - Returns: `false` when the sink had no room for the record (a camera's encoder is behind):
+    ///   the record is dropped for the reason `encoder`, takes no number, and the next record
+    ///   gets the number this one was offered.
+    @discardableResult
+    func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws -> Bool
     /// Makes what was written so far for `streams` durable, from the thread that writes them.
     /// Each writer calls it at least once per `Recorder.Options.syncIntervalNs`.
     func sync(streams: [Int]) throws
@@ -45,7 +50,12 @@ public final class SyncSessionSink: RecordSink {
         }
     }
 
-    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    @discardableResult
+    public func write(
+        _ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int
+    ) throws
+        -> Bool
+    {
         if let sensor = sensors[stream] {
             let count = Int(record.valueCount)
             let values = record.values
@@ -59,6 +69,7 @@ public final class SyncSessionSink: RecordSink {
                 descriptors[stream].id, frameNumber: frameNumber, uncertaintyNs: record.uncertaintyNs,
                 captureNs: record.captureNs)
         }
+        return true
     }
 
     public func close() throws -> [String: Int] {
@@ -73,7 +84,9 @@ public final class DiscardingSink: RecordSink {
 
     public func open(streams: [StreamDescriptor]) throws {}
 
-    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {}
+    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) -> Bool {
+        true
+    }
 
     public func close() throws -> [String: Int] { [:] }
 }

@@ -17,7 +17,10 @@ import Synchronization
 /// the ones that drop (their cameras run out of buffers), and each video's writer keeps one
 /// write in flight for its file.
 ///
-/// A capture thread never waits for a writer: a full ring counts a drop and capture goes on.
+/// A capture thread never waits for a writer: a full ring counts a drop and capture goes on. A
+/// writer never waits for an encoder either: a camera whose encoder is behind refuses the frame
+/// (`RecordSink.write` returns false), which counts a drop for the reason `encoder` and takes no
+/// frame number, so every stream's numbers stay its frames' indices in its file.
 /// `stop` asks the sources to finish, joins their threads, lets the writers drain what the rings
 /// hold, and closes the sink.
 ///
@@ -68,6 +71,10 @@ public final class Recorder: @unchecked Sendable {
         public var written: Int
         /// Records the ring had no room for.
         public var dropped: Int
+        /// Records the sink refused because the stream's encoder was behind.
+        public var encoderDropped = 0
+        /// The records the encoder dropped, as runs of consecutive sequence numbers.
+        public var encoderDroppedRuns: [ClosedRange<UInt64>] = []
         /// Sequence numbers of the first and last dropped record.
         public var droppedRange: ClosedRange<UInt64>?
         /// The dropped records as runs of consecutive sequence numbers.
@@ -94,6 +101,26 @@ public final class Recorder: @unchecked Sendable {
             self.captureError = captureError
             self.endedEarlyAtNs = endedEarlyAtNs
             self.capturedSpanNs = capturedSpanNs
+        }
+    }
+
+    /// One stream's counts as a status line shows them.
+    public struct StreamProgress: Sendable, Equatable {
+        public var id: String
+        public var written: Int
+        /// Records waiting in the ring.
+        public var queued: Int
+        /// Records the ring had no room for.
+        public var dropped: Int
+        /// Records the stream's encoder had no room for.
+        public var encoderDropped: Int
+
+        public init(id: String, written: Int, queued: Int, dropped: Int, encoderDropped: Int = 0) {
+            self.id = id
+            self.written = written
+            self.queued = queued
+            self.dropped = dropped
+            self.encoderDropped = encoderDropped
         }
     }
 
@@ -132,6 +159,8 @@ public final class Recorder: @unchecked Sendable {
     private let capturesRunning = Atomic<Int>(0)
     /// Records written per stream, published by its writer after each batch for status lines.
     private let writtenSoFar: [Counter]
+    /// Per stream: records the sink refused (an encoder behind), counted by its writer.
+    private let encoderDrops: [DropCounter]
 
     final class Counter: Sendable { let value = Atomic<Int>(0) }
     private var captureThreads: [DedicatedThread] = []
@@ -163,6 +192,7 @@ public final class Recorder: @unchecked Sendable {
         captureErrors = Array(repeating: nil, count: sources.count)
         captureEndedNs = Array(repeating: nil, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
+        encoderDrops = sources.map { _ in DropCounter() }
         endedEarly = sources.map { _ in EndedEarly() }
         lanes = Self.lanes(
             for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps)
@@ -235,10 +265,13 @@ public final class Recorder: @unchecked Sendable {
         do { counts = try sink.close() } catch { closeError = error }
         finalSummary = sources.enumerated().map { index, source in
             let drops = rings[index].drops
-            return StreamSummary(
+            var summary = StreamSummary(
                 id: source.descriptor.id, written: counts[source.descriptor.id] ?? written[index], dropped: drops.count,
                 droppedRange: drops.firstAndLast.map { $0.first...$0.last }, droppedRuns: drops.droppedRuns,
                 captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index], capturedSpanNs: spans[index])
+            summary.encoderDropped = encoderDrops[index].count
+            summary.encoderDroppedRuns = encoderDrops[index].droppedRuns
+            return summary
         }
         if let error = writeError ?? closeError { throw error }
         return finalSummary
@@ -246,11 +279,11 @@ public final class Recorder: @unchecked Sendable {
 
     /// Per stream: records written, waiting in the ring, and dropped so far (a snapshot for a
     /// status line; any thread).
-    public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] {
+    public var statistics: [StreamProgress] {
         sources.enumerated().map { index, source in
-            (
-                source.descriptor.id, writtenSoFar[index].value.load(ordering: .relaxed), rings[index].count,
-                rings[index].drops.count
+            StreamProgress(
+                id: source.descriptor.id, written: writtenSoFar[index].value.load(ordering: .relaxed),
+                queued: rings[index].count, dropped: rings[index].drops.count, encoderDropped: encoderDrops[index].count
             )
         }
     }
@@ -284,11 +317,14 @@ public final class Recorder: @unchecked Sendable {
                     for record in run where lane.writeError == nil {
                         do {
                             let frame = source.frameBytes(of: record)
-                            try sink.write(record, frame: frame, stream: index, frameNumber: lane.written[slot])
-                            tap?.offer(record, bytes: frame)
-                            if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
-                            lane.lastCaptureNs[slot] = record.captureNs
-                            lane.written[slot] += 1
+                            if try sink.write(record, frame: frame, stream: index, frameNumber: lane.written[slot]) {
+                                tap?.offer(record, bytes: frame)
+                                if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
+                                lane.lastCaptureNs[slot] = record.captureNs
+                                lane.written[slot] += 1
+                            } else {
+                                encoderDrops[index].record(record.sequence)
+                            }
                         } catch {
                             fail(lane, error)
                         }

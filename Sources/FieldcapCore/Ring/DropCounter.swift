@@ -70,3 +70,22 @@ public final class DropCounter: @unchecked Sendable {
         Array(UnsafeBufferPointer(start: runTable, count: min(runs.load(ordering: .acquiring), runCapacity)))
     }
 }
+
+/// Runs of dropped sequence numbers from more than one counter (a camera's ring and its
+/// encoder), as one list.
+public enum DropRuns {
+    /// `first` and `second` as one list of runs, in order, with touching or overlapping runs
+    /// joined.
+    public static func merged(_ first: [ClosedRange<UInt64>], _ second: [ClosedRange<UInt64>]) -> [ClosedRange<UInt64>]
+    {
+        var merged: [ClosedRange<UInt64>] = []
+        for run in (first + second).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, run.lowerBound <= last.upperBound &+ 1 {
+                merged[merged.count - 1] = last.lowerBound...max(last.upperBound, run.upperBound)
+            } else {
+                merged.append(run)
+            }
+        }
+        return merged
+    }
+}

@@ -1,6 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
-import FieldcapPreview
+import FieldcapEncode
 import Foundation
 import SyncField
 
@@ -69,15 +69,15 @@ enum ImageFolderExport {
             ? VideoFormat(width: format.width, height: format.height, pixelFormat: .grey) : format
         let encoders = try FrameEncoders<[UInt8]> { () throws(ExportError) in
             let encoder: JPEGEncoder
-            do throws(PreviewError) { encoder = try JPEGEncoder(format: jpegFormat, quality: quality) } catch {
+            do throws(EncodeError) { encoder = try JPEGEncoder(format: jpegFormat, quality: quality) } catch {
                 throw ExportError(.session, "\(camera.id): \(error.description)")
             }
             let grey = format.pixelFormat.isSixteenBit ? try PixelConverter(format: format, layout: .grey8) : nil
             return { frame throws(ExportError) in
                 let bytes = try grey?.pixels(frame).bytes ?? frame
-                let jpeg = bytes.withUnsafeBytes { raw in Result { () throws(PreviewError) in try encoder.encode(raw) }
+                let jpeg = bytes.withUnsafeBytes { raw in Result { () throws(EncodeError) in try encoder.encode(raw) }
                 }
-                do throws(PreviewError) { return try jpeg.get() } catch {
+                do throws(EncodeError) { return try jpeg.get() } catch {
                     throw ExportError(.output, "\(camera.id): \(error.description)")
                 }
             }

@@ -1,6 +1,6 @@
 import CTurboJPEG
 import FieldcapCore
-import FieldcapPreview
+import FieldcapEncode
 
 /// A camera frame as the pixels an image file takes: 8-bit grey (EuRoC's default, as its
 /// cameras are), 8-bit RGB, or 16-bit grey (Y16, depth), rows packed.

@@ -1,5 +1,6 @@
 import CFieldcapLinux
 import FieldcapCore
+import FieldcapEncode
 import Foundation
 import SyncField
 import Synchronization
@@ -49,7 +50,7 @@ public final class PreviewStream: Sendable {
     public init(
         id: String, format: VideoFormat, maxRate: Double = 10, quality: Int = 80, cameraRate: Double = 30,
         onViewers: @escaping @Sendable () -> Void = {}
-    ) throws(PreviewError) {
+    ) throws(EncodeError) {
         // Checked here, so a stream that exists can encode.
         _ = try JPEGEncoder(format: format, quality: quality)
         self.id = id
@@ -172,7 +173,7 @@ public final class PreviewStream: Sendable {
             }
             let started = MonotonicClock.now()
             let result = tap.withFrame { bytes, frame in
-                Result { () throws(PreviewError) in (try encoder.encode(bytes), frame) }
+                Result { () throws(EncodeError) in (try encoder.encode(bytes), frame) }
             }
             let encodedNs = MonotonicClock.now()
             switch result {

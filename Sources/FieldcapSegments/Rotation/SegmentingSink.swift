@@ -162,13 +162,22 @@ public final class SegmentingSink: RecordSink, @unchecked Sendable {
         rotation = DedicatedThread(name: "fc-segments") { [self] in rotate() }
     }
 
-    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber _: Int) throws {
+    /// A record the segment's sink refuses (its encoder is behind) takes no number in the
+    /// segment, and shows in its tally as missing.
+    public func write(
+        _ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber _: Int
+    ) throws
+        -> Bool
+    {
         let place = places[stream]
         while record.captureNs >= place.segment.endNs, moveOn(place, stream: stream) {}
+        guard try place.segment.sink.write(record, frame: frame, stream: stream, frameNumber: place.frameNumber) else {
+            return false
+        }
         place.tally.add(record, previousSequence: place.lastSequence)
         place.lastSequence = record.sequence
-        try place.segment.sink.write(record, frame: frame, stream: stream, frameNumber: place.frameNumber)
         place.frameNumber += 1
+        return true
     }
 
     public func sync(streams: [Int]) throws {

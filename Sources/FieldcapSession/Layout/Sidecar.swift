@@ -33,6 +33,8 @@ public struct Sidecar {
     public var segment: Int?
     /// The cameras' calibration (`--intrinsics`), each beside its camera's format.
     public var calibration: SessionCalibration?
+    /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
+    public var encodings: [String: VideoEncoding] = [:]
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -77,23 +79,60 @@ public struct Sidecar {
     }
 
     /// What a stream is, as known at start: enough for `fieldcap recover` to finish a session.
+    /// An encoded camera's `format` is what its file holds (MJPG for `jpeg`), and its
+    /// `encoding` what it was captured as: readers of the video need only the first.
     static func streamEntry(
-        _ descriptor: StreamDescriptor, linkDirectory: String, calibration: SessionCalibration? = nil
+        _ descriptor: StreamDescriptor, linkDirectory: String, calibration: SessionCalibration? = nil,
+        encoding: VideoEncoding = .raw
     ) -> [String: Any] {
         var entry: [String: Any] = [
             "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
             "nominal_rate": descriptor.nominalRate,
         ]
-        if let format = descriptor.videoFormat {
+        if let captured = descriptor.videoFormat {
+            let format = encoding.storedFormat(for: captured)
             entry["format"] = [
                 "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
             ]
+            if encoding.encodes(captured) { entry["encoding"] = encodingEntry(encoding, captured: captured) }
             entry["video_path"] = SessionLayout.videoName(descriptor.id)
             entry["frames_path"] = SessionLayout.frameLogName(descriptor.id)
             entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
         }
         if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
         if let camera = calibration?.cameras[descriptor.id] { entry["calibration"] = camera.sidecarEntry }
+        return entry
+    }
+
+    /// `{"codec": "jpeg", "quality": 85, "encoder": "libjpeg-turbo", "captured_pixel_format": "YUYV"}`.
+    static func encodingEntry(_ encoding: VideoEncoding, captured: VideoFormat) -> [String: Any] {
+        var entry: [String: Any] = [
+            "codec": encoding.codecName, "captured_pixel_format": captured.pixelFormat.rawValue,
+        ]
+        switch encoding {
+        case .raw: break
+        case .jpeg(let quality):
+            entry["quality"] = quality
+            entry["encoder"] = "libjpeg-turbo"
+        }
+        return entry
+    }
+
+    /// A stream's `drops`: every record it lost (`count`, `records` as runs of sequence
+    /// numbers), and for an encoded camera the same split by reason: `ring` (the writer was
+    /// behind capture) and `encoder` (the encoder was behind the writer).
+    static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool) -> [String: Any] {
+        func runs(_ runs: [ClosedRange<UInt64>]) -> [[Int]] { runs.map { [Int($0.lowerBound), Int($0.upperBound)] } }
+        var entry: [String: Any] = [
+            "count": stream.dropped + stream.encoderDropped,
+            "records": runs(DropRuns.merged(stream.droppedRuns, stream.encoderDroppedRuns)),
+        ]
+        if encoded || stream.encoderDropped > 0 {
+            entry["reasons"] = [
+                "ring": ["count": stream.dropped, "records": runs(stream.droppedRuns)] as [String: Any],
+                "encoder": ["count": stream.encoderDropped, "records": runs(stream.encoderDroppedRuns)],
+            ]
+        }
         return entry
     }
 
@@ -104,13 +143,15 @@ public struct Sidecar {
     /// gives each video's path as it was linked).
     public static func writeStart(
         hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
-        segment: Int? = nil, calibration: SessionCalibration? = nil
+        segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:]
     ) throws {
         var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": sources.map {
-                streamEntry($0.descriptor, linkDirectory: linkDirectory, calibration: calibration)
+                streamEntry(
+                    $0.descriptor, linkDirectory: linkDirectory, calibration: calibration,
+                    encoding: encodings[$0.descriptor.id] ?? .raw)
             },
         ]
         if let segment { document["segment"] = segmentEntry(segment) }
@@ -139,14 +180,14 @@ public struct Sidecar {
     public func write() throws {
         let streams: [[String: Any]] = zip(sources, summary).enumerated().map { index, pair in
             let (source, stream) = pair
-            var entry = Self.streamEntry(source.descriptor, linkDirectory: linkDirectory, calibration: calibration)
+            let encoding = encodings[source.descriptor.id] ?? .raw
+            var entry = Self.streamEntry(
+                source.descriptor, linkDirectory: linkDirectory, calibration: calibration, encoding: encoding)
             entry["written"] = stream.written
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).
-            entry["drops"] = [
-                "count": stream.dropped,
-                "records": stream.droppedRuns.map { [Int($0.lowerBound), Int($0.upperBound)] },
-            ]
+            entry["drops"] = Self.dropsEntry(
+                stream, encoded: source.descriptor.videoFormat.map { encoding.encodes($0) } ?? false)
             let report = reports?[index] ?? source.report
             entry["timestamps"] = report.timestamps
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapEncode
 import SyncField
 
 /// The devices a recording captures, from `--cam`/`--imu` or from a rig config, and the
@@ -56,8 +57,24 @@ public struct DevicePlan: Sendable {
                 throw PlanError(
                     "\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
+            _ = try spec.encoding()
             try factory(for: spec).check(spec)
         }
+    }
+
+    /// How each camera's frames are stored, by stream id (`encode=`), checked against the format
+    /// each camera granted: `sources` are this plan's, in order.
+    public func encodings(for sources: [CaptureSource]) throws(PlanError) -> [String: VideoEncoding] {
+        var encodings: [String: VideoEncoding] = [:]
+        for (spec, source) in zip(specs, sources) where spec.kind == .camera {
+            let encoding = try spec.encoding()
+            guard encoding != .raw, let format = source.descriptor.videoFormat else { continue }
+            if let problem = VideoEncoders.problem(encoding, for: format) {
+                throw PlanError("\(spec.label) \(spec.device.printable): \(problem)")
+            }
+            encodings[source.descriptor.id] = encoding
+        }
+        return encodings
     }
 
     /// Opens and sets up every device, in order. Throws `PlanError` or `DeviceSetupError`, one

@@ -7,6 +7,7 @@ import FieldcapCore
 ///     synthetic:1280x720@30               size and rate in the short form
 ///     synthetic:1000,id=imu_wrist         IMU rate 1000 Hz, stream id imu_wrist
 ///     /dev/video0,size=1280x720,fps=30,format=YUYV,id=cam_left
+///     /dev/video0,format=GREY,encode=jpeg:90
 ///     iio:device0,rate=1000,channels=accel+anglvel,trigger=trig0,clock=keep
 ///
 /// Values are text, read by the accessors below, so a config's values mean what the same options
@@ -27,7 +28,7 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
-    public static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall"]
+    public static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall", "encode"]
     public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
@@ -134,6 +135,29 @@ public struct DeviceSpec: Equatable, Sendable {
             )
         }
         return chosen
+    }
+
+    /// `encode=raw|jpeg[:QUALITY]`: how the camera's frames are stored (raw when not given).
+    public func encoding() throws(PlanError) -> VideoEncoding {
+        guard let text = options["encode"]?.lowercased() else { return .raw }
+        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        switch parts[0] {
+        case "raw" where parts.count == 1: return .raw
+        case "jpeg", "jpg", "mjpeg":
+            guard parts.count == 2 else { return .jpeg(quality: VideoEncoding.defaultJPEGQuality) }
+            guard let quality = Int(parts[1]), (1...100).contains(quality) else {
+                throw problem("encode '\(text)': a JPEG quality is a whole number from 1 to 100, e.g. encode=jpeg:90")
+            }
+            return .jpeg(quality: quality)
+        case "ffv1", "h264", "hevc":
+            throw problem(
+                "encode '\(text)': \(parts[0]) is not in this build yet; use encode=jpeg[:QUALITY] or encode=raw (the default)"
+            )
+        default:
+            throw problem(
+                "encode '\(text)' is not an encoding; use raw (the default, lossless) or jpeg[:QUALITY] (e.g. encode=jpeg:90)"
+            )
+        }
     }
 
     /// `ctrl.NAME=VALUE`: V4L2 controls, by name, in name order.

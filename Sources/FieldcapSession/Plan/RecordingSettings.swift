@@ -171,6 +171,7 @@ public struct RecordingSettings: Sendable {
             hostId: hostId, out: out, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree,
             directIO: directIO, segments: try segmentSettings(for: sources.map(\.descriptor)))
         settings.calibration = try intrinsics?.assign(to: sources)
+        settings.encodings = try plan.encodings(for: sources)
         return settings
     }
 }

@@ -1,6 +1,6 @@
 import FieldcapCore
+import FieldcapEncode
 import FieldcapIIO
-import FieldcapPreview
 import FieldcapV4L2
 
 /// Makes capture sources of one kind from device specs: the seam between a plan and the device

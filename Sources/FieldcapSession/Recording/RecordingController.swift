@@ -30,6 +30,8 @@ public final class RecordingController {
         public var frameTaps: [String: FrameTap] = [:]
         /// The cameras' calibration (`--intrinsics`), copied into the session and its sidecar.
         public var calibration: SessionCalibration?
+        /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
+        public var encodings: [String: VideoEncoding] = [:]
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -183,6 +185,7 @@ public final class RecordingController {
             forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
         if var segmenting = settings.segments {
             segmenting.calibration = settings.calibration
+            segmenting.encodings = settings.encodings
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
@@ -206,8 +209,8 @@ public final class RecordingController {
         try settings.calibration?.install(in: directory)
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
-            linkDirectory: session.outputDir.path, calibration: settings.calibration)
-        let sink = VideoSessionSink(session: session, directIO: settings.directIO)
+            linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings)
+        let sink = VideoSessionSink(session: session, directIO: settings.directIO, encodings: settings.encodings)
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder
@@ -226,7 +229,7 @@ public final class RecordingController {
     public var remaining: Double { (settings.duration?.seconds ?? .infinity) - elapsed }
 
     /// Each stream's records written, queued and dropped so far.
-    public var statistics: [(id: String, written: Int, queued: Int, dropped: Int)] { recorder?.statistics ?? [] }
+    public var statistics: [Recorder.StreamProgress] { recorder?.statistics ?? [] }
 
     /// The streams whose capture has ended early so far, with why (the others go on).
     public var streamsEndedEarly: [(id: String, error: String)] { recorder?.streamsEndedEarly ?? [] }
@@ -255,6 +258,7 @@ public final class RecordingController {
             videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
             diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path)
         sidecar.calibration = settings.calibration
+        sidecar.encodings = settings.encodings
         try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()

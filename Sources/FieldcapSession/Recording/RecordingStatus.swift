@@ -11,6 +11,8 @@ public struct RecordingStatus: Sendable {
         public var queued: Int
         /// Records fieldcap had no room for.
         public var dropped: Int
+        /// Of those, records the stream's encoder had no room for (reason `encoder`).
+        public var encoderDropped = 0
         /// Records written per second since the previous status.
         public var rate: Double
         /// Records the device itself skipped (nil: the source cannot tell).
@@ -68,14 +70,15 @@ public final class RecordingStatusMeter {
 
     /// The status now. Stalls are taken at every call, so one that ended is reported once.
     public func sample(
-        _ statistics: [(id: String, written: Int, queued: Int, dropped: Int)], elapsed: Double
+        _ statistics: [Recorder.StreamProgress], elapsed: Double
     )
         -> RecordingStatus
     {
         let interval = max(0.001, elapsed - previousElapsed)
         let streams = statistics.enumerated().map { index, stream in
             RecordingStatus.Stream(
-                id: stream.id, written: stream.written, queued: stream.queued, dropped: stream.dropped,
+                id: stream.id, written: stream.written, queued: stream.queued,
+                dropped: stream.dropped + stream.encoderDropped, encoderDropped: stream.encoderDropped,
                 rate: Double(stream.written - (index < previous.count ? previous[index] : 0)) / interval,
                 deviceGaps: index < sources.count ? sources[index].deviceGaps?.count : nil)
         }

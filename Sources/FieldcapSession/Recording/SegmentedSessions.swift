@@ -20,6 +20,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         public var keepLabel: String
         /// The cameras' calibration, copied into every segment and named in its sidecar.
         public var calibration: SessionCalibration?
+        /// How each camera's frames are stored, by stream id (`encode=`).
+        public var encodings: [String: VideoEncoding] = [:]
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -161,8 +163,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try Sidecar.writeStart(
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
-            segment: number, calibration: settings.calibration)
-        let sink = VideoSessionSink(session: session, directIO: directIO)
+            segment: number, calibration: settings.calibration, encodings: settings.encodings)
+        let sink = VideoSessionSink(session: session, directIO: directIO, encodings: settings.encodings)
         try sink.open(streams: streams)
         open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
         openDirectories.withLock { $0.append(path) }
@@ -250,6 +252,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         sidecar.reports = summary == nil ? startReports : nil
         sidecar.segment = segment.number
         sidecar.calibration = settings.calibration
+        sidecar.encodings = settings.encodings
         try sidecar.write()
     }
 

@@ -1,6 +1,8 @@
 import FieldcapCore
+import FieldcapEncode
 import FieldcapMedia
 import SyncField
+import Synchronization
 
 /// Writes a recording: each video stream into its own Matroska file (`{id}.mkv`, linked into the
 /// manifest) with a per-frame log (`{id}.frames.ndjson`), every stream's timestamps and sensor
@@ -17,6 +19,12 @@ import SyncField
 /// whatever frames a kill or a cut leaves in the video, the log has their lines and
 /// `fieldcap recover` restores them (`CameraRecovery`).
 ///
+/// An encoded camera (`encode=jpeg`) hands its frames to an `EncodingWorker` instead: the
+/// worker writes each encoded frame, then its frame log line and its timestamp line, in the same
+/// order, numbering frames as it writes them; a frame the worker has no room for is refused
+/// (`write` returns false) and counted by the recorder as dropped by the encoder. The worker
+/// syncs the log and the video when the writer's `sync` asks.
+///
 /// Thread-bound per stream: each stream's `write` and `sync` come from one writer thread (the
 /// recorder gives each video its own), different streams' from different threads at once; each
 /// stream has its own video file and frame log, and the session is thread-safe. `open` and
@@ -27,17 +35,38 @@ public final class VideoSessionSink: RecordSink {
     private var frameLogs: [FrameLog?] = []
     private let layout: SessionLayout
     private let directIO: Bool
+    private let encodings: [String: VideoEncoding]
+    private let encoderSlots: Int
+    private let makeEncoder: EncoderFactory
     private var streamIDs: [String] = []
+    /// Per stream: the worker that encodes and writes an encoded camera's frames.
+    private var workers: [EncodingWorker?] = []
 
     /// A camera's frame log buffer (the disk reserve counts it).
     public static let frameLogBatchBytes = FrameLog.batchBytes
 
+    /// Frames an encoder may be behind by before frames are dropped: a second of a 4 fps camera,
+    /// a quarter of a 30 fps one's (enough for a busy CPU's hiccup, not for an encoder that is
+    /// too slow for the rate, which no queue can save).
+    public static let defaultEncoderSlots = 8
+
+    /// Makes a camera's encoder (nil: its frames are stored as they come).
+    public typealias EncoderFactory = (VideoEncoding, VideoFormat) throws -> FrameEncoder?
+
     /// `directIO: false` writes the videos through the page cache even where the filesystem
-    /// does direct I/O (`MatroskaWriter`).
-    public init(session: SyncSession, directIO: Bool = true) {
+    /// does direct I/O (`MatroskaWriter`); `encodings` says how each camera's frames are stored
+    /// (raw when not named), `makeEncoder` what encodes them.
+    public init(
+        session: SyncSession, directIO: Bool = true, encodings: [String: VideoEncoding] = [:],
+        encoderSlots: Int = VideoSessionSink.defaultEncoderSlots,
+        makeEncoder: @escaping EncoderFactory = VideoEncoders.make
+    ) {
+        self.makeEncoder = makeEncoder
         sessionSink = SyncSessionSink(session: session)
         layout = SessionLayout(directory: session.outputDir.path)
         self.directIO = directIO
+        self.encodings = encodings
+        self.encoderSlots = encoderSlots
     }
 
     /// How each video stream's frames went to its file, by stream id: "direct" (direct I/O) or
@@ -54,12 +83,16 @@ public final class VideoSessionSink: RecordSink {
     public func open(streams: [StreamDescriptor]) throws {
         try sessionSink.open(streams: streams)
         streamIDs = streams.map(\.id)
-        videos = try streams.map { descriptor in
+        let encoders: [FrameEncoder?] = try streams.map { descriptor in
+            guard let format = descriptor.videoFormat, let encoding = encodings[descriptor.id] else { return nil }
+            return try makeEncoder(encoding, format)
+        }
+        videos = try zip(streams, encoders).map { descriptor, encoder in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
             let path = layout.video(descriptor.id)
             let writer = try MatroskaWriter(
-                path: path, format: format, nominalRate: descriptor.nominalRate, directIO: directIO,
-                watch: sessionSink.session.diskWatch)
+                path: path, format: encoder?.encodedFormat ?? format, nominalRate: descriptor.nominalRate,
+                directIO: directIO, watch: sessionSink.session.diskWatch)
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }
@@ -67,19 +100,58 @@ public final class VideoSessionSink: RecordSink {
             descriptor.kind == .video
                 ? try FrameLog(path: layout.frameLog(descriptor.id), watch: sessionSink.session.diskWatch) : nil
         }
+        workers = streams.indices.map { stream in
+            guard let encoder = encoders[stream], let video = videos[stream], let log = frameLogs[stream],
+                let format = streams[stream].videoFormat
+            else { return nil }
+            return encodingWorker(
+                stream: stream, id: streams[stream].id, format: format, encoder: encoder, video: video, log: log)
+        }
     }
 
-    public func write(_ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int) throws {
+    /// The worker of an encoded camera: it writes each encoded frame as `write` writes a raw
+    /// one (the video, the frame log, the timestamp line), numbering them itself.
+    private func encodingWorker(
+        stream: Int, id: String, format: VideoFormat, encoder: FrameEncoder, video: MatroskaWriter, log: FrameLog
+    ) -> EncodingWorker {
+        let sessionSink = sessionSink
+        var frameNumber = 0
+        return EncodingWorker(
+            name: "fc-enc-\(id)", encoder: encoder, slots: encoderSlots,
+            slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 1,
+            output: { record, bytes in
+                try video.writeFrame(bytes, captureNs: record.captureNs)
+                try log.append(record, frameNumber: frameNumber)
+                try sessionSink.write(record, frame: bytes, stream: stream, frameNumber: frameNumber)
+                frameNumber += 1
+            },
+            sync: {
+                try log.sync()
+                try video.sync()
+            })
+    }
+
+    /// An encoded camera's frame is refused (false) when its encoder is behind by every slot.
+    public func write(
+        _ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber: Int
+    ) throws
+        -> Bool
+    {
+        if let worker = workers[stream], let frame { return try worker.offer(record, frame: frame) }
         if let video = videos[stream], let frame {
             try video.writeFrame(frame, captureNs: record.captureNs)
             try frameLogs[stream]?.append(record, frameNumber: frameNumber)
         }
-        try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
+        return try sessionSink.write(record, frame: frame, stream: stream, frameNumber: frameNumber)
     }
 
     public func sync(streams: [Int]) throws {
         // The log first: a cut between the two leaves the log ahead of the video, never behind.
         for stream in streams {
+            if let worker = workers[stream] {
+                try worker.requestSync()
+                continue
+            }
             try frameLogs[stream]?.sync()
             try videos[stream]?.sync()
         }
@@ -87,6 +159,10 @@ public final class VideoSessionSink: RecordSink {
 
     public func close() throws -> [String: Int] {
         var firstError: Error?
+        // The encoders first: they write the frames they hold into the logs and videos.
+        for worker in workers {
+            do { try worker?.finish() } catch { firstError = firstError ?? error }
+        }
         for log in frameLogs {
             do { try log?.sync() } catch { firstError = firstError ?? error }
         }

@@ -1,5 +1,5 @@
 /// Why a stream has no preview, or a frame no JPEG.
-public struct PreviewError: Error, CustomStringConvertible, Sendable {
+public struct EncodeError: Error, CustomStringConvertible, Sendable {
     public enum Code: Sendable {
         /// The camera's pixel format has no JPEG path (Y16).
         case unsupportedFormat

@@ -5,10 +5,14 @@ import FieldcapCore
 /// 4:2:2, NV12 as 4:2:0, GREY as greyscale, each without a colour conversion (libjpeg-turbo
 /// takes YUV planes as they are). MJPEG frames are JPEGs already and pass as they are.
 ///
-/// Thread-bound (the preview's thread): it owns its planes and output buffer, reused per frame.
+/// Thread-bound (the preview's thread, an encoding worker): it owns its planes and output buffer,
+/// reused per frame.
 public final class JPEGEncoder {
     public let format: VideoFormat
     public let quality: Int
+    /// libjpeg-turbo's fast integer DCT (the preview's choice: a little less accurate, a little
+    /// faster) instead of its accurate one (the recorder's, as GStreamer's `jpegenc`).
+    public let fastDCT: Bool
     private let handle: tjhandle?
     private let planes: YUVPlanes?
     private let output: UnsafeMutablePointer<UInt8>?
@@ -25,10 +29,11 @@ public final class JPEGEncoder {
 
     /// - Parameter quality: 1 to 100, as libjpeg's (80 looks like the camera at a tenth of its
     ///   bytes; 95 and above cost much more for little).
-    public init(format: VideoFormat, quality: Int = 80) throws(PreviewError) {
-        if let problem = Self.problem(with: format) { throw PreviewError(.unsupportedFormat, problem) }
+    public init(format: VideoFormat, quality: Int = 80, fastDCT: Bool = true) throws(EncodeError) {
+        if let problem = Self.problem(with: format) { throw EncodeError(.unsupportedFormat, problem) }
         self.format = format
         self.quality = min(100, max(1, quality))
+        self.fastDCT = fastDCT
         guard format.pixelFormat != .mjpeg, let planes = YUVPlanes(format: format) else {
             handle = nil
             planes = nil
@@ -37,7 +42,7 @@ public final class JPEGEncoder {
             return
         }
         guard let handle = tjInitCompress() else {
-            throw PreviewError(.encoder, "libjpeg-turbo could not start a compressor")
+            throw EncodeError(.encoder, "libjpeg-turbo could not start a compressor")
         }
         self.handle = handle
         self.planes = planes
@@ -51,21 +56,33 @@ public final class JPEGEncoder {
     }
 
     /// One frame's JPEG.
-    public func encode(_ frame: UnsafeRawBufferPointer) throws(PreviewError) -> [UInt8] {
+    public func encode(_ frame: UnsafeRawBufferPointer) throws(EncodeError) -> [UInt8] {
         if format.pixelFormat == .mjpeg { return Array(frame) }
+        return try Array(encodeInPlace(frame))
+    }
+
+    /// One frame's JPEG, read in place: valid until the next call. No allocation.
+    public func encode<Result>(
+        _ frame: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) throws -> Result {
+        if format.pixelFormat == .mjpeg { return try body(frame) }
+        return try body(try encodeInPlace(frame))
+    }
+
+    private func encodeInPlace(_ frame: UnsafeRawBufferPointer) throws(EncodeError) -> UnsafeRawBufferPointer {
         guard let handle, let output, let planes, let split = planes.split(frame) else {
             let needed = format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 0
-            throw PreviewError(.encoder, "a \(format) frame of \(frame.count) bytes is short of \(needed)")
+            throw EncodeError(.encoder, "a \(format) frame of \(frame.count) bytes is short of \(needed)")
         }
         var yuv = split.planes
         var destination: UnsafeMutablePointer<UInt8>? = output
         var size = UInt(outputCapacity)
         let result = tjCompressFromYUVPlanes(
             handle, &yuv, Int32(format.width), split.strides, Int32(format.height), Int32(planes.subsampling.rawValue),
-            &destination, &size, Int32(quality), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
+            &destination, &size, Int32(quality), TJFLAG_NOREALLOC | (fastDCT ? TJFLAG_FASTDCT : 0))
         guard result == 0 else {
-            throw PreviewError(.encoder, "libjpeg-turbo: \(String(cString: tjGetErrorStr2(handle)))")
+            throw EncodeError(.encoder, "libjpeg-turbo: \(String(cString: tjGetErrorStr2(handle)))")
         }
-        return Array(UnsafeBufferPointer(start: output, count: Int(size)))
+        return UnsafeRawBufferPointer(start: output, count: Int(size))
     }
 }

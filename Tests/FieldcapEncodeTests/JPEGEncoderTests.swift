@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import FieldcapPreview
+@testable import FieldcapEncode
 
 @Suite("JPEG encoder")
 struct JPEGEncoderTests {
@@ -88,7 +88,7 @@ struct JPEGEncoderTests {
         let encoder = try JPEGEncoder(format: VideoFormat(width: 64, height: 48, pixelFormat: .mjpeg))
         let bytes: [UInt8] = [0xFF, 0xD8, 1, 2, 3, 0xFF, 0xD9]
         #expect(try bytes.withUnsafeBytes { try encoder.encode($0) } == bytes)
-        #expect(throws: PreviewError.self) {
+        #expect(throws: EncodeError.self) {
             try JPEGEncoder(format: VideoFormat(width: 64, height: 48, pixelFormat: .y16))
         }
         #expect(
@@ -96,6 +96,6 @@ struct JPEGEncoderTests {
         // A frame shorter than its format says is an error, not a read past its end.
         let yuyv = try JPEGEncoder(format: VideoFormat(width: 64, height: 48, pixelFormat: .yuyv))
         let short = [UInt8](repeating: 0, count: 100)
-        #expect(throws: PreviewError.self) { try short.withUnsafeBytes { try yuyv.encode($0) } }
+        #expect(throws: EncodeError.self) { try short.withUnsafeBytes { try yuyv.encode($0) } }
     }
 }

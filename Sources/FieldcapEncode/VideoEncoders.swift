@@ -1,0 +1,38 @@
+import FieldcapCore
+
+/// The encoders behind `encode=`: which can take a camera's format, and making one.
+public enum VideoEncoders {
+    /// Why `encoding` cannot store frames of `captured`, or nil when it can.
+    public static func problem(_ encoding: VideoEncoding, for captured: VideoFormat) -> String? {
+        guard encoding.encodes(captured) else { return nil }
+        switch encoding {
+        case .raw: return nil
+        case .jpeg:
+            switch captured.pixelFormat {
+            case .yuyv, .nv12, .grey: return YUVPlanes.problem(with: captured)
+            case .y16, .z16:
+                return
+                    "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
+            case .mjpeg: return nil
+            }
+        }
+    }
+
+    /// An encoder for `encoding` from `captured` frames, or nil when the frames are stored as they
+    /// come (`raw`, or an MJPEG camera's own JPEGs).
+    public static func make(_ encoding: VideoEncoding, for captured: VideoFormat) throws -> FrameEncoder? {
+        guard encoding.encodes(captured) else { return nil }
+        if let problem = problem(encoding, for: captured) { throw EncodeError(.unsupportedFormat, problem) }
+        switch encoding {
+        case .raw: return nil
+        case .jpeg(let quality):
+            // The accurate DCT, as GStreamer's jpegenc and libjpeg's default: a recording is kept.
+            return try JPEGEncoder(format: captured, quality: quality, fastDCT: false)
+        }
+    }
+
+    /// The software encoders this build has, for `fieldcap list`: name, codec, input formats.
+    public static let software: [(codec: String, library: String, from: [VideoFormat.PixelFormat])] = [
+        ("jpeg", "libjpeg-turbo (TurboJPEG)", [.yuyv, .nv12, .grey])
+    ]
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Checks a camera fieldcap recorded with encode=jpeg, with the tools users decode video with.
+
+Written from the SyncField format (timestamps files), fieldcap.json's documented fields
+(format, encoding, drops) and the decoders' own interfaces, not from fieldcap's code:
+
+- every timestamp line's frame_number is the frame's index in the video: 0..N-1, and the
+  frame log names the same N frames, none of them among the dropped records;
+- the sidecar's drops add up: count == the records listed, split by reason (ring, encoder);
+- ffprobe (FFmpeg's own MJPEG decoder) and GStreamer (matroskademux ! jpegdec, libjpeg) each
+  decode every frame: N frames of the recorded size;
+- with --reference ID, a raw camera of the same session that saw the same frames (two
+  synthetic cameras of one size draw the same pattern for the same sequence number): each
+  decoded frame's luma against the raw frame's, PSNR at or above --psnr-floor (dB) for both
+  decoders. The lowest and mean PSNR are printed. With --static-reference the reference
+  camera shows a still picture (vivid with its OSD text off): every frame is held against its
+  first, after checking that the reference's frames are all the same.
+
+usage: encoded_check.py SESSION ID [--reference RAW_ID [--static-reference]] [--psnr-floor DB]
+                        [--min-encoder-drops N]
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def read_lines(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def runs_to_set(runs):
+    records = set()
+    for first, last in runs:
+        records.update(range(first, last + 1))
+    return records
+
+
+def luma_planes_ffmpeg(video, width, height):
+    """Every frame's luma as FFmpeg decodes it (its native planar output, luma first)."""
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=pix_fmt", "-of", "json", video],
+        check=True, capture_output=True, text=True)
+    pix_fmt = json.loads(probe.stdout)["streams"][0]["pix_fmt"]
+    frame_bytes = {"yuvj422p": width * height * 2, "yuv422p": width * height * 2, "yuvj420p": width * height * 3 // 2,
+                   "yuv420p": width * height * 3 // 2, "gray": width * height}.get(pix_fmt)
+    if frame_bytes is None:
+        fail(f"{video}: FFmpeg decodes it as {pix_fmt}, not a planar YUV or grey format")
+    # passthrough: one output frame per frame in the file (a variable-rate file would otherwise
+    # have frames repeated to fill its gaps).
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", video, "-fps_mode", "passthrough", "-f", "rawvideo", "-c:v", "rawvideo", "-"],
+                         check=True, capture_output=True).stdout
+    if len(raw) % frame_bytes:
+        fail(f"{video}: FFmpeg's output is not whole {pix_fmt} frames")
+    frames = np.frombuffer(raw, dtype=np.uint8).reshape(-1, frame_bytes)
+    return frames[:, : width * height].reshape(-1, height, width), pix_fmt
+
+
+def frames_decoded_ffmpeg(video):
+    """How many frames FFmpeg decodes (ffprobe -count_frames decodes each)."""
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+         "stream=nb_read_frames", "-of", "csv=p=0", video], check=True, capture_output=True, text=True)
+    return int(probe.stdout.strip())
+
+
+def luma_planes_gstreamer(video, width, height, grey, scale_to=None):
+    """Every frame's luma as GStreamer's jpegdec decodes it (I420 or GRAY8, its planar outputs:
+    luma first, as decoded; only the chroma of 4:2:2 is resampled). `scale_to` (w, h): each
+    decoded frame scaled down, for counting large videos without holding them."""
+    caps = "video/x-raw,format=GRAY8" if grey else "video/x-raw,format=I420"
+    scale = []
+    if scale_to:
+        width, height = scale_to
+        scale = ["videoscale", "!", f"{caps},width={width},height={height}", "!"]
+    frame_bytes = width * height if grey else width * height * 3 // 2
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "frames.raw")
+        result = subprocess.run(
+            ["gst-launch-1.0", "-q", "filesrc", f"location={video}", "!", "matroskademux", "!", "jpegdec", "!", caps,
+             "!"] + scale + ["filesink", f"location={out}"], capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            fail(f"{video}: GStreamer could not decode it: {result.stderr.strip() or result.stdout.strip()}")
+        raw = open(out, "rb").read()
+    if len(raw) % frame_bytes:
+        fail(f"{video}: GStreamer's output is not whole frames")
+    frames = np.frombuffer(raw, dtype=np.uint8).reshape(-1, frame_bytes)
+    return frames[:, : width * height].reshape(-1, height, width)
+
+
+def raw_luma(video, pixel_format, width, height):
+    """A raw camera's frames as stored (FFmpeg demuxes the packets, nothing decoded), luma only."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", video, "-map", "0:v", "-fps_mode", "passthrough", "-c", "copy", "-f", "rawvideo", "-"],
+                         check=True, capture_output=True).stdout
+    if pixel_format == "YUYV":
+        frames = np.frombuffer(raw, dtype=np.uint8).reshape(-1, height, width * 2)
+        return frames[:, :, 0::2]
+    if pixel_format == "NV12":
+        frames = np.frombuffer(raw, dtype=np.uint8).reshape(-1, width * height * 3 // 2)
+        return frames[:, : width * height].reshape(-1, height, width)
+    if pixel_format == "GREY":
+        return np.frombuffer(raw, dtype=np.uint8).reshape(-1, height, width)
+    fail(f"reference format {pixel_format} is not an 8-bit YUV or grey format")
+
+
+def psnr(a, b):
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("session")
+    parser.add_argument("id")
+    parser.add_argument("--reference")
+    parser.add_argument("--static-reference", action="store_true")
+    parser.add_argument("--psnr-floor", type=float, default=38.0)
+    parser.add_argument("--min-encoder-drops", type=int, default=0)
+    args = parser.parse_args()
+
+    sidecar = json.load(open(os.path.join(args.session, "fieldcap.json")))
+    streams = {stream["id"]: stream for stream in sidecar["streams"]}
+    stream = streams.get(args.id) or fail(f"no stream {args.id} in fieldcap.json")
+    fmt, encoding = stream["format"], stream.get("encoding") or fail(f"{args.id}: no encoding in fieldcap.json")
+    width, height = fmt["width"], fmt["height"]
+    if fmt["pixel_format"] != "MJPG" or encoding["codec"] != "jpeg":
+        fail(f"{args.id}: stored as {fmt['pixel_format']} by {encoding['codec']}, not MJPG by jpeg")
+    grey = encoding["captured_pixel_format"] == "GREY"
+
+    stamps = read_lines(os.path.join(args.session, f"{args.id}.timestamps.jsonl"))
+    log = read_lines(os.path.join(args.session, f"{args.id}.frames.ndjson"))
+    count = len(stamps)
+    if [line["frame_number"] for line in stamps] != list(range(count)):
+        fail(f"{args.id}: frame numbers are not 0..{count - 1}")
+    if [line["frame_number"] for line in log] != list(range(count)):
+        fail(f"{args.id}: the frame log has {len(log)} frames, the timestamps {count}")
+    if [line["capture_ns"] for line in log] != [line["capture_ns"] for line in stamps]:
+        fail(f"{args.id}: the frame log's capture times differ from the timestamps'")
+    if stream["written"] != count:
+        fail(f"{args.id}: fieldcap.json says {stream['written']} written, the timestamps hold {count}")
+
+    drops = stream["drops"]
+    dropped = runs_to_set(drops["records"])
+    reasons = drops.get("reasons") or fail(f"{args.id}: an encoded camera's drops have no reasons")
+    ring, encoder = runs_to_set(reasons["ring"]["records"]), runs_to_set(reasons["encoder"]["records"])
+    if (drops["count"] != len(dropped) or reasons["ring"]["count"] != len(ring)
+            or reasons["encoder"]["count"] != len(encoder) or dropped != ring | encoder or ring & encoder):
+        fail(f"{args.id}: drops do not add up: {drops}")
+    sequences = [line["sequence"] for line in log]
+    if set(sequences) & dropped:
+        fail(f"{args.id}: frames {sorted(set(sequences) & dropped)[:5]} are both written and dropped")
+    if len(encoder) < args.min_encoder_drops:
+        fail(f"{args.id}: {len(encoder)} frames dropped by the encoder, expected at least {args.min_encoder_drops}")
+
+    video = os.path.join(args.session, f"{args.id}.mkv")
+    decoded = frames_decoded_ffmpeg(video)
+    if decoded != count:
+        fail(f"{args.id}: FFmpeg decoded {decoded} frames, the timestamps hold {count}")
+    report = f"{args.id}: {count} frames {width}x{height} decoded by FFmpeg and GStreamer"
+    if not args.reference:
+        decoded = len(luma_planes_gstreamer(video, width, height, grey, scale_to=(16, 16)))
+        if decoded != count:
+            fail(f"{args.id}: GStreamer decoded {decoded} frames, the timestamps hold {count}")
+    else:
+        ffmpeg_luma, pix_fmt = luma_planes_ffmpeg(video, width, height)
+        gst_luma = luma_planes_gstreamer(video, width, height, grey)
+        if len(ffmpeg_luma) != count or len(gst_luma) != count:
+            fail(f"{args.id}: FFmpeg gave {len(ffmpeg_luma)} frames, GStreamer {len(gst_luma)}, the timestamps hold {count}")
+        reference = streams.get(args.reference) or fail(f"no stream {args.reference}")
+        ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
+        ref_luma = raw_luma(os.path.join(args.session, f"{args.reference}.mkv"),
+                            reference["format"]["pixel_format"], width, height)
+        report += f" ({pix_fmt})"
+        by_sequence = {line["sequence"]: line["frame_number"] for line in ref_log}
+        if args.static_reference:
+            moving = [n for n in range(len(ref_luma)) if not np.array_equal(ref_luma[n], ref_luma[0])]
+            if moving or len(ref_luma) == 0:
+                fail(f"{args.reference} is not a still picture: frames {moving[:5]} differ from its first")
+        scores = []
+        for frame_number, sequence in enumerate(sequences):
+            if args.static_reference:
+                raw = ref_luma[0]
+            elif sequence in by_sequence:
+                raw = ref_luma[by_sequence[sequence]]
+            else:
+                continue
+            scores.append(min(psnr(ffmpeg_luma[frame_number], raw), psnr(gst_luma[frame_number], raw)))
+        if len(scores) < count // 2:
+            fail(f"{args.id}: only {len(scores)} of {count} frames have a raw frame in {args.reference}")
+        lowest, mean = min(scores), sum(scores) / len(scores)
+        if lowest < args.psnr_floor:
+            fail(f"{args.id}: luma PSNR {lowest:.1f} dB against {args.reference}, below the floor {args.psnr_floor} dB")
+        report += f"; luma PSNR against {args.reference} over {len(scores)} frames: lowest {lowest:.1f} dB, mean {mean:.1f} dB"
+    report += f"; drops: {reasons['ring']['count']} ring, {reasons['encoder']['count']} encoder"
+    print("PASS: " + report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+/// `fieldcap record` with `encode=jpeg`, judged by FFmpeg and GStreamer decoding every frame and by
+/// the luma PSNR against a raw camera of the same session that saw the same frames
+/// (Tests/FieldcapCLITests/Clients/encoded_check.py), never by fieldcap's code.
+@Suite("fieldcap record: encoded cameras", .serialized)
+struct EncodeCommandTests {
+    let root = NSTemporaryDirectory() + "/encode-\(UUID().uuidString)"
+
+    /// The luma PSNR every JPEG frame of the synthetic pattern reaches at the default quality
+    /// (85): measured at 40.1-40.7 dB (its sharp bars are JPEG's worst case); README documents it.
+    static let psnrFloor = "38"
+
+    init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+
+    func judge(_ arguments: [String]) throws -> (passed: Bool, output: String) {
+        try ExportCommandTests.judge(arguments, checker: "encoded_check.py")
+    }
+
+    @Test(
+        "YUYV, NV12 and GREY encoded as JPEG at the default quality: FFmpeg and GStreamer decode every frame, each within the PSNR floor of the raw camera's, the numbers exact"
+    )
+    func jpegFromEachFormat() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let out = "\(root)/session"
+        let result = try FieldcapProcess.run([
+            "record", "--out", out, "--duration", "2s",
+            "--cam", "synthetic:320x240@30,id=yuyv", "--cam", "synthetic:320x240@30,id=yuyv_jpeg,encode=jpeg",
+            "--cam", "synthetic:160x120@15,id=grey,format=GREY", "--cam",
+            "synthetic:160x120@15,id=grey_jpeg,format=GREY,encode=jpeg:85",
+            "--cam", "synthetic:96x64@10,id=nv12,format=NV12", "--cam",
+            "synthetic:96x64@10,id=nv12_jpeg,format=NV12,encode=JPEG",
+            "--imu", "synthetic:200",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("stored as JPEG q85"), "\(result.stderr)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)")
+        for (encoded, raw) in [("yuyv_jpeg", "yuyv"), ("grey_jpeg", "grey"), ("nv12_jpeg", "nv12")] {
+            let verdict = try judge([out, encoded, "--reference", raw, "--psnr-floor", Self.psnrFloor])
+            #expect(verdict.passed, "\(verdict.output)")
+            print(verdict.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        // The checker can fail: the same frames held to a floor no JPEG at quality 85 reaches.
+        let strict = try judge([out, "yuyv_jpeg", "--reference", "yuyv", "--psnr-floor", "60"])
+        #expect(!strict.passed && strict.output.contains("below the floor"), "\(strict.output)")
+        // An encoded camera exports as an MJPEG camera does: each CompressedImage is its JPEG.
+        let exported = try FieldcapProcess.run(["export", out, "--format", "mcap", "--out", "\(root)/session.mcap"])
+        try #require(exported.status == 0, "\(exported.stderr)")
+        let read = try ExportCommandTests.judge(["mcap", out, "\(root)/session.mcap"])
+        #expect(read.passed, "\(read.output)")
+        // The video is at most a fifth of the raw one's size (about a tenth at 640x480).
+        let size = { (id: String) in
+            (try FileManager.default.attributesOfItem(atPath: "\(out)/\(id).mkv")[.size] as? Int) ?? 0
+        }
+        let (encodedBytes, rawBytes) = (try size("yuyv_jpeg"), try size("yuyv"))
+        #expect(encodedBytes * 5 < rawBytes, "\(encodedBytes) vs \(rawBytes)")
+    }
+
+    @Test(
+        "an encoder too slow for its camera (1280x720 at 300 fps, quality 100): capture drops nothing, the encoder's drops are counted by reason, and the session validates"
+    )
+    func encoderTooSlow() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let out = "\(root)/fast"
+        let result = try FieldcapProcess.run([
+            "record", "--out", out, "--duration", "3s", "--json",
+            "--cam", "synthetic:1280x720@300,id=cam,encode=jpeg:100,buffers=16", "--imu", "synthetic:1000,id=imu",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)")
+        let sidecar =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json")))
+            as! [String: Any]
+        let streams = Dictionary(
+            uniqueKeysWithValues: (sidecar["streams"] as! [[String: Any]]).map { ($0["id"] as! String, $0) })
+        let drops = streams["cam"]!["drops"] as! [String: Any]
+        let reasons = drops["reasons"] as! [String: [String: Any]]
+        #expect(reasons["ring"]?["count"] as? Int == 0, "capture dropped: \(drops)")
+        #expect((streams["imu"]!["drops"] as! [String: Any])["count"] as? Int == 0)
+        // A 720p JPEG at quality 100 takes libjpeg-turbo 5-6 ms here (a fifth to a third of the
+        // frames dropped at 240 fps), well over the camera's 3.3 ms: the encoder must drop. The
+        // checker holds every drop to adding up, and FFmpeg and GStreamer decode every frame kept.
+        // (4K at 60 fps also dropped in capture: with 16 MB frames drawn and copied at 1 GB/s each
+        // the camera's buffers ran out now and then, encoder or not; see the session note.)
+        let verdict = try judge([out, "cam", "--min-encoder-drops", "1"])
+        #expect(verdict.passed, "\(verdict.output)")
+        print(verdict.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        // The stop line says the same as the sidecar.
+        let stop = result.stdout.split(separator: "\n").last.map { String($0) } ?? ""
+        let encoderDropped = (reasons["encoder"]?["count"] as? Int) ?? -1
+        #expect(stop.contains("\"encoder_dropped\":\(encoderDropped)"), "\(stop)")
+    }
+}
