@@ -1,7 +1,7 @@
-/// Why a stream has no preview, or a frame no JPEG.
+/// Why a camera's frames cannot be encoded (no preview, no `encode=`), or a frame gave no JPEG.
 public struct EncodeError: Error, CustomStringConvertible, Sendable {
     public enum Code: Sendable {
-        /// The camera's pixel format has no JPEG path (Y16).
+        /// The camera's pixel format has no JPEG path (Y16, Z16).
         case unsupportedFormat
         /// libjpeg-turbo failed, or the frame was not what its format says.
         case encoder

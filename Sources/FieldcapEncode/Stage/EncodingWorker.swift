@@ -87,9 +87,6 @@ public final class EncodingWorker: @unchecked Sendable {
     /// Frames written so far (any thread).
     public var framesWritten: Int { written.load(ordering: .relaxed) }
 
-    /// Frames waiting for the encoder (any thread; a snapshot).
-    public var framesQueued: Int { jobs.count }
-
     /// Copies `frame` into a free slot for the worker. Writer-bound.
     ///
     /// - Returns: false when every slot is taken (the encoder is behind): the frame is dropped.
