@@ -94,10 +94,18 @@ let package = Package(
         // without a colour conversion, which FFmpeg's mjpeg encoder (a swscale pass) cannot.
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // FFmpeg's libavcodec for lossless FFV1 (Debian: libavcodec-dev): FFmpeg's own codec, the
+        // one FFV1 is defined by (RFC 9043) and every reader decodes with. Built with its headers,
+        // loaded with dlopen when an FFV1 stream is first encoded or decoded, so a rig that never
+        // asks for it does not map FFmpeg's libraries (Sources/CAVCodec/include).
+        .target(name: "CAVCodec", linkerSettings: [.linkedLibrary("dl")]),
         // Compressing frames: libjpeg-turbo's JPEG from a camera's own planes, shared by the
-        // recorder's encoding workers, the live preview and the image-folder export; the worker
-        // stage that encodes a camera's frames beside its writer without ever holding capture.
-        .target(name: "FieldcapEncode", dependencies: ["CTurboJPEG", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        // recorder's encoding workers, the live preview and the image-folder export; lossless FFV1;
+        // the worker stage that encodes a camera's frames beside its writer without ever holding
+        // capture.
+        .target(
+            name: "FieldcapEncode",
+            dependencies: ["CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),

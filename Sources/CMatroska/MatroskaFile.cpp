@@ -362,6 +362,10 @@ extern "C" CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatr
         if (description->colour_space != nullptr) {
             GetChild<KaxVideoColourSpace>(video).CopyBuffer(description->colour_space, 4);
         }
+        if (description->codec_private != nullptr && description->codec_private_size > 0) {
+            GetChild<KaxCodecPrivate>(track).CopyBuffer(
+                description->codec_private, static_cast<uint32>(description->codec_private_size));
+        }
         writer->track = &track;
         tracks.Render(output, false);
         output.flush();
@@ -471,6 +475,8 @@ struct WalkedFile {
     uint64_t scale = nanosecondsPerTick;
     /// The Info element's WritingApp.
     std::string writingApp;
+    /// The video track's CodecPrivate.
+    std::vector<uint8_t> codecPrivate;
     /// The Segment holds elements besides Info, Tracks, Clusters and Voids (a SeekHead, Cues...).
     bool otherElements = false;
 };
@@ -544,6 +550,9 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                 if (auto entry = videoTrack(tracks)) {
                     file.hasVideoTrack = true;
                     track = FindChild<KaxTrackNumber>(*entry)->GetValue();
+                    if (auto setup = FindChild<KaxCodecPrivate>(*entry)) {
+                        file.codecPrivate.assign(setup->GetBuffer(), setup->GetBuffer() + setup->GetSize());
+                    }
                 }
             } else if (id == EBML_ID(KaxCluster)) {
                 if (file.firstClusterPosition == 0) file.firstClusterPosition = element->GetElementPosition();
@@ -620,6 +629,18 @@ extern "C" long CMatroska_scan_frames(const char *path, CMatroska_file_info *inf
         info->has_video_track = file.hasVideoTrack;
     }
     return frames;
+}
+
+extern "C" long CMatroska_codec_private(const char *path, uint8_t *buffer, size_t capacity, CMatroska_error *error) {
+    WalkedFile file;
+    // The Tracks come before the first Cluster: the walk can stop at the first frame.
+    if (walkFrames(path, SCOPE_PARTIAL_DATA, file, [](const WalkedFrame &) { return false; }, error) < 0) return -1;
+    if (!file.hasVideoTrack) {
+        fail(error, EINVAL, "reading the Tracks", "the file has no video track");
+        return -1;
+    }
+    std::memcpy(buffer, file.codecPrivate.data(), std::min(capacity, file.codecPrivate.size()));
+    return static_cast<long>(file.codecPrivate.size());
 }
 
 namespace {

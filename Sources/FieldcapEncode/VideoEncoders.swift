@@ -4,16 +4,24 @@ import FieldcapCore
 public enum VideoEncoders {
     /// Why `encoding` cannot store frames of `captured`, or nil when it can.
     public static func problem(_ encoding: VideoEncoding, for captured: VideoFormat) -> String? {
+        if encoding == .ffv1, captured.pixelFormat == .mjpeg {
+            return
+                "encode=ffv1 keeps raw frames bit-exact; this camera sends MJPEG, which is stored as it comes with encode=raw (the default)"
+        }
         guard encoding.encodes(captured) else { return nil }
         switch encoding {
         case .raw: return nil
+        case .ffv1:
+            if let problem = FFV1Encoder.problem(with: captured) { return problem }
+            do { try LibAVCodec.load() } catch { return error.description }
+            return nil
         case .jpeg:
             switch captured.pixelFormat {
             case .yuyv, .nv12, .grey: return YUVPlanes.problem(with: captured)
             case .y16, .z16:
                 return
                     "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
-            case .mjpeg: return nil
+            case .mjpeg, .ffv1: return nil
             }
         }
     }
@@ -26,13 +34,24 @@ public enum VideoEncoders {
         switch encoding {
         case .raw: return nil
         case .jpeg(let quality):
-            // The accurate DCT, as GStreamer's jpegenc and libjpeg's default: a recording is kept.
+            // The accurate DCT, libjpeg's default (GStreamer's jpegenc defaults to the fast one): a
+            // recording is kept.
             return try JPEGEncoder(format: captured, quality: quality, fastDCT: false)
+        case .ffv1: return try FFV1Encoder(format: captured)
         }
+    }
+
+    /// Why the software encoder of `codec` cannot run on this machine (its library is missing),
+    /// or nil. Loads the library to find out.
+    public static func unavailable(_ codec: String) -> String? {
+        guard codec == "ffv1" else { return nil }
+        do { try LibAVCodec.load() } catch { return error.description }
+        return nil
     }
 
     /// The software encoders this build has, for `fieldcap list`: name, codec, input formats.
     public static let software: [(codec: String, library: String, from: [VideoFormat.PixelFormat])] = [
-        ("jpeg", "libjpeg-turbo (TurboJPEG)", [.yuyv, .nv12, .grey])
+        ("jpeg", "libjpeg-turbo (TurboJPEG)", [.yuyv, .nv12, .grey]),
+        ("ffv1", "FFmpeg's libavcodec, loaded when used", [.yuyv, .nv12, .grey, .y16, .z16]),
     ]
 }

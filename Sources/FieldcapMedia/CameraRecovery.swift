@@ -171,9 +171,9 @@ extension CameraRecovery {
             lastCaptureNs: stamps.parsed(stamps.count - 1)?["capture_ns"]?.unsignedValue,
             logged: { loggedFrame(log.parsed($0)) })
 
-        // Whole frames: a raw frame has its format's size, an MJPEG one needs its bytes read.
+        // Whole frames: a raw frame has its format's size, a compressed one needs its file read.
         let whole =
-            format.pixelFormat == .mjpeg
+            format.pixelFormat.frameBytes(width: format.width, height: format.height) == nil
             ? min(times.count, MatroskaSalvage.countFrames(path: video, format: format)) : times.count
         var frames = min(plan.frames, whole)
         var framesBefore = whole

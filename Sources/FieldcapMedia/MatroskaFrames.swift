@@ -23,6 +23,20 @@ public enum MatroskaFrames {
         if result < 0 { throw MediaError(cError: error, path: path) }
     }
 
+    /// The video track's CodecPrivate (a decoder's setup: FFV1's configuration record); empty
+    /// when the track has none. Throws when the file cannot be opened or has no video track.
+    public static func codecPrivate(in path: String) throws(MediaError) -> [UInt8] {
+        var error = CMatroska_error()
+        var setup = [UInt8](repeating: 0, count: 4096)
+        var size = CMatroska_codec_private(path, &setup, setup.count, &error)
+        if size > setup.count {
+            setup = [UInt8](repeating: 0, count: size)
+            size = CMatroska_codec_private(path, &setup, setup.count, &error)
+        }
+        if size < 0 { throw MediaError(cError: error, path: path) }
+        return Array(setup.prefix(size))
+    }
+
     private struct Handler {
         let body: (UnsafeRawBufferPointer, UInt64) -> Bool
     }

@@ -18,7 +18,9 @@ public enum MatroskaSalvage {
         path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil
     ) throws(MediaError) -> Int {
         let temporary = path + ".salvage"
-        let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate)
+        // FFV1's frames need the configuration record they were coded with.
+        let setup = format.pixelFormat == .ffv1 ? try MatroskaFrames.codecPrivate(in: path) : []
+        let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate, codecPrivate: setup)
         var failure: MediaError?
         forEachWholeFrame(in: path, format: format) { bytes, ns in
             if let limit, writer.frameCount >= limit { return false }
@@ -61,10 +63,11 @@ public enum MatroskaSalvage {
     }
 
     /// Whether a frame of `size` bytes can be whole in `format`, as far as its size tells: a raw
-    /// frame has its format's exact size (an MJPEG frame's end-of-image marker needs its bytes).
+    /// frame has its format's exact size (an MJPEG frame's end-of-image marker needs its bytes; an
+    /// FFV1 frame is whole when its block is).
     static func mayBeWhole(size: UInt64, format: VideoFormat) -> Bool {
         guard let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height) else {
-            return size >= 2
+            return size >= (format.pixelFormat == .mjpeg ? 2 : 1)
         }
         return size == UInt64(expected)
     }
@@ -75,18 +78,22 @@ public enum MatroskaSalvage {
         in path: String, format: VideoFormat, _ body: (UnsafeRawBufferPointer, UInt64) -> Bool
     ) {
         let reader = FrameReader(
-            expectedBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height))
+            expectedBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height),
+            endsWithMarker: format.pixelFormat == .mjpeg)
         // A file that cannot be opened holds no frame.
         try? MatroskaFrames.forEach(in: path) { bytes, ns in reader.isWhole(bytes) && body(bytes, ns) }
     }
 
     private struct FrameReader {
         let expectedBytes: Int?
+        let endsWithMarker: Bool
 
         /// Whether a frame is whole: a raw frame has its format's size, an MJPEG frame ends with
-        /// its end-of-image marker.
+        /// its end-of-image marker, an FFV1 frame is whole when its block is (the reader gives no
+        /// frame of a block cut short; its slices' CRCs tell a decoder of any other damage).
         func isWhole(_ bytes: UnsafeRawBufferPointer) -> Bool {
             if let expectedBytes { return bytes.count == expectedBytes }
+            guard endsWithMarker else { return bytes.count > 0 }
             return bytes.count >= 2 && bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9
         }
     }

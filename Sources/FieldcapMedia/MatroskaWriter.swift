@@ -7,7 +7,8 @@ import SyncField
 #endif
 
 /// Writes one camera stream into a Matroska file with libmatroska: raw frames losslessly
-/// (`V_UNCOMPRESSED` with the pixel format's FourCC), MJPEG passed through (`V_MJPEG`). Each
+/// (`V_UNCOMPRESSED` with the pixel format's FourCC), MJPEG passed through or encoded
+/// (`V_MJPEG`), FFV1 with its configuration record as the track's CodecPrivate (`V_FFV1`). Each
 /// frame's presentation time is its capture time relative to the stream's first frame, in
 /// Matroska's 1 ms ticks, so the file keeps the real, variable timing.
 ///
@@ -53,7 +54,8 @@ public final class MatroskaWriter {
     /// `directIO: false` writes every frame through the page cache; `watch` times the frames'
     /// writes and the syncs.
     public init(
-        path: String, format: VideoFormat, nominalRate: Double, directIO: Bool = true, watch: DiskWatch? = nil
+        path: String, format: VideoFormat, nominalRate: Double, codecPrivate: [UInt8] = [], directIO: Bool = true,
+        watch: DiskWatch? = nil
     ) throws(MediaError) {
         self.path = path
         self.format = format
@@ -65,14 +67,22 @@ public final class MatroskaWriter {
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(errno, "open", path: path) }
         if directIO { directFd = CMatroska_open_direct(path, fd) }
-        let codec = format.pixelFormat == .mjpeg ? "V_MJPEG" : "V_UNCOMPRESSED"
+        let codec =
+            switch format.pixelFormat {
+            case .mjpeg: "V_MJPEG"
+            case .ffv1: "V_FFV1"
+            default: "V_UNCOMPRESSED"
+            }
         var error = CMatroska_error()
         file = codec.withCString { codecID in
             Self.withColourSpace(of: format.pixelFormat) { colourSpace in
-                var track = CMatroska_video_track(
-                    codec_id: codecID, colour_space: colourSpace, width: UInt32(format.width),
-                    height: UInt32(format.height), default_duration_ns: UInt64(period.rounded()))
-                return CMatroska_create(fd, directFd, &track, Self.writingApp, &error)
+                codecPrivate.withUnsafeBufferPointer { setup in
+                    var track = CMatroska_video_track(
+                        codec_id: codecID, colour_space: colourSpace, width: UInt32(format.width),
+                        height: UInt32(format.height), default_duration_ns: UInt64(period.rounded()),
+                        codec_private: setup.baseAddress, codec_private_size: setup.count)
+                    return CMatroska_create(fd, directFd, &track, Self.writingApp, &error)
+                }
             }
         }
         guard file != nil else { throw Self.failure(error, path: path) }
@@ -90,7 +100,7 @@ public final class MatroskaWriter {
     ) -> Result {
         let fourCC: [UInt8]? =
             switch pixelFormat {
-            case .mjpeg: nil
+            case .mjpeg, .ffv1: nil
             case .yuyv: Array("YUY2".utf8)
             case .nv12: Array("NV12".utf8)
             case .grey: Array("Y800".utf8)

@@ -52,8 +52,9 @@ struct List: ParsableCommand {
             Encoders (--cam ...,encode=CODEC)
             """)
         for encoder in VideoEncoders.software {
+            let missing = VideoEncoders.unavailable(encoder.codec).map { "; NOT AVAILABLE: \($0)" } ?? ""
             print(
-                "  \(encoder.codec)  \(encoder.library), software, from \(encoder.from.map(\.rawValue).joined(separator: ", "))"
+                "  \(encoder.codec)  \(encoder.library), software, from \(encoder.from.map(\.rawValue).joined(separator: ", "))\(missing)"
             )
         }
         print("  raw   no encoder: frames stored losslessly as captured (the default)")

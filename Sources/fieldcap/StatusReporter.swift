@@ -74,6 +74,7 @@ final class StatusReporter {
         switch encoding {
         case .raw: return nil
         case .jpeg(let quality): return "stored as JPEG q\(quality) (libjpeg-turbo, on a thread of its own)"
+        case .ffv1: return "stored as lossless FFV1 (libavcodec, on a thread of its own)"
         }
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// `fieldcap record` with `encode=jpeg`, judged by FFmpeg and GStreamer decoding every frame and by
-/// the luma PSNR against a raw camera of the same session that saw the same frames
+/// `fieldcap record` with `encode=jpeg` and `encode=ffv1`, judged by FFmpeg and GStreamer decoding
+/// every frame and by the luma PSNR (JPEG) or byte equality (FFV1) against a raw camera of the
+/// same session that saw the same frames
 /// (Tests/FieldcapCLITests/Clients/encoded_check.py), never by fieldcap's code.
 @Suite("fieldcap record: encoded cameras", .serialized)
 struct EncodeCommandTests {
@@ -56,6 +57,68 @@ struct EncodeCommandTests {
         }
         let (encodedBytes, rawBytes) = (try size("yuyv_jpeg"), try size("yuyv"))
         #expect(encodedBytes * 5 < rawBytes, "\(encodedBytes) vs \(rawBytes)")
+    }
+
+    @Test(
+        "YUYV, NV12, GREY, Y16 and Z16 encoded as FFV1: FFmpeg and GStreamer decode every frame back to the raw camera's bytes exactly, the export reads them as raw, the numbers exact"
+    )
+    func ffv1FromEachFormat() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let out = "\(root)/lossless"
+        var cameras: [String] = []
+        let formats = [
+            ("yuyv", "YUYV", "320x240@30"), ("grey", "GREY", "160x120@15"), ("nv12", "NV12", "96x64@10"),
+            ("y16", "Y16", "96x64@10"), ("z16", "Z16", "96x64@10"),
+        ]
+        for (id, format, mode) in formats {
+            cameras += ["--cam", "synthetic:\(mode),id=\(id),format=\(format)"]
+            cameras += ["--cam", "synthetic:\(mode),id=\(id)_ffv1,format=\(format),encode=ffv1"]
+        }
+        let result = try FieldcapProcess.run(
+            ["record", "--out", out, "--duration", "2s"] + cameras + ["--imu", "synthetic:200"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("stored as lossless FFV1"), "\(result.stderr)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)")
+        for (id, _, _) in formats {
+            let verdict = try judge([out, "\(id)_ffv1", "--reference", id])
+            #expect(verdict.passed, "\(verdict.output)")
+            print(verdict.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        // The checker can fail: Y16's frames held against Z16's (same size, other samples).
+        let strict = try judge([out, "y16_ffv1", "--reference", "z16"])
+        #expect(!strict.passed && strict.output.contains("not lossless"), "\(strict.output)")
+        // Exported as the raw cameras are: each Image is the captured frame, as FFmpeg decodes it.
+        let exported = try FieldcapProcess.run(["export", out, "--format", "mcap", "--out", "\(root)/lossless.mcap"])
+        try #require(exported.status == 0, "\(exported.stderr)")
+        let read = try ExportCommandTests.judge(["mcap", out, "\(root)/lossless.mcap"])
+        #expect(read.passed, "\(read.output)")
+        // Lossless but smaller: the test pattern's YUYV in well under half its bytes.
+        let size = { (id: String) in
+            (try FileManager.default.attributesOfItem(atPath: "\(out)/\(id).mkv")[.size] as? Int) ?? 0
+        }
+        let (encodedBytes, rawBytes) = (try size("yuyv_ffv1"), try size("yuyv"))
+        #expect(encodedBytes * 2 < rawBytes, "\(encodedBytes) vs \(rawBytes)")
+    }
+
+    @Test(
+        "FFV1 too slow for 1920x1080 at 60 fps: capture drops nothing, the encoder's drops are counted, every frame kept decodes"
+    )
+    func ffv1TooSlow() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let out = "\(root)/ffv1-fast"
+        let result = try FieldcapProcess.run([
+            "record", "--out", out, "--duration", "3s",
+            "--cam", "synthetic:1920x1080@60,id=cam,encode=ffv1,buffers=16", "--imu", "synthetic:1000,id=imu",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)")
+        // FFV1 takes about 35 ms a 1080p frame here (one thread, a debug build's plane split),
+        // twice the camera's period: the encoder must drop, capture must not.
+        let verdict = try judge([out, "cam", "--min-encoder-drops", "1", "--max-ring-drops", "0"])
+        #expect(verdict.passed, "\(verdict.output)")
+        print(verdict.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     @Test(

@@ -23,7 +23,7 @@ struct RecoverCommandTests {
     }
 
     @Test(
-        "SIGKILL at 20 random moments of a three-camera (YUYV, MJPEG, YUYV encoded as JPEG) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
+        "SIGKILL at 20 random moments of a four-camera (YUYV, MJPEG, YUYV encoded as JPEG, Y16 as FFV1) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
     )
     func killedRecordings() throws {
         var generator = SystemRandomNumberGenerator()
@@ -34,7 +34,9 @@ struct RecoverCommandTests {
             let delay = UInt32.random(in: 300_000...2_000_000, using: &generator)
             _ = try FieldcapProcess.run([
                 "--cam", "synthetic:160x120@30,id=cam_left", "--cam", "synthetic:160x120@30,id=cam_right,format=MJPG",
-                "--cam", "synthetic:160x120@30,id=cam_jpeg,encode=jpeg", "--imu", "synthetic:500,id=imu", "--out", out,
+                "--cam", "synthetic:160x120@30,id=cam_jpeg,encode=jpeg",
+                "--cam", "synthetic:160x120@30,id=cam_ffv1,format=Y16,encode=ffv1", "--imu", "synthetic:500,id=imu",
+                "--out", out,
                 "-q",
             ]) { process in
                 let deadline = Date().addingTimeInterval(30)
@@ -53,7 +55,7 @@ struct RecoverCommandTests {
                 try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/fieldcap.json")))
                 as! [String: Any]
             #expect(info["state"] as? String == "recovered")
-            for id in ["cam_left", "cam_right", "cam_jpeg", "imu"] {
+            for id in ["cam_left", "cam_right", "cam_jpeg", "cam_ffv1", "imu"] {
                 let stamps = lines("\(out)/\(id).timestamps.jsonl")
                 // Durable at least once a second: what is lost is at most the last second (plus
                 // the moment the writer needs to take a record from its ring).
@@ -71,7 +73,8 @@ struct RecoverCommandTests {
                         ((info["recovery"] as! [String: Any])["streams"] as! [String: Any])[id] as! [String: Any]
                     #expect(stamps.count == frames["frames_in_video"] as! Int, "round \(round) \(id)")
                     #expect((frames["frames_cut"] as! Int) <= 1, "round \(round) \(id): \(frames)")
-                    // Decoded, not just counted: a cut JPEG would show as an error or a missing frame.
+                    // Decoded, not just counted: a cut JPEG or FFV1 frame would show as an error (FFV1's
+                    // slice CRCs) or a missing frame.
                     let probe = try runTool(
                         "ffprobe",
                         [

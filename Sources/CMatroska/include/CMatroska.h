@@ -26,7 +26,7 @@ typedef struct CMatroska_writer CMatroska_writer;
 
 /// The video track of a file.
 typedef struct {
-    /// The Matroska codec ID: "V_UNCOMPRESSED" (raw frames) or "V_MJPEG".
+    /// The Matroska codec ID: "V_UNCOMPRESSED" (raw frames), "V_MJPEG" or "V_FFV1".
     const char *codec_id;
     /// For "V_UNCOMPRESSED": the pixel format's FourCC, 4 bytes (the track's ColourSpace), else NULL.
     const uint8_t *colour_space;
@@ -34,6 +34,10 @@ typedef struct {
     uint32_t height;
     /// The nominal frame period in nanoseconds (the track's DefaultDuration); 0 for none.
     uint64_t default_duration_ns;
+    /// The codec's setup a decoder needs before the first frame (the track's CodecPrivate:
+    /// FFV1's configuration record), or NULL.
+    const uint8_t *codec_private;
+    size_t codec_private_size;
 } CMatroska_video_track;
 
 /// Why a call failed: the errno (EIO when the library failed without one), what was being done
@@ -109,6 +113,11 @@ typedef int (*CMatroska_frame_seen)(void *context, uint64_t size, uint64_t time_
 /// be opened; `info` (may be NULL) says what the file is.
 long CMatroska_scan_frames(const char *path, CMatroska_file_info *info, CMatroska_frame_seen handler, void *context,
                            CMatroska_error *error);
+
+/// Copies the CodecPrivate of the file's (first) video track into `buffer` (at most `capacity`
+/// bytes). Returns its whole size (0 when the track has none), or -1 with `error` filled when the
+/// file cannot be opened or has no video track.
+long CMatroska_codec_private(const char *path, uint8_t *buffer, size_t capacity, CMatroska_error *error);
 
 /// Makes a file CMatroska_create wrote (with `writing_app`), finished or not, a finished file of
 /// its first `keep` frames (as CMatroska_scan_frames counts them), in place: it ends after the

@@ -16,6 +16,12 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
         case z16 = "Z16"
         /// Motion JPEG, passed through (`V4L2_PIX_FMT_MJPEG`).
         case mjpeg = "MJPG"
+        /// Lossless FFV1 (RFC 9043), as `encode=ffv1` stores a camera: never captured, only
+        /// stored. Decoded, a frame is the captured frame's bytes exactly.
+        case ffv1 = "FFV1"
+
+        /// The formats a camera can deliver: all but the stored-only FFV1.
+        public static let captured: [PixelFormat] = allCases.filter { $0 != .ffv1 }
 
         /// Y16 and Z16: one 16-bit little-endian sample a pixel.
         public var isSixteenBit: Bool { self == .y16 || self == .z16 }
@@ -26,7 +32,7 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
             case .yuyv, .y16, .z16: return width * height * 2
             case .nv12: return width * height * 3 / 2
             case .grey: return width * height
-            case .mjpeg: return nil
+            case .mjpeg, .ffv1: return nil
             }
         }
     }

@@ -171,6 +171,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 case .grey, .nv12:
                     first[row * width * 2 + x] = pixel.y
                 case .mjpeg: preconditionFailure("MJPEG is drawn as YUYV, then encoded")
+                case .ffv1: preconditionFailure("no camera captures FFV1")
                 }
             }
         }

@@ -12,6 +12,9 @@ public protocol FrameEncoder: AnyObject {
     var encodedFormat: VideoFormat { get }
     /// What the sidecar and `fieldcap list` call the encoder: `libjpeg-turbo`.
     var name: String { get }
+    /// What a decoder needs before the first frame, stored with the video track (Matroska's
+    /// CodecPrivate): FFV1's configuration record; empty for JPEG.
+    var codecPrivate: [UInt8] { get }
 
     /// Encodes `frame`, captured as `record`.
     func encode(
@@ -20,6 +23,10 @@ public protocol FrameEncoder: AnyObject {
 
     /// Emits the frames still inside the encoder; no `encode` follows.
     func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws
+}
+
+extension FrameEncoder {
+    public var codecPrivate: [UInt8] { [] }
 }
 
 extension JPEGEncoder: FrameEncoder {

@@ -9,8 +9,11 @@ import SyncField
 public struct ExportSession {
     public struct Stream: Sendable {
         public var id: String
-        /// A camera's format; nil for a sensor stream.
+        /// A camera's format, as its frames are read: for FFV1, the captured format the frames
+        /// decode to; nil for a sensor stream.
         public var format: VideoFormat?
+        /// The video holds FFV1 frames, decoded to `format` as they are read.
+        public var decodesFFV1 = false
         /// A sensor stream's channels, in the order the recorder gave them.
         public var channels: [String]
         public var nominalRate: Double
@@ -56,12 +59,31 @@ public struct ExportSession {
                 "the session \(directory) does not validate: \(problem)\(more); run `fieldcap validate \(directory)`")
         }
         let entries = (contents.document["streams"] as? [[String: Any]]) ?? []
-        streams = contents.streams.enumerated().map { index, stream in
+        var streams: [Stream] = []
+        for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
-            return Stream(
-                id: stream.id, format: stream.format, channels: (entry["channels"] as? [String]) ?? [],
-                nominalRate: stream.nominalRate, device: (entry["device"] as? String) ?? "")
+            var format = stream.format
+            let ffv1 = format?.pixelFormat == .ffv1
+            if ffv1, let stored = format {
+                // FFV1 decodes to the camera's own bytes: the exports read them as that format.
+                guard let encoding = entry["encoding"] as? [String: Any],
+                    let name = encoding["captured_pixel_format"] as? String,
+                    let captured = VideoFormat.PixelFormat(rawValue: name),
+                    VideoFormat.PixelFormat.captured.contains(captured)
+                else {
+                    throw ExportError(
+                        .session,
+                        "\(stream.id) is stored as FFV1 but \(SessionLayout.sidecarName) names no captured_pixel_format to decode it to"
+                    )
+                }
+                format = VideoFormat(width: stored.width, height: stored.height, pixelFormat: captured)
+            }
+            streams.append(
+                Stream(
+                    id: stream.id, format: format, decodesFFV1: ffv1, channels: (entry["channels"] as? [String]) ?? [],
+                    nominalRate: stream.nominalRate, device: (entry["device"] as? String) ?? ""))
         }
+        self.streams = streams
         self.directory = directory
         self.layout = layout
         self.syncPoint = contents.syncPoint

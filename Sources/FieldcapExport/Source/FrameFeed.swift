@@ -1,4 +1,6 @@
 import Dispatch
+import FieldcapCore
+import FieldcapEncode
 import FieldcapMedia
 import SyncField
 import Synchronization
@@ -17,6 +19,7 @@ final class FrameFeed: @unchecked Sendable {
     }
 
     let path: String
+    private let ffv1: VideoFormat?
     private let ready = DispatchSemaphore(value: 0)
     private let room: DispatchSemaphore
     private let state = Mutex(State())
@@ -29,8 +32,11 @@ final class FrameFeed: @unchecked Sendable {
         var cancelled = false
     }
 
-    init(path: String, depth: Int = 3) {
+    /// `decodingFFV1To`: the captured format of a video stored as FFV1, whose frames are decoded
+    /// to it on the reading thread.
+    init(path: String, decodingFFV1To ffv1: VideoFormat? = nil, depth: Int = 3) {
         self.path = path
+        self.ffv1 = ffv1
         // Made at 0 and raised: libdispatch traps when a semaphore is freed below the value it
         // was made with, which a cancelled feed's can be.
         room = DispatchSemaphore(value: 0)
@@ -63,10 +69,28 @@ final class FrameFeed: @unchecked Sendable {
 
     private func read() {
         var index = 0
+        var decodeFailure: ExportError?
         do {
+            let decoder = try ffv1.map { format throws(ExportError) in
+                do {
+                    return try FFV1Decoder(format: format, codecPrivate: MatroskaFrames.codecPrivate(in: path))
+                } catch let error as EncodeError {
+                    throw ExportError(.session, "\(path) cannot be decoded: \(error)")
+                } catch {
+                    throw ExportError(.session, "\(path) cannot be read: \(error)")
+                }
+            }
             try MatroskaFrames.forEach(in: path) { bytes, _ in
                 room.wait()
-                let frame = Frame(bytes: Array(bytes), index: index)
+                var frame = Frame(bytes: [], index: index)
+                if let decoder {
+                    do { frame.bytes = try decoder.decode(bytes) } catch {
+                        decodeFailure = ExportError(.session, "\(path) frame \(index) does not decode: \(error)")
+                        return false
+                    }
+                } else {
+                    frame.bytes = Array(bytes)
+                }
                 index += 1
                 let go = state.withLock { state -> Bool in
                     guard !state.cancelled else { return false }
@@ -76,6 +100,9 @@ final class FrameFeed: @unchecked Sendable {
                 if go { ready.signal() }
                 return go
             }
+            if let decodeFailure { throw decodeFailure }
+        } catch let error as ExportError {
+            state.withLock { $0.failure = error }
         } catch {
             state.withLock { $0.failure = ExportError(.session, "\(path) cannot be read: \(error)") }
         }

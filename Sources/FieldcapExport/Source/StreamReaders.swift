@@ -17,7 +17,8 @@ final class CameraReader {
     init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
         self.stream = stream
         stamps = try LineReader(path: session.layout.timestamps(stream.id))
-        feed = FrameFeed(path: session.layout.video(stream.id))
+        feed = FrameFeed(
+            path: session.layout.video(stream.id), decodingFFV1To: stream.decodesFFV1 ? stream.format : nil)
     }
 
     func next() throws(ExportError) -> Frame? {

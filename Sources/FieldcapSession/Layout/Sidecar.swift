@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapEncode
 import Foundation
 import SyncField
 
@@ -114,6 +115,9 @@ public struct Sidecar {
         case .jpeg(let quality):
             entry["quality"] = quality
             entry["encoder"] = "libjpeg-turbo"
+        case .ffv1:
+            entry["encoder"] = "libavcodec"
+            entry["version"] = FFV1Encoder.version
         }
         return entry
     }

@@ -129,15 +129,22 @@ public struct DeviceSpec: Equatable, Sendable {
     /// `format=`: the pixel format asked for (YUYV when not given).
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {
         guard let name = options["format"]?.uppercased() else { return .yuyv }
-        guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name) else {
+        guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name),
+            VideoFormat.PixelFormat.captured.contains(chosen)
+        else {
             throw problem(
-                "format '\(name)' is not one fieldcap records; use \(VideoFormat.PixelFormat.allCases.map(\.rawValue).joined(separator: ", "))"
+                "format '\(name)' is not one fieldcap records\(Self.storedOnlyHint(name)); use \(VideoFormat.PixelFormat.captured.map(\.rawValue).joined(separator: ", "))"
             )
         }
         return chosen
     }
 
-    /// `encode=raw|jpeg[:QUALITY]`: how the camera's frames are stored (raw when not given).
+    /// For `format=FFV1`: that FFV1 is what `encode=ffv1` stores, never what a camera sends.
+    static func storedOnlyHint(_ format: String) -> String {
+        format.uppercased() == "FFV1" ? " (FFV1 is stored, not captured: add encode=ffv1)" : ""
+    }
+
+    /// `encode=raw|ffv1|jpeg[:QUALITY]`: how the camera's frames are stored (raw when not given).
     public func encoding() throws(PlanError) -> VideoEncoding {
         guard let text = options["encode"]?.lowercased() else { return .raw }
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
@@ -149,13 +156,18 @@ public struct DeviceSpec: Equatable, Sendable {
                 throw problem("encode '\(text)': a JPEG quality is a whole number from 1 to 100, e.g. encode=jpeg:90")
             }
             return .jpeg(quality: quality)
-        case "ffv1", "h264", "hevc":
+        case "ffv1":
+            guard parts.count == 1 else {
+                throw problem("encode '\(text)': FFV1 is lossless and takes no quality; use encode=ffv1")
+            }
+            return .ffv1
+        case "h264", "hevc":
             throw problem(
-                "encode '\(text)': \(parts[0]) is not in this build yet; use encode=jpeg[:QUALITY] or encode=raw (the default)"
+                "encode '\(text)': \(parts[0]) is not in this build yet; use encode=jpeg[:QUALITY], encode=ffv1 or encode=raw (the default)"
             )
         default:
             throw problem(
-                "encode '\(text)' is not an encoding; use raw (the default, lossless) or jpeg[:QUALITY] (e.g. encode=jpeg:90)"
+                "encode '\(text)' is not an encoding; use raw (the default, lossless), ffv1 (lossless, compressed) or jpeg[:QUALITY] (e.g. encode=jpeg:90)"
             )
         }
     }

@@ -48,7 +48,7 @@ public struct SyntheticSourceFactory: SourceFactory {
             let pixelFormat: VideoFormat.PixelFormat
             do throws(PlanError) { pixelFormat = try spec.pixelFormat() } catch {
                 throw PlanError(
-                    "\(spec.label) synthetic: format '\(spec.options["format"] ?? "")' is not available; the synthetic camera makes \(known)"
+                    "\(spec.label) synthetic: format '\(spec.options["format"] ?? "")' is not available\(DeviceSpec.storedOnlyHint(spec.options["format"] ?? "")); the synthetic camera makes \(known)"
                 )
             }
             let size = try spec.size() ?? (640, 480)

@@ -92,7 +92,7 @@ public final class VideoSessionSink: RecordSink {
             let path = layout.video(descriptor.id)
             let writer = try MatroskaWriter(
                 path: path, format: encoder?.encodedFormat ?? format, nominalRate: descriptor.nominalRate,
-                directIO: directIO, watch: sessionSink.session.diskWatch)
+                codecPrivate: encoder?.codecPrivate ?? [], directIO: directIO, watch: sessionSink.session.diskWatch)
             sessionSink.session.link(descriptor.id, path: path)
             return writer
         }

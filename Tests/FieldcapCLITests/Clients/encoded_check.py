@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks a camera fieldcap recorded with encode=jpeg, with the tools users decode video with.
+"""Checks a camera fieldcap recorded with encode=jpeg or encode=ffv1, with the tools users decode
+video with.
 
 Written from the SyncField format (timestamps files), fieldcap.json's documented fields
 (format, encoding, drops) and the decoders' own interfaces, not from fieldcap's code:
@@ -7,17 +8,20 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - every timestamp line's frame_number is the frame's index in the video: 0..N-1, and the
   frame log names the same N frames, none of them among the dropped records;
 - the sidecar's drops add up: count == the records listed, split by reason (ring, encoder);
-- ffprobe (FFmpeg's own MJPEG decoder) and GStreamer (matroskademux ! jpegdec, libjpeg) each
-  decode every frame: N frames of the recorded size;
+- ffprobe (FFmpeg's own MJPEG or FFV1 decoder) and GStreamer (matroskademux ! jpegdec, libjpeg;
+  or avdec_ffv1, gst-libav) each decode every frame: N frames of the recorded size;
 - with --reference ID, a raw camera of the same session that saw the same frames (two
   synthetic cameras of one size draw the same pattern for the same sequence number): each
   decoded frame's luma against the raw frame's, PSNR at or above --psnr-floor (dB) for both
   decoders. The lowest and mean PSNR are printed. With --static-reference the reference
   camera shows a still picture (vivid with its OSD text off): every frame is held against its
   first, after checking that the reference's frames are all the same.
+- FFV1 is lossless: with --reference, each frame FFmpeg and GStreamer decode, converted back to
+  the captured pixel format (packing planes, no resampling), must equal the raw frame byte for
+  byte; any difference fails, whatever --psnr-floor says.
 
 usage: encoded_check.py SESSION ID [--reference RAW_ID [--static-reference]] [--psnr-floor DB]
-                        [--min-encoder-drops N]
+                        [--min-encoder-drops N] [--max-ring-drops N]
 """
 import argparse
 import json
@@ -114,6 +118,52 @@ def raw_luma(video, pixel_format, width, height):
     fail(f"reference format {pixel_format} is not an 8-bit YUV or grey format")
 
 
+# A captured pixel format: FFmpeg's name, GStreamer's, and bytes per frame.
+CAPTURED = {
+    "YUYV": ("yuyv422", "YUY2", lambda w, h: w * h * 2),
+    "NV12": ("nv12", "NV12", lambda w, h: w * h * 3 // 2),
+    "GREY": ("gray", "GRAY8", lambda w, h: w * h),
+    "Y16": ("gray16le", "GRAY16_LE", lambda w, h: w * h * 2),
+    "Z16": ("gray16le", "GRAY16_LE", lambda w, h: w * h * 2),
+}
+
+
+def ffv1_frames_ffmpeg(video, captured, width, height):
+    """Every FFV1 frame as FFmpeg decodes it, converted to the captured layout (whole frames)."""
+    ffmpeg_format, _, size = CAPTURED[captured]
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", video, "-fps_mode", "passthrough", "-pix_fmt", ffmpeg_format,
+                          "-f", "rawvideo", "-"], check=True, capture_output=True).stdout
+    frame_bytes = size(width, height)
+    if len(raw) % frame_bytes:
+        fail(f"{video}: FFmpeg's output is not whole {ffmpeg_format} frames")
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, frame_bytes)
+
+
+def ffv1_frames_gstreamer(video, captured, width, height):
+    """Every FFV1 frame as GStreamer's avdec_ffv1 decodes it, converted to the captured layout."""
+    _, gst_format, size = CAPTURED[captured]
+    frame_bytes = size(width, height)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "frames.raw")
+        result = subprocess.run(
+            ["gst-launch-1.0", "-q", "filesrc", f"location={video}", "!", "matroskademux", "!", "avdec_ffv1", "!",
+             "videoconvert", "!", f"video/x-raw,format={gst_format}", "!", "filesink", f"location={out}"],
+            capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            fail(f"{video}: GStreamer could not decode it: {result.stderr.strip() or result.stdout.strip()}")
+        raw = open(out, "rb").read()
+    if len(raw) % frame_bytes:
+        fail(f"{video}: GStreamer's output is not whole {gst_format} frames")
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, frame_bytes)
+
+
+def raw_frames(video, captured, width, height):
+    """A raw camera's frames as stored, whole (FFmpeg demuxes the packets, nothing decoded)."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", video, "-map", "0:v", "-fps_mode", "passthrough", "-c", "copy", "-f", "rawvideo", "-"],
+                         check=True, capture_output=True).stdout
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, CAPTURED[captured][2](width, height))
+
+
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
@@ -127,6 +177,7 @@ def main():
     parser.add_argument("--static-reference", action="store_true")
     parser.add_argument("--psnr-floor", type=float, default=38.0)
     parser.add_argument("--min-encoder-drops", type=int, default=0)
+    parser.add_argument("--max-ring-drops", type=int)
     args = parser.parse_args()
 
     sidecar = json.load(open(os.path.join(args.session, "fieldcap.json")))
@@ -134,9 +185,11 @@ def main():
     stream = streams.get(args.id) or fail(f"no stream {args.id} in fieldcap.json")
     fmt, encoding = stream["format"], stream.get("encoding") or fail(f"{args.id}: no encoding in fieldcap.json")
     width, height = fmt["width"], fmt["height"]
-    if fmt["pixel_format"] != "MJPG" or encoding["codec"] != "jpeg":
-        fail(f"{args.id}: stored as {fmt['pixel_format']} by {encoding['codec']}, not MJPG by jpeg")
-    grey = encoding["captured_pixel_format"] == "GREY"
+    codec = encoding["codec"]
+    if (codec, fmt["pixel_format"]) not in (("jpeg", "MJPG"), ("ffv1", "FFV1")):
+        fail(f"{args.id}: stored as {fmt['pixel_format']} by {codec}, not MJPG by jpeg or FFV1 by ffv1")
+    captured = encoding["captured_pixel_format"]
+    grey = captured == "GREY"
 
     stamps = read_lines(os.path.join(args.session, f"{args.id}.timestamps.jsonl"))
     log = read_lines(os.path.join(args.session, f"{args.id}.frames.ndjson"))
@@ -162,13 +215,17 @@ def main():
         fail(f"{args.id}: frames {sorted(set(sequences) & dropped)[:5]} are both written and dropped")
     if len(encoder) < args.min_encoder_drops:
         fail(f"{args.id}: {len(encoder)} frames dropped by the encoder, expected at least {args.min_encoder_drops}")
+    if args.max_ring_drops is not None and len(ring) > args.max_ring_drops:
+        fail(f"{args.id}: capture (the ring) dropped {len(ring)} frames, at most {args.max_ring_drops} allowed")
 
     video = os.path.join(args.session, f"{args.id}.mkv")
     decoded = frames_decoded_ffmpeg(video)
     if decoded != count:
         fail(f"{args.id}: FFmpeg decoded {decoded} frames, the timestamps hold {count}")
     report = f"{args.id}: {count} frames {width}x{height} decoded by FFmpeg and GStreamer"
-    if not args.reference:
+    if codec == "ffv1":
+        report += check_lossless(args, streams, video, captured, width, height, sequences, count)
+    elif not args.reference:
         decoded = len(luma_planes_gstreamer(video, width, height, grey, scale_to=(16, 16)))
         if decoded != count:
             fail(f"{args.id}: GStreamer decoded {decoded} frames, the timestamps hold {count}")
@@ -204,6 +261,44 @@ def main():
         report += f"; luma PSNR against {args.reference} over {len(scores)} frames: lowest {lowest:.1f} dB, mean {mean:.1f} dB"
     report += f"; drops: {reasons['ring']['count']} ring, {reasons['encoder']['count']} encoder"
     print("PASS: " + report)
+
+
+def check_lossless(args, streams, video, captured, width, height, sequences, count):
+    """FFV1: both decoders give every frame; with a reference, each equals its raw frame exactly."""
+    ffmpeg_frames = ffv1_frames_ffmpeg(video, captured, width, height)
+    gst_frames = ffv1_frames_gstreamer(video, captured, width, height)
+    if len(ffmpeg_frames) != count or len(gst_frames) != count:
+        fail(f"{args.id}: FFmpeg gave {len(ffmpeg_frames)} frames, GStreamer {len(gst_frames)}, the timestamps hold {count}")
+    if not args.reference:
+        return f" ({captured} from FFV1)"
+    reference = streams.get(args.reference) or fail(f"no stream {args.reference}")
+    ref_format = reference["format"]
+    if (ref_format["width"], ref_format["height"]) != (width, height) or \
+            CAPTURED.get(ref_format["pixel_format"], [None])[0] != CAPTURED[captured][0]:
+        fail(f"{args.reference} is {ref_format}, not raw {captured} {width}x{height}")
+    ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
+    ref_frames = raw_frames(os.path.join(args.session, f"{args.reference}.mkv"), captured, width, height)
+    by_sequence = {line["sequence"]: line["frame_number"] for line in ref_log}
+    if args.static_reference:
+        moving = [n for n in range(len(ref_frames)) if not np.array_equal(ref_frames[n], ref_frames[0])]
+        if moving or len(ref_frames) == 0:
+            fail(f"{args.reference} is not a still picture: frames {moving[:5]} differ from its first")
+    compared = 0
+    for frame_number, sequence in enumerate(sequences):
+        if args.static_reference:
+            raw = ref_frames[0]
+        elif sequence in by_sequence:
+            raw = ref_frames[by_sequence[sequence]]
+        else:
+            continue
+        for decoder, frames in (("FFmpeg", ffmpeg_frames), ("GStreamer", gst_frames)):
+            if not np.array_equal(frames[frame_number], raw):
+                differing = int(np.count_nonzero(frames[frame_number] != raw))
+                fail(f"{args.id} frame {frame_number} as {decoder} decodes it differs from {args.reference}'s raw frame in {differing} bytes: not lossless")
+        compared += 1
+    if compared < count // 2:
+        fail(f"{args.id}: only {compared} of {count} frames have a raw frame in {args.reference}")
+    return f" ({captured} from FFV1); bit-exact against {args.reference} over {compared} frames"
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ sync point, Matroska videos through ffmpeg), never through fieldcap's code. The 
 read with the Python `mcap` library (indexed and, with CRCs checked, front to back) and decoded
 with `mcap-ros2-support`; a rosbag2 directory with `rosbags`. Every message is compared: counts
 per stream, stamps (UTC through the sync point), log times, image sizes and encodings, the
-frames' bytes (equal to the Matroska file's frames as ffmpeg demuxes them; an MJPEG camera's
+frames' bytes (equal to the Matroska file's frames as ffmpeg demuxes them, or for FFV1 decodes
+them to the captured format; an MJPEG camera's
 JPEGs, as CompressedImage, equal to its packets), IMU values, and
 CameraInfo against the calibration the sidecar keeps. Prints
 one line per stream and "export ok"; exits 1 with the first difference.
@@ -27,6 +28,10 @@ ENCODINGS = {
     "Z16": ("16UC1", 2),  # depth by definition (V4L2_PIX_FMT_Z16), as REP 118 writes it
     "NV12": ("nv12", 1),
 }
+
+
+# FFmpeg's names of the captured formats, for a video stored as FFV1.
+FFMPEG_FORMATS = {"YUYV": "yuyv422", "GREY": "gray", "Y16": "gray16le", "Z16": "gray16le", "NV12": "nv12"}
 
 
 class Session(SessionFiles):
@@ -51,11 +56,16 @@ class Session(SessionFiles):
                         (self.utc(t), ("jpeg", packet)) for t, packet in zip(stamps, packets)
                     ]
                     continue
+                decode_to = None
+                if pix == "FFV1":
+                    # Lossless: exported as the camera's raw frames, which ffmpeg's FFV1 decoder gives back.
+                    pix = stream["encoding"]["captured_pixel_format"]
+                    decode_to = FFMPEG_FORMATS[pix]
                 encoding, bpp = ENCODINGS[pix]
                 if pix == "Y16" and sid in depth:
                     encoding = "16UC1"
                 size = w * h * 3 // 2 if pix == "NV12" else w * h * bpp
-                frames = mkv_frames(self.dir / f"{sid}.mkv", size)
+                frames = mkv_frames(self.dir / f"{sid}.mkv", size, decode_to)
                 if len(frames) != len(stamps):
                     fail(f"{sid}: the mkv has {len(frames)} frames, the timestamps {len(stamps)}")
                 topics[f"/{sid}/image_raw"] = [

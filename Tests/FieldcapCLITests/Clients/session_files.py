@@ -18,10 +18,13 @@ def lines(path):
         return [json.loads(line) for line in f.read().split(b"\n") if line]
 
 
-def mkv_frames(path, frame_bytes):
-    """The video's frames as ffmpeg demuxes them (stream copy: the stored bytes)."""
+def mkv_frames(path, frame_bytes, decode_to=None):
+    """The video's frames as ffmpeg demuxes them (stream copy: the stored bytes), or with
+    `decode_to` (an ffmpeg pixel format) decoded by ffmpeg into that format (a lossless FFV1 video
+    back to its camera's layout)."""
+    output = ["-c", "copy"] if decode_to is None else ["-fps_mode", "passthrough", "-pix_fmt", decode_to]
     raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "rawvideo", "-"],
+        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0"] + output + ["-f", "rawvideo", "-"],
         check=True,
         capture_output=True,
     ).stdout

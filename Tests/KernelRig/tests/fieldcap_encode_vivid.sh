@@ -1,8 +1,9 @@
 #!/bin/bash
 # rig-timeout: 300
-# vivid's YUYV, GREY and NV12 frames recorded with encode=jpeg, judged by FFmpeg and GStreamer
-# (Tests/FieldcapCLITests/Clients/encoded_check.py): every frame decodes, the timestamps stay
-# frame-exact, and each frame's luma is within the PSNR floor of the raw picture. Both vivid
+# vivid's YUYV, GREY and NV12 frames recorded with encode=jpeg, and those and Y16 with
+# encode=ffv1, judged by FFmpeg and GStreamer (Tests/FieldcapCLITests/Clients/encoded_check.py):
+# every frame decodes, the timestamps stay frame-exact, each JPEG frame's luma is within the PSNR
+# floor of the raw picture and each FFV1 frame is the raw picture's bytes exactly. Both vivid
 # devices show the same still colour bars (OSD text off, no movement): one records raw, the other
 # encoded, in the same session.
 set -euo pipefail
@@ -29,4 +30,13 @@ for format in YUYV GREY NV12; do
 	"$fieldcap" validate "$session"
 	"$python" "$check" "$session" jpeg --reference raw --static-reference --psnr-floor 38
 done
-echo "PASS: vivid's YUYV, GREY and NV12 encoded as JPEG: every frame decoded by FFmpeg and GStreamer, frame-exact, above the PSNR floor"
+# FFV1 is lossless: each frame FFmpeg and GStreamer decode is the raw picture's bytes exactly,
+# 16-bit Y16 included.
+for format in YUYV GREY NV12 Y16; do
+	session=$FIELDCAP_TEST_TMP/ffv1-$format
+	"$fieldcap" --cam "$cam0,size=320x180,fps=30,id=raw,format=$format" \
+		--cam "$cam1,size=320x180,fps=30,id=ffv1,format=$format,encode=ffv1" --duration 2s --out "$session" -q
+	"$fieldcap" validate "$session"
+	"$python" "$check" "$session" ffv1 --reference raw --static-reference
+done
+echo "PASS: vivid's YUYV, GREY and NV12 encoded as JPEG: every frame decoded by FFmpeg and GStreamer, frame-exact, above the PSNR floor; YUYV, GREY, NV12 and Y16 as FFV1: every frame decoded bit-exact"
