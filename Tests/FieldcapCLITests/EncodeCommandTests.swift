@@ -122,6 +122,39 @@ struct EncodeCommandTests {
     }
 
     @Test(
+        "segments of a recording whose encoder is behind: each segment's sidecar splits its drops by reason, its frame numbers exact"
+    )
+    func encoderTooSlowInSegments() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let out = "\(root)/segmented"
+        let result = try FieldcapProcess.run([
+            "record", "--out", out, "--duration", "3500ms", "--segment", "1s",
+            "--cam", "synthetic:1280x720@300,id=cam,encode=jpeg:100,buffers=16",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)")
+        let index =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/recording.json")))
+            as! [String: Any]
+        let segments = try #require(index["segments"] as? [[String: Any]])
+        try #require(segments.count >= 3)
+        var encoderDrops = 0
+        for segment in segments {
+            let directory = "\(out)/\(segment["directory"] as! String)"
+            let verdict = try judge([directory, "cam"])
+            #expect(verdict.passed, "\(verdict.output)")
+            let sidecar =
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: "\(directory)/fieldcap.json")))
+                as! [String: Any]
+            let drops = (sidecar["streams"] as! [[String: Any]])[0]["drops"] as! [String: Any]
+            encoderDrops += ((drops["reasons"] as? [String: [String: Any]])?["encoder"]?["count"] as? Int) ?? 0
+        }
+        #expect(encoderDrops > 0, "no segment counted an encoder drop")
+    }
+
+    @Test(
         "an encoder too slow for its camera (1280x720 at 300 fps, quality 100): capture drops nothing, the encoder's drops are counted by reason, and the session validates"
     )
     func encoderTooSlow() throws {

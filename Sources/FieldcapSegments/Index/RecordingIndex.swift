@@ -90,7 +90,8 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
         public var lastCaptureNs: UInt64?
         public var firstSequence: UInt64?
         public var lastSequence: UInt64?
-        /// Records missing by the device's count, before and between this segment's records.
+        /// Records missing by the device's count, before and between this segment's records (frames
+        /// an encoder dropped included: they are not in the segment either).
         public var missing: Int
         /// How far after the segment's scheduled start its first record was captured, in
         /// seconds: the precision of the cut (nil without records).

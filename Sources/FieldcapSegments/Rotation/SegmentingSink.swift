@@ -38,21 +38,18 @@ public struct SegmentStreamTally: Sendable, Equatable {
     /// The missing sequence numbers as runs (at most `SegmentStreamTally.runCapacity`; the last
     /// one absorbs any beyond).
     public var missingRuns: [ClosedRange<UInt64>] = []
+    /// Frames the segment's sink refused because the camera's encoder was behind (`encode=`):
+    /// not among `missing`, which the device and the ring lost.
+    public var encoderDropped = 0
+    /// The refused frames' sequence numbers as runs (as `missingRuns`).
+    public var encoderDroppedRuns: [ClosedRange<UInt64>] = []
 
     public static let runCapacity = 64
 
     public init() {}
 
     mutating func add(_ record: CaptureRecord, previousSequence: UInt64?) {
-        if let previous = previousSequence, record.sequence > previous &+ 1 {
-            let gap = (previous &+ 1)...(record.sequence &- 1)
-            missing += Int(clamping: gap.upperBound - gap.lowerBound + 1)
-            if missingRuns.count < Self.runCapacity {
-                missingRuns.append(gap)
-            } else {
-                missingRuns[missingRuns.count - 1] = missingRuns[missingRuns.count - 1].lowerBound...gap.upperBound
-            }
-        }
+        countGap(before: record.sequence, previousSequence: previousSequence)
         if records == 0 {
             firstCaptureNs = record.captureNs
             firstSequence = record.sequence
@@ -60,6 +57,31 @@ public struct SegmentStreamTally: Sendable, Equatable {
         lastCaptureNs = record.captureNs
         lastSequence = record.sequence
         records += 1
+    }
+
+    /// A record the segment's sink refused: it goes to `encoderDropped`, the gap before it to
+    /// `missing`.
+    mutating func refuse(_ record: CaptureRecord, previousSequence: UInt64?) {
+        countGap(before: record.sequence, previousSequence: previousSequence)
+        encoderDropped += 1
+        Self.append(record.sequence...record.sequence, to: &encoderDroppedRuns)
+    }
+
+    private mutating func countGap(before sequence: UInt64, previousSequence: UInt64?) {
+        guard let previous = previousSequence, sequence > previous &+ 1 else { return }
+        let gap = (previous &+ 1)...(sequence &- 1)
+        missing += Int(clamping: gap.upperBound - gap.lowerBound + 1)
+        Self.append(gap, to: &missingRuns)
+    }
+
+    /// Adds `run` to `runs`, joined to the last run it follows on, the last run absorbing any
+    /// beyond `runCapacity`.
+    private static func append(_ run: ClosedRange<UInt64>, to runs: inout [ClosedRange<UInt64>]) {
+        if let last = runs.last, last.upperBound &+ 1 == run.lowerBound || runs.count >= runCapacity {
+            runs[runs.count - 1] = last.lowerBound...run.upperBound
+        } else {
+            runs.append(run)
+        }
     }
 }
 
@@ -163,7 +185,7 @@ public final class SegmentingSink: RecordSink, @unchecked Sendable {
     }
 
     /// A record the segment's sink refuses (its encoder is behind) takes no number in the
-    /// segment, and shows in its tally as missing.
+    /// segment, and shows in its tally as dropped by the encoder.
     public func write(
         _ record: CaptureRecord, frame: UnsafeRawBufferPointer?, stream: Int, frameNumber _: Int
     ) throws
@@ -172,6 +194,8 @@ public final class SegmentingSink: RecordSink, @unchecked Sendable {
         let place = places[stream]
         while record.captureNs >= place.segment.endNs, moveOn(place, stream: stream) {}
         guard try place.segment.sink.write(record, frame: frame, stream: stream, frameNumber: place.frameNumber) else {
+            place.tally.refuse(record, previousSequence: place.lastSequence)
+            place.lastSequence = record.sequence
             return false
         }
         place.tally.add(record, previousSequence: place.lastSequence)

@@ -137,7 +137,9 @@ struct StreamBody: Encodable {
     var id: String
     var written: Int
     var queued: Int
+    /// Every record lost, `encoderDropped` among them.
     var dropped: Int
+    var encoderDropped: Int
     var rate: Double
     var deviceGaps: Int?
 
@@ -146,6 +148,7 @@ struct StreamBody: Encodable {
         written = stream.written
         queued = stream.queued
         dropped = stream.dropped
+        encoderDropped = stream.encoderDropped
         rate = stream.rate
         deviceGaps = stream.deviceGaps
     }
@@ -170,6 +173,7 @@ struct StoppedBody: Encodable {
         var id: String
         var written: Int
         var dropped: Int
+        var encoderDropped: Int
         var endedEarly: String?
     }
 
@@ -186,7 +190,9 @@ struct StoppedBody: Encodable {
         reason = stopped.reason
         elapsedS = stopped.elapsed
         streams = stopped.streams.map {
-            Stream(id: $0.id, written: $0.written, dropped: $0.dropped, endedEarly: $0.captureError)
+            Stream(
+                id: $0.id, written: $0.written, dropped: $0.dropped + $0.encoderDropped,
+                encoderDropped: $0.encoderDropped, endedEarly: $0.captureError)
         }
         error = stopped.error
     }

@@ -238,6 +238,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                 droppedRange: tally.missingRuns.first.map { $0.lowerBound...(tally.missingRuns.last!.upperBound) },
                 droppedRuns: tally.missingRuns,
                 capturedSpanNs: tally.firstCaptureNs.map { $0...(tally.lastCaptureNs ?? $0) })
+            stream.encoderDropped = tally.encoderDropped
+            stream.encoderDroppedRuns = tally.encoderDroppedRuns
             if let ended = summary?[position] {
                 stream.captureError = ended.captureError
                 stream.endedEarlyAtNs = ended.endedEarlyAtNs
@@ -277,7 +279,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                     RecordingIndex.StreamCounts(
                         records: tally.records, firstCaptureNs: tally.firstCaptureNs,
                         lastCaptureNs: tally.lastCaptureNs, firstSequence: tally.firstSequence,
-                        lastSequence: tally.lastSequence, missing: tally.missing,
+                        lastSequence: tally.lastSequence, missing: tally.missing + tally.encoderDropped,
                         firstAfterStartSeconds: tally.firstCaptureNs.map {
                             Double(Int64(bitPattern: $0 &- segment.startNs)) / 1e9
                         })
