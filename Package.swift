@@ -203,9 +203,10 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
-        // The preview's JPEG encoder on raw frames, beside FFmpeg's mjpeg (Benchmarks/preview-load).
+        // The recorder's encoders and the preview's JPEG encoder on raw frames, beside FFmpeg and
+        // GStreamer (Benchmarks/encode-vs-peers, Benchmarks/preview-load).
         .executableTarget(
-            name: "PreviewBench", dependencies: ["FieldcapEncode", "FieldcapCore"], path: "Benchmarks/PreviewBench"),
+            name: "EncodeBench", dependencies: ["FieldcapEncode", "FieldcapCore"], path: "Benchmarks/EncodeBench"),
         .executableTarget(
             name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"], path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
