@@ -239,28 +239,30 @@ def main():
         ref_luma = raw_luma(os.path.join(args.session, f"{args.reference}.mkv"),
                             reference["format"]["pixel_format"], width, height)
         report += f" ({pix_fmt})"
-        by_sequence = {line["sequence"]: line["frame_number"] for line in ref_log}
-        if args.static_reference:
-            moving = [n for n in range(len(ref_luma)) if not np.array_equal(ref_luma[n], ref_luma[0])]
-            if moving or len(ref_luma) == 0:
-                fail(f"{args.reference} is not a still picture: frames {moving[:5]} differ from its first")
-        scores = []
-        for frame_number, sequence in enumerate(sequences):
-            if args.static_reference:
-                raw = ref_luma[0]
-            elif sequence in by_sequence:
-                raw = ref_luma[by_sequence[sequence]]
-            else:
-                continue
-            scores.append(min(psnr(ffmpeg_luma[frame_number], raw), psnr(gst_luma[frame_number], raw)))
-        if len(scores) < count // 2:
-            fail(f"{args.id}: only {len(scores)} of {count} frames have a raw frame in {args.reference}")
+        scores = [min(psnr(ffmpeg_luma[frame_number], raw), psnr(gst_luma[frame_number], raw))
+                  for frame_number, raw in paired_with_reference(args, sequences, ref_log, ref_luma, count)]
         lowest, mean = min(scores), sum(scores) / len(scores)
         if lowest < args.psnr_floor:
             fail(f"{args.id}: luma PSNR {lowest:.1f} dB against {args.reference}, below the floor {args.psnr_floor} dB")
         report += f"; luma PSNR against {args.reference} over {len(scores)} frames: lowest {lowest:.1f} dB, mean {mean:.1f} dB"
     report += f"; drops: {reasons['ring']['count']} ring, {reasons['encoder']['count']} encoder"
     print("PASS: " + report)
+
+
+def paired_with_reference(args, sequences, ref_log, ref_frames, count):
+    """(frame number, the reference's frame it must match) for each encoded frame the reference
+    saw: the one with its sequence number, or with --static-reference the reference's first
+    (after checking the reference is still). Fails when fewer than half the frames have one."""
+    if args.static_reference:
+        moving = [n for n in range(len(ref_frames)) if not np.array_equal(ref_frames[n], ref_frames[0])]
+        if moving or len(ref_frames) == 0:
+            fail(f"{args.reference} is not a still picture: frames {moving[:5]} differ from its first")
+    by_sequence = {line["sequence"]: line["frame_number"] for line in ref_log}
+    pairs = [(frame_number, ref_frames[0] if args.static_reference else ref_frames[by_sequence[sequence]])
+             for frame_number, sequence in enumerate(sequences) if args.static_reference or sequence in by_sequence]
+    if len(pairs) < count // 2:
+        fail(f"{args.id}: only {len(pairs)} of {count} frames have a raw frame in {args.reference}")
+    return pairs
 
 
 def check_lossless(args, streams, video, captured, width, height, sequences, count):
@@ -278,26 +280,13 @@ def check_lossless(args, streams, video, captured, width, height, sequences, cou
         fail(f"{args.reference} is {ref_format}, not raw {captured} {width}x{height}")
     ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
     ref_frames = raw_frames(os.path.join(args.session, f"{args.reference}.mkv"), captured, width, height)
-    by_sequence = {line["sequence"]: line["frame_number"] for line in ref_log}
-    if args.static_reference:
-        moving = [n for n in range(len(ref_frames)) if not np.array_equal(ref_frames[n], ref_frames[0])]
-        if moving or len(ref_frames) == 0:
-            fail(f"{args.reference} is not a still picture: frames {moving[:5]} differ from its first")
     compared = 0
-    for frame_number, sequence in enumerate(sequences):
-        if args.static_reference:
-            raw = ref_frames[0]
-        elif sequence in by_sequence:
-            raw = ref_frames[by_sequence[sequence]]
-        else:
-            continue
+    for frame_number, raw in paired_with_reference(args, sequences, ref_log, ref_frames, count):
         for decoder, frames in (("FFmpeg", ffmpeg_frames), ("GStreamer", gst_frames)):
             if not np.array_equal(frames[frame_number], raw):
                 differing = int(np.count_nonzero(frames[frame_number] != raw))
                 fail(f"{args.id} frame {frame_number} as {decoder} decodes it differs from {args.reference}'s raw frame in {differing} bytes: not lossless")
         compared += 1
-    if compared < count // 2:
-        fail(f"{args.id}: only {compared} of {count} frames have a raw frame in {args.reference}")
     return f" ({captured} from FFV1); bit-exact against {args.reference} over {compared} frames"
 
 
