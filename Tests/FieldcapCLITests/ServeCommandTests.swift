@@ -454,6 +454,63 @@ struct ServeCommandTests {
         #expect(serve.terminate() == 0)
     }
 
+    @Test(
+        "a camera recorded with encode=jpeg is previewed with the recording's own JPEGs: each preview frame during the recording is byte for byte a frame of the file"
+    )
+    func previewSharesTheRecordersJPEG() throws {
+        let serve = try ServeProcess(["--cam", "synthetic:160x120@30,encode=jpeg", "--imu", "synthetic:100"])
+        let body = NSTemporaryDirectory() + "/shared-\(UUID().uuidString).mjpg"
+        let frames = NSTemporaryDirectory() + "/shared-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: frames, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(atPath: body)
+            try? FileManager.default.removeItem(atPath: frames)
+        }
+        // MJPEG for 5 s; a 2 s recording starts 1 s in.
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "--max-time", "5", "-o", body, serve.base + "/api/v1/preview/cam0.mjpg"]
+        try curl.run()
+        usleep(1_000_000)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        curl.waitUntilExit()
+        try waitUntilIdle(serve)
+        let session = "\(serve.root)/\(name)"
+        // The file's JPEGs as FFmpeg demuxes them, by capture time.
+        let split = try runTool(
+            "ffmpeg", ["-v", "error", "-i", "\(session)/cam0.mkv", "-c", "copy", "-f", "image2", "\(frames)/%06d.jpg"])
+        try #require(split.status == 0, "\(split.output)")
+        let stamps = try String(contentsOfFile: "\(session)/cam0.timestamps.jsonl", encoding: .utf8)
+            .split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["capture_ns"] as? NSNumber
+            }.map(\.uint64Value)
+        var recorded: [UInt64: Data] = [:]
+        for (index, captureNs) in stamps.enumerated() {
+            recorded[captureNs] = FileManager.default.contents(atPath: String(format: "\(frames)/%06d.jpg", index + 1))
+        }
+        try #require(recorded.count == stamps.count && !stamps.isEmpty)
+        let parts = Self.parts(try Data(contentsOf: URL(fileURLWithPath: body)))
+        let during = parts.compactMap { part -> (UInt64, Data)? in
+            guard let time = part.headers["x-capture-ns"].flatMap({ UInt64($0) }), recorded[time] != nil else {
+                return nil
+            }
+            return (time, part.bytes)
+        }
+        // About 10 preview frames a second for 2 s: each the recording's own JPEG of that frame.
+        #expect(during.count >= 5, "\(during.count) of \(parts.count) preview frames were captured while recording")
+        for (time, jpeg) in during {
+            #expect(jpeg == recorded[time], "the preview of the frame at \(time) is not the file's")
+        }
+        // Before the recording, the preview encodes frames itself (quality 80): none is in the file.
+        let before = parts.filter { part in
+            part.headers["x-capture-ns"].flatMap { UInt64($0) }.map { $0 < stamps[0] } ?? false
+        }
+        #expect(!before.isEmpty && before.allSatisfy { part in !recorded.values.contains(part.bytes) })
+        #expect(serve.terminate() == 0)
+    }
+
     @Test("SCMF v1: a client written from the seed connects, leaves and comes back, and decodes every JPEG")
     func scmf() throws {
         let serve = try ServeProcess(Self.devices)

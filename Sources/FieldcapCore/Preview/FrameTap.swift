@@ -23,11 +23,15 @@ public final class FrameTap: @unchecked Sendable {
         public var captureNs: UInt64
         public var sequence: UInt64
         public var byteCount: Int
+        /// The frame is a JPEG of the camera's frame (an `encode=jpeg` camera's, from its
+        /// encoder), not the frame in the tap's `format`: the preview passes it on as it is.
+        public var isJPEG: Bool
 
-        public init(captureNs: UInt64, sequence: UInt64, byteCount: Int) {
+        public init(captureNs: UInt64, sequence: UInt64, byteCount: Int, isJPEG: Bool = false) {
             self.captureNs = captureNs
             self.sequence = sequence
             self.byteCount = byteCount
+            self.isJPEG = isJPEG
         }
     }
 
@@ -63,14 +67,17 @@ public final class FrameTap: @unchecked Sendable {
 
     deinit { buffer?.deallocate() }
 
-    /// Writer thread: copies the frame if the preview is waiting for one.
+    /// Writer thread: copies the frame if the preview is waiting for one. `isJPEG`: the bytes are
+    /// the frame encoded as JPEG (by the recording's encoder), which the preview need not encode
+    /// again. Whoever offers first fills the request, so two threads may offer (a segment's
+    /// encoder and the next one's, at a boundary).
     @inline(__always)
-    public func offer(_ record: CaptureRecord, bytes: UnsafeRawBufferPointer?) {
+    public func offer(_ record: CaptureRecord, bytes: UnsafeRawBufferPointer?, isJPEG: Bool = false) {
         guard state.load(ordering: .relaxed) == State.wanted.rawValue else { return }
-        take(record, bytes)
+        take(record, bytes, isJPEG: isJPEG)
     }
 
-    private func take(_ record: CaptureRecord, _ bytes: UnsafeRawBufferPointer?) {
+    private func take(_ record: CaptureRecord, _ bytes: UnsafeRawBufferPointer?, isJPEG: Bool) {
         guard let bytes, let source = bytes.baseAddress, record.captureNs >= notBeforeNs.load(ordering: .relaxed),
             state.compareExchange(
                 expected: State.wanted.rawValue, desired: State.filling.rawValue, ordering: .acquiring
@@ -82,7 +89,7 @@ public final class FrameTap: @unchecked Sendable {
             return
         }
         buffer.copyMemory(from: source, byteCount: bytes.count)
-        frame = Frame(captureNs: record.captureNs, sequence: record.sequence, byteCount: bytes.count)
+        frame = Frame(captureNs: record.captureNs, sequence: record.sequence, byteCount: bytes.count, isJPEG: isJPEG)
         state.store(State.filled.rawValue, ordering: .releasing)
         doorbell.ring()
     }

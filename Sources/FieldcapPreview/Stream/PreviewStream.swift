@@ -173,7 +173,8 @@ public final class PreviewStream: Sendable {
             }
             let started = MonotonicClock.now()
             let result = tap.withFrame { bytes, frame in
-                Result { () throws(EncodeError) in (try encoder.encode(bytes), frame) }
+                // A recording's JPEG of the frame (encode=jpeg) is shown as it is.
+                Result { () throws(EncodeError) in (frame.isJPEG ? Array(bytes) : try encoder.encode(bytes), frame) }
             }
             let encodedNs = MonotonicClock.now()
             switch result {

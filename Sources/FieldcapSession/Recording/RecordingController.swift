@@ -170,7 +170,13 @@ public final class RecordingController {
                 batchBytes: sessionOptions.batchBytes, frameLogBatchBytes: VideoSessionSink.frameLogBatchBytes))
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(settings.syncEvery.seconds * 1e9)
-        recorderOptions.frameTaps = settings.frameTaps
+        // A camera encoded as JPEG is previewed from its encoder's JPEGs (VideoSessionSink), not
+        // from its raw frames encoded a second time.
+        let jpegPreviews = settings.frameTaps.filter { id, tap in
+            guard case .jpeg = settings.encodings[id] ?? .raw else { return false }
+            return settings.encodings[id]?.encodes(tap.format) == true
+        }
+        recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
         // sleeps as long as its own streams allow (a video's while a third of its camera's
         // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue
@@ -186,6 +192,7 @@ public final class RecordingController {
         if var segmenting = settings.segments {
             segmenting.calibration = settings.calibration
             segmenting.encodings = settings.encodings
+            segmenting.previewTaps = jpegPreviews
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
@@ -210,7 +217,8 @@ public final class RecordingController {
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings)
-        let sink = VideoSessionSink(session: session, directIO: settings.directIO, encodings: settings.encodings)
+        let sink = VideoSessionSink(
+            session: session, directIO: settings.directIO, encodings: settings.encodings, previewTaps: jpegPreviews)
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder

@@ -22,6 +22,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         public var calibration: SessionCalibration?
         /// How each camera's frames are stored, by stream id (`encode=`).
         public var encodings: [String: VideoEncoding] = [:]
+        /// The live previews of JPEG-encoded cameras, fed by each segment's encoders
+        /// (`VideoSessionSink`).
+        public var previewTaps: [String: FrameTap] = [:]
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -164,7 +167,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
             segment: number, calibration: settings.calibration, encodings: settings.encodings)
-        let sink = VideoSessionSink(session: session, directIO: directIO, encodings: settings.encodings)
+        let sink = VideoSessionSink(
+            session: session, directIO: directIO, encodings: settings.encodings, previewTaps: settings.previewTaps)
         try sink.open(streams: streams)
         open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
         openDirectories.withLock { $0.append(path) }

@@ -36,6 +36,8 @@ public final class VideoSessionSink: RecordSink {
     private let layout: SessionLayout
     private let directIO: Bool
     private let encodings: [String: VideoEncoding]
+    /// Live previews of JPEG-encoded cameras, by stream id: given the encoder's JPEGs.
+    private let previewTaps: [String: FrameTap]
     private let encoderSlots: Int
     private let makeEncoder: EncoderFactory
     private var streamIDs: [String] = []
@@ -55,9 +57,12 @@ public final class VideoSessionSink: RecordSink {
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem
     /// does direct I/O (`MatroskaWriter`); `encodings` says how each camera's frames are stored
-    /// (raw when not named), `makeEncoder` what encodes them.
+    /// (raw when not named), `makeEncoder` what encodes them. `previewTaps` are the live previews
+    /// of cameras encoded as JPEG: each JPEG written is offered to its camera's preview, which
+    /// then shows it instead of encoding the frame again.
     public init(
         session: SyncSession, directIO: Bool = true, encodings: [String: VideoEncoding] = [:],
+        previewTaps: [String: FrameTap] = [:],
         encoderSlots: Int = VideoSessionSink.defaultEncoderSlots,
         makeEncoder: @escaping EncoderFactory = VideoEncoders.make
     ) {
@@ -66,6 +71,7 @@ public final class VideoSessionSink: RecordSink {
         layout = SessionLayout(directory: session.outputDir.path)
         self.directIO = directIO
         self.encodings = encodings
+        self.previewTaps = previewTaps
         self.encoderSlots = encoderSlots
     }
 
@@ -115,6 +121,7 @@ public final class VideoSessionSink: RecordSink {
         stream: Int, id: String, format: VideoFormat, encoder: FrameEncoder, video: MatroskaWriter, log: FrameLog
     ) -> EncodingWorker {
         let sessionSink = sessionSink
+        let preview = encoder.encodedFormat.pixelFormat == .mjpeg ? previewTaps[id] : nil
         var frameNumber = 0
         return EncodingWorker(
             name: "fc-enc-\(id)", encoder: encoder, slots: encoderSlots,
@@ -124,6 +131,7 @@ public final class VideoSessionSink: RecordSink {
                 try log.append(record, frameNumber: frameNumber)
                 try sessionSink.write(record, frame: bytes, stream: stream, frameNumber: frameNumber)
                 frameNumber += 1
+                preview?.offer(record, bytes: bytes, isJPEG: true)
             },
             sync: {
                 try log.sync()
