@@ -396,6 +396,25 @@ struct ServeCommandTests {
         return probe.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Reads cam0's MJPEG preview with curl into `body` for `seconds`, starting a 2 s recording
+    /// `startingAfter` seconds in; returns the recording's name once the service is idle again.
+    func recordWhileWatching(
+        _ serve: ServeProcess, seconds: Int, startingAfter delay: UInt32, to body: String, curlOptions: [String] = []
+    ) throws -> String {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments =
+            ["-s", "--max-time", "\(seconds)"] + curlOptions + ["-o", body, serve.base + "/api/v1/preview/cam0.mjpg"]
+        try curl.run()
+        usleep(delay * 1_000_000)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        curl.waitUntilExit()
+        try waitUntilIdle(serve)
+        return name
+    }
+
     @Test("previews: a JPEG and MJPEG (curl, ffprobe) while idle and on through a recording, which loses nothing")
     func previewOverHTTP() throws {
         let serve = try ServeProcess(Self.devices)
@@ -419,16 +438,8 @@ struct ServeCommandTests {
             try? FileManager.default.removeItem(atPath: body)
             try? FileManager.default.removeItem(atPath: headers)
         }
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-s", "--max-time", "6", "-D", headers, "-o", body, serve.base + "/api/v1/preview/cam0.mjpg"]
-        try curl.run()
-        usleep(2_000_000)
-        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
-        #expect(started.status == 201, "\(started.text)")
-        let name = try #require(started.json["name"] as? String)
-        curl.waitUntilExit()
-        try waitUntilIdle(serve)
+        let name = try recordWhileWatching(
+            serve, seconds: 6, startingAfter: 2, to: body, curlOptions: ["-D", headers])
 
         let head = try String(contentsOfFile: headers, encoding: .utf8)
         #expect(head.contains("multipart/x-mixed-replace; boundary=fieldcapframe"), "\(head)")
@@ -467,16 +478,7 @@ struct ServeCommandTests {
             try? FileManager.default.removeItem(atPath: frames)
         }
         // MJPEG for 5 s; a 2 s recording starts 1 s in.
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-s", "--max-time", "5", "-o", body, serve.base + "/api/v1/preview/cam0.mjpg"]
-        try curl.run()
-        usleep(1_000_000)
-        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
-        #expect(started.status == 201, "\(started.text)")
-        let name = try #require(started.json["name"] as? String)
-        curl.waitUntilExit()
-        try waitUntilIdle(serve)
+        let name = try recordWhileWatching(serve, seconds: 5, startingAfter: 1, to: body)
         let session = "\(serve.root)/\(name)"
         // The file's JPEGs as FFmpeg demuxes them, by capture time.
         let split = try runTool(

@@ -48,7 +48,7 @@ public final class FFV1Encoder: FrameEncoder {
         else {
             throw EncodeError(
                 .unavailable,
-                "\(CAVCodec_library_name().map { String(cString: $0) } ?? "libavcodec") has no FFV1 encoder")
+                "\(String(cString: CAVCodec_library_name())) has no FFV1 encoder")
         }
         self.context = context
         context.pointee.width = Int32(format.width)

@@ -46,11 +46,10 @@ struct FFV1Planes {
     func pack(_ frame: UnsafeRawBufferPointer, into planes: UnsafePointer<AVFrame>) {
         let width = format.width, height = format.height
         let source = frame.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        let y = CAVCodec_frame_plane(planes, 0)!, yStride = Int(CAVCodec_frame_stride(planes, 0))
+        let (y, yStride) = Self.plane(0, of: planes)
         switch format.pixelFormat {
         case .yuyv:
-            let u = CAVCodec_frame_plane(planes, 1)!, v = CAVCodec_frame_plane(planes, 2)!
-            let uStride = Int(CAVCodec_frame_stride(planes, 1)), vStride = Int(CAVCodec_frame_stride(planes, 2))
+            let ((u, uStride), (v, vStride)) = (Self.plane(1, of: planes), Self.plane(2, of: planes))
             for row in 0..<height {
                 let packed = source + row * width * 2
                 let (yRow, uRow, vRow) = (y + row * yStride, u + row * uStride, v + row * vStride)
@@ -65,8 +64,7 @@ struct FFV1Planes {
             }
         case .nv12:
             copyRows(from: source, rowBytes: width, rows: height, to: y, stride: yStride)
-            let u = CAVCodec_frame_plane(planes, 1)!, v = CAVCodec_frame_plane(planes, 2)!
-            let uStride = Int(CAVCodec_frame_stride(planes, 1)), vStride = Int(CAVCodec_frame_stride(planes, 2))
+            let ((u, uStride), (v, vStride)) = (Self.plane(1, of: planes), Self.plane(2, of: planes))
             let interleaved = source + width * height
             for row in 0..<(height / 2) {
                 let pairs = interleaved + row * width
@@ -85,11 +83,10 @@ struct FFV1Planes {
     func unpack(_ planes: UnsafePointer<AVFrame>, into frame: UnsafeMutableRawBufferPointer) {
         let width = format.width, height = format.height
         let target = frame.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        let y = CAVCodec_frame_plane(planes, 0)!, yStride = Int(CAVCodec_frame_stride(planes, 0))
+        let (y, yStride) = Self.plane(0, of: planes)
         switch format.pixelFormat {
         case .yuyv:
-            let u = CAVCodec_frame_plane(planes, 1)!, v = CAVCodec_frame_plane(planes, 2)!
-            let uStride = Int(CAVCodec_frame_stride(planes, 1)), vStride = Int(CAVCodec_frame_stride(planes, 2))
+            let ((u, uStride), (v, vStride)) = (Self.plane(1, of: planes), Self.plane(2, of: planes))
             for row in 0..<height {
                 let packed = target + row * width * 2
                 let (yRow, uRow, vRow) = (y + row * yStride, u + row * uStride, v + row * vStride)
@@ -103,8 +100,7 @@ struct FFV1Planes {
             }
         case .nv12:
             copyRows(from: y, stride: yStride, rowBytes: width, rows: height, to: target)
-            let u = CAVCodec_frame_plane(planes, 1)!, v = CAVCodec_frame_plane(planes, 2)!
-            let uStride = Int(CAVCodec_frame_stride(planes, 1)), vStride = Int(CAVCodec_frame_stride(planes, 2))
+            let ((u, uStride), (v, vStride)) = (Self.plane(1, of: planes), Self.plane(2, of: planes))
             let interleaved = target + width * height
             for row in 0..<(height / 2) {
                 let pairs = interleaved + row * width
@@ -117,6 +113,11 @@ struct FFV1Planes {
         case .grey: copyRows(from: y, stride: yStride, rowBytes: width, rows: height, to: target)
         default: copyRows(from: y, stride: yStride, rowBytes: width * 2, rows: height, to: target)
         }
+    }
+
+    /// A plane's first byte and its stride (bytes from one row to the next, padding included).
+    private static func plane(_ index: Int32, of frame: UnsafePointer<AVFrame>) -> (UnsafeMutablePointer<UInt8>, Int) {
+        (CAVCodec_frame_plane(frame, index)!, Int(CAVCodec_frame_stride(frame, index)))
     }
 
     private func copyRows(

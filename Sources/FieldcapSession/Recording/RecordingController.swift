@@ -173,8 +173,8 @@ public final class RecordingController {
         // A camera encoded as JPEG is previewed from its encoder's JPEGs (VideoSessionSink), not
         // from its raw frames encoded a second time.
         let jpegPreviews = settings.frameTaps.filter { id, tap in
-            guard case .jpeg = settings.encodings[id] ?? .raw else { return false }
-            return settings.encodings[id]?.encodes(tap.format) == true
+            guard let encoding = settings.encodings[id], case .jpeg = encoding else { return false }
+            return encoding.encodes(tap.format)
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
