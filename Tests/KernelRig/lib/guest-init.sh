@@ -61,6 +61,9 @@ rig_stage mounted
 # --- drivers (the host's kmod modprobe handles Debian's .ko.xz) ---
 in_root modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0 \
 	|| rig_error "modprobe vivid failed"
+# vicodec after vivid, so vivid keeps /dev/video0 and video1: its stateful FWHT encoder and
+# decoder are the V4L2 memory-to-memory codec the encoder tests run against.
+in_root modprobe vicodec || rig_error "modprobe vicodec failed"
 in_root modprobe -a iio_dummy industrialio-sw-device iio-trig-hrtimer \
 	|| rig_error "modprobe iio_dummy industrialio-sw-device iio-trig-hrtimer failed"
 in_root modprobe -a virtio_blk crc32c ext4 \
@@ -79,7 +82,7 @@ mkdir "$N/sys/kernel/config/iio/devices/dummy/$RIG_IIO_DEVICE" \
 mkdir "$N/sys/kernel/config/iio/triggers/hrtimer/$RIG_IIO_TRIGGER" \
 	|| rig_error "cannot create the hrtimer trigger $RIG_IIO_TRIGGER"
 
-iio_dev='' iio_trig='' video='' video2=''
+iio_dev='' iio_trig='' video='' video2='' encoder='' decoder=''
 for d in "$N"/sys/bus/iio/devices/*; do
 	nm=
 	[ -r "$d/name" ] && read -r nm < "$d/name"
@@ -94,17 +97,22 @@ for d in "$N"/sys/class/video4linux/video*; do
 	case "$nm" in
 		vivid-000*) video=/dev/${d##*/} ;;
 		vivid-001*) video2=/dev/${d##*/} ;;
+		stateful-encoder) encoder=/dev/${d##*/} ;;
+		stateful-decoder) decoder=/dev/${d##*/} ;;
 	esac
 done
 [ -n "$iio_dev" ] || rig_error "IIO device $RIG_IIO_DEVICE did not appear in /sys/bus/iio/devices"
 [ -n "$iio_trig" ] || rig_error "IIO trigger $RIG_IIO_TRIGGER did not appear in /sys/bus/iio/devices"
 [ -n "$video" ] || rig_error "no vivid video node in /sys/class/video4linux"
 [ -e "$N$video" ] || rig_error "$video missing in devtmpfs"
+[ -n "$encoder" ] && [ -n "$decoder" ] || rig_error "no vicodec stateful encoder and decoder in /sys/class/video4linux"
 
 cat > /ctl/guest-env.sh <<EOT
 export FIELDCAP_RIG=1
 export FIELDCAP_VIDEO_DEVICE=$video
 export FIELDCAP_VIDEO_DEVICE2=$video2
+export FIELDCAP_ENCODER_DEVICE=$encoder
+export FIELDCAP_DECODER_DEVICE=$decoder
 export FIELDCAP_IIO_DEVICE=$RIG_IIO_DEVICE
 export FIELDCAP_IIO_DEVICE_SYSFS=$iio_dev
 export FIELDCAP_IIO_DEVICE_NODE=/dev/${iio_dev##*/}
