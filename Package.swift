@@ -105,7 +105,7 @@ let package = Package(
         // capture.
         .target(
             name: "FieldcapEncode",
-            dependencies: ["CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+            dependencies: ["CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2", "SyncField"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),

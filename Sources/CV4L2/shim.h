@@ -71,6 +71,19 @@ static inline unsigned long CV4L2_VIDIOC_S_CTRL(void) { return VIDIOC_S_CTRL; }
 /// The corresponding C constant is `V4L2_CTRL_FLAG_NEXT_CTRL`.
 static inline unsigned int CV4L2_CTRL_FLAG_NEXT_CTRL(void) { return V4L2_CTRL_FLAG_NEXT_CTRL; }
 
+/// Memory-to-memory codecs (encoders) are driven without libv4l2, which only converts capture
+/// formats: a plain `ioctl(2)`.
+static inline int CV4L2_codec_ioctl(int fd, unsigned long request, void *argument) { return ioctl(fd, request, argument); }
+
+/// The corresponding ioctls are `VIDIOC_G_FMT`, `VIDIOC_ENCODER_CMD`, `VIDIOC_SUBSCRIBE_EVENT`,
+/// `VIDIOC_DQEVENT`, `VIDIOC_EXPBUF`, `VIDIOC_S_EXT_CTRLS`.
+static inline unsigned long CV4L2_VIDIOC_G_FMT(void) { return VIDIOC_G_FMT; }
+static inline unsigned long CV4L2_VIDIOC_ENCODER_CMD(void) { return VIDIOC_ENCODER_CMD; }
+static inline unsigned long CV4L2_VIDIOC_SUBSCRIBE_EVENT(void) { return VIDIOC_SUBSCRIBE_EVENT; }
+static inline unsigned long CV4L2_VIDIOC_DQEVENT(void) { return VIDIOC_DQEVENT; }
+static inline unsigned long CV4L2_VIDIOC_EXPBUF(void) { return VIDIOC_EXPBUF; }
+static inline unsigned long CV4L2_VIDIOC_S_EXT_CTRLS(void) { return VIDIOC_S_EXT_CTRLS; }
+
 /// The corresponding call is `v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
 static inline void *CV4L2_mmap(int fd, size_t length, int64_t offset) {
     return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);

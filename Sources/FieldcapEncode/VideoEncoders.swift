@@ -8,6 +8,10 @@ public enum VideoEncoders {
             return
                 "encode=ffv1 keeps raw frames bit-exact; this camera sends MJPEG, which is stored as it comes with encode=raw (the default)"
         }
+        if case .hardware(let hardware) = encoding, captured.pixelFormat == .mjpeg {
+            return
+                "encode=\(hardware.codec.rawValue) takes raw frames; this camera sends MJPEG, which is stored as it comes with encode=raw (the default)"
+        }
         guard encoding.encodes(captured) else { return nil }
         switch encoding {
         case .raw: return nil
@@ -21,14 +25,26 @@ public enum VideoEncoders {
             case .y16, .z16:
                 return
                     "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
-            case .mjpeg, .ffv1: return nil
+            case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
             }
+        case .hardware(let hardware):
+            if let device = hardware.device {
+                do { try V4L2Encoder.check(path: device, hardware.codec, from: captured.pixelFormat) } catch {
+                    return "\(error)"
+                }
+                return nil
+            }
+            return V4L2Encoders.find(hardware.codec, from: captured.pixelFormat) == nil
+                ? V4L2Encoders.noneFound(hardware.codec, from: captured.pixelFormat) : nil
         }
     }
 
-    /// An encoder for `encoding` from `captured` frames, or nil when the frames are stored as they
-    /// come (`raw`, or an MJPEG camera's own JPEGs).
-    public static func make(_ encoding: VideoEncoding, for captured: VideoFormat) throws -> FrameEncoder? {
+    /// An encoder for `encoding` from `captured` frames at `nominalRate` (a hardware encoder's
+    /// rate control needs it), or nil when the frames are stored as they come (`raw`, or an MJPEG
+    /// camera's own JPEGs).
+    public static func make(
+        _ encoding: VideoEncoding, for captured: VideoFormat, nominalRate: Double = 0
+    ) throws -> FrameEncoder? {
         guard encoding.encodes(captured) else { return nil }
         if let problem = problem(encoding, for: captured) { throw EncodeError(.unsupportedFormat, problem) }
         switch encoding {
@@ -38,6 +54,7 @@ public enum VideoEncoders {
             // recording is kept.
             return try JPEGEncoder(format: captured, quality: quality, fastDCT: false)
         case .ffv1: return try FFV1Encoder(format: captured)
+        case .hardware(let hardware): return try V4L2Encoder(hardware, captured: captured, nominalRate: nominalRate)
         }
     }
 

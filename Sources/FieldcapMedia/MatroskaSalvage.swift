@@ -18,8 +18,11 @@ public enum MatroskaSalvage {
         path: String, format: VideoFormat, nominalRate: Double, limit: Int? = nil
     ) throws(MediaError) -> Int {
         let temporary = path + ".salvage"
-        // FFV1's frames need the configuration record they were coded with.
-        let setup = format.pixelFormat == .ffv1 ? try MatroskaFrames.codecPrivate(in: path) : []
+        // Encoded frames need what they were coded with (FFV1's configuration record, FWHT's
+        // BITMAPINFOHEADER, H.264's parameter sets).
+        let setup =
+            VideoFormat.PixelFormat.storedOnly.contains(format.pixelFormat)
+            ? try MatroskaFrames.codecPrivate(in: path) : []
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate, codecPrivate: setup)
         var failure: MediaError?
         forEachWholeFrame(in: path, format: format) { bytes, ns in
@@ -89,7 +92,7 @@ public enum MatroskaSalvage {
         let endsWithMarker: Bool
 
         /// Whether a frame is whole: a raw frame has its format's size, an MJPEG frame ends with
-        /// its end-of-image marker, an FFV1 frame is whole when its block is (the reader gives no
+        /// its end-of-image marker, an FFV1 or hardware-coded frame is whole when its block is (the reader gives no
         /// frame of a block cut short; its slices' CRCs tell a decoder of any other damage).
         func isWhole(_ bytes: UnsafeRawBufferPointer) -> Bool {
             if let expectedBytes { return bytes.count == expectedBytes }

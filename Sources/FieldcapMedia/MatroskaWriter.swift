@@ -71,6 +71,10 @@ public final class MatroskaWriter {
             switch format.pixelFormat {
             case .mjpeg: "V_MJPEG"
             case .ffv1: "V_FFV1"
+            case .h264: "V_MPEG4/ISO/AVC"
+            case .hevc: "V_MPEGH/ISO/HEVC"
+            // No Matroska codec ID of its own: the fourcc in a BITMAPINFOHEADER (CodecPrivate).
+            case .fwht: "V_MS/VFW/FOURCC"
             default: "V_UNCOMPRESSED"
             }
         var error = CMatroska_error()
@@ -100,7 +104,7 @@ public final class MatroskaWriter {
     ) -> Result {
         let fourCC: [UInt8]? =
             switch pixelFormat {
-            case .mjpeg, .ffv1: nil
+            case .mjpeg, .ffv1, .h264, .hevc, .fwht: nil
             case .yuyv: Array("YUY2".utf8)
             case .nv12: Array("NV12".utf8)
             case .grey: Array("Y800".utf8)

@@ -35,6 +35,8 @@ struct List: ParsableCommand {
                     for control in controls { print("      \(control)") }
                 }
             } catch {
+                // A memory-to-memory codec is not a camera: it is listed under Encoders.
+                if (try? V4L2CodecDevice(path: node)) != nil { continue }
                 print("  \(node)  not usable: \(error)")
             }
         }
@@ -56,6 +58,19 @@ struct List: ParsableCommand {
             print(
                 "  \(encoder.codec)  \(encoder.library), software, from \(encoder.from.map(\.rawValue).joined(separator: ", "))\(missing)"
             )
+        }
+        let hardware = V4L2Encoders.all(in: devices)
+        for encoder in hardware {
+            let codecs = encoder.codes.map { code in
+                HardwareEncoding.Codec.allCases.first { $0.fourcc == code }?.rawValue
+                    ?? "\(code) (not used by fieldcap)"
+            }
+            print(
+                "  \(codecs.joined(separator: ", "))  \(encoder.card) (\(encoder.driver)) at \(encoder.path), V4L2 hardware, from \(encoder.takes.joined(separator: ", "))"
+            )
+        }
+        if hardware.isEmpty {
+            print("  h264, hevc  no V4L2 hardware encoder on this machine (memory-to-memory nodes in \(devices))")
         }
         print("  raw   no encoder: frames stored losslessly as captured (the default)")
     }

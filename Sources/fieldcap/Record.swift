@@ -20,12 +20,15 @@ struct Record: ParsableCommand {
 
             Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16, Z16), buffers,
             and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
-            encode=raw|jpeg[:QUALITY]|ffv1: raw (the default) stores frames losslessly as captured;
-            jpeg stores YUYV, NV12 and GREY frames as JPEG (libjpeg-turbo, quality 85 unless
-            given), at a tenth of the bytes; ffv1 stores YUYV, NV12, GREY, Y16 and Z16 frames as
-            lossless FFV1 (FFmpeg's libavcodec; decoded, the camera's bytes exactly), at about a
-            third to a half, for far more CPU. Each encoded camera has an encoding thread; one
-            that falls behind drops frames (reason `encoder` in fieldcap.json); capture never waits.
+            encode=raw|jpeg[:QUALITY]|ffv1|h264[:BITRATE]|hevc[:BITRATE]: raw (the default) stores
+            frames losslessly as captured; jpeg stores YUYV, NV12 and GREY frames as JPEG
+            (libjpeg-turbo, quality 85 unless given), at a tenth of the bytes; ffv1 stores YUYV,
+            NV12, GREY, Y16 and Z16 frames as lossless FFV1 (FFmpeg's libavcodec; decoded, the
+            camera's bytes exactly), at about a third to a half, for far more CPU. h264 and hevc
+            use the machine's V4L2 hardware encoder (`fieldcap list`; encoder=/dev/videoN names
+            one), the bit rate in bits/s (4M, 800k) or the driver's default; fwht is vicodec's, the
+            kernel's test codec. Each encoded camera has an encoding thread; one that falls
+            behind drops frames (reason `encoder` in fieldcap.json); capture never waits.
             stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long ends its
             stream (default 2s; the other streams go on).
             IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel ids like

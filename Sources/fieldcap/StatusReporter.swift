@@ -75,6 +75,10 @@ final class StatusReporter {
         case .raw: return nil
         case .jpeg(let quality): return "stored as JPEG q\(quality) (libjpeg-turbo, on a thread of its own)"
         case .ffv1: return "stored as lossless FFV1 (libavcodec, on a thread of its own)"
+        case .hardware(let hardware):
+            let rate = hardware.bitrate.map { " at \($0 / 1000) kbit/s" } ?? ""
+            return
+                "stored as \(hardware.codec.fourcc)\(rate) (V4L2 encoder \(hardware.device ?? "found at start"), on a thread of its own)"
         }
     }
 

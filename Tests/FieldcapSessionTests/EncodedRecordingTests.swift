@@ -56,7 +56,8 @@ struct EncodedRecordingTests {
         let session = SyncSession(hostId: "rig", outputDir: directory)
         try session.start()
         let sink = VideoSessionSink(
-            session: session, encodings: ["cam": .jpeg(quality: 85)], makeEncoder: { _, format in try encoder(format) })
+            session: session, encodings: ["cam": .jpeg(quality: 85)],
+            makeEncoder: { _, format, _ in try encoder(format) })
         let camera = SyntheticCamera(id: "cam", width: 160, height: 120, rate: rate, bufferCount: 4)
         let recorder = Recorder(sources: [camera], sink: sink)
         try recorder.start()

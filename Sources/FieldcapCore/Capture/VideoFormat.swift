@@ -19,9 +19,19 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
         /// Lossless FFV1 (RFC 9043), as `encode=ffv1` stores a camera: never captured, only
         /// stored. Decoded, a frame is the captured frame's bytes exactly.
         case ffv1 = "FFV1"
+        /// H.264 from a V4L2 hardware encoder (`encode=h264`): stored only.
+        case h264 = "H264"
+        /// HEVC (H.265) from a V4L2 hardware encoder (`encode=hevc`): stored only.
+        case hevc = "HEVC"
+        /// FWHT, the codec of the kernel's virtual codec driver vicodec (`encode=fwht`), which
+        /// stands in for hardware H.264 in the kernel tests: stored only.
+        case fwht = "FWHT"
 
-        /// The formats a camera can deliver: all but the stored-only FFV1.
-        public static let captured: [PixelFormat] = allCases.filter { $0 != .ffv1 }
+        /// What encoders make: never what a camera sends.
+        public static let storedOnly: Set<PixelFormat> = [.ffv1, .h264, .hevc, .fwht]
+
+        /// The formats a camera can deliver: all but the stored-only ones.
+        public static let captured: [PixelFormat] = allCases.filter { !storedOnly.contains($0) }
 
         /// Y16 and Z16: one 16-bit little-endian sample a pixel.
         public var isSixteenBit: Bool { self == .y16 || self == .z16 }
@@ -32,7 +42,7 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
             case .yuyv, .y16, .z16: return width * height * 2
             case .nv12: return width * height * 3 / 2
             case .grey: return width * height
-            case .mjpeg, .ffv1: return nil
+            case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
             }
         }
     }

@@ -22,8 +22,21 @@ public protocol RecordSink: AnyObject {
     /// Makes what was written so far for `streams` durable, from the thread that writes them.
     /// Each writer calls it at least once per `Recorder.Options.syncIntervalNs`.
     func sync(streams: [Int]) throws
-    /// Finishes every output. Returns the records written per stream id.
+    /// Finishes every output. Returns the records written per stream id; when an output failed,
+    /// throws `SinkClosedWithError`, which still carries them.
     func close() throws -> [String: Int]
+}
+
+/// A sink's outputs closed, one of them with an error (an encoder that failed): `counts` are
+/// the records each stream really wrote, which can be fewer than the sink accepted.
+public struct SinkClosedWithError: Error {
+    public var error: Error
+    public var counts: [String: Int]
+
+    public init(_ error: Error, counts: [String: Int]) {
+        self.error = error
+        self.counts = counts
+    }
 }
 
 extension RecordSink {

@@ -262,7 +262,10 @@ public final class Recorder: @unchecked Sendable {
         }
         var counts: [String: Int] = [:]
         var closeError: Error?
-        do { counts = try sink.close() } catch { closeError = error }
+        do { counts = try sink.close() } catch let closed as SinkClosedWithError {
+            counts = closed.counts
+            closeError = closed.error
+        } catch { closeError = error }
         finalSummary = sources.enumerated().map { index, source in
             let drops = rings[index].drops
             var summary = StreamSummary(

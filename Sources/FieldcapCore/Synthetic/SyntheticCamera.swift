@@ -171,7 +171,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 case .grey, .nv12:
                     first[row * width * 2 + x] = pixel.y
                 case .mjpeg: preconditionFailure("MJPEG is drawn as YUYV, then encoded")
-                case .ffv1: preconditionFailure("no camera captures FFV1")
+                case .ffv1, .h264, .hevc, .fwht:
+                    preconditionFailure("no camera captures \(format.pixelFormat.rawValue)")
                 }
             }
         }

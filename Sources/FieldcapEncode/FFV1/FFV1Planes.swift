@@ -14,7 +14,7 @@ struct FFV1Planes {
     static func problem(with format: VideoFormat) -> String? {
         switch format.pixelFormat {
         case .yuyv, .nv12, .grey, .y16, .z16: break
-        case .mjpeg, .ffv1:
+        case .mjpeg, .ffv1, .h264, .hevc, .fwht:
             return
                 "encode=ffv1 takes raw frames (YUYV, NV12, GREY, Y16, Z16); \(format.pixelFormat.rawValue) is compressed already"
         }

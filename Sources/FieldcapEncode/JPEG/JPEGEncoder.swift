@@ -22,7 +22,7 @@ public final class JPEGEncoder {
     public static func problem(with format: VideoFormat) -> String? {
         switch format.pixelFormat {
         case .mjpeg: return nil
-        case .y16, .z16, .ffv1:
+        case .y16, .z16, .ffv1, .h264, .hevc, .fwht:
             return "\(format.pixelFormat.rawValue) has no preview (YUYV, NV12, GREY and MJPEG have)"
         case .yuyv, .nv12, .grey: return YUVPlanes.problem(with: format).map { "\($0): no preview" }
         }

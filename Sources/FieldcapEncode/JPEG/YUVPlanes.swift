@@ -18,7 +18,8 @@ public final class YUVPlanes {
     public static func problem(with format: VideoFormat) -> String? {
         switch format.pixelFormat {
         case .yuyv, .nv12, .grey: break
-        case .y16, .z16, .mjpeg, .ffv1: return "\(format.pixelFormat.rawValue) frames are not YUV planes"
+        case .y16, .z16, .mjpeg, .ffv1, .h264, .hevc, .fwht:
+            return "\(format.pixelFormat.rawValue) frames are not YUV planes"
         }
         guard format.width > 0, format.height > 0, format.width % 2 == 0 || format.pixelFormat == .grey,
             format.height % 2 == 0 || format.pixelFormat != .nv12

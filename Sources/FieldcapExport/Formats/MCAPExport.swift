@@ -57,7 +57,7 @@ enum MCAPExport {
         case .y16: return (depth ? "16UC1" : "mono16", format.width * 2)
         case .z16: return ("16UC1", format.width * 2)
         case .nv12: return ("nv12", format.width)
-        case .mjpeg, .ffv1: return nil
+        case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
         }
     }
 

@@ -63,6 +63,12 @@ public struct ExportSession {
         for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
             var format = stream.format
+            if let stored = format?.pixelFormat, [.h264, .hevc, .fwht].contains(stored) {
+                throw ExportError(
+                    .session,
+                    "\(stream.id) is stored as \(stored.rawValue) by a hardware encoder, which the exports cannot decode yet; play or convert \(SessionLayout.videoName(stream.id)) with ffmpeg or GStreamer"
+                )
+            }
             let ffv1 = format?.pixelFormat == .ffv1
             if ffv1, let stored = format {
                 // FFV1 decodes to the camera's own bytes: the exports read them as that format.

@@ -118,6 +118,10 @@ public struct Sidecar {
         case .ffv1:
             entry["encoder"] = "libavcodec"
             entry["version"] = FFV1Encoder.version
+        case .hardware(let hardware):
+            entry["encoder"] = "v4l2"
+            if let device = hardware.device { entry["device"] = device }
+            if let bitrate = hardware.bitrate { entry["bitrate"] = bitrate }
         }
         return entry
     }

@@ -28,7 +28,9 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
-    public static let cameraKeys: Set<String> = ["id", "size", "fps", "format", "buffers", "stall", "encode"]
+    public static let cameraKeys: Set<String> = [
+        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder",
+    ]
     public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
@@ -139,13 +141,29 @@ public struct DeviceSpec: Equatable, Sendable {
         return chosen
     }
 
-    /// For `format=FFV1`: that FFV1 is what `encode=ffv1` stores, never what a camera sends.
+    /// For `format=FFV1` (or H264, HEVC, FWHT): that it is what an encoder stores, never what a
+    /// camera sends.
     static func storedOnlyHint(_ format: String) -> String {
-        format.uppercased() == "FFV1" ? " (FFV1 is stored, not captured: add encode=ffv1)" : ""
+        guard let stored = VideoFormat.PixelFormat(rawValue: format.uppercased()),
+            VideoFormat.PixelFormat.storedOnly.contains(stored)
+        else { return "" }
+        return " (\(stored.rawValue) is stored, not captured: add encode=\(stored.rawValue.lowercased()))"
     }
 
-    /// `encode=raw|ffv1|jpeg[:QUALITY]`: how the camera's frames are stored (raw when not given).
+    /// `encode=raw|ffv1|jpeg[:QUALITY]|h264[:BITRATE]|hevc[:BITRATE]|fwht`, with `encoder=NODE` for
+    /// the hardware codecs: how the camera's frames are stored (raw when not given).
     public func encoding() throws(PlanError) -> VideoEncoding {
+        let encoding = try parsedEncoding()
+        if case .hardware = encoding {
+        } else if let node = options["encoder"] {
+            throw problem(
+                "encoder=\(node) names a hardware encoder, used with encode=h264, hevc or fwht; this camera is \(encoding.description == "raw" ? "stored raw" : "encode=\(encoding)")"
+            )
+        }
+        return encoding
+    }
+
+    private func parsedEncoding() throws(PlanError) -> VideoEncoding {
         guard let text = options["encode"]?.lowercased() else { return .raw }
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         switch parts[0] {
@@ -161,15 +179,55 @@ public struct DeviceSpec: Equatable, Sendable {
                 throw problem("encode '\(text)': FFV1 is lossless and takes no quality; use encode=ffv1")
             }
             return .ffv1
-        case "h264", "hevc":
-            throw problem(
-                "encode '\(text)': \(parts[0]) is not in this build yet; use encode=jpeg[:QUALITY], encode=ffv1 or encode=raw (the default)"
-            )
+        case "h264", "avc", "hevc", "h265", "fwht":
+            let codec: HardwareEncoding.Codec =
+                switch parts[0] {
+                case "hevc", "h265": .hevc
+                case "fwht": .fwht
+                default: .h264
+                }
+            var bitrate: Int?
+            if parts.count == 2 {
+                guard codec.takesBitrate else {
+                    throw problem("encode '\(text)': FWHT takes no bit rate; use encode=fwht")
+                }
+                guard let value = Self.bitrate(parts[1]) else {
+                    throw problem(
+                        "encode '\(text)': a bit rate is bits per second from 100k to 100M, e.g. encode=\(codec.rawValue):4M or encode=\(codec.rawValue):4000000"
+                    )
+                }
+                bitrate = value
+            }
+            return .hardware(HardwareEncoding(codec: codec, bitrate: bitrate, device: try encoderNode()))
         default:
             throw problem(
-                "encode '\(text)' is not an encoding; use raw (the default, lossless), ffv1 (lossless, compressed) or jpeg[:QUALITY] (e.g. encode=jpeg:90)"
+                "encode '\(text)' is not an encoding; use raw (the default, lossless), ffv1 (lossless, compressed), jpeg[:QUALITY] (e.g. encode=jpeg:90) or h264[:BITRATE] (a V4L2 hardware encoder, e.g. encode=h264:4M)"
             )
         }
+    }
+
+    /// `encoder=NODE`: the V4L2 encoder a hardware encoding uses (found when not given).
+    private func encoderNode() throws(PlanError) -> String? {
+        guard let node = options["encoder"] else { return nil }
+        guard node.hasPrefix("/") else {
+            throw problem(
+                "encoder '\(node)' is a device node such as /dev/video11 (`fieldcap list` shows the encoders)")
+        }
+        return node
+    }
+
+    /// `4000000`, `4000k`, `4M`: bits per second from 100 kbit/s to 100 Mbit/s.
+    static func bitrate(_ text: String) -> Int? {
+        let scale: Double =
+            switch text.last {
+            case "k": 1e3
+            case "m": 1e6
+            default: 1
+            }
+        guard let number = Double(scale == 1 ? Substring(text) : text.dropLast()), number.isFinite else { return nil }
+        let bits = number * scale
+        guard (100e3...100e6).contains(bits) else { return nil }
+        return Int(bits.rounded())
     }
 
     /// `ctrl.NAME=VALUE`: V4L2 controls, by name, in name order.

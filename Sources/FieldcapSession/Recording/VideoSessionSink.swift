@@ -52,8 +52,9 @@ public final class VideoSessionSink: RecordSink {
     /// too slow for the rate, which no queue can save).
     public static let defaultEncoderSlots = 8
 
-    /// Makes a camera's encoder (nil: its frames are stored as they come).
-    public typealias EncoderFactory = (VideoEncoding, VideoFormat) throws -> FrameEncoder?
+    /// Makes a camera's encoder from its encoding, captured format and nominal rate (nil: its
+    /// frames are stored as they come).
+    public typealias EncoderFactory = (VideoEncoding, VideoFormat, Double) throws -> FrameEncoder?
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem
     /// does direct I/O (`MatroskaWriter`); `encodings` says how each camera's frames are stored
@@ -64,7 +65,7 @@ public final class VideoSessionSink: RecordSink {
         session: SyncSession, directIO: Bool = true, encodings: [String: VideoEncoding] = [:],
         previewTaps: [String: FrameTap] = [:],
         encoderSlots: Int = VideoSessionSink.defaultEncoderSlots,
-        makeEncoder: @escaping EncoderFactory = VideoEncoders.make
+        makeEncoder: @escaping EncoderFactory = { try VideoEncoders.make($0, for: $1, nominalRate: $2) }
     ) {
         self.makeEncoder = makeEncoder
         sessionSink = SyncSessionSink(session: session)
@@ -91,7 +92,7 @@ public final class VideoSessionSink: RecordSink {
         streamIDs = streams.map(\.id)
         let encoders: [FrameEncoder?] = try streams.map { descriptor in
             guard let format = descriptor.videoFormat, let encoding = encodings[descriptor.id] else { return nil }
-            return try makeEncoder(encoding, format)
+            return try makeEncoder(encoding, format, descriptor.nominalRate)
         }
         videos = try zip(streams, encoders).map { descriptor, encoder in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
@@ -178,7 +179,8 @@ public final class VideoSessionSink: RecordSink {
             do { try video?.finish() } catch { firstError = firstError ?? error }
         }
         let counts = try sessionSink.close()
-        if let firstError { throw firstError }
+        // An encoding worker's frames accepted but never written are not counted as written.
+        if let firstError { throw SinkClosedWithError(firstError, counts: counts) }
         return counts
     }
 }

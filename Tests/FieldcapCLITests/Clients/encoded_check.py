@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks a camera fieldcap recorded with encode=jpeg or encode=ffv1, with the tools users decode
-video with.
+"""Checks a camera fieldcap recorded with encode=jpeg, encode=ffv1 or encode=fwht (a V4L2
+memory-to-memory encoder: the kernel's vicodec), with the tools users decode video with.
 
 Written from the SyncField format (timestamps files), fieldcap.json's documented fields
 (format, encoding, drops) and the decoders' own interfaces, not from fieldcap's code:
@@ -8,6 +8,8 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - every timestamp line's frame_number is the frame's index in the video: 0..N-1, and the
   frame log names the same N frames, none of them among the dropped records;
 - the sidecar's drops add up: count == the records listed, split by reason (ring, encoder);
+  a session `fieldcap recover` rebuilt (its fieldcap.json has `recovery`) has no written count
+  or drops, since the killed recorder never wrote them: those two checks are skipped;
 - ffprobe (FFmpeg's own MJPEG or FFV1 decoder) and GStreamer (matroskademux ! jpegdec, libjpeg;
   or avdec_ffv1, gst-libav) each decode every frame: N frames of the recorded size;
 - with --reference ID, a raw camera of the same session that saw the same frames (two
@@ -19,9 +21,13 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - FFV1 is lossless: with --reference, each frame FFmpeg and GStreamer decode, converted back to
   the captured pixel format (packing planes, no resampling), must equal the raw frame byte for
   byte; any difference fails, whatever --psnr-floor says.
+- FWHT (vicodec's codec) has no decoder in FFmpeg or GStreamer's Matroska demuxer: FFmpeg counts
+  and demuxes the packets (V_MS/VFW/FOURCC, fourcc FWHT) into one stream, which v4l2-ctl feeds
+  to vicodec's own stateful decoder (--decoder-device); every frame must come back, and with
+  --reference its luma is held against the raw frame's as for JPEG.
 
 usage: encoded_check.py SESSION ID [--reference RAW_ID [--static-reference]] [--psnr-floor DB]
-                        [--min-encoder-drops N] [--max-ring-drops N]
+                        [--min-encoder-drops N] [--max-ring-drops N] [--decoder-device DEV]
 """
 import argparse
 import json
@@ -164,6 +170,35 @@ def raw_frames(video, captured, width, height):
     return np.frombuffer(raw, dtype=np.uint8).reshape(-1, CAPTURED[captured][2](width, height))
 
 
+def fwht_frames_vicodec(video, decoder, captured, width, height):
+    """Every FWHT frame as vicodec's decoder gives it back, in the captured layout: FFmpeg demuxes
+    the packets (it cannot decode FWHT), v4l2-ctl streams them through the decoder."""
+    with tempfile.TemporaryDirectory() as scratch:
+        stream, out = os.path.join(scratch, "frames.fwht"), os.path.join(scratch, "frames.raw")
+        subprocess.run(["ffmpeg", "-v", "error", "-i", video, "-map", "0:v", "-c", "copy", "-f", "data", stream],
+                       check=True)
+        result = subprocess.run(
+            ["v4l2-ctl", "-d", decoder, "--set-fmt-video-out=pixelformat=FWHT",
+             f"--set-fmt-video=pixelformat={captured}", "--stream-mmap", "--stream-out-mmap",
+             f"--stream-from={stream}", f"--stream-to={out}"], capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            fail(f"{video}: vicodec's decoder (v4l2-ctl -d {decoder}) failed: {result.stderr.strip()}")
+        raw = open(out, "rb").read()
+    frame_bytes = CAPTURED[captured][2](width, height)
+    if len(raw) % frame_bytes:
+        fail(f"{video}: the decoder's output is not whole {captured} frames")
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, frame_bytes)
+
+
+def luma(frame, captured, width, height):
+    """The luma plane of one frame in a captured 8-bit layout."""
+    if captured == "YUYV":
+        return frame.reshape(height, width * 2)[:, 0::2]
+    if captured in ("NV12", "GREY"):
+        return frame[: width * height].reshape(height, width)
+    fail(f"{captured} is not an 8-bit YUV or grey format")
+
+
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
@@ -178,6 +213,7 @@ def main():
     parser.add_argument("--psnr-floor", type=float, default=38.0)
     parser.add_argument("--min-encoder-drops", type=int, default=0)
     parser.add_argument("--max-ring-drops", type=int)
+    parser.add_argument("--decoder-device")
     args = parser.parse_args()
 
     sidecar = json.load(open(os.path.join(args.session, "fieldcap.json")))
@@ -186,8 +222,8 @@ def main():
     fmt, encoding = stream["format"], stream.get("encoding") or fail(f"{args.id}: no encoding in fieldcap.json")
     width, height = fmt["width"], fmt["height"]
     codec = encoding["codec"]
-    if (codec, fmt["pixel_format"]) not in (("jpeg", "MJPG"), ("ffv1", "FFV1")):
-        fail(f"{args.id}: stored as {fmt['pixel_format']} by {codec}, not MJPG by jpeg or FFV1 by ffv1")
+    if (codec, fmt["pixel_format"]) not in (("jpeg", "MJPG"), ("ffv1", "FFV1"), ("fwht", "FWHT")):
+        fail(f"{args.id}: stored as {fmt['pixel_format']} by {codec}, not MJPG by jpeg, FFV1 by ffv1 or FWHT by fwht")
     captured = encoding["captured_pixel_format"]
     grey = captured == "GREY"
 
@@ -200,6 +236,9 @@ def main():
         fail(f"{args.id}: the frame log has {len(log)} frames, the timestamps {count}")
     if [line["capture_ns"] for line in log] != [line["capture_ns"] for line in stamps]:
         fail(f"{args.id}: the frame log's capture times differ from the timestamps'")
+    if "recovery" in sidecar:
+        recovered(args, stream, os.path.join(args.session, f"{args.id}.mkv"), captured, width, height, count)
+        return
     if stream["written"] != count:
         fail(f"{args.id}: fieldcap.json says {stream['written']} written, the timestamps hold {count}")
 
@@ -219,6 +258,10 @@ def main():
         fail(f"{args.id}: capture (the ring) dropped {len(ring)} frames, at most {args.max_ring_drops} allowed")
 
     video = os.path.join(args.session, f"{args.id}.mkv")
+    if codec == "fwht":
+        report = check_vicodec(args, streams, video, captured, width, height, sequences, count)
+        print(f"PASS: {report}; drops: {reasons['ring']['count']} ring, {reasons['encoder']['count']} encoder")
+        return
     decoded = frames_decoded_ffmpeg(video)
     if decoded != count:
         fail(f"{args.id}: FFmpeg decoded {decoded} frames, the timestamps hold {count}")
@@ -249,6 +292,18 @@ def main():
     print("PASS: " + report)
 
 
+def recovered(args, stream, video, captured, width, height, count):
+    """A recovered session: every frame the timestamps name decodes (no written count, no drops)."""
+    if stream["format"]["pixel_format"] == "FWHT":
+        report = check_vicodec(args, {}, video, captured, width, height, None, count)
+    else:
+        decoded = frames_decoded_ffmpeg(video)
+        if decoded != count:
+            fail(f"{args.id}: FFmpeg decoded {decoded} frames, the timestamps hold {count}")
+        report = f"{args.id}: {count} frames decoded by FFmpeg"
+    print(f"PASS: {report} (recovered)")
+
+
 def paired_with_reference(args, sequences, ref_log, ref_frames, count):
     """(frame number, the reference's frame it must match) for each encoded frame the reference
     saw: the one with its sequence number, or with --static-reference the reference's first
@@ -263,6 +318,35 @@ def paired_with_reference(args, sequences, ref_log, ref_frames, count):
     if len(pairs) < count // 2:
         fail(f"{args.id}: only {len(pairs)} of {count} frames have a raw frame in {args.reference}")
     return pairs
+
+
+def check_vicodec(args, streams, video, captured, width, height, sequences, count):
+    """FWHT: FFmpeg finds every packet, vicodec's decoder gives every frame back; with a
+    reference, each frame's luma PSNR against its raw frame is at or above the floor."""
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
+         "stream=nb_read_packets,codec_tag_string", "-of", "json", video], check=True, capture_output=True, text=True)
+    info = json.loads(probe.stdout)["streams"][0]
+    if info["codec_tag_string"] != "FWHT" or int(info["nb_read_packets"]) != count:
+        fail(f"{args.id}: FFmpeg finds {info}, expected {count} FWHT packets")
+    decoder = args.decoder_device or fail("FWHT needs --decoder-device (vicodec's stateful decoder)")
+    frames = fwht_frames_vicodec(video, decoder, captured, width, height)
+    if len(frames) != count:
+        fail(f"{args.id}: vicodec's decoder gave {len(frames)} frames, the timestamps hold {count}")
+    report = f"{args.id}: {count} FWHT packets found by FFmpeg, {count} frames {width}x{height} {captured} decoded by vicodec"
+    if not args.reference:
+        return report
+    reference = streams.get(args.reference) or fail(f"no stream {args.reference}")
+    ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
+    ref_frames = raw_frames(os.path.join(args.session, f"{args.reference}.mkv"),
+                            reference["format"]["pixel_format"], width, height)
+    scores = [psnr(luma(frames[frame_number], captured, width, height),
+                   luma(raw, reference["format"]["pixel_format"], width, height))
+              for frame_number, raw in paired_with_reference(args, sequences, ref_log, ref_frames, count)]
+    lowest, mean = min(scores), sum(scores) / len(scores)
+    if lowest < args.psnr_floor:
+        fail(f"{args.id}: luma PSNR {lowest:.1f} dB against {args.reference}, below the floor {args.psnr_floor} dB")
+    return report + f"; luma PSNR against {args.reference} over {len(scores)} frames: lowest {lowest:.1f} dB, mean {mean:.1f} dB"
 
 
 def check_lossless(args, streams, video, captured, width, height, sequences, count):

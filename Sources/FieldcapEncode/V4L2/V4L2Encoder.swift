@@ -1,0 +1,268 @@
+import FieldcapCore
+import FieldcapV4L2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A hardware encoder behind the V4L2 stateful encoder interface
+/// (Documentation/userspace-api/media/v4l/dev-encoder.rst): H.264 or HEVC on a Raspberry Pi,
+/// Rockchip, i.MX or other SoC, vicodec's FWHT in the kernel tests, through the same code.
+///
+/// Set-up follows the interface's order: the coded format on CAPTURE first, then the raw one on
+/// OUTPUT, the rate, the controls, then buffers and streaming on both queues. Each raw frame is
+/// copied once into a free OUTPUT buffer, stamped with its sequence number (the driver copies the
+/// stamp to the coded buffer, which is how a coded frame finds its record, whatever the
+/// encoder's delay), and queued; whatever coded frames are ready are emitted at once. At the end
+/// `V4L2_ENC_CMD_STOP` drains the encoder until the buffer flagged LAST.
+///
+/// An encoder that fails mid-stream (a coded buffer flagged ERROR, the device gone, an ioctl
+/// refused) throws: the recording stops with that error, naming the encoder, and what was written
+/// before stays a valid session. A frame is never silently lost between the camera's accounting
+/// and the file.
+///
+/// Thread-bound: the encoding worker's thread.
+public final class V4L2Encoder: FrameEncoder {
+    public let encodedFormat: VideoFormat
+    public let name: String
+    public let codecPrivate: [UInt8]
+
+    private let device: V4L2CodecDevice
+    private let captured: VideoFormat
+    private let packing: PlanePacking
+    private let outputBuffers: [V4L2CodecDevice.Mapped]
+    private let captureBuffers: [V4L2CodecDevice.Mapped]
+    private var freeOutput: [Int]
+    /// Records of the frames inside the encoder, by the sequence number they were stamped with.
+    private var inside: [Int: CaptureRecord] = [:]
+    private var nextSequence = 0
+    private var streaming = false
+
+    /// How long the encoder may hold every OUTPUT buffer before it counts as hung.
+    static let stallLimitMs: Int32 = 2000
+
+    /// Opens `encoding.device` (or the first encoder that takes `captured` to the codec) and
+    /// sets it up for `captured` frames at `nominalRate`.
+    public init(_ encoding: HardwareEncoding, captured: VideoFormat, nominalRate: Double) throws {
+        let path: String
+        if let named = encoding.device {
+            path = named
+        } else {
+            guard let found = V4L2Encoders.find(encoding.codec, from: captured.pixelFormat) else {
+                throw EncodeError(.unavailable, V4L2Encoders.noneFound(encoding.codec, from: captured.pixelFormat))
+            }
+            path = found.path
+        }
+        device = try V4L2CodecDevice(path: path)
+        self.captured = captured
+        name = "V4L2 \(device.identity.driver) (\(path))"
+        try Self.check(device, encoding.codec, from: captured.pixelFormat)
+
+        // CAPTURE first: an encoder lists the raw formats it takes for the coded format chosen.
+        let coded = try device.setFormat(
+            .capture, fourcc: encoding.codec.fourcc, width: captured.width, height: captured.height,
+            sizeImage: max(captured.pixelFormat.frameBytes(width: captured.width, height: captured.height) ?? 0, 65536))
+        let raw = try device.setFormat(
+            .output, fourcc: captured.pixelFormat.rawValue, width: captured.width, height: captured.height)
+        guard raw.fourcc == captured.pixelFormat.rawValue, raw.width == captured.width, raw.height == captured.height
+        else {
+            throw EncodeError(
+                .unsupportedFormat,
+                "\(path): the encoder would take \(raw.width)x\(raw.height) \(raw.fourcc) for the camera's \(captured); pick a size it takes (`fieldcap list`)"
+            )
+        }
+        guard let packing = PlanePacking(captured, bytesPerLine: raw.bytesPerLine, sizeImage: raw.sizeImage) else {
+            throw EncodeError(
+                .unsupportedFormat,
+                "\(path): the encoder lays \(captured) out in \(raw.sizeImage) bytes, \(raw.bytesPerLine) a line: fieldcap cannot pack frames so"
+            )
+        }
+        self.packing = packing
+        encodedFormat = VideoFormat(width: coded.width, height: coded.height, pixelFormat: encoding.codec.storedFormat)
+        device.setFrameRate(nominalRate)
+        Self.configure(device, encoding, nominalRate: nominalRate)
+        device.subscribeToEvents()
+        outputBuffers = try device.mapBuffers(.output, count: 4)
+        captureBuffers = try device.mapBuffers(.capture, count: 4)
+        freeOutput = Array(outputBuffers.indices.reversed())
+        codecPrivate = Self.codecPrivate(encoding.codec, encodedFormat)
+        for index in captureBuffers.indices { try device.queue(.capture, index: index) }
+        try device.streamOn(.output)
+        try device.streamOn(.capture)
+        streaming = true
+    }
+
+    deinit {
+        if streaming {
+            device.streamOff(.output)
+            device.streamOff(.capture)
+        }
+    }
+
+    /// Throws unless the node at `path` encodes `from` frames to `codec`.
+    static func check(path: String, _ codec: HardwareEncoding.Codec, from pixelFormat: VideoFormat.PixelFormat) throws {
+        try check(V4L2CodecDevice(path: path), codec, from: pixelFormat)
+    }
+
+    /// Throws unless `device` encodes `from` frames to `codec`.
+    static func check(
+        _ device: V4L2CodecDevice, _ codec: HardwareEncoding.Codec, from pixelFormat: VideoFormat.PixelFormat
+    ) throws {
+        let coded = device.formats(.capture).filter(\.compressed).map(\.fourcc)
+        guard coded.contains(codec.fourcc) else {
+            let makes =
+                coded.isEmpty ? "it makes no coded format (a decoder?)" : "it makes \(coded.joined(separator: ", "))"
+            throw EncodeError(
+                .unsupportedFormat,
+                "\(device.path): \(device.identity.card) (\(device.identity.driver)) does not encode \(codec.fourcc); \(makes); `fieldcap list` shows the encoders"
+            )
+        }
+        let taken = device.formats(.output).map(\.fourcc)
+        guard taken.contains(pixelFormat.rawValue) else {
+            throw EncodeError(
+                .unsupportedFormat,
+                "\(device.path): \(device.identity.card) does not take \(pixelFormat.rawValue) frames; it takes \(taken.joined(separator: ", "))"
+            )
+        }
+    }
+
+    /// The codec controls fieldcap sets where the driver has them: the bit rate asked for, an
+    /// I-frame a second (so a salvaged or cut file decodes from within a second of any point),
+    /// and H.264's parameter sets with each I-frame rather than once, so every keyframe starts
+    /// a decodable stream.
+    static func configure(_ device: V4L2CodecDevice, _ encoding: HardwareEncoding, nominalRate: Double) {
+        if let bitrate = encoding.bitrate { device.setControl(.bitrate, Int32(clamping: bitrate)) }
+        let gop = Int32(max(1, nominalRate.rounded()))
+        device.setControl(.gopSize, gop)
+        if encoding.codec == .h264 {
+            device.setControl(.h264IFramePeriod, gop)
+            device.setControl(.repeatSequenceHeader, 1)
+            device.setControl(.headerJoinedWithFirstFrame, 1)
+        }
+    }
+
+    /// What a Matroska reader needs before the first frame. FWHT has no Matroska codec ID: it is
+    /// stored as `V_MS/VFW/FOURCC`, whose CodecPrivate is a BITMAPINFOHEADER naming the fourcc.
+    static func codecPrivate(_ codec: HardwareEncoding.Codec, _ format: VideoFormat) -> [UInt8] {
+        guard codec == .fwht else { return [] }
+        var header: [UInt8] = []
+        func put32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { header += $0 } }
+        func put16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { header += $0 } }
+        put32(40)  // biSize
+        put32(UInt32(format.width))
+        put32(UInt32(format.height))
+        put16(1)  // biPlanes
+        put16(24)  // biBitCount
+        header += Array(codec.fourcc.utf8)  // biCompression
+        put32(UInt32(format.width * format.height * 3))  // biSizeImage
+        for _ in 0..<4 { put32(0) }  // resolution, colours used, colours important
+        return header
+    }
+
+    public func encode(
+        _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
+        emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        try collect(emit: emit)
+        var waited: Int32 = 0
+        while freeOutput.isEmpty {
+            guard waited < Self.stallLimitMs else {
+                throw EncodeError(
+                    .encoder, "\(device.path): the encoder returned no buffer for \(Self.stallLimitMs) ms: it has hung")
+            }
+            _ = device.wait(timeoutMs: 100)
+            waited += 100
+            try collect(emit: emit)
+        }
+        let index = freeOutput.removeLast()
+        packing.pack(frame, into: outputBuffers[index].start)
+        let sequence = nextSequence
+        nextSequence += 1
+        inside[sequence] = record
+        try device.queue(.output, index: index, bytesUsed: packing.sizeImage, timestamp: Self.stamp(sequence))
+        try collect(emit: emit)
+    }
+
+    /// Drains the encoder (`V4L2_ENC_CMD_STOP`) until its buffer flagged LAST, emitting the
+    /// frames it still held.
+    public func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {
+        guard streaming else { return }
+        try device.startDrain()
+        var idle: Int32 = 0
+        while true {
+            if try collect(emit: emit) { break }
+            guard idle < Self.stallLimitMs else {
+                throw EncodeError(
+                    .encoder,
+                    "\(device.path): the encoder did not finish its drain within \(Self.stallLimitMs) ms (\(inside.count) frames still inside)"
+                )
+            }
+            let ready = device.wait(timeoutMs: 100)
+            if !ready.capture && !ready.output && !ready.event { idle += 100 }
+        }
+        guard inside.isEmpty else {
+            throw EncodeError(
+                .encoder, "\(device.path): the encoder ended its drain with \(inside.count) frames never coded")
+        }
+    }
+
+    /// Takes back the OUTPUT buffers the encoder is done with and emits the coded frames that
+    /// are ready. Returns true once the drain's LAST buffer came.
+    @discardableResult
+    private func collect(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        while case .buffer(let done) = try device.dequeue(.output) { freeOutput.append(done.index) }
+        var last = false
+        dequeueing: while true {
+            switch try device.dequeue(.capture) {
+            case .none: break dequeueing
+            case .drained:
+                last = true
+                break dequeueing
+            case .buffer(let coded):
+                let sequence = Self.sequence(of: coded.timestamp)
+                let record = inside.removeValue(forKey: sequence)
+                if coded.isError {
+                    throw EncodeError(
+                        .encoder,
+                        "\(device.path): the encoder failed a frame (record \(record.map { String($0.sequence) } ?? "unknown"), V4L2_BUF_FLAG_ERROR)"
+                    )
+                }
+                if let record {
+                    if coded.bytesUsed > 0 {
+                        try emit(
+                            record,
+                            UnsafeRawBufferPointer(start: captureBuffers[coded.index].start, count: coded.bytesUsed))
+                    } else if coded.isLast {
+                        // An empty LAST buffer (some drivers end a drain so) codes no frame.
+                        inside[sequence] = record
+                    } else {
+                        throw EncodeError(
+                            .encoder, "\(device.path): the encoder gave an empty buffer for record \(record.sequence)")
+                    }
+                }
+                if coded.isLast {
+                    last = true
+                    break dequeueing
+                }
+                try device.queue(.capture, index: coded.index)
+            }
+        }
+        // Encoders have no source change of their own; one that sends it says its coded format
+        // changed, which a recording in one file cannot follow.
+        while let event = device.dequeueEvent() {
+            if event == .sourceChange {
+                throw EncodeError(
+                    .encoder, "\(device.path): the encoder changed its coded format mid-recording (source change)")
+            }
+        }
+        return last
+    }
+
+    /// A frame's sequence number as a buffer timestamp, which the driver copies from the raw
+    /// buffer to the coded one.
+    static func stamp(_ sequence: Int) -> timeval {
+        timeval(tv_sec: sequence / 1_000_000, tv_usec: sequence % 1_000_000)
+    }
+
+    static func sequence(of stamp: timeval) -> Int { stamp.tv_sec * 1_000_000 + stamp.tv_usec }
+}

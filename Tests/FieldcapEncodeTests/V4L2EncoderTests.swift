@@ -1,0 +1,62 @@
+import FieldcapCore
+import Testing
+
+@testable import FieldcapEncode
+
+/// The parts of the V4L2 encoder that need no device: packing a frame into a driver's buffer
+/// layout, and what the Matroska track says of FWHT. The encoder itself is tested against the
+/// kernel's vicodec in the rig (Tests/KernelRig/tests/fieldcap_encode_vicodec.sh).
+@Suite("V4L2 encoder: buffer packing and track header")
+struct V4L2EncoderTests {
+    /// A frame whose every byte says where it came from.
+    private func frame(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 * 7 + $0 / 251) } }
+
+    @Test("an NV12 frame goes into longer lines a line at a time: luma, then chroma at the same stride")
+    func packsNV12IntoLongerLines() throws {
+        let format = VideoFormat(width: 6, height: 4, pixelFormat: .nv12)
+        let source = frame(6 * 4 * 3 / 2)
+        let packing = try #require(PlanePacking(format, bytesPerLine: 8, sizeImage: 8 * 6))
+        var buffer = [UInt8](repeating: 0xEE, count: 8 * 6)
+        source.withUnsafeBytes { bytes in buffer.withUnsafeMutableBytes { packing.pack(bytes, into: $0.baseAddress!) } }
+        for line in 0..<6 {
+            #expect(Array(buffer[line * 8..<line * 8 + 6]) == Array(source[line * 6..<line * 6 + 6]), "line \(line)")
+            #expect(buffer[line * 8 + 6..<line * 8 + 8].allSatisfy { $0 == 0xEE }, "line \(line)'s padding")
+        }
+    }
+
+    @Test("a frame whose lines the driver takes as they are is copied whole")
+    func copiesTightFramesWhole() throws {
+        let format = VideoFormat(width: 8, height: 2, pixelFormat: .yuyv)
+        let source = frame(8 * 2 * 2)
+        let packing = try #require(PlanePacking(format, bytesPerLine: 16, sizeImage: 32))
+        var buffer = [UInt8](repeating: 0, count: 32)
+        source.withUnsafeBytes { bytes in buffer.withUnsafeMutableBytes { packing.pack(bytes, into: $0.baseAddress!) } }
+        #expect(buffer == source)
+    }
+
+    @Test("a driver layout that cannot hold the frame is refused, not misfed")
+    func refusesLayoutsTooSmall() {
+        let format = VideoFormat(width: 8, height: 4, pixelFormat: .grey)
+        #expect(PlanePacking(format, bytesPerLine: 6, sizeImage: 64) == nil)
+        #expect(PlanePacking(format, bytesPerLine: 8, sizeImage: 31) == nil)
+        #expect(
+            PlanePacking(VideoFormat(width: 8, height: 4, pixelFormat: .mjpeg), bytesPerLine: 8, sizeImage: 64) == nil)
+    }
+
+    @Test("FWHT's track header is a 40-byte BITMAPINFOHEADER naming the fourcc and the size")
+    func fwhtCodecPrivate() {
+        let header = V4L2Encoder.codecPrivate(.fwht, VideoFormat(width: 640, height: 480, pixelFormat: .fwht))
+        func u32(_ at: Int) -> UInt32 { header[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        #expect(header.count == 40)
+        #expect(u32(0) == 40 && u32(4) == 640 && u32(8) == 480)
+        #expect(Array(header[16..<20]) == Array("FWHT".utf8))
+        #expect(V4L2Encoder.codecPrivate(.h264, VideoFormat(width: 640, height: 480, pixelFormat: .h264)).isEmpty)
+    }
+
+    @Test("a frame's sequence number survives the trip through a buffer timestamp")
+    func sequenceStamps() {
+        for sequence in [0, 1, 999_999, 1_000_000, 123_456_789] {
+            #expect(V4L2Encoder.sequence(of: V4L2Encoder.stamp(sequence)) == sequence)
+        }
+    }
+}
