@@ -67,9 +67,9 @@ func cpuNow() -> Double {
 var bytes = 0
 var frames = 0
 var encoded: [Data] = []
-let keep = { (_: CaptureRecord, coded: UnsafeRawBufferPointer) in
-    bytes += coded.count
-    if output != nil { encoded.append(Data(coded)) }
+let keep = { (coded: EncodedFrame) in
+    bytes += coded.bytes.count
+    if output != nil { encoded.append(Data(coded.bytes)) }
 }
 let started = cpuNow()
 while read(frame, from: input) {

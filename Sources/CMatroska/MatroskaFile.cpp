@@ -374,7 +374,7 @@ extern "C" CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatr
 }
 
 extern "C" int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t count,
-                                     uint64_t timestampMs, CMatroska_error *error) {
+                                     uint64_t timestampMs, bool keyframe, CMatroska_error *error) {
     return guarded(error, "writing a frame", [&] {
         KaxCluster cluster;
         cluster.SetParent(writer->segment);
@@ -386,7 +386,7 @@ extern "C" int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes
         block->SetParent(cluster);
         auto frame = new DataBuffer(static_cast<binary *>(const_cast<void *>(bytes)), static_cast<uint32>(count));
         block->AddFrame(*writer->track, timestampMs * nanosecondsPerTick, *frame, LACING_NONE);
-        block->SetKeyframe(true);
+        block->SetKeyframe(keyframe);
         {
             ClusterScope scope(writer->output);
             cluster.Render(writer->output, writer->cues, false);

@@ -8,7 +8,9 @@ import SyncField
 
 /// Writes one camera stream into a Matroska file with libmatroska: raw frames losslessly
 /// (`V_UNCOMPRESSED` with the pixel format's FourCC), MJPEG passed through or encoded
-/// (`V_MJPEG`), FFV1 with its configuration record as the track's CodecPrivate (`V_FFV1`). Each
+/// (`V_MJPEG`), FFV1 with its configuration record as the track's CodecPrivate (`V_FFV1`),
+/// a hardware encoder's H.264 or HEVC (`V_MPEG4/ISO/AVC`, `V_MPEGH/ISO/HEVC`, avcC or hvcC as
+/// CodecPrivate) and vicodec's FWHT (`V_MS/VFW/FOURCC`). Each
 /// frame's presentation time is its capture time relative to the stream's first frame, in
 /// Matroska's 1 ms ticks, so the file keeps the real, variable timing.
 ///
@@ -138,7 +140,9 @@ public final class MatroskaWriter {
     }
 
     /// Writes one frame captured at `captureNs` (`CLOCK_MONOTONIC_RAW`).
-    public func writeFrame(_ bytes: UnsafeRawBufferPointer, captureNs: UInt64) throws(MediaError) {
+    /// `keyframe: false` for a frame that needs the ones before it (a hardware encoder's P-frame).
+    public func writeFrame(_ bytes: UnsafeRawBufferPointer, captureNs: UInt64, keyframe: Bool = true) throws(MediaError)
+    {
         guard let file, !finished else {
             throw MediaError(path: path, operation: "write frame", code: -1, message: "the file is already closed")
         }
@@ -152,7 +156,7 @@ public final class MatroskaWriter {
         if let lastTick, tick <= lastTick { tick = lastTick + 1 }
         var error = CMatroska_error()
         let started = writeTimer?.begin()
-        let written = CMatroska_write_frame(file, bytes.baseAddress, bytes.count, tick, &error)
+        let written = CMatroska_write_frame(file, bytes.baseAddress, bytes.count, tick, keyframe, &error)
         if let started { writeTimer?.end(started) }
         guard written == 0 else { throw Self.failure(error, path: path) }
         lastTick = tick

@@ -25,15 +25,15 @@ final class GatedEncoder: FrameEncoder {
 
     func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
-        emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+        emit: FrameEncoder.Emit
     ) throws {
         entered.signal()
         if !open { gate.wait() }
         if record.sequence == failAt { throw Broken() }
-        try emit(record, frame)
+        try emit(EncodedFrame(record: record, bytes: frame))
     }
 
-    func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {}
+    func drain(emit: FrameEncoder.Emit) throws {}
 }
 
 /// What a worker wrote, in order.
@@ -55,7 +55,7 @@ struct EncodingWorkerTests {
     static func worker(_ encoder: GatedEncoder, slots: Int, into written: WrittenFrames) -> EncodingWorker {
         EncodingWorker(
             name: "fc-enc-test", encoder: encoder, slots: slots, slotBytes: 8,
-            output: { record, bytes in written.lock.withLock { $0.append((record.sequence, Array(bytes))) } },
+            output: { frame in written.lock.withLock { $0.append((frame.record.sequence, Array(frame.bytes))) } },
             sync: { written.syncs.add(1, ordering: .relaxed) })
     }
 

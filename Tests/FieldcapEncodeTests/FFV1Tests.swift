@@ -37,9 +37,7 @@ struct FFV1Tests {
         #expect(!encoder.codecPrivate.isEmpty, "FFV1 version 3 keeps its configuration in the track")
         let originals = Self.frames(format, count: 5)
         var coded: [(sequence: UInt64, bytes: [UInt8])] = []
-        let keep = { (record: CaptureRecord, bytes: UnsafeRawBufferPointer) in
-            coded.append((record.sequence, Array(bytes)))
-        }
+        let keep = { (frame: EncodedFrame) in coded.append((frame.record.sequence, Array(frame.bytes))) }
         for (index, frame) in originals.enumerated() {
             var record = CaptureRecord()
             record.sequence = UInt64(100 + index)
@@ -60,7 +58,7 @@ struct FFV1Tests {
         let encoder = try FFV1Encoder(format: yuyv)
         var coded: [UInt8] = []
         try Self.frames(yuyv, count: 1)[0].withUnsafeBytes {
-            try encoder.encode($0, record: CaptureRecord()) { _, bytes in coded = Array(bytes) }
+            try encoder.encode($0, record: CaptureRecord()) { coded = Array($0.bytes) }
         }
         let grey = try FFV1Decoder(
             format: VideoFormat(width: 32, height: 16, pixelFormat: .grey), codecPrivate: encoder.codecPrivate)

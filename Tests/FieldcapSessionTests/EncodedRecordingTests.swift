@@ -25,7 +25,7 @@ final class SlowJPEGEncoder: FrameEncoder {
 
     func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
-        emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+        emit: FrameEncoder.Emit
     ) throws {
         if let failAfter, encoded == failAfter { throw Broken() }
         usleep(delayMs * 1000)
@@ -33,7 +33,7 @@ final class SlowJPEGEncoder: FrameEncoder {
         encoded += 1
     }
 
-    func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {}
+    func drain(emit: FrameEncoder.Emit) throws {}
 }
 
 /// Recordings whose cameras are encoded (`encode=jpeg`), through the recorder and the session

@@ -63,13 +63,14 @@ int CMatroska_open_direct(const char *path, int fd);
 CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatroska_video_track *track, const char *writing_app,
                                    CMatroska_error *error);
 
-/// Writes one frame as a keyframe in a Cluster of its own at `timestamp_ms` (from the file's
-/// start; strictly increasing). `bytes` are written without a copy: one writev(2) of the
+/// Writes one frame in a Cluster of its own at `timestamp_ms` (from the file's start; strictly
+/// increasing), flagged a keyframe when `keyframe` (it decodes on its own: every raw, JPEG and
+/// FFV1 frame; a hardware encoder's I-frames). `bytes` are written without a copy: one writev(2) of the
 /// Cluster and SimpleBlock headers and the frame, or, with direct I/O, the headers and the
 /// frame's tail through the page cache and the rest of the frame straight from `bytes` to the
 /// disk. Returns 0, or -1 with `error` filled.
 int CMatroska_write_frame(CMatroska_writer *writer, const void *bytes, size_t count, uint64_t timestamp_ms,
-                          CMatroska_error *error);
+                          bool keyframe, CMatroska_error *error);
 
 /// Gives the file its Duration (`duration_ms`) and the Segment its size. The frames stay
 /// readable if this never happens. Returns 0, or -1 with `error` filled.

@@ -91,7 +91,7 @@ public final class FFV1Encoder: FrameEncoder {
 
     public func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
-        emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+        emit: FrameEncoder.Emit
     ) throws {
         guard frame.count >= planes.frameBytes, let planesFrame = self.frame else {
             throw EncodeError(
@@ -110,7 +110,7 @@ public final class FFV1Encoder: FrameEncoder {
         try receive(emit: emit)
     }
 
-    public func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func drain(emit: FrameEncoder.Emit) throws {
         let sent = CAVCodec_avcodec_send_frame(context, nil)
         guard sent == 0 || sent == CAVCodec_AVERROR_EOF() else {
             throw LibAVCodec.failure("avcodec_send_frame (drain)", sent, format.description)
@@ -119,7 +119,7 @@ public final class FFV1Encoder: FrameEncoder {
     }
 
     /// Emits every packet the encoder has ready, each with its frame's record.
-    private func receive(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {
+    private func receive(emit: FrameEncoder.Emit) throws {
         while true {
             let received = CAVCodec_avcodec_receive_packet(context, packet)
             if received == CAVCodec_AVERROR(EAGAIN) || received == CAVCodec_AVERROR_EOF() { return }
@@ -129,7 +129,11 @@ public final class FFV1Encoder: FrameEncoder {
             defer { CAVCodec_av_packet_unref(packet) }
             guard !pending.isEmpty else { throw EncodeError(.encoder, "FFV1 \(format): a packet for no frame") }
             let record = pending.removeFirst()
-            try emit(record, UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)))
+            try emit(
+                EncodedFrame(
+                    record: record,
+                    bytes: UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
+                ))
         }
     }
 }

@@ -36,7 +36,7 @@ public final class EncodingWorker: @unchecked Sendable {
     }
 
     /// Writes one encoded frame (called on the worker).
-    public typealias Output = (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+    public typealias Output = FrameEncoder.Emit
 
     public let name: String
     public let slotCount: Int
@@ -138,8 +138,8 @@ public final class EncodingWorker: @unchecked Sendable {
     /// a sync when asked, until finishing with nothing left.
     private func run() {
         _ = CFieldcapLinux_nice_thread(10)
-        let emit: Output = { [self] record, bytes in
-            try output(record, bytes)
+        let emit: Output = { [self] frame in
+            try output(frame)
             written.add(1, ordering: .relaxed)
         }
         do {

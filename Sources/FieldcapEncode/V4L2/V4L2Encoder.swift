@@ -25,7 +25,11 @@ import FieldcapV4L2
 public final class V4L2Encoder: FrameEncoder {
     public let encodedFormat: VideoFormat
     public let name: String
-    public let codecPrivate: [UInt8]
+    /// The track's CodecPrivate: FWHT's at once, H.264's and HEVC's parameter sets once the
+    /// first frame gave them (`isCodecPrivateReady`).
+    public var codecPrivate: [UInt8] { framing.codecPrivate ?? [] }
+    public var isCodecPrivateReady: Bool { framing.codecPrivate != nil }
+    private let framing: CodedFraming
 
     private let device: V4L2CodecDevice
     private let captured: VideoFormat
@@ -85,7 +89,12 @@ public final class V4L2Encoder: FrameEncoder {
         outputBuffers = try device.mapBuffers(.output, count: 4)
         captureBuffers = try device.mapBuffers(.capture, count: 4)
         freeOutput = Array(outputBuffers.indices.reversed())
-        codecPrivate = Self.codecPrivate(encoding.codec, encodedFormat)
+        framing =
+            switch encoding.codec {
+            case .fwht: PassThroughFraming(codecPrivate: Self.bitmapInfoHeader(encoding.codec, encodedFormat))
+            case .h264: AVCFraming(.h264, capacity: coded.sizeImage)
+            case .hevc: AVCFraming(.hevc, capacity: coded.sizeImage)
+            }
         for index in captureBuffers.indices { try device.queue(.capture, index: index) }
         try device.streamOn(.output)
         try device.streamOn(.capture)
@@ -127,13 +136,15 @@ public final class V4L2Encoder: FrameEncoder {
     }
 
     /// The codec controls fieldcap sets where the driver has them: the bit rate asked for, an
-    /// I-frame a second (so a salvaged or cut file decodes from within a second of any point),
-    /// and H.264's parameter sets with each I-frame rather than once, so every keyframe starts
-    /// a decodable stream.
+    /// I-frame a second (so a salvaged or cut file decodes from within a second of any point), no
+    /// B-frames, and H.264's parameter sets with each I-frame rather than once, so every keyframe
+    /// starts a decodable stream.
     static func configure(_ device: V4L2CodecDevice, _ encoding: HardwareEncoding, nominalRate: Double) {
         if let bitrate = encoding.bitrate { device.setControl(.bitrate, Int32(clamping: bitrate)) }
         let gop = Int32(max(1, nominalRate.rounded()))
         device.setControl(.gopSize, gop)
+        // Frames must leave in capture order: each is written with its capture time, rising.
+        device.setControl(.bFrames, 0)
         if encoding.codec == .h264 {
             device.setControl(.h264IFramePeriod, gop)
             device.setControl(.repeatSequenceHeader, 1)
@@ -141,10 +152,9 @@ public final class V4L2Encoder: FrameEncoder {
         }
     }
 
-    /// What a Matroska reader needs before the first frame. FWHT has no Matroska codec ID: it is
-    /// stored as `V_MS/VFW/FOURCC`, whose CodecPrivate is a BITMAPINFOHEADER naming the fourcc.
-    static func codecPrivate(_ codec: HardwareEncoding.Codec, _ format: VideoFormat) -> [UInt8] {
-        guard codec == .fwht else { return [] }
+    /// FWHT has no Matroska codec ID: it is stored as `V_MS/VFW/FOURCC`, whose CodecPrivate is
+    /// a BITMAPINFOHEADER naming the fourcc.
+    static func bitmapInfoHeader(_ codec: HardwareEncoding.Codec, _ format: VideoFormat) -> [UInt8] {
         var header: [UInt8] = []
         func put32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { header += $0 } }
         func put16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { header += $0 } }
@@ -161,7 +171,7 @@ public final class V4L2Encoder: FrameEncoder {
 
     public func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
-        emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void
+        emit: FrameEncoder.Emit
     ) throws {
         try collect(emit: emit)
         var waited: Int32 = 0
@@ -185,7 +195,7 @@ public final class V4L2Encoder: FrameEncoder {
 
     /// Drains the encoder (`V4L2_ENC_CMD_STOP`) until its buffer flagged LAST, emitting the
     /// frames it still held.
-    public func drain(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func drain(emit: FrameEncoder.Emit) throws {
         guard streaming else { return }
         try device.startDrain()
         var idle: Int32 = 0
@@ -209,7 +219,7 @@ public final class V4L2Encoder: FrameEncoder {
     /// Takes back the OUTPUT buffers the encoder is done with and emits the coded frames that
     /// are ready. Returns true once the drain's LAST buffer came.
     @discardableResult
-    private func collect(emit: (CaptureRecord, UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+    private func collect(emit: FrameEncoder.Emit) throws -> Bool {
         while case .buffer(let done) = try device.dequeue(.output) { freeOutput.append(done.index) }
         var last = false
         dequeueing: while true {
@@ -220,25 +230,26 @@ public final class V4L2Encoder: FrameEncoder {
                 break dequeueing
             case .buffer(let coded):
                 let sequence = Self.sequence(of: coded.timestamp)
-                let record = inside.removeValue(forKey: sequence)
+                let record = inside[sequence]
                 if coded.isError {
                     throw EncodeError(
                         .encoder,
                         "\(device.path): the encoder failed a frame (record \(record.map { String($0.sequence) } ?? "unknown"), V4L2_BUF_FLAG_ERROR)"
                     )
                 }
-                if let record {
-                    if coded.bytesUsed > 0 {
-                        try emit(
-                            record,
-                            UnsafeRawBufferPointer(start: captureBuffers[coded.index].start, count: coded.bytesUsed))
-                    } else if coded.isLast {
-                        // An empty LAST buffer (some drivers end a drain so) codes no frame.
-                        inside[sequence] = record
-                    } else {
-                        throw EncodeError(
-                            .encoder, "\(device.path): the encoder gave an empty buffer for record \(record.sequence)")
+                if let record, coded.bytesUsed > 0 {
+                    let buffer = UnsafeRawBufferPointer(
+                        start: captureBuffers[coded.index].start, count: coded.bytesUsed)
+                    // A buffer of stream headers alone (an encoder in separate-header mode)
+                    // codes no picture: its record waits for the buffer that does.
+                    if let frame = try framing.frame(buffer, keyframe: coded.isKeyframe) {
+                        inside.removeValue(forKey: sequence)
+                        try emit(EncodedFrame(record: record, bytes: frame.bytes, isKeyframe: frame.isKeyframe))
                     }
+                } else if let record, !coded.isLast {
+                    // (An empty LAST buffer is how some drivers end a drain: it codes no frame.)
+                    throw EncodeError(
+                        .encoder, "\(device.path): the encoder gave an empty buffer for record \(record.sequence)")
                 }
                 if coded.isLast {
                     last = true

@@ -31,7 +31,7 @@ import Synchronization
 /// `close` from the controlling thread.
 public final class VideoSessionSink: RecordSink {
     private let sessionSink: SyncSessionSink
-    private var videos: [MatroskaWriter?] = []
+    private var videos: [VideoFile?] = []
     private var frameLogs: [FrameLog?] = []
     private let layout: SessionLayout
     private let directIO: Bool
@@ -81,7 +81,7 @@ public final class VideoSessionSink: RecordSink {
     public var videoWrites: [String: String] {
         Dictionary(
             uniqueKeysWithValues: zip(streamIDs, videos).compactMap { id, video in
-                video.map { (id, $0.writesDirect ? "direct" : "page cache") }
+                video?.writer.map { (id, $0.writesDirect ? "direct" : "page cache") }
             })
     }
 
@@ -97,11 +97,15 @@ public final class VideoSessionSink: RecordSink {
         videos = try zip(streams, encoders).map { descriptor, encoder in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
             let path = layout.video(descriptor.id)
-            let writer = try MatroskaWriter(
-                path: path, format: encoder?.encodedFormat ?? format, nominalRate: descriptor.nominalRate,
-                codecPrivate: encoder?.codecPrivate ?? [], directIO: directIO, watch: sessionSink.session.diskWatch)
+            let (directIO, watch) = (directIO, sessionSink.session.diskWatch)
+            let file = VideoFile { codecPrivate in
+                try MatroskaWriter(
+                    path: path, format: encoder?.encodedFormat ?? format, nominalRate: descriptor.nominalRate,
+                    codecPrivate: codecPrivate, directIO: directIO, watch: watch)
+            }
+            if encoder?.isCodecPrivateReady ?? true { _ = try file.opened(codecPrivate: encoder?.codecPrivate ?? []) }
             sessionSink.session.link(descriptor.id, path: path)
-            return writer
+            return file
         }
         frameLogs = try streams.map { descriptor in
             descriptor.kind == .video
@@ -119,7 +123,7 @@ public final class VideoSessionSink: RecordSink {
     /// The worker of an encoded camera: it writes each encoded frame as `write` writes a raw
     /// one (the video, the frame log, the timestamp line), numbering them itself.
     private func encodingWorker(
-        stream: Int, id: String, format: VideoFormat, encoder: FrameEncoder, video: MatroskaWriter, log: FrameLog
+        stream: Int, id: String, format: VideoFormat, encoder: FrameEncoder, video: VideoFile, log: FrameLog
     ) -> EncodingWorker {
         let sessionSink = sessionSink
         let preview = encoder.encodedFormat.pixelFormat == .mjpeg ? previewTaps[id] : nil
@@ -127,16 +131,18 @@ public final class VideoSessionSink: RecordSink {
         return EncodingWorker(
             name: "fc-enc-\(id)", encoder: encoder, slots: encoderSlots,
             slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 1,
-            output: { record, bytes in
-                try video.writeFrame(bytes, captureNs: record.captureNs)
+            output: { frame in
+                let record = frame.record
+                try video.opened(codecPrivate: encoder.codecPrivate)
+                    .writeFrame(frame.bytes, captureNs: record.captureNs, keyframe: frame.isKeyframe)
                 try log.append(record, frameNumber: frameNumber)
-                try sessionSink.write(record, frame: bytes, stream: stream, frameNumber: frameNumber)
+                try sessionSink.write(record, frame: frame.bytes, stream: stream, frameNumber: frameNumber)
                 frameNumber += 1
-                preview?.offer(record, bytes: bytes, isJPEG: true)
+                preview?.offer(record, bytes: frame.bytes, isJPEG: true)
             },
             sync: {
                 try log.sync()
-                try video.sync()
+                try video.writer?.sync()
             })
     }
 
@@ -147,7 +153,7 @@ public final class VideoSessionSink: RecordSink {
         -> Bool
     {
         if let worker = workers[stream], let frame { return try worker.offer(record, frame: frame) }
-        if let video = videos[stream], let frame {
+        if let video = videos[stream]?.writer, let frame {
             try video.writeFrame(frame, captureNs: record.captureNs)
             try frameLogs[stream]?.append(record, frameNumber: frameNumber)
         }
@@ -162,7 +168,7 @@ public final class VideoSessionSink: RecordSink {
                 continue
             }
             try frameLogs[stream]?.sync()
-            try videos[stream]?.sync()
+            try videos[stream]?.writer?.sync()
         }
     }
 
@@ -176,11 +182,33 @@ public final class VideoSessionSink: RecordSink {
             do { try log?.sync() } catch { firstError = firstError ?? error }
         }
         for video in videos {
-            do { try video?.finish() } catch { firstError = firstError ?? error }
+            // A file still waiting for its encoder's first frame is made now, empty.
+            do { try video?.opened(codecPrivate: []).finish() } catch { firstError = firstError ?? error }
         }
         let counts = try sessionSink.close()
         // An encoding worker's frames accepted but never written are not counted as written.
         if let firstError { throw SinkClosedWithError(firstError, counts: counts) }
         return counts
+    }
+}
+
+/// A stream's video file. An encoder whose CodecPrivate comes with its first frames (a hardware
+/// H.264 encoder's parameter sets) has its file made when its first frame is written, with them;
+/// every other stream's is made at `open`.
+///
+/// Thread-bound: made, written and synced by the stream's writer or encoding worker; `close`
+/// reads it once the worker is joined.
+final class VideoFile {
+    private let create: ([UInt8]) throws -> MatroskaWriter
+    private(set) var writer: MatroskaWriter?
+
+    init(create: @escaping ([UInt8]) throws -> MatroskaWriter) { self.create = create }
+
+    /// The file, made with `codecPrivate` if it is not yet.
+    func opened(codecPrivate: @autoclosure () -> [UInt8]) throws -> MatroskaWriter {
+        if let writer { return writer }
+        let made = try create(codecPrivate())
+        writer = made
+        return made
     }
 }

@@ -207,6 +207,8 @@ public final class V4L2CodecDevice {
         /// 1: the stream header in the first frame's buffer, not in one of its own
         /// (`V4L2_CID_MPEG_VIDEO_HEADER_MODE`, JOINED_WITH_1ST_FRAME).
         case headerJoinedWithFirstFrame
+        /// B-frames between references (`V4L2_CID_MPEG_VIDEO_B_FRAMES`).
+        case bFrames
 
         var id: UInt32 {
             switch self {
@@ -215,6 +217,7 @@ public final class V4L2CodecDevice {
             case .h264IFramePeriod: UInt32(V4L2_CID_MPEG_VIDEO_H264_I_PERIOD)
             case .repeatSequenceHeader: UInt32(V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER)
             case .headerJoinedWithFirstFrame: UInt32(V4L2_CID_MPEG_VIDEO_HEADER_MODE)
+            case .bFrames: UInt32(V4L2_CID_MPEG_VIDEO_B_FRAMES)
             }
         }
     }
