@@ -52,6 +52,21 @@ struct V4L2EncoderTests {
         #expect(Array(header[16..<20]) == Array("FWHT".utf8))
     }
 
+    @Test("an FWHT frame is a keyframe when its header says I-frame, whatever the driver flagged")
+    func fwhtKeyframes() throws {
+        let framing = FWHTFraming(codecPrivate: [])
+        func header(flags: UInt32) -> [UInt8] {
+            [0x4F, 0x4F, 0x4F, 0x4F, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 3, 0, 0, 2, 0x80, 0, 0, 1, 0xE0]
+                + (0..<4).map { UInt8(truncatingIfNeeded: flags >> (24 - 8 * $0)) } + [0, 0, 0, 0]
+        }
+        let iFrame = try header(flags: 0xA0480).withUnsafeBytes { try framing.frame($0, keyframe: false) }
+        let pFrame = try header(flags: 0xA0080).withUnsafeBytes { try framing.frame($0, keyframe: true) }
+        #expect(iFrame?.isKeyframe == true && pFrame?.isKeyframe == false)
+        #expect(throws: BitstreamError.self) {
+            try [UInt8](repeating: 0, count: 10).withUnsafeBytes { try framing.frame($0, keyframe: true) }
+        }
+    }
+
     @Test("a frame's sequence number survives the trip through a buffer timestamp")
     func sequenceStamps() {
         for sequence in [0, 1, 999_999, 1_000_000, 123_456_789] {

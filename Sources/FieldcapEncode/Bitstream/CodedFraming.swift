@@ -25,14 +25,18 @@ public struct EncodedBytes {
     public var isKeyframe: Bool
 }
 
-/// Codecs whose buffers are stored as they come (vicodec's FWHT: each buffer one whole frame
-/// with its own header): the CodecPrivate is known at once.
-public final class PassThroughFraming: CodedFraming {
+/// vicodec's FWHT: each buffer is one whole frame with its own header, stored as it comes; the
+/// CodecPrivate is known at once. A keyframe is a frame whose header says I-frame
+/// (`V4L2_FWHT_FL_I_FRAME` in the big-endian flags after the magic, version, width and height):
+/// vicodec's encoder does not flag its buffers.
+public final class FWHTFraming: CodedFraming {
     public let codecPrivate: [UInt8]?
 
     public init(codecPrivate: [UInt8]) { self.codecPrivate = codecPrivate }
 
     public func frame(_ buffer: UnsafeRawBufferPointer, keyframe: Bool) throws -> EncodedBytes? {
-        EncodedBytes(bytes: buffer, isKeyframe: keyframe)
+        guard buffer.count >= 24 else { throw BitstreamError("an FWHT frame of \(buffer.count) bytes has no header") }
+        let flags = (20..<24).reduce(UInt32(0)) { $0 << 8 | UInt32(buffer[$1]) }
+        return EncodedBytes(bytes: buffer, isKeyframe: flags & (1 << 10) != 0)
     }
 }

@@ -91,7 +91,7 @@ public final class V4L2Encoder: FrameEncoder {
         freeOutput = Array(outputBuffers.indices.reversed())
         framing =
             switch encoding.codec {
-            case .fwht: PassThroughFraming(codecPrivate: Self.bitmapInfoHeader(encoding.codec, encodedFormat))
+            case .fwht: FWHTFraming(codecPrivate: Self.bitmapInfoHeader(encoding.codec, encodedFormat))
             case .h264: AVCFraming(.h264, capacity: coded.sizeImage)
             case .hevc: AVCFraming(.hevc, capacity: coded.sizeImage)
             }
