@@ -23,6 +23,7 @@
 #include <ebml/IOCallback.h>
 #include <ebml/StdIOCallback.h>
 #include <matroska/KaxBlock.h>
+#include <matroska/KaxBlockData.h>
 #include <matroska/KaxCluster.h>
 #include <matroska/KaxCues.h>
 #include <matroska/KaxInfo.h>
@@ -456,6 +457,9 @@ struct WalkedFrame {
     uint64_t timeNs;
     /// Where the Cluster holding it ends in the file.
     uint64_t clusterEnd;
+    /// A decoder can start at it (a SimpleBlock's keyframe flag; a BlockGroup without a
+    /// ReferenceBlock).
+    bool keyframe;
 };
 
 /// What walkFrames learned about the file besides its frames: what it is, and where the fields
@@ -566,10 +570,14 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                 cluster.InitTimecode(timecode->GetValue(), static_cast<int64>(file.scale));
                 for (auto child : cluster) {
                     KaxInternalBlock *block = nullptr;
+                    bool keyframe = true;
                     if (EbmlId(*child) == EBML_ID(KaxSimpleBlock)) {
                         block = static_cast<KaxSimpleBlock *>(child);
+                        keyframe = static_cast<KaxSimpleBlock *>(child)->IsKeyframe();
                     } else if (EbmlId(*child) == EBML_ID(KaxBlockGroup)) {
-                        block = FindChild<KaxBlock>(*static_cast<KaxBlockGroup *>(child));
+                        auto &group = *static_cast<KaxBlockGroup *>(child);
+                        block = FindChild<KaxBlock>(group);
+                        keyframe = FindChild<KaxReferenceBlock>(group) == nullptr;
                     }
                     if (block == nullptr || block->TrackNum() != track) continue;
                     // A block that could not be read whole has no frames (with its bytes read,
@@ -580,7 +588,7 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
                     auto time = block->GlobalTimecode();
                     if (time > static_cast<uint64_t>(INT64_MAX)) time = 0;
                     for (unsigned index = 0; index < block->NumberFrames() && !stop; index++) {
-                        WalkedFrame frame{nullptr, 0, time, end};
+                        WalkedFrame frame{nullptr, 0, time, end, keyframe};
                         if (scope == SCOPE_ALL_DATA) {
                             auto &buffer = block->GetBuffer(index);
                             frame.bytes = buffer.Buffer();
@@ -614,7 +622,7 @@ extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler 
                                       CMatroska_error *error) {
     WalkedFile file;
     return walkFrames(path, SCOPE_ALL_DATA, file, [&](const WalkedFrame &frame) {
-        return handler(context, frame.bytes, frame.size, frame.timeNs) == 0;
+        return handler(context, frame.bytes, frame.size, frame.timeNs, frame.keyframe) == 0;
     }, error);
 }
 

@@ -21,10 +21,11 @@ public enum VideoEncoders {
             return nil
         case .jpeg:
             switch captured.pixelFormat {
-            case .yuyv, .nv12, .grey: return YUVPlanes.problem(with: captured)
+            case .yuyv, .nv12, .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+                return YUVPlanes.problem(with: captured)
             case .y16, .z16:
                 return
-                    "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
+                    "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY, Bayer); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
             case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
             }
         case .hardware(let hardware):
@@ -42,8 +43,11 @@ public enum VideoEncoders {
     /// An encoder for `encoding` from `captured` frames at `nominalRate` (a hardware encoder's
     /// rate control needs it), or nil when the frames are stored as they come (`raw`, or an MJPEG
     /// camera's own JPEGs).
+    /// `cameraBuffers`: the camera's buffers, which a hardware encoder imports (DMABUF) where it
+    /// and the camera can; otherwise frames are copied into the encoder's own.
     public static func make(
-        _ encoding: VideoEncoding, for captured: VideoFormat, nominalRate: Double = 0
+        _ encoding: VideoEncoding, for captured: VideoFormat, nominalRate: Double = 0,
+        cameraBuffers: SharedFrameBuffers? = nil
     ) throws -> FrameEncoder? {
         guard encoding.encodes(captured) else { return nil }
         if let problem = problem(encoding, for: captured) { throw EncodeError(.unsupportedFormat, problem) }
@@ -54,7 +58,8 @@ public enum VideoEncoders {
             // recording is kept.
             return try JPEGEncoder(format: captured, quality: quality, fastDCT: false)
         case .ffv1: return try FFV1Encoder(format: captured)
-        case .hardware(let hardware): return try V4L2Encoder(hardware, captured: captured, nominalRate: nominalRate)
+        case .hardware(let hardware):
+            return try V4L2Encoder(hardware, captured: captured, nominalRate: nominalRate, cameraBuffers: cameraBuffers)
         }
     }
 
@@ -68,7 +73,10 @@ public enum VideoEncoders {
 
     /// The software encoders this build has, for `fieldcap list`: name, codec, input formats.
     public static let software: [(codec: String, library: String, from: [VideoFormat.PixelFormat])] = [
-        ("jpeg", "libjpeg-turbo (TurboJPEG)", [.yuyv, .nv12, .grey]),
-        ("ffv1", "FFmpeg's libavcodec, loaded when used", [.yuyv, .nv12, .grey, .y16, .z16]),
+        ("jpeg", "libjpeg-turbo (TurboJPEG)", [.yuyv, .nv12, .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB]),
+        (
+            "ffv1", "FFmpeg's libavcodec, loaded when used",
+            [.yuyv, .nv12, .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB, .y16, .z16]
+        ),
     ]
 }

@@ -8,15 +8,33 @@ public enum MatroskaFrames {
     public static func forEach(
         in path: String, _ body: (UnsafeRawBufferPointer, UInt64) -> Bool
     ) throws(MediaError) {
+        try forEachFrame(in: path) { body($0.bytes, $0.timeNs) }
+    }
+
+    /// One frame read back.
+    public struct Frame {
+        /// Its bytes, valid during the call only.
+        public var bytes: UnsafeRawBufferPointer
+        /// Its time in ns on the file's timeline.
+        public var timeNs: UInt64
+        /// Flagged a keyframe: a decoder can start at it (every raw, JPEG and FFV1 frame; a
+        /// hardware encoder's I-frames).
+        public var isKeyframe: Bool
+    }
+
+    /// Calls `body` with each frame until the file ends or `body` returns false, as `forEach`.
+    public static func forEachFrame(in path: String, _ body: (Frame) -> Bool) throws(MediaError) {
         var error = CMatroska_error()
         let result = withoutActuallyEscaping(body) { body in
             var handler = Handler(body: body)
             return withUnsafeMutablePointer(to: &handler) { handler in
                 CMatroska_read_frames(
                     path,
-                    { context, bytes, count, ns in
+                    { context, bytes, count, ns, keyframe in
                         let handler = context!.assumingMemoryBound(to: Handler.self)
-                        return handler.pointee.body(UnsafeRawBufferPointer(start: bytes, count: count), ns) ? 0 : 1
+                        let frame = Frame(
+                            bytes: UnsafeRawBufferPointer(start: bytes, count: count), timeNs: ns, isKeyframe: keyframe)
+                        return handler.pointee.body(frame) ? 0 : 1
                     }, handler, &error)
             }
         }
@@ -38,6 +56,6 @@ public enum MatroskaFrames {
     }
 
     private struct Handler {
-        let body: (UnsafeRawBufferPointer, UInt64) -> Bool
+        let body: (Frame) -> Bool
     }
 }

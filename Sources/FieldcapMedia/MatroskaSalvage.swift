@@ -25,9 +25,12 @@ public enum MatroskaSalvage {
             ? try MatroskaFrames.codecPrivate(in: path) : []
         let writer = try MatroskaWriter(path: temporary, format: format, nominalRate: nominalRate, codecPrivate: setup)
         var failure: MediaError?
-        forEachWholeFrame(in: path, format: format) { bytes, ns in
+        forEachWholeFrame(in: path, format: format) { frame in
             if let limit, writer.frameCount >= limit { return false }
-            do throws(MediaError) { try writer.writeFrame(bytes, captureNs: ns) } catch {
+            // Keyframe flags as written: a hardware encoder's P-frames are not places to seek to.
+            do throws(MediaError) {
+                try writer.writeFrame(frame.bytes, captureNs: frame.timeNs, keyframe: frame.isKeyframe)
+            } catch {
                 failure = error
                 return false
             }
@@ -43,7 +46,7 @@ public enum MatroskaSalvage {
     /// the file: it plays to that frame as it is).
     public static func countFrames(path: String, format: VideoFormat) -> Int {
         var count = 0
-        forEachWholeFrame(in: path, format: format) { _, _ in
+        forEachWholeFrame(in: path, format: format) { _ in
             count += 1
             return true
         }
@@ -78,13 +81,13 @@ public enum MatroskaSalvage {
     /// Calls `body` with each frame's bytes and time (ns on the file's timeline) until the first
     /// frame cut short by the end of the file, or until `body` returns false.
     private static func forEachWholeFrame(
-        in path: String, format: VideoFormat, _ body: (UnsafeRawBufferPointer, UInt64) -> Bool
+        in path: String, format: VideoFormat, _ body: (MatroskaFrames.Frame) -> Bool
     ) {
         let reader = FrameReader(
             expectedBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height),
             endsWithMarker: format.pixelFormat == .mjpeg)
         // A file that cannot be opened holds no frame.
-        try? MatroskaFrames.forEach(in: path) { bytes, ns in reader.isWhole(bytes) && body(bytes, ns) }
+        try? MatroskaFrames.forEachFrame(in: path) { frame in reader.isWhole(frame.bytes) && body(frame) }
     }
 
     private struct FrameReader {

@@ -112,6 +112,11 @@ public final class MatroskaWriter {
             case .grey: Array("Y800".utf8)
             // "Y1" 0 16: 16-bit little-endian samples, grey or depth alike (FFmpeg reads gray16le).
             case .y16, .z16: [0x59, 0x31, 0, 16]
+            // 0xBA, the first and second colours, 8 bits: FFmpeg's tags of its bayer_*8 formats.
+            case .bayerBGGR: [0xBA, 0x42, 0x47, 8]
+            case .bayerGBRG: [0xBA, 0x47, 0x42, 8]
+            case .bayerGRBG: [0xBA, 0x47, 0x52, 8]
+            case .bayerRGGB: [0xBA, 0x52, 0x47, 8]
             }
         guard let fourCC else { return body(nil) }
         return fourCC.withUnsafeBufferPointer { body($0.baseAddress) }

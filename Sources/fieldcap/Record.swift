@@ -13,52 +13,60 @@ struct Record: ParsableCommand {
         discussion: """
             Each --cam and --imu takes a device and options, separated by commas:
 
-              --cam synthetic:1280x720@30,id=cam_left     a synthetic camera (moving test pattern, YUYV)
-              --imu synthetic:1000,id=imu                  a synthetic IMU (accelerometer + gyroscope)
-              --cam /dev/video0,size=1280x720,fps=30       a V4L2 camera (`fieldcap list` shows its sizes and rates)
-              --imu iio:device0,rate=1000                  an IIO IMU by id or name (`fieldcap list`)
+              --cam synthetic:1280x720@30,id=cam_left  synthetic camera (moving pattern)
+              --imu synthetic:1000,id=imu               synthetic IMU (accel + gyro)
+              --cam /dev/video0,size=1280x720,fps=30   V4L2 camera (`fieldcap list`)
+              --imu iio:device0,rate=1000               IIO IMU, by id or name
 
-            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16, Z16), buffers,
-            and ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
-            encode=raw|jpeg[:QUALITY]|ffv1|h264[:BITRATE]|hevc[:BITRATE]: raw (the default) stores
-            frames losslessly as captured; jpeg stores YUYV, NV12 and GREY frames as JPEG
-            (libjpeg-turbo, quality 85 unless given), at a tenth of the bytes; ffv1 stores YUYV,
-            NV12, GREY, Y16 and Z16 frames as lossless FFV1 (FFmpeg's libavcodec; decoded, the
-            camera's bytes exactly), at about a third to a half, for far more CPU. h264 and hevc
-            use the machine's V4L2 hardware encoder (`fieldcap list`; encoder=/dev/videoN names
-            one), the bit rate in bits/s (4M, 800k) or the driver's default; fwht is vicodec's, the
-            kernel's test codec. Each encoded camera has an encoding thread; one that falls
-            behind drops frames (reason `encoder` in fieldcap.json); capture never waits.
-            stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long ends its
-            stream (default 2s; the other streams go on).
-            IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel ids like
-            accel_x, or kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
-            (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw, the
-            default, sets the device's timestamp clock to monotonic_raw; keep maps its clock).
+            Camera options: id, size=WxH, fps, format (YUYV, MJPG, NV12, GREY, Y16, Z16,
+            or the 8-bit Bayer mosaics BA81, GBRG, GRBG, RGGB), buffers, and
+            ctrl.NAME=VALUE for V4L2 controls (exposure, gain, focus...: `fieldcap list`).
+            encode=raw|jpeg[:QUALITY]|ffv1|h264[:BITRATE]|hevc[:BITRATE]: raw (the
+            default) stores frames losslessly as captured; jpeg stores YUYV, NV12, GREY
+            and Bayer (demosaiced) frames as JPEG (libjpeg-turbo, quality 85 unless
+            given), at a tenth of the bytes; ffv1 stores YUYV, NV12, GREY, Bayer, Y16 and
+            Z16 frames as lossless FFV1 (FFmpeg's libavcodec; decoded, the camera's bytes
+            exactly), at about a third to a half, for far more CPU. h264 and hevc use the
+            machine's V4L2 hardware encoder (`fieldcap list`; encoder=/dev/videoN names
+            one), the bit rate in bits/s (4M, 800k) or the driver's default; fwht is
+            vicodec's, the kernel's test codec. Each encoded camera has an encoding thread
+            (threads=N: N of them, for jpeg and ffv1); one that falls behind drops frames
+            (reason `encoder` in fieldcap.json); capture never waits.
+            stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long
+            ends its stream (default 2s; the other streams go on).
+            IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel
+            ids like accel_x, or kinds: accel, anglvel, magn, temp; default: all four
+            kinds), trigger=NAME (default: the attached one, else a new hrtimer trigger),
+            clock=raw|keep (raw, the default, sets the device's timestamp clock to
+            monotonic_raw; keep maps its clock).
             Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 
-            The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under --root
-            (./sessions by default). fieldcap never writes into an existing directory. Each camera
-            is recorded to {id}.mkv (Matroska), every stream to {id}.timestamps.jsonl, each IMU to
-            {id}.jsonl, with manifest.json and sync_point.json (SyncField 0.1) and fieldcap.json
-            (devices, formats, drops, why it stopped).
+            The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under
+            --root (./sessions by default). fieldcap never writes into an existing
+            directory. Each camera is recorded to {id}.mkv (Matroska), every stream to
+            {id}.timestamps.jsonl, each IMU to {id}.jsonl, with manifest.json and
+            sync_point.json (SyncField 0.1) and fieldcap.json (devices, formats, drops,
+            why it stopped).
 
             With --segment 30s, fieldcap records without end in consecutive segments: a
-            recording directory holds recording.json (the index: every segment's start and end in
-            UTC and CLOCK_MONOTONIC_RAW, counts, sizes, states) and one complete session per
-            segment (00000001-20261123T140200Z, ...). Capture never stops at a boundary: each
-            frame and sample goes into the segment its capture_ns falls in. --max-storage 16G
-            and/or --keep 2h delete the oldest finished segments to stay within a budget (never
-            the one being written, never a directory holding files fieldcap did not write).
+            recording directory holds recording.json (the index: every segment's start and
+            end in UTC and CLOCK_MONOTONIC_RAW, counts, sizes, states) and one complete
+            session per segment (00000001-20261123T140200Z, ...). Capture never stops at a
+            boundary: each frame and sample goes into the segment its capture_ns falls in.
+            --max-storage 16G and/or --keep 2h delete the oldest finished segments to stay
+            within a budget (never the one being written, never a directory holding files
+            fieldcap did not write).
 
-            Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Recording also stops, cleanly,
-            when the disk's free space falls below --min-free (256M by default), or when the disk
-            fills up anyway: the session is finished and valid up to the last second. After a
-            crash or power cut, `fieldcap recover DIR` finishes the session.
+            Stop with Ctrl-C (SIGINT), SIGTERM, or --duration. Recording also stops,
+            cleanly, when the disk's free space falls below --min-free (256M by default),
+            or when the disk fills up anyway: the session is finished and valid up to the
+            last second. After a crash or power cut, `fieldcap recover DIR` finishes the
+            session.
 
-            Exit status: 0 when every stream recorded to the end, 3 when a stream ended early
-            (the session is still valid), 4 when the disk was full or below --min-free (the
-            session is still valid), 1 on another failure, 64 for a usage error.
+            Exit status: 0 when every stream recorded to the end, 3 when a stream ended
+            early (the session is still valid), 4 when the disk was full or below
+            --min-free (the session is still valid), 1 on another failure, 64 for a usage
+            error.
             """
     )
 
@@ -195,7 +203,7 @@ struct Record: ParsableCommand {
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
                     diskWatch: recording.diskStalls,
                     countBytes: recording.segments.map { segments in { segments.bytesNow } },
-                    encodings: controllerSettings.encodings)
+                    encodings: controllerSettings.encodings, encoderThreads: controllerSettings.encoderThreads)
             }
         } catch let error as RecordingController.StartError {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

@@ -21,15 +21,19 @@ final class StatusReporter {
     let startReports: [SourceReport]
     /// How each camera's frames are stored (`encode=`), by stream id.
     let encodings: [String: VideoEncoding]
+    /// Encoding threads of the cameras with more than one.
+    let encoderThreads: [String: Int]
     private let line = TerminalLine()
     private let meter: RecordingStatusMeter
 
     /// `countBytes`: see `RecordingStatusMeter`.
     init(
         directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil,
-        countBytes: (() -> UInt64)? = nil, encodings: [String: VideoEncoding] = [:]
+        countBytes: (() -> UInt64)? = nil, encodings: [String: VideoEncoding] = [:],
+        encoderThreads: [String: Int] = [:]
     ) {
         self.encodings = encodings
+        self.encoderThreads = encoderThreads
         self.directory = directory
         self.sources = sources
         self.quiet = quiet
@@ -66,15 +70,17 @@ final class StatusReporter {
         return text + "  Ctrl-C stops\n"
     }
 
-    /// `stored as JPEG q85 (libjpeg-turbo, its own thread)` for an encoded camera, else nil.
+    /// `stored as JPEG q85 (libjpeg-turbo, on a thread of its own)` for an encoded camera, else nil.
     func storage(of source: CaptureSource) -> String? {
         guard let format = source.descriptor.videoFormat, let encoding = encodings[source.descriptor.id],
             encoding.encodes(format)
         else { return nil }
+        let threads =
+            encoderThreads[source.descriptor.id].map { "on \($0) threads of its own" } ?? "on a thread of its own"
         switch encoding {
         case .raw: return nil
-        case .jpeg(let quality): return "stored as JPEG q\(quality) (libjpeg-turbo, on a thread of its own)"
-        case .ffv1: return "stored as lossless FFV1 (libavcodec, on a thread of its own)"
+        case .jpeg(let quality): return "stored as JPEG q\(quality) (libjpeg-turbo, \(threads))"
+        case .ffv1: return "stored as lossless FFV1 (libavcodec, \(threads))"
         case .hardware(let hardware):
             let rate = hardware.bitrate.map { " at \($0 / 1000) kbit/s" } ?? ""
             return

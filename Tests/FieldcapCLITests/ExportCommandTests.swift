@@ -19,7 +19,8 @@ struct ExportCommandTests {
                 "record", "--out", out, "--duration", seconds, "--cam", "synthetic:320x240@30,id=cam0",
                 "--cam", "synthetic:160x120@15,id=cam1,format=GREY", "--cam", "synthetic:64x48@10,id=depth0,format=Y16",
                 "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--cam", "synthetic:80x60@10,id=z0,format=Z16",
-                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--imu", "synthetic:200,id=imu0",
+                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--cam", "synthetic:96x64@10,id=bayer,format=GRBG",
+                "--imu", "synthetic:200,id=imu0",
             ] + extra)
         try #require(result.status == 0, "\(result.stderr)")
         return out

@@ -10,7 +10,7 @@ struct ExportFolderTests {
     init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
 
     /// YUYV, GREY, NV12, a Y16 camera (depth when `--depth` says so), a Z16 depth camera, an MJPEG
-    /// camera, and an IMU.
+    /// camera, a Bayer (GRBG) camera, and an IMU.
     func recordSession(extra: [String] = []) throws -> String {
         let out = "\(root)/session"
         let result = try FieldcapProcess.run(
@@ -18,7 +18,8 @@ struct ExportFolderTests {
                 "record", "--out", out, "--duration", "2s", "--cam", "synthetic:320x240@30,id=cam0",
                 "--cam", "synthetic:160x120@15,id=cam1,format=GREY", "--cam", "synthetic:64x48@10,id=depth0,format=Y16",
                 "--cam", "synthetic:96x64@10,id=cam3,format=NV12", "--cam", "synthetic:80x60@10,id=z0,format=Z16",
-                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--imu", "synthetic:200,id=imu0",
+                "--cam", "synthetic:160x120@15,id=mj,format=MJPG", "--cam", "synthetic:96x64@10,id=bayer,format=GRBG",
+                "--imu", "synthetic:200,id=imu0",
             ] + extra)
         try #require(result.status == 0, "\(result.stderr)")
         return out
@@ -55,10 +56,12 @@ struct ExportFolderTests {
         #expect(verdict.output.contains("euroc depth0 (depth0)"), "\(verdict.output)")
         #expect(verdict.output.contains("euroc depth1 (z0)"), "\(verdict.output)")
         #expect(verdict.output.contains("euroc cam3 (mj)"), "\(verdict.output)")
+        #expect(verdict.output.contains("euroc cam4 (bayer)"), "\(verdict.output)")
 
         let colour = "\(root)/colour"
-        _ = try export(session, ["--format", "euroc", "--colour", "--streams", "cam0,cam3,mj,imu0", "--out", colour])
-        verdict = try judge(["euroc", session, colour, "--colour", "--streams", "cam0,cam3,mj,imu0"])
+        _ = try export(
+            session, ["--format", "euroc", "--colour", "--streams", "cam0,cam3,mj,bayer,imu0", "--out", colour])
+        verdict = try judge(["euroc", session, colour, "--colour", "--streams", "cam0,cam3,mj,bayer,imu0"])
         #expect(verdict.passed, "\(verdict.output)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
         #expect(try listing().filter { $0.hasPrefix(".") }.isEmpty, "nothing hidden left behind")
@@ -93,6 +96,11 @@ struct ExportFolderTests {
         _ = try export(session, ["--format", "images", "--streams", "mj,imu0", "--out", mjpeg])
         let mjpegVerdict = try judge(["images", session, mjpeg, "--streams", "mj,imu0"])
         #expect(mjpegVerdict.passed, "\(mjpegVerdict.output)")
+        // A Bayer camera's JPEGs are its demosaiced colour.
+        let bayer = "\(root)/bayer"
+        _ = try export(session, ["--format", "images", "--streams", "bayer,imu0", "--out", bayer])
+        let bayerVerdict = try judge(["images", session, bayer, "--streams", "bayer,imu0"])
+        #expect(bayerVerdict.passed, "\(bayerVerdict.output)")
         // A GREY camera alone, no IMU, no depth.
         let out = "\(root)/grey"
         _ = try export(session, ["--format", "images", "--streams", "cam1", "--out", out])

@@ -15,6 +15,7 @@ final class GatedEncoder: FrameEncoder {
     let entered = DispatchSemaphore(value: 0)
     var open = false
     let failAt: UInt64?
+    var codesFramesAlone: Bool { true }
 
     struct Broken: Error, CustomStringConvertible { var description: String { "the encoder broke" } }
 
@@ -52,9 +53,13 @@ struct EncodingWorkerTests {
         return (record, (0..<8).map { UInt8(truncatingIfNeeded: Int(sequence) * 8 + $0) })
     }
 
-    static func worker(_ encoder: GatedEncoder, slots: Int, into written: WrittenFrames) -> EncodingWorker {
+    static func worker(_ encoder: FrameEncoder, slots: Int, into written: WrittenFrames) -> EncodingWorker {
+        worker([encoder], slots: slots, into: written)
+    }
+
+    static func worker(_ encoders: [FrameEncoder], slots: Int, into written: WrittenFrames) -> EncodingWorker {
         EncodingWorker(
-            name: "fc-enc-test", encoder: encoder, slots: slots, slotBytes: 8,
+            name: "fc-enc-test", encoders: encoders, slots: slots, slotBytes: 8,
             output: { frame in written.lock.withLock { $0.append((frame.record.sequence, Array(frame.bytes))) } },
             sync: { written.syncs.add(1, ordering: .relaxed) })
     }
@@ -123,5 +128,166 @@ struct EncodingWorkerTests {
         #expect("\(thrown.map { "\($0)" } ?? "nothing")" == "the encoder broke")
         #expect(throws: GatedEncoder.Broken.self) { try worker.finish() }
         #expect(written.all.map(\.sequence) == [0, 1])
+    }
+
+    @Test(
+        "three threads code frames at the same time and write them in the order offered, whichever finishes first"
+    )
+    func threadsWriteInOrder() throws {
+        let encoders = (0..<3).map { _ in GatedEncoder() }
+        let written = WrittenFrames()
+        let worker = Self.worker(encoders, slots: 2, into: written)
+        // Frames 0, 1, 2 go to threads 0, 1, 2: all three are inside their encoders at once.
+        for sequence in UInt64(0)..<3 {
+            let (record, bytes) = Self.frame(sequence)
+            #expect(try bytes.withUnsafeBytes { try worker.offer(record, frame: $0) })
+        }
+        for encoder in encoders { encoder.entered.wait() }
+        // The last finishes first, then the middle one: neither may be written before frame 0.
+        encoders[2].open = true
+        encoders[2].gate.signal()
+        encoders[1].open = true
+        encoders[1].gate.signal()
+        usleep(100_000)
+        #expect(written.all.isEmpty, "frames 1 and 2 wait for frame 0")
+        encoders[0].open = true
+        encoders[0].gate.signal()
+        for sequence in UInt64(3)..<300 {
+            let (record, bytes) = Self.frame(sequence)
+            while try !bytes.withUnsafeBytes({ try worker.offer(record, frame: $0) }) { usleep(100) }
+        }
+        try worker.finish()
+        #expect(written.all.map(\.sequence) == Array(0..<300))
+        #expect(written.all.map(\.bytes) == (0..<300).map { Self.frame($0).1 })
+    }
+
+    @Test("a thread whose encoder fails stops the others, even those waiting for their turn, and the error surfaces")
+    func threadFailureSurfaces() throws {
+        let encoders = [GatedEncoder(open: true, failAt: 4), GatedEncoder(open: true)]
+        let written = WrittenFrames()
+        let worker = Self.worker(encoders, slots: 4, into: written)
+        var thrown: Error?
+        for sequence in UInt64(0)..<200 where thrown == nil {
+            let (record, bytes) = Self.frame(sequence)
+            do {
+                _ = try bytes.withUnsafeBytes { try worker.offer(record, frame: $0) }
+                usleep(1000)
+            } catch { thrown = error }
+        }
+        #expect("\(thrown.map { "\($0)" } ?? "nothing")" == "the encoder broke")
+        #expect(throws: GatedEncoder.Broken.self) { try worker.finish() }
+        #expect(written.all.map(\.sequence) == [0, 1, 2, 3])
+    }
+
+    @Test(
+        "an encoder with input buffers of its own: the writer fills them, a buffer is offered again only once the encoder gave it back"
+    )
+    func encoderBuffers() throws {
+        let encoder = BufferedEncoder(slots: 3, lent: nil)
+        let written = WrittenFrames()
+        let worker = Self.worker(encoder, slots: 8, into: written)
+        #expect(worker.slotCount == 3 && worker.inputDescription == "copied into the encoder's buffers")
+        var refused = 0
+        for sequence in UInt64(0)..<6 {
+            let (record, bytes) = Self.frame(sequence)
+            if try !bytes.withUnsafeBytes({ try worker.offer(record, frame: $0) }) { refused += 1 }
+        }
+        // Three inside the encoder, which gives nothing back until told: three refused.
+        #expect(refused == 3)
+        encoder.giveBack.signal()
+        encoder.giveBack.signal()
+        encoder.giveBack.signal()
+        usleep(100_000)
+        let (record, bytes) = Self.frame(6)
+        #expect(try bytes.withUnsafeBytes { try worker.offer(record, frame: $0) })
+        encoder.giveAll.store(true, ordering: .releasing)
+        for _ in 0..<4 { encoder.giveBack.signal() }
+        try worker.finish()
+        #expect(written.all.map(\.sequence) == [0, 1, 2, 6])
+        #expect(
+            written.all.map(\.bytes) == [0, 1, 2, 6].map { Self.frame($0).1 }, "each frame as the writer filled it")
+    }
+
+    @Test(
+        "an encoder that imports the camera's buffers: no copy, each buffer back to the camera only after both the writer and the encoder let go"
+    )
+    func cameraBuffers() throws {
+        let returned = Mutex<[Int32]>([])
+        let camera = SharedFrameBuffers(
+            count: 8, length: 8, bytesPerLine: 8, export: { Array(100..<108) },
+            giveBack: { index in returned.withLock { $0.append(index) } })
+        let encoder = BufferedEncoder(slots: 2, lent: camera)
+        let written = WrittenFrames()
+        let worker = Self.worker(encoder, slots: 8, into: written)
+        #expect(worker.inputDescription == "DMABUF (the camera's buffers)")
+        var frames: [[UInt8]] = []
+        for sequence in UInt64(0)..<3 {
+            var (record, bytes) = Self.frame(sequence)
+            record.bufferIndex = Int32(sequence + 4)
+            camera.lend(record.bufferIndex)
+            let taken = try bytes.withUnsafeBytes { try worker.offer(record, frame: $0) }
+            // The writer lets go at once, taken or not (the recorder's `releaseBuffer`).
+            camera.release(record.bufferIndex)
+            if taken { frames.append(bytes) }
+        }
+        // Two lent to the encoder (its limit), the third refused and back at once.
+        #expect(frames.count == 2)
+        #expect(returned.withLock { $0 } == [6])
+        encoder.giveAll.store(true, ordering: .releasing)
+        encoder.giveBack.signal()
+        encoder.giveBack.signal()
+        try worker.finish()
+        #expect(Set(returned.withLock { $0 }) == [4, 5, 6])
+        #expect(written.all.map(\.sequence) == [0, 1])
+        #expect(encoder.readFromCamera == [4, 5], "the encoder read the camera's buffers, by index")
+    }
+}
+
+/// An encoder with input buffers of its own (as a V4L2 encoder's OUTPUT queue), or reading the
+/// camera's (`lent`): it keeps each frame until `giveBack` lets one go (all, once `giveAll`).
+final class BufferedEncoder: BufferedFrameEncoder, @unchecked Sendable {
+    let encodedFormat = VideoFormat(width: 4, height: 2, pixelFormat: .grey)
+    let name = "buffered"
+    let inputSlots: Int
+    let importedBuffers: SharedFrameBuffers?
+    var inputReturned: (Int) -> Void = { _ in }
+    let giveBack = DispatchSemaphore(value: 0)
+    let giveAll = Atomic<Bool>(false)
+    private var buffers: [[UInt8]]
+    private var held: [(slot: Int, record: CaptureRecord)] = []
+    private(set) var readFromCamera: [Int] = []
+
+    init(slots: Int, lent: SharedFrameBuffers?) {
+        inputSlots = slots
+        importedBuffers = lent
+        buffers = Array(repeating: [], count: slots)
+    }
+
+    func fill(_ slot: Int, with frame: UnsafeRawBufferPointer) { buffers[slot] = Array(frame) }
+
+    func encode(input slot: Int, length: Int, record: CaptureRecord, emit: FrameEncoder.Emit) throws {
+        if importedBuffers != nil { readFromCamera.append(slot) }
+        held.append((slot, record))
+        // Hold every slot but wait for the test to let one go, as a hardware pipeline would.
+        while held.count >= inputSlots || giveAll.load(ordering: .acquiring) {
+            if held.isEmpty { return }
+            if !giveAll.load(ordering: .acquiring) { giveBack.wait() }
+            try release(emit: emit)
+        }
+    }
+
+    private func release(emit: FrameEncoder.Emit) throws {
+        let (slot, record) = held.removeFirst()
+        let bytes = importedBuffers == nil ? buffers[slot] : Self.bytes(record.sequence)
+        try bytes.withUnsafeBytes { try emit(EncodedFrame(record: record, bytes: $0)) }
+        inputReturned(slot)
+    }
+
+    static func bytes(_ sequence: UInt64) -> [UInt8] { EncodingWorkerTests.frame(sequence).1 }
+
+    func encode(_ frame: UnsafeRawBufferPointer, record: CaptureRecord, emit: FrameEncoder.Emit) throws {}
+
+    func drain(emit: FrameEncoder.Emit) throws {
+        while !held.isEmpty { try release(emit: emit) }
     }
 }

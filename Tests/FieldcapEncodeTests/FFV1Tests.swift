@@ -23,11 +23,12 @@ struct FFV1Tests {
     }
 
     @Test(
-        "YUYV, NV12, GREY, Y16 and Z16 frames encode and decode back bit-exact, in order, each with its record",
+        "YUYV, NV12, GREY, Bayer, Y16 and Z16 frames encode and decode back bit-exact, in order, each with its record",
         arguments: [
             VideoFormat(width: 64, height: 48, pixelFormat: .yuyv),
             VideoFormat(width: 64, height: 48, pixelFormat: .nv12),
             VideoFormat(width: 63, height: 47, pixelFormat: .grey),
+            VideoFormat(width: 64, height: 48, pixelFormat: .bayerGRBG),
             VideoFormat(width: 40, height: 30, pixelFormat: .y16),
             VideoFormat(width: 40, height: 30, pixelFormat: .z16),
         ])

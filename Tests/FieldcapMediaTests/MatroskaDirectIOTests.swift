@@ -44,7 +44,7 @@ private func frames(in path: String) -> [Data] {
     _ = withUnsafeMutablePointer(to: &read) { read in
         CMatroska_read_frames(
             path,
-            { context, bytes, count, _ in
+            { context, bytes, count, _, _ in
                 context!.assumingMemoryBound(to: [Data].self).pointee.append(Data(bytes: bytes!, count: count))
                 return 0
             }, read, &error)

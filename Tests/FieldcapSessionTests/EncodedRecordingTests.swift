@@ -57,7 +57,7 @@ struct EncodedRecordingTests {
         try session.start()
         let sink = VideoSessionSink(
             session: session, encodings: ["cam": .jpeg(quality: 85)],
-            makeEncoder: { _, format, _ in try encoder(format) })
+            makeEncoder: { try encoder($0.captured) })
         let camera = SyntheticCamera(id: "cam", width: 160, height: 120, rate: rate, bufferCount: 4)
         let recorder = Recorder(sources: [camera], sink: sink)
         try recorder.start()

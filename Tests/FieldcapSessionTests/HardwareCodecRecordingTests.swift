@@ -142,6 +142,20 @@ struct HardwareCodecRecordingTests {
         let judged = try Self.run("python3", [Self.checker, video, stream, "\(recorded.log.count)"])
         #expect(judged.passed, "\(judged.output)")
 
+        // A file cut short, as a kill leaves it, then salvaged (`fieldcap recover`): every whole
+        // frame kept, each still flagged a keyframe only where the encoder's I-frames are, so a
+        // player seeks to them and not into a P-frame.
+        let salvaged = NSTemporaryDirectory() + "salvaged-\(UUID().uuidString).mkv"
+        defer { try? FileManager.default.removeItem(atPath: salvaged) }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: video))
+        try whole.prefix(whole.count * 4 / 5).write(to: URL(fileURLWithPath: salvaged))
+        let kept = try MatroskaSalvage.salvage(
+            path: salvaged, format: VideoFormat(width: 160, height: 120, pixelFormat: codec == .h264 ? .h264 : .hevc),
+            nominalRate: 30)
+        #expect(kept > 10 && kept < recorded.log.count, "\(kept) of \(recorded.log.count) frames kept")
+        let salvagedJudged = try Self.run("python3", [Self.checker, salvaged, stream, "\(kept)"])
+        #expect(salvagedJudged.passed, "\(salvagedJudged.output)")
+
         // The judge fails a file that is not the stream it is held against.
         let other = try Self.encoded(codec, keyint: 7)
         defer { try? FileManager.default.removeItem(atPath: other) }

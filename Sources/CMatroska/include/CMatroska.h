@@ -83,9 +83,11 @@ bool CMatroska_writes_direct(const CMatroska_writer *writer);
 /// Frees the writer (not the descriptors).
 void CMatroska_free(CMatroska_writer *writer);
 
-/// Receives one frame read back: its bytes (valid during the call only) and its time in
-/// nanoseconds on the file's timeline. Returns 0 to go on, anything else to stop.
-typedef int (*CMatroska_frame_handler)(void *context, const uint8_t *bytes, size_t count, uint64_t time_ns);
+/// Receives one frame read back: its bytes (valid during the call only), its time in
+/// nanoseconds on the file's timeline, and whether it is flagged a keyframe. Returns 0 to go on,
+/// anything else to stop.
+typedef int (*CMatroska_frame_handler)(void *context, const uint8_t *bytes, size_t count, uint64_t time_ns,
+                                       bool keyframe);
 
 /// Reads the frames of the file's (first) video track in file order, for a recording that was
 /// never finished: reading stops quietly at the end of the file, at the first element cut short,

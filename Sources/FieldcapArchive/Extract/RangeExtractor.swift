@@ -196,6 +196,10 @@ public enum RangeExtractor {
         let id: String
         let kind: String
         let format: VideoFormat?
+        let nominalRate: Double
+        let videoPath: String
+        /// Made at the first part's frames, with what its file was coded with (FFV1's
+        /// configuration record, H.264's parameter sets): the same encoder settings throughout.
         var video: MatroskaWriter?
         var timestamps: [UInt8] = []
         var sensor: [UInt8] = []
@@ -208,10 +212,30 @@ public enum RangeExtractor {
             id = stream.id
             kind = stream.kind
             format = stream.format
-            if let format {
-                video = try MatroskaWriter(
-                    path: layout.video(stream.id), format: format, nominalRate: stream.nominalRate, directIO: false)
-            }
+            nominalRate = stream.nominalRate
+            videoPath = layout.video(stream.id)
+        }
+
+        /// Whether frames of the stream need the ones before them (a hardware encoder's P-frames):
+        /// a cut must then start at a keyframe.
+        var codesAcrossFrames: Bool {
+            guard let format = format?.pixelFormat else { return false }
+            return [.h264, .hevc, .fwht].contains(format)
+        }
+
+        /// The video file, made on first use with the CodecPrivate of `source` (a part's file; nil
+        /// for none: a stream with no frame in the range).
+        func videoFile(copying source: String?) throws -> MatroskaWriter? {
+            if let video { return video }
+            guard let format else { return nil }
+            let setup =
+                if let source, VideoFormat.PixelFormat.storedOnly.contains(format.pixelFormat) {
+                    try MatroskaFrames.codecPrivate(in: source)
+                } else { [UInt8]() }
+            let made = try MatroskaWriter(
+                path: videoPath, format: format, nominalRate: nominalRate, codecPrivate: setup, directIO: false)
+            video = made
+            return made
         }
     }
 
@@ -245,7 +269,7 @@ public enum RangeExtractor {
         for output in outputs {
             try SyncSession.writeAtomically(output.timestamps, to: layout.timestamps(output.id))
             counts[output.id] = output.count
-            if let video = output.video {
+            if output.format != nil, let video = try output.video ?? output.videoFile(copying: nil) {
                 try video.finish()
                 try SyncSession.writeAtomically(output.frameLog, to: layout.frameLog(output.id))
                 links[output.id] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))"
@@ -294,22 +318,35 @@ public enum RangeExtractor {
             }
         }
         guard lower < upper else { return 0 }
+        // A stream coded across frames starts at the keyframe at or before the range (at most a
+        // GOP early, a second as fieldcap sets encoders up), so that its first frame decodes.
+        if output.codesAcrossFrames && output.count == 0 && lower > 0 {
+            var index = 0
+            var keyframe = 0
+            try MatroskaFrames.forEachFrame(in: layout.video(output.id)) { frame in
+                defer { index += 1 }
+                guard index <= lower else { return false }
+                if frame.isKeyframe { keyframe = index }
+                return true
+            }
+            lower = keyframe
+        }
         let base = output.count
         for line in lower..<upper { stamps.renumbered(line, to: base + line - lower, into: &output.timestamps) }
         output.firstNs = output.firstNs ?? stamps.captureNs(lower)
         output.lastNs = stamps.captureNs(upper - 1)
-        if let video = output.video {
+        if let video = try output.videoFile(copying: layout.video(output.id)) {
             guard let log = TimestampLines(path: layout.frameLog(output.id)), log.lines.count >= upper else {
                 throw Failure(message: "\(layout.frameLog(output.id)): fewer lines than frames; validate \(part)")
             }
             for line in lower..<upper { log.renumbered(line, to: base + line - lower, into: &output.frameLog) }
             var frame = 0
             var failure: Error?
-            try MatroskaFrames.forEach(in: layout.video(output.id)) { bytes, _ in
+            try MatroskaFrames.forEachFrame(in: layout.video(output.id)) { read in
                 defer { frame += 1 }
                 guard frame >= lower else { return true }
                 guard frame < upper, let ns = stamps.captureNs(frame) else { return false }
-                do { try video.writeFrame(bytes, captureNs: ns) } catch {
+                do { try video.writeFrame(read.bytes, captureNs: ns, keyframe: read.isKeyframe) } catch {
                     failure = error
                     return false
                 }
@@ -341,14 +378,15 @@ public enum RangeExtractor {
     ) -> [String: Any] {
         let entries = (first.document["streams"] as? [[String: Any]]) ?? []
         let kept = [
-            "id", "kind", "device", "nominal_rate", "format", "video_path", "frames_path", "channels", "calibration",
+            "id", "kind", "device", "nominal_rate", "format", "encoding", "video_path", "frames_path", "channels",
+            "calibration",
         ]
         let streams: [[String: Any]] = outputs.map { output in
             var entry = entries.first { ($0["id"] as? String) == output.id }?.filter { kept.contains($0.key) } ?? [:]
             entry["id"] = output.id
             entry["kind"] = output.kind
             entry["written"] = output.count
-            if output.video != nil { entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))" }
+            if output.format != nil { entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))" }
             return entry
         }
         let sync = first.syncPoint

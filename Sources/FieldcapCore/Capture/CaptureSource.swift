@@ -22,10 +22,13 @@ public struct StreamDescriptor: Sendable, Equatable {
     /// Video streams: the buffers the source captures into. Each comes back only once the writer
     /// has written its frame, so this bounds how long the writer may sleep.
     public var frameBuffers: Int?
+    /// Video streams whose buffers a device can read in place (a V4L2 camera's, which a hardware
+    /// encoder can import as DMABUF); nil for the others.
+    public var sharedBuffers: SharedFrameBuffers?
 
     public init(
         id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String,
-        videoFormat: VideoFormat? = nil, frameBuffers: Int? = nil
+        videoFormat: VideoFormat? = nil, frameBuffers: Int? = nil, sharedBuffers: SharedFrameBuffers? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -34,6 +37,7 @@ public struct StreamDescriptor: Sendable, Equatable {
         self.device = device
         self.videoFormat = videoFormat
         self.frameBuffers = frameBuffers
+        self.sharedBuffers = sharedBuffers
     }
 }
 

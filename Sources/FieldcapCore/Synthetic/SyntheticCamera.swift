@@ -7,7 +7,8 @@ import SyncField
 /// A camera without hardware: a moving test pattern at a nominal rate, in buffers the source
 /// owns and the writer hands back, stamped at "dequeue" like a real camera's frames. It makes
 /// each raw format fieldcap records: YUYV (the default), GREY, NV12, Y16 (whose low byte
-/// varies on its own, so a path that keeps only 8 bits shows) and Z16 (depth in millimetres),
+/// varies on its own, so a path that keeps only 8 bits shows), Z16 (depth in millimetres), the
+/// four 8-bit Bayer mosaics (the colour bars in RGB, each pixel the colour its filter passes),
 /// and MJPEG like a UVC camera's: the YUYV pattern through a JPEG encoder the caller gives
 /// (FieldcapCore links no codec), every frame of the pattern's cycle encoded before capture starts,
 /// so the capture thread copies as it does for raw frames, and each frame's size differs.
@@ -44,7 +45,9 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     }
 
     /// The formats it makes.
-    public static let formats: [VideoFormat.PixelFormat] = [.yuyv, .grey, .nv12, .y16, .z16, .mjpeg]
+    public static let formats: [VideoFormat.PixelFormat] = [
+        .yuyv, .grey, .nv12, .y16, .z16, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB, .mjpeg,
+    ]
 
     /// Turns a YUYV frame of the camera's size into a JPEG (for `.mjpeg`).
     public typealias JPEGCompressor = (_ yuyvFrame: UnsafeRawBufferPointer) throws -> [UInt8]
@@ -110,7 +113,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         let layout: [(rows: Int, rowBytes: Int)] =
             switch pixelFormat {
             case .nv12: [(height, width), (height / 2, width)]
-            case .grey: [(height, width)]
+            case .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB: [(height, width)]
             case .mjpeg: []
             default: [(height, width * 2)]
             }
@@ -170,6 +173,14 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                     line[x * 2 + 1] = UInt8(truncatingIfNeeded: millimetres >> 8)
                 case .grey, .nv12:
                     first[row * width * 2 + x] = pixel.y
+                case .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+                    let rgb = Self.rgb(pixel)
+                    first[row * width * 2 + x] =
+                        switch format.pixelFormat.bayerPattern!.colour(column: x, row: row) {
+                        case .red: rgb.r
+                        case .green: rgb.g
+                        case .blue: rgb.b
+                        }
                 case .mjpeg: preconditionFailure("MJPEG is drawn as YUYV, then encoded")
                 case .ffv1, .h264, .hevc, .fwht:
                     preconditionFailure("no camera captures \(format.pixelFormat.rawValue)")
@@ -186,6 +197,13 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// A pattern sample's colour (BT.601, video range), for the Bayer mosaics.
+    private static func rgb(_ pixel: (y: UInt8, u: UInt8, v: UInt8)) -> (r: UInt8, g: UInt8, b: UInt8) {
+        let (y, u, v) = (1.164 * (Double(pixel.y) - 16), Double(pixel.u) - 128, Double(pixel.v) - 128)
+        func byte(_ value: Double) -> UInt8 { UInt8(max(0, min(255, value.rounded()))) }
+        return (byte(y + 1.596 * v), byte(y - 0.392 * u - 0.813 * v), byte(y + 2.017 * u))
     }
 
     /// Frames until the pattern repeats.

@@ -89,6 +89,9 @@ public final class FFV1Encoder: FrameEncoder {
         CAVCodec_avcodec_free_context(&context)
     }
 
+    /// Intra-only (g=1) and one thread: each frame's packet comes out of its own `encode`.
+    public var codesFramesAlone: Bool { true }
+
     public func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
         emit: FrameEncoder.Emit

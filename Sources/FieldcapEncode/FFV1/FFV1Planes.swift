@@ -3,7 +3,9 @@ import FieldcapCore
 
 /// How a camera's raw frame maps onto the planes FFV1 codes, losslessly both ways: YUYV's
 /// samples as 4:2:2 planes, NV12's interleaved chroma as two 4:2:0 planes, GREY as one 8-bit
-/// plane, Y16 and Z16 as one 16-bit little-endian plane. No sample changes: unpacking a decoded
+/// plane, a Bayer mosaic as one 8-bit plane as it is (colours interleaved: lossless, though less
+/// compact than planes of one colour would be, and any FFV1 decoder gives the mosaic back as grey),
+/// Y16 and Z16 as one 16-bit little-endian plane. No sample changes: unpacking a decoded
 /// frame gives the captured bytes back exactly.
 struct FFV1Planes {
     let format: VideoFormat
@@ -13,10 +15,10 @@ struct FFV1Planes {
     /// Why `format`'s frames cannot go to FFV1, or nil.
     static func problem(with format: VideoFormat) -> String? {
         switch format.pixelFormat {
-        case .yuyv, .nv12, .grey, .y16, .z16: break
+        case .yuyv, .nv12, .grey, .y16, .z16, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB: break
         case .mjpeg, .ffv1, .h264, .hevc, .fwht:
             return
-                "encode=ffv1 takes raw frames (YUYV, NV12, GREY, Y16, Z16); \(format.pixelFormat.rawValue) is compressed already"
+                "encode=ffv1 takes raw frames (YUYV, NV12, GREY, Bayer, Y16, Z16); \(format.pixelFormat.rawValue) is compressed already"
         }
         guard format.width > 0, format.height > 0 else { return "\(format): no pixels" }
         if format.pixelFormat == .yuyv || format.pixelFormat == .nv12, format.width % 2 != 0 {
@@ -34,7 +36,7 @@ struct FFV1Planes {
             switch format.pixelFormat {
             case .yuyv: AV_PIX_FMT_YUV422P
             case .nv12: AV_PIX_FMT_YUV420P
-            case .grey: AV_PIX_FMT_GRAY8
+            case .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB: AV_PIX_FMT_GRAY8
             default: AV_PIX_FMT_GRAY16LE
             }
     }
@@ -74,7 +76,8 @@ struct FFV1Planes {
                     vRow[column] = pairs[column * 2 + 1]
                 }
             }
-        case .grey: copyRows(from: source, rowBytes: width, rows: height, to: y, stride: yStride)
+        case .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            copyRows(from: source, rowBytes: width, rows: height, to: y, stride: yStride)
         default: copyRows(from: source, rowBytes: width * 2, rows: height, to: y, stride: yStride)
         }
     }
@@ -110,7 +113,8 @@ struct FFV1Planes {
                     pairs[column * 2 + 1] = vRow[column]
                 }
             }
-        case .grey: copyRows(from: y, stride: yStride, rowBytes: width, rows: height, to: target)
+        case .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            copyRows(from: y, stride: yStride, rowBytes: width, rows: height, to: target)
         default: copyRows(from: y, stride: yStride, rowBytes: width * 2, rows: height, to: target)
         }
     }

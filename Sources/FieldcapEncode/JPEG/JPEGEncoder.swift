@@ -3,7 +3,8 @@ import FieldcapCore
 
 /// Encodes a camera's frames as JPEG with libjpeg-turbo, from the frame's own planes: YUYV as
 /// 4:2:2, NV12 as 4:2:0, GREY as greyscale, each without a colour conversion (libjpeg-turbo
-/// takes YUV planes as they are). MJPEG frames are JPEGs already and pass as they are.
+/// takes YUV planes as they are); a Bayer mosaic demosaiced into 4:2:0 colour (`YUVPlanes`).
+/// MJPEG frames are JPEGs already and pass as they are.
 ///
 /// Thread-bound (the preview's thread, an encoding worker): it owns its planes and output buffer,
 /// reused per frame.
@@ -23,8 +24,9 @@ public final class JPEGEncoder {
         switch format.pixelFormat {
         case .mjpeg: return nil
         case .y16, .z16, .ffv1, .h264, .hevc, .fwht:
-            return "\(format.pixelFormat.rawValue) has no preview (YUYV, NV12, GREY and MJPEG have)"
-        case .yuyv, .nv12, .grey: return YUVPlanes.problem(with: format).map { "\($0): no preview" }
+            return "\(format.pixelFormat.rawValue) has no preview (YUYV, NV12, GREY, Bayer and MJPEG have)"
+        case .yuyv, .nv12, .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            return YUVPlanes.problem(with: format).map { "\($0): no preview" }
         }
     }
 

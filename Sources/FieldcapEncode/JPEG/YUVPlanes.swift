@@ -4,7 +4,8 @@ import FieldcapCore
 /// A raw frame as the separate Y, U and V planes libjpeg-turbo's YUV entry points take
 /// (`tjCompressFromYUVPlanes`, `tjDecodeYUVPlanes`): YUYV split into 4:2:2 planes, NV12's
 /// interleaved chroma into two 4:2:0 planes, GREY as its one plane. The frame's colour is not
-/// converted: the planes are its own samples.
+/// converted: the planes are its own samples. A Bayer mosaic has no YUV samples of its own: it
+/// is demosaiced into 4:2:0 planes (`BayerDemosaic`: bilinear luma, each 2x2 block's chroma).
 ///
 /// Thread-bound: it owns the planes it splits into, made once and reused per frame.
 public final class YUVPlanes {
@@ -13,11 +14,16 @@ public final class YUVPlanes {
     public let subsampling: TJSAMP
     private var luma: UnsafeMutablePointer<UInt8>?
     private var chroma: (u: UnsafeMutablePointer<UInt8>, v: UnsafeMutablePointer<UInt8>)?
+    private let demosaic: BayerDemosaic?
 
     /// Whether `format`'s frames are YUV planes (YUYV, NV12, GREY) of a size they can have.
     public static func problem(with format: VideoFormat) -> String? {
         switch format.pixelFormat {
         case .yuyv, .nv12, .grey: break
+        case .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            guard format.width >= 2, format.height >= 2, format.width % 2 == 0, format.height % 2 == 0 else {
+                return "\(format): a Bayer mosaic is whole 2x2 blocks"
+            }
         case .y16, .z16, .mjpeg, .ffv1, .h264, .hevc, .fwht:
             return "\(format.pixelFormat.rawValue) frames are not YUV planes"
         }
@@ -32,7 +38,12 @@ public final class YUVPlanes {
         guard Self.problem(with: format) == nil else { return nil }
         self.format = format
         let width = format.width, height = format.height
+        demosaic = format.pixelFormat.bayerPattern.flatMap { BayerDemosaic(pattern: $0, width: width, height: height) }
         switch format.pixelFormat {
+        case .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            subsampling = TJSAMP_420
+            luma = .allocate(capacity: width * height)
+            chroma = (.allocate(capacity: width / 2 * height / 2), .allocate(capacity: width / 2 * height / 2))
         case .yuyv:
             subsampling = TJSAMP_422
             luma = .allocate(capacity: width * height)
@@ -57,6 +68,14 @@ public final class YUVPlanes {
         let needed = format.pixelFormat.frameBytes(width: width, height: height) ?? 0
         guard frame.count >= needed, let source = frame.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
             return nil
+        }
+        if let demosaic {
+            let (y, (u, v)) = (luma!, chroma!)
+            demosaic.planes(from: source, luma: y, u: u, v: v)
+            return (
+                [UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
+                [Int32(width), Int32(width / 2), Int32(width / 2)]
+            )
         }
         switch format.pixelFormat {
         case .yuyv:

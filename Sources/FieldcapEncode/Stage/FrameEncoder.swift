@@ -36,6 +36,10 @@ public protocol FrameEncoder: AnyObject {
     /// False while `codecPrivate` waits for the first frames (a hardware H.264 encoder's
     /// parameter sets come with its first frame): the track is then written once they came.
     var isCodecPrivateReady: Bool { get }
+    /// Each frame is coded on its own and emitted by its own `encode` (JPEG, intra-only FFV1):
+    /// several such encoders can share a camera, one per thread. False for an encoder that
+    /// holds frames or codes them against each other (a hardware H.264 encoder).
+    var codesFramesAlone: Bool { get }
 
     /// Encodes `frame`, captured as `record`.
     func encode(
@@ -49,6 +53,34 @@ public protocol FrameEncoder: AnyObject {
 extension FrameEncoder {
     public var codecPrivate: [UInt8] { [] }
     public var isCodecPrivateReady: Bool { true }
+    public var codesFramesAlone: Bool { false }
+}
+
+/// An encoder that reads each frame from an input buffer of its own (a V4L2 encoder's OUTPUT
+/// queue) rather than from memory it is handed, so that a frame is copied once, by the writer,
+/// straight into the buffer the encoder reads; or, where it imports the camera's buffers
+/// (`importedBuffers`, DMABUF), not copied at all.
+///
+/// Its `EncodingWorker` takes the input buffers as its slots: it fills a free one on the writer
+/// thread (`fill`), then hands it over on the worker's (`encode(input:...)`), and the encoder
+/// gives each back through `inputReturned` once it is done reading it.
+///
+/// Thread-bound to the worker's thread, but for `fill`, which the writer calls on a buffer the
+/// encoder does not hold.
+public protocol BufferedFrameEncoder: FrameEncoder {
+    /// Input buffers the writer may fill: how many frames may be waiting or inside the encoder.
+    var inputSlots: Int { get }
+    /// The camera's buffers, when the encoder reads them in place (DMABUF); nil when frames are
+    /// copied into its own.
+    var importedBuffers: SharedFrameBuffers? { get }
+    /// Called with each input buffer (its slot, or the camera's buffer index) the encoder is
+    /// done with. Set by the worker before the first frame.
+    var inputReturned: (Int) -> Void { get set }
+    /// Copies `frame` into input buffer `slot`, which the encoder does not hold. Writer-bound.
+    func fill(_ slot: Int, with frame: UnsafeRawBufferPointer)
+    /// Codes the frame in input buffer `slot` (filled; or the camera's buffer `slot`), `length`
+    /// bytes captured as `record`, emitting the coded frames that are ready.
+    func encode(input slot: Int, length: Int, record: CaptureRecord, emit: FrameEncoder.Emit) throws
 }
 
 extension JPEGEncoder: FrameEncoder {
@@ -57,6 +89,8 @@ extension JPEGEncoder: FrameEncoder {
     }
 
     public var name: String { "libjpeg-turbo" }
+
+    public var codesFramesAlone: Bool { true }
 
     public func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,

@@ -16,7 +16,7 @@ struct PlanePacking {
         let width = format.width, height = format.height
         switch format.pixelFormat {
         case .yuyv, .y16, .z16: planes = [(height, width * 2)]
-        case .grey: planes = [(height, width)]
+        case .grey, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB: planes = [(height, width)]
         // NV12's interleaved chroma lines are as long as its luma lines, at the same stride.
         case .nv12: planes = [(height, width), (height / 2, width)]
         case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
@@ -27,6 +27,10 @@ struct PlanePacking {
         self.bytesPerLine = bytesPerLine
         self.sizeImage = sizeImage
     }
+
+    /// The encoder reads the frame's bytes as they are (its lines as long as the frame's): a
+    /// camera's buffer can be read in place.
+    var isContiguous: Bool { bytesPerLine == planes[0].lineBytes }
 
     func pack(_ frame: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawPointer) {
         guard let source = frame.baseAddress else { return }

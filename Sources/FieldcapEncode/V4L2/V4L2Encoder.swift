@@ -10,10 +10,14 @@ import FieldcapV4L2
 /// Rockchip, i.MX or other SoC, vicodec's FWHT in the kernel tests, through the same code.
 ///
 /// Set-up follows the interface's order: the coded format on CAPTURE first, then the raw one on
-/// OUTPUT, the rate, the controls, then buffers and streaming on both queues. Each raw frame is
-/// copied once into a free OUTPUT buffer, stamped with its sequence number (the driver copies the
+/// OUTPUT, the rate, the controls, then buffers and streaming on both queues. A raw frame reaches
+/// the encoder in one of two ways (`BufferedFrameEncoder`): where the camera exports its buffers
+/// (DMABUF) laid out as the encoder reads them, and the encoder imports them, the camera's buffer
+/// itself is queued, no byte copied; otherwise the writer copies the frame once, straight into a
+/// free OUTPUT buffer (mmap). Each is stamped with its sequence number (the driver copies the
 /// stamp to the coded buffer, which is how a coded frame finds its record, whatever the
-/// encoder's delay), and queued; whatever coded frames are ready are emitted at once. At the end
+/// encoder's delay), and queued; whatever coded frames are ready are emitted at once, and each
+/// OUTPUT buffer the encoder is done with goes back (`inputReturned`). At the end
 /// `V4L2_ENC_CMD_STOP` drains the encoder until the buffer flagged LAST.
 ///
 /// An encoder that fails mid-stream (a coded buffer flagged ERROR, the device gone, an ioctl
@@ -22,7 +26,7 @@ import FieldcapV4L2
 /// and the file.
 ///
 /// Thread-bound: the encoding worker's thread.
-public final class V4L2Encoder: FrameEncoder {
+public final class V4L2Encoder: BufferedFrameEncoder {
     public let encodedFormat: VideoFormat
     public let name: String
     /// The track's CodecPrivate: FWHT's at once, H.264's and HEVC's parameter sets once the
@@ -34,9 +38,18 @@ public final class V4L2Encoder: FrameEncoder {
     private let device: V4L2CodecDevice
     private let captured: VideoFormat
     private let packing: PlanePacking
+    /// The OUTPUT buffers' memory when frames are copied in; empty when they are imported.
     private let outputBuffers: [V4L2CodecDevice.Mapped]
     private let captureBuffers: [V4L2CodecDevice.Mapped]
+    /// The camera's buffers and their DMABUF descriptors, when the encoder imports them.
+    public let importedBuffers: SharedFrameBuffers?
+    private let dmabufs: [Int32]
+    public let inputSlots: Int
+    /// OUTPUT buffers free for `encode(_:record:emit:)`, when no worker manages them.
     private var freeOutput: [Int]
+    public lazy var inputReturned: (Int) -> Void = { [unowned self] in freeOutput.append($0) }
+    /// OUTPUT buffers queued and not yet given back.
+    private var queuedInputs = Set<Int>()
     /// Records of the frames inside the encoder, by the sequence number they were stamped with.
     private var inside: [Int: CaptureRecord] = [:]
     private var nextSequence = 0
@@ -45,9 +58,16 @@ public final class V4L2Encoder: FrameEncoder {
     /// How long the encoder may hold every OUTPUT buffer before it counts as hung.
     static let stallLimitMs: Int32 = 2000
 
+    /// OUTPUT buffers asked for when frames are copied in: the frames an encoder may be behind by.
+    static let copiedInputs = 8
+
     /// Opens `encoding.device` (or the first encoder that takes `captured` to the codec) and
-    /// sets it up for `captured` frames at `nominalRate`.
-    public init(_ encoding: HardwareEncoding, captured: VideoFormat, nominalRate: Double) throws {
+    /// sets it up for `captured` frames at `nominalRate`, importing `cameraBuffers` where the
+    /// camera exports them and the encoder takes them.
+    public init(
+        _ encoding: HardwareEncoding, captured: VideoFormat, nominalRate: Double,
+        cameraBuffers: SharedFrameBuffers? = nil
+    ) throws {
         let path: String
         if let named = encoding.device {
             path = named
@@ -86,9 +106,21 @@ public final class V4L2Encoder: FrameEncoder {
         device.setFrameRate(nominalRate)
         Self.configure(device, encoding, nominalRate: nominalRate)
         device.subscribeToEvents()
-        outputBuffers = try device.mapBuffers(.output, count: 4)
+        if let cameraBuffers, let descriptors = Self.importable(cameraBuffers, packing: packing, into: device) {
+            importedBuffers = cameraBuffers
+            dmabufs = descriptors
+            outputBuffers = []
+            // The camera keeps half its buffers to capture into, whatever the encoder holds.
+            inputSlots = max(1, cameraBuffers.count / 2)
+            freeOutput = []
+        } else {
+            importedBuffers = nil
+            dmabufs = []
+            outputBuffers = try device.mapBuffers(.output, count: Self.copiedInputs)
+            inputSlots = outputBuffers.count
+            freeOutput = Array(outputBuffers.indices.reversed())
+        }
         captureBuffers = try device.mapBuffers(.capture, count: 4)
-        freeOutput = Array(outputBuffers.indices.reversed())
         framing =
             switch encoding.codec {
             case .fwht: FWHTFraming(codecPrivate: Self.bitmapInfoHeader(encoding.codec, encodedFormat))
@@ -106,6 +138,24 @@ public final class V4L2Encoder: FrameEncoder {
             device.streamOff(.output)
             device.streamOff(.capture)
         }
+        // The camera's buffers the encoder still held (it failed, or was never drained) go back.
+        if let importedBuffers { for index in queuedInputs { importedBuffers.release(Int32(index)) } }
+    }
+
+    /// The camera's DMABUFs, when the encoder can read frames from them as a copy would lay
+    /// them out (the same lines, every frame within a buffer) and its OUTPUT queue imports them,
+    /// one OUTPUT buffer per camera buffer; nil to copy instead.
+    static func importable(
+        _ camera: SharedFrameBuffers, packing: PlanePacking, into device: V4L2CodecDevice
+    ) -> [Int32]? {
+        guard packing.isContiguous, packing.sizeImage <= camera.length, let descriptors = camera.dmabufs(),
+            descriptors.count == camera.count
+        else { return nil }
+        guard let granted = try? device.importBuffers(.output, count: camera.count), granted >= camera.count else {
+            device.freeBuffers(.output)
+            return nil
+        }
+        return descriptors
     }
 
     /// Throws unless the node at `path` encodes `from` frames to `codec`.
@@ -169,28 +219,58 @@ public final class V4L2Encoder: FrameEncoder {
         return header
     }
 
+    public func fill(_ slot: Int, with frame: UnsafeRawBufferPointer) {
+        packing.pack(frame, into: outputBuffers[slot].start)
+    }
+
+    /// Codes one frame on its own: waits for a free OUTPUT buffer, copies the frame in, queues
+    /// it. For callers without an `EncodingWorker` (which fills the buffers itself); not when the
+    /// encoder imports the camera's buffers.
     public func encode(
         _ frame: UnsafeRawBufferPointer, record: CaptureRecord,
         emit: FrameEncoder.Emit
     ) throws {
+        guard importedBuffers == nil else {
+            throw EncodeError(.encoder, "\(device.path): an importing encoder takes the camera's buffers, not copies")
+        }
         try collect(emit: emit)
         var waited: Int32 = 0
         while freeOutput.isEmpty {
-            guard waited < Self.stallLimitMs else {
-                throw EncodeError(
-                    .encoder, "\(device.path): the encoder returned no buffer for \(Self.stallLimitMs) ms: it has hung")
-            }
+            guard waited < Self.stallLimitMs else { throw hung() }
             _ = device.wait(timeoutMs: 100)
             waited += 100
             try collect(emit: emit)
         }
-        let index = freeOutput.removeLast()
-        packing.pack(frame, into: outputBuffers[index].start)
+        let slot = freeOutput.removeLast()
+        fill(slot, with: frame)
+        try encode(input: slot, length: frame.count, record: record, emit: emit)
+    }
+
+    /// Queues OUTPUT buffer `slot` (filled, or holding the camera's buffer `slot` by DMABUF), then
+    /// emits what is ready. When every input is then inside the encoder, waits for one to come
+    /// back, so the worker always has a slot to offer again: an encoder that gives none back for
+    /// `stallLimitMs` has hung.
+    public func encode(input slot: Int, length: Int, record: CaptureRecord, emit: FrameEncoder.Emit) throws {
         let sequence = nextSequence
         nextSequence += 1
         inside[sequence] = record
-        try device.queue(.output, index: index, bytesUsed: packing.sizeImage, timestamp: Self.stamp(sequence))
+        let imported =
+            importedBuffers.map { V4L2CodecDevice.Imported(descriptor: dmabufs[slot], length: $0.length) }
+        try device.queue(
+            .output, index: slot, bytesUsed: packing.sizeImage, timestamp: Self.stamp(sequence), dmabuf: imported)
+        queuedInputs.insert(slot)
         try collect(emit: emit)
+        var waited: Int32 = 0
+        while queuedInputs.count >= inputSlots {
+            guard waited < Self.stallLimitMs else { throw hung() }
+            _ = device.wait(timeoutMs: 100)
+            waited += 100
+            try collect(emit: emit)
+        }
+    }
+
+    private func hung() -> EncodeError {
+        EncodeError(.encoder, "\(device.path): the encoder returned no buffer for \(Self.stallLimitMs) ms: it has hung")
     }
 
     /// Drains the encoder (`V4L2_ENC_CMD_STOP`) until its buffer flagged LAST, emitting the
@@ -220,7 +300,10 @@ public final class V4L2Encoder: FrameEncoder {
     /// are ready. Returns true once the drain's LAST buffer came.
     @discardableResult
     private func collect(emit: FrameEncoder.Emit) throws -> Bool {
-        while case .buffer(let done) = try device.dequeue(.output) { freeOutput.append(done.index) }
+        while case .buffer(let done) = try device.dequeue(.output) {
+            queuedInputs.remove(done.index)
+            inputReturned(done.index)
+        }
         var last = false
         dequeueing: while true {
             switch try device.dequeue(.capture) {

@@ -57,6 +57,8 @@ enum MCAPExport {
         case .y16: return (depth ? "16UC1" : "mono16", format.width * 2)
         case .z16: return ("16UC1", format.width * 2)
         case .nv12: return ("nv12", format.width)
+        case .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB:
+            return (format.pixelFormat.bayerPattern!.rosEncoding, format.width)
         case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
         }
     }

@@ -22,16 +22,18 @@ struct FramePixels {
 }
 
 /// Turns one camera's frames into `FramePixels`: grey from the frame's luma as it is (YUYV's
-/// and NV12's Y, GREY; a 16-bit sample's high byte when 8 bits are asked), 16-bit from Y16 and Z16 as they are, RGB
+/// and NV12's Y, GREY; a 16-bit sample's high byte when 8 bits are asked; a Bayer mosaic's
+/// bilinearly demosaiced luma, `BayerDemosaic`), 16-bit from Y16 and Z16 as they are, RGB
 /// through libjpeg-turbo's YUV-to-RGB (`tjDecodeYUVPlanes`, BT.601 full range as JPEG's, each
 /// chroma sample given to the pixels it was sampled from rather than interpolated, so a pixel's
-/// colour is the camera's), MJPEG through its decoder.
+/// colour is the camera's), or a Bayer mosaic's bilinear demosaic, MJPEG through its decoder.
 ///
 /// Thread-bound: one per camera and thread (it owns libjpeg-turbo handles and plane buffers).
 final class PixelConverter {
     let format: VideoFormat
     let layout: FramePixels.Layout
     private let planes: YUVPlanes?
+    private let demosaic: BayerDemosaic?
     private let decoder: tjhandle?
 
     /// The layouts a format can give: 16-bit only from Y16 and Z16; RGB not from them.
@@ -48,7 +50,13 @@ final class PixelConverter {
         if let problem = Self.problem(layout, from: format) { throw ExportError(.request, problem) }
         self.format = format
         self.layout = layout
-        let needsPlanes = layout == .rgb8 && format.pixelFormat != .mjpeg
+        demosaic = format.pixelFormat.bayerPattern.flatMap {
+            BayerDemosaic(pattern: $0, width: format.width, height: format.height)
+        }
+        if format.pixelFormat.bayerPattern != nil && demosaic == nil {
+            throw ExportError(.session, "\(format): a Bayer mosaic is whole 2x2 blocks")
+        }
+        let needsPlanes = layout == .rgb8 && format.pixelFormat != .mjpeg && demosaic == nil
         planes = needsPlanes ? YUVPlanes(format: format) : nil
         if needsPlanes && planes == nil {
             throw ExportError(.session, "\(format): \(YUVPlanes.problem(with: format) ?? "not YUV")")
@@ -84,6 +92,20 @@ final class PixelConverter {
                 initialized = count
             }
             return FramePixels(layout: .grey8, width: width, height: height, bytes: grey)
+        case (_, .bayerBGGR), (_, .bayerGBRG), (_, .bayerGRBG), (_, .bayerRGGB):
+            guard let demosaic else { throw ExportError(.output, "no demosaic for \(format)") }
+            let channels = layout == .rgb8 ? 3 : 1
+            let pixels = [UInt8](unsafeUninitializedCapacity: count * channels) { buffer, initialized in
+                frame.withUnsafeBufferPointer { source in
+                    if layout == .rgb8 {
+                        demosaic.rgb(from: source.baseAddress!, into: buffer.baseAddress!)
+                    } else {
+                        demosaic.luma(from: source.baseAddress!, into: buffer.baseAddress!)
+                    }
+                }
+                initialized = count * channels
+            }
+            return FramePixels(layout: layout, width: width, height: height, bytes: pixels)
         default:
             return try decodeYUV(frame)
         }

@@ -36,6 +36,10 @@ public struct Sidecar {
     public var calibration: SessionCalibration?
     /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
     public var encodings: [String: VideoEncoding] = [:]
+    /// Encoding threads per camera where more than one (`threads=`).
+    public var encoderThreads: [String: Int] = [:]
+    /// How each encoded camera's frames reached its encoder (`VideoSessionSink.encoderInputs`).
+    public var encoderInputs: [String: String] = [:]
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -84,7 +88,7 @@ public struct Sidecar {
     /// `encoding` what it was captured as: readers of the video need only the first.
     static func streamEntry(
         _ descriptor: StreamDescriptor, linkDirectory: String, calibration: SessionCalibration? = nil,
-        encoding: VideoEncoding = .raw
+        encoding: VideoEncoding = .raw, threads: Int = 1, input: String? = nil
     ) -> [String: Any] {
         var entry: [String: Any] = [
             "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
@@ -95,7 +99,12 @@ public struct Sidecar {
             entry["format"] = [
                 "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
             ]
-            if encoding.encodes(captured) { entry["encoding"] = encodingEntry(encoding, captured: captured) }
+            if encoding.encodes(captured) {
+                var encodingEntry = encodingEntry(encoding, captured: captured)
+                encodingEntry["threads"] = threads
+                if let input { encodingEntry["input"] = input }
+                entry["encoding"] = encodingEntry
+            }
             entry["video_path"] = SessionLayout.videoName(descriptor.id)
             entry["frames_path"] = SessionLayout.frameLogName(descriptor.id)
             entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
@@ -151,7 +160,8 @@ public struct Sidecar {
     /// gives each video's path as it was linked).
     public static func writeStart(
         hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
-        segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:]
+        segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:],
+        encoderThreads: [String: Int] = [:]
     ) throws {
         var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
@@ -159,7 +169,7 @@ public struct Sidecar {
             "streams": sources.map {
                 streamEntry(
                     $0.descriptor, linkDirectory: linkDirectory, calibration: calibration,
-                    encoding: encodings[$0.descriptor.id] ?? .raw)
+                    encoding: encodings[$0.descriptor.id] ?? .raw, threads: encoderThreads[$0.descriptor.id] ?? 1)
             },
         ]
         if let segment { document["segment"] = segmentEntry(segment) }
@@ -190,7 +200,8 @@ public struct Sidecar {
             let (source, stream) = pair
             let encoding = encodings[source.descriptor.id] ?? .raw
             var entry = Self.streamEntry(
-                source.descriptor, linkDirectory: linkDirectory, calibration: calibration, encoding: encoding)
+                source.descriptor, linkDirectory: linkDirectory, calibration: calibration, encoding: encoding,
+                threads: encoderThreads[source.descriptor.id] ?? 1, input: encoderInputs[source.descriptor.id])
             entry["written"] = stream.written
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
             // Records are the source's own sequence numbers (frames or samples since start).

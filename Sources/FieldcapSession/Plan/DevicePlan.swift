@@ -58,6 +58,7 @@ public struct DevicePlan: Sendable {
                     "\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
             _ = try spec.encoding()
+            if spec.kind == .camera { _ = try spec.encoderThreads() }
             try factory(for: spec).check(spec)
         }
     }
@@ -75,6 +76,16 @@ public struct DevicePlan: Sendable {
             encodings[source.descriptor.id] = encoding
         }
         return encodings
+    }
+
+    /// Each encoded camera's encoding threads (`threads=`), by stream id, where more than one.
+    public func encoderThreads(for sources: [CaptureSource]) throws(PlanError) -> [String: Int] {
+        var threads: [String: Int] = [:]
+        for (spec, source) in zip(specs, sources) where spec.kind == .camera {
+            let count = try spec.encoderThreads()
+            if count > 1 { threads[source.descriptor.id] = count }
+        }
+        return threads
     }
 
     /// Opens and sets up every device, in order. Throws `PlanError` or `DeviceSetupError`, one

@@ -29,7 +29,7 @@ public struct DeviceSpec: Equatable, Sendable {
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
-        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder",
+        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads",
     ]
     public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
 
@@ -131,11 +131,10 @@ public struct DeviceSpec: Equatable, Sendable {
     /// `format=`: the pixel format asked for (YUYV when not given).
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {
         guard let name = options["format"]?.uppercased() else { return .yuyv }
-        guard let chosen = VideoFormat.PixelFormat(rawValue: name == "MJPEG" ? "MJPG" : name),
-            VideoFormat.PixelFormat.captured.contains(chosen)
+        guard let chosen = VideoFormat.PixelFormat.named(name), VideoFormat.PixelFormat.captured.contains(chosen)
         else {
             throw problem(
-                "format '\(name)' is not one fieldcap records\(Self.storedOnlyHint(name)); use \(VideoFormat.PixelFormat.captured.map(\.rawValue).joined(separator: ", "))"
+                "format '\(name)' is not one fieldcap records\(Self.storedOnlyHint(name)); use \(VideoFormat.PixelFormat.captured.map(\.rawValue).joined(separator: ", ")) (BA81, GBRG, GRBG and RGGB are the 8-bit Bayer patterns; BGGR names BA81)"
             )
         }
         return chosen
@@ -203,6 +202,26 @@ public struct DeviceSpec: Equatable, Sendable {
             throw problem(
                 "encode '\(text)' is not an encoding; use raw (the default, lossless), ffv1 (lossless, compressed), jpeg[:QUALITY] (e.g. encode=jpeg:90) or h264[:BITRATE] (a V4L2 hardware encoder, e.g. encode=h264:4M)"
             )
+        }
+    }
+
+    /// `threads=N`: the camera's encoding threads (1 when not given), for encodings that code each
+    /// frame alone (JPEG, FFV1); a hardware encoder is one stream through one device.
+    public func encoderThreads() throws(PlanError) -> Int {
+        guard let threads = try count("threads", range: 1...16) else { return 1 }
+        let encoding = try encoding()
+        switch encoding {
+        case .jpeg, .ffv1: return threads
+        case .raw:
+            throw problem(
+                "threads=\(threads) is for encoding threads; this camera is stored raw (add encode=jpeg or ffv1)")
+        case .hardware:
+            guard threads == 1 else {
+                throw problem(
+                    "threads=\(threads): encode=\(encoding) runs one stream through one hardware encoder; only jpeg and ffv1 take more threads"
+                )
+            }
+            return 1
         }
     }
 

@@ -172,6 +172,7 @@ public struct RecordingSettings: Sendable {
             directIO: directIO, segments: try segmentSettings(for: sources.map(\.descriptor)))
         settings.calibration = try intrinsics?.assign(to: sources)
         settings.encodings = try plan.encodings(for: sources)
+        settings.encoderThreads = try plan.encoderThreads(for: sources)
         return settings
     }
 }

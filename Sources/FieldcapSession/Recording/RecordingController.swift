@@ -32,6 +32,8 @@ public final class RecordingController {
         public var calibration: SessionCalibration?
         /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
         public var encodings: [String: VideoEncoding] = [:]
+        /// Encoding threads of the cameras that have more than one (`threads=`), by stream id.
+        public var encoderThreads: [String: Int] = [:]
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -192,6 +194,7 @@ public final class RecordingController {
         if var segmenting = settings.segments {
             segmenting.calibration = settings.calibration
             segmenting.encodings = settings.encodings
+            segmenting.encoderThreads = settings.encoderThreads
             segmenting.previewTaps = jpegPreviews
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
@@ -216,9 +219,11 @@ public final class RecordingController {
         try settings.calibration?.install(in: directory)
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
-            linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings)
+            linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings,
+            encoderThreads: settings.encoderThreads)
         let sink = VideoSessionSink(
-            session: session, directIO: settings.directIO, encodings: settings.encodings, previewTaps: jpegPreviews)
+            session: session, directIO: settings.directIO, encodings: settings.encodings,
+            encoderThreads: settings.encoderThreads, previewTaps: jpegPreviews)
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder
@@ -267,6 +272,8 @@ public final class RecordingController {
             diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path)
         sidecar.calibration = settings.calibration
         sidecar.encodings = settings.encodings
+        sidecar.encoderThreads = settings.encoderThreads
+        sidecar.encoderInputs = sink.encoderInputs
         try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()

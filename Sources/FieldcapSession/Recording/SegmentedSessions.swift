@@ -22,6 +22,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         public var calibration: SessionCalibration?
         /// How each camera's frames are stored, by stream id (`encode=`).
         public var encodings: [String: VideoEncoding] = [:]
+        /// Encoding threads of the cameras that have more than one, by stream id.
+        public var encoderThreads: [String: Int] = [:]
         /// The live previews of JPEG-encoded cameras, fed by each segment's encoders
         /// (`VideoSessionSink`).
         public var previewTaps: [String: FrameTap] = [:]
@@ -166,9 +168,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try Sidecar.writeStart(
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
-            segment: number, calibration: settings.calibration, encodings: settings.encodings)
+            segment: number, calibration: settings.calibration, encodings: settings.encodings,
+            encoderThreads: settings.encoderThreads)
         let sink = VideoSessionSink(
-            session: session, directIO: directIO, encodings: settings.encodings, previewTaps: settings.previewTaps)
+            session: session, directIO: directIO, encodings: settings.encodings,
+            encoderThreads: settings.encoderThreads, previewTaps: settings.previewTaps)
         try sink.open(streams: streams)
         open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
         openDirectories.withLock { $0.append(path) }
@@ -259,6 +263,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         sidecar.segment = segment.number
         sidecar.calibration = settings.calibration
         sidecar.encodings = settings.encodings
+        sidecar.encoderThreads = settings.encoderThreads
+        sidecar.encoderInputs = open.sink.encoderInputs
         try sidecar.write()
     }
 

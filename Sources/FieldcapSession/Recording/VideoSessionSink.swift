@@ -23,7 +23,9 @@ import Synchronization
 /// worker writes each encoded frame, then its frame log line and its timestamp line, in the same
 /// order, numbering frames as it writes them; a frame the worker has no room for is refused
 /// (`write` returns false) and counted by the recorder as dropped by the encoder. The worker
-/// syncs the log and the video when the writer's `sync` asks.
+/// syncs the log and the video when the writer's `sync` asks. A camera may have several encoding
+/// threads (`encoderThreads`), each with an encoder of its own, whose frames are still written in
+/// capture order.
 ///
 /// Thread-bound per stream: each stream's `write` and `sync` come from one writer thread (the
 /// recorder gives each video its own), different streams' from different threads at once; each
@@ -38,6 +40,7 @@ public final class VideoSessionSink: RecordSink {
     private let encodings: [String: VideoEncoding]
     /// Live previews of JPEG-encoded cameras, by stream id: given the encoder's JPEGs.
     private let previewTaps: [String: FrameTap]
+    private let encoderThreads: [String: Int]
     private let encoderSlots: Int
     private let makeEncoder: EncoderFactory
     private var streamIDs: [String] = []
@@ -52,9 +55,18 @@ public final class VideoSessionSink: RecordSink {
     /// too slow for the rate, which no queue can save).
     public static let defaultEncoderSlots = 8
 
-    /// Makes a camera's encoder from its encoding, captured format and nominal rate (nil: its
-    /// frames are stored as they come).
-    public typealias EncoderFactory = (VideoEncoding, VideoFormat, Double) throws -> FrameEncoder?
+    /// Makes a camera's encoder (nil: its frames are stored as they come).
+    public typealias EncoderFactory = (EncoderRequest) throws -> FrameEncoder?
+
+    /// What an encoder is made for: the camera's encoding, captured format, nominal rate (a
+    /// hardware encoder's rate control needs it) and buffers, which an encoder that imports
+    /// them (DMABUF) reads in place.
+    public struct EncoderRequest {
+        public var encoding: VideoEncoding
+        public var captured: VideoFormat
+        public var nominalRate: Double
+        public var cameraBuffers: SharedFrameBuffers?
+    }
 
     /// `directIO: false` writes the videos through the page cache even where the filesystem
     /// does direct I/O (`MatroskaWriter`); `encodings` says how each camera's frames are stored
@@ -63,17 +75,30 @@ public final class VideoSessionSink: RecordSink {
     /// then shows it instead of encoding the frame again.
     public init(
         session: SyncSession, directIO: Bool = true, encodings: [String: VideoEncoding] = [:],
-        previewTaps: [String: FrameTap] = [:],
+        encoderThreads: [String: Int] = [:], previewTaps: [String: FrameTap] = [:],
         encoderSlots: Int = VideoSessionSink.defaultEncoderSlots,
-        makeEncoder: @escaping EncoderFactory = { try VideoEncoders.make($0, for: $1, nominalRate: $2) }
+        makeEncoder: @escaping EncoderFactory = {
+            try VideoEncoders.make(
+                $0.encoding, for: $0.captured, nominalRate: $0.nominalRate, cameraBuffers: $0.cameraBuffers)
+        }
     ) {
         self.makeEncoder = makeEncoder
         sessionSink = SyncSessionSink(session: session)
         layout = SessionLayout(directory: session.outputDir.path)
         self.directIO = directIO
         self.encodings = encodings
+        self.encoderThreads = encoderThreads
         self.previewTaps = previewTaps
         self.encoderSlots = encoderSlots
+    }
+
+    /// How each encoded camera's frames reached its encoder, by stream id: "copied", "copied into
+    /// the encoder's buffers" or "DMABUF (the camera's buffers)". Read once opened.
+    public var encoderInputs: [String: String] {
+        Dictionary(
+            uniqueKeysWithValues: zip(streamIDs, workers).compactMap { id, worker in
+                worker.map { (id, $0.inputDescription) }
+            })
     }
 
     /// How each video stream's frames went to its file, by stream id: "direct" (direct I/O) or
@@ -90,12 +115,26 @@ public final class VideoSessionSink: RecordSink {
     public func open(streams: [StreamDescriptor]) throws {
         try sessionSink.open(streams: streams)
         streamIDs = streams.map(\.id)
-        let encoders: [FrameEncoder?] = try streams.map { descriptor in
+        // Per stream: its encoders, one per thread (nil: stored as it comes).
+        let encoders: [[FrameEncoder]?] = try streams.map { descriptor in
             guard let format = descriptor.videoFormat, let encoding = encodings[descriptor.id] else { return nil }
-            return try makeEncoder(encoding, format, descriptor.nominalRate)
+            let request = EncoderRequest(
+                encoding: encoding, captured: format, nominalRate: descriptor.nominalRate,
+                cameraBuffers: descriptor.sharedBuffers)
+            guard let first = try makeEncoder(request) else { return nil }
+            let threads = encoderThreads[descriptor.id] ?? 1
+            guard threads > 1 else { return [first] }
+            guard first.codesFramesAlone else {
+                throw EncodeError(
+                    .unsupportedFormat,
+                    "\(descriptor.id): \(first.name) codes frames against each other: one encoding thread only (threads=1)"
+                )
+            }
+            return try [first] + (1..<threads).map { _ in try makeEncoder(request)! }
         }
-        videos = try zip(streams, encoders).map { descriptor, encoder in
+        videos = try zip(streams, encoders).map { descriptor, encoders in
             guard descriptor.kind == .video, let format = descriptor.videoFormat else { return nil }
+            let encoder = encoders?.first
             let path = layout.video(descriptor.id)
             let (directIO, watch) = (directIO, sessionSink.session.diskWatch)
             let file = VideoFile { codecPrivate in
@@ -112,24 +151,25 @@ public final class VideoSessionSink: RecordSink {
                 ? try FrameLog(path: layout.frameLog(descriptor.id), watch: sessionSink.session.diskWatch) : nil
         }
         workers = streams.indices.map { stream in
-            guard let encoder = encoders[stream], let video = videos[stream], let log = frameLogs[stream],
+            guard let encoders = encoders[stream], let video = videos[stream], let log = frameLogs[stream],
                 let format = streams[stream].videoFormat
             else { return nil }
             return encodingWorker(
-                stream: stream, id: streams[stream].id, format: format, encoder: encoder, video: video, log: log)
+                stream: stream, id: streams[stream].id, format: format, encoders: encoders, video: video, log: log)
         }
     }
 
     /// The worker of an encoded camera: it writes each encoded frame as `write` writes a raw
     /// one (the video, the frame log, the timestamp line), numbering them itself.
     private func encodingWorker(
-        stream: Int, id: String, format: VideoFormat, encoder: FrameEncoder, video: VideoFile, log: FrameLog
+        stream: Int, id: String, format: VideoFormat, encoders: [FrameEncoder], video: VideoFile, log: FrameLog
     ) -> EncodingWorker {
         let sessionSink = sessionSink
+        let encoder = encoders[0]
         let preview = encoder.encodedFormat.pixelFormat == .mjpeg ? previewTaps[id] : nil
         var frameNumber = 0
         return EncodingWorker(
-            name: "fc-enc-\(id)", encoder: encoder, slots: encoderSlots,
+            name: "fc-enc-\(id)", encoders: encoders, slots: encoderSlots,
             slotBytes: format.pixelFormat.frameBytes(width: format.width, height: format.height) ?? 1,
             output: { frame in
                 let record = frame.record

@@ -143,13 +143,39 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         appliedControls = applied
         (buffers, timestampFlags) = try device.mapBuffers(count: options.bufferCount)
+        // The shared buffers call back into the camera, weakly: the sink may keep them longer.
+        let link = CameraLink()
+        shared = SharedFrameBuffers(
+            count: buffers.count, length: buffers.map(\.length).min() ?? 0,
+            bytesPerLine: device.layout()?.bytesPerLine ?? 0, export: { link.camera?.exportBuffers() },
+            giveBack: { index in link.camera?.requeue(index) })
         descriptor = StreamDescriptor(
             id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
-            frameBuffers: buffers.count)
+            frameBuffers: buffers.count, sharedBuffers: shared)
+        link.camera = self
     }
 
     deinit {
+        for descriptor in shared.exportedDescriptors ?? [] { close(descriptor) }
         for buffer in buffers { _ = CV4L2_munmap(buffer.start, buffer.length) }
+    }
+
+    /// The camera's buffers as a device may read them in place (`descriptor.sharedBuffers`).
+    let shared: SharedFrameBuffers
+
+    /// Set once, in `init`, before any other thread sees the camera.
+    final class CameraLink: @unchecked Sendable {
+        weak var camera: V4L2Camera?
+    }
+
+    /// The buffers as DMABUF descriptors, when frames lie in them as fieldcap writes them (lines
+    /// packed, NV12's chroma right after its luma), so that reading one in place is reading the
+    /// frame a copy would give; nil otherwise, or when the driver cannot export.
+    private func exportBuffers() -> [Int32]? {
+        guard let packedLine = grantedFormat.pixelFormat.lineBytes(width: grantedFormat.width),
+            shared.bytesPerLine == packedLine
+        else { return nil }
+        return device.exportBuffers(count: buffers.count)
     }
 
     private func queue(_ index: Int32) -> Int32 {
@@ -340,6 +366,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     @inline(__always)
     private func push(_ record: CaptureRecord, into ring: SPSCRing<CaptureRecord>) {
         lastCapture = record.captureNs
+        // Before the push: once in the ring, the writer may release it at once.
+        shared.lend(record.bufferIndex)
         if ring.push(record, sequence: record.sequence) {
             buffersAtWriter.add(1, ordering: .relaxed)
         } else {
@@ -352,10 +380,18 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         return UnsafeRawBufferPointer(start: buffers[Int(record.bufferIndex)].start, count: Int(record.bytesUsed))
     }
 
+    /// The writer is done with the buffer: back to the camera, unless a device that reads it
+    /// in place (an encoder importing it) still holds it, in which case its last release does.
     public func releaseBuffer(_ index: Int32) {
+        shared.release(index)
+    }
+
+    /// Gives buffer `index` back to the driver, from whichever thread released it last.
+    func requeue(_ index: Int32) {
         buffersAtWriter.subtract(1, ordering: .relaxed)
-        // QBUF from the writer thread: the kernel's vb2 queue takes its own lock. A refusal ends
-        // the stream (the capture thread sees it); after a stop it does not matter.
+        // QBUF from the writer's or an encoder's thread: the kernel's vb2 queue takes its own
+        // lock. A refusal ends the stream (the capture thread sees it); after a stop it does not
+        // matter.
         if queue(index) != 0 && errno != EINVAL {
             requeueFailure.store(errno, ordering: .relaxed)
         }

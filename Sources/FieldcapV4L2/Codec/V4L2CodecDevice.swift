@@ -65,6 +65,8 @@ public final class V4L2CodecDevice {
     public let multiplanar: Bool
     let fd: Int32
     private var mapped: [Queue: [Mapped]] = [:]
+    /// Queues whose buffers are imported DMABUFs rather than mmap'd.
+    private var importing: Set<Queue> = []
 
     /// Whether a node's capabilities are a memory-to-memory device's.
     public static func isMemoryToMemory(_ capabilities: UInt32) -> Bool {
@@ -293,11 +295,36 @@ public final class V4L2CodecDevice {
         return buffers
     }
 
+    /// Sets `queue` up for `count` buffers imported as DMABUFs (`VIDIOC_REQBUFS` with
+    /// `V4L2_MEMORY_DMABUF`), each queued with its descriptor. Returns the count the driver
+    /// granted; throws when it cannot import at all.
+    public func importBuffers(_ queue: Queue, count: Int) throws(V4L2Error) -> Int {
+        var request = v4l2_requestbuffers()
+        request.count = UInt32(count)
+        request.type = bufferType(queue)
+        request.memory = V4L2_MEMORY_DMABUF.rawValue
+        guard Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0 else {
+            throw failure("VIDIOC_REQBUFS DMABUF", queue)
+        }
+        importing.insert(queue)
+        return Int(request.count)
+    }
+
+    /// Gives `queue`'s buffers back (`VIDIOC_REQBUFS` with a count of 0), so it can be set up
+    /// another way. Errors are ignored, as for `streamOff`.
+    public func freeBuffers(_ queue: Queue) {
+        var request = v4l2_requestbuffers()
+        request.type = bufferType(queue)
+        request.memory = importing.contains(queue) ? V4L2_MEMORY_DMABUF.rawValue : V4L2_MEMORY_MMAP.rawValue
+        _ = Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request)
+        importing.remove(queue)
+    }
+
     private func record(_ queue: Queue, index: Int) -> v4l2_buffer {
         var buffer = v4l2_buffer()
         buffer.index = UInt32(index)
         buffer.type = bufferType(queue)
-        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        buffer.memory = importing.contains(queue) ? V4L2_MEMORY_DMABUF.rawValue : V4L2_MEMORY_MMAP.rawValue
         return buffer
     }
 
@@ -313,25 +340,40 @@ public final class V4L2CodecDevice {
         _ = Self.ioctl(fd, CV4L2_VIDIOC_STREAMOFF(), &type)
     }
 
+    /// A DMABUF to queue in place of a buffer's own memory: its descriptor and length.
+    public struct Imported: Sendable {
+        public var descriptor: Int32
+        public var length: Int
+
+        public init(descriptor: Int32, length: Int) {
+            self.descriptor = descriptor
+            self.length = length
+        }
+    }
+
     /// Hands buffer `index` of `queue` to the driver (`VIDIOC_QBUF`) holding `bytesUsed` bytes
-    /// (OUTPUT; 0 for CAPTURE), stamped `timestamp`.
+    /// (OUTPUT; 0 for CAPTURE), stamped `timestamp`; on a queue that imports, the memory is
+    /// `dmabuf`'s.
     public func queue(
-        _ queue: Queue, index: Int, bytesUsed: Int = 0, timestamp: timeval = timeval(), flags: UInt32 = 0
+        _ queue: Queue, index: Int, bytesUsed: Int = 0, timestamp: timeval = timeval(), flags: UInt32 = 0,
+        dmabuf: Imported? = nil
     ) throws(V4L2Error) {
         var buffer = record(queue, index: index)
         buffer.timestamp = timestamp
         buffer.flags = flags
         var plane = v4l2_plane()
-        let length = mapped[queue]?[index].length ?? 0
+        let length = dmabuf?.length ?? mapped[queue]?[index].length ?? 0
         let result = withUnsafeMutablePointer(to: &plane) { planePointer in
             if multiplanar {
                 planePointer.pointee.bytesused = UInt32(bytesUsed)
                 planePointer.pointee.length = UInt32(length)
+                if let dmabuf { planePointer.pointee.m.fd = dmabuf.descriptor }
                 buffer.m.planes = planePointer
                 buffer.length = 1
             } else {
                 buffer.bytesused = UInt32(bytesUsed)
                 buffer.length = UInt32(length)
+                if let dmabuf { buffer.m.fd = dmabuf.descriptor }
             }
             return Self.ioctl(fd, CV4L2_VIDIOC_QBUF(), &buffer)
         }

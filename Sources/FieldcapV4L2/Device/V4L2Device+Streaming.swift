@@ -129,6 +129,37 @@ extension V4L2Device {
         return (buffers, flags)
     }
 
+    /// The granted format's line length and frame size (`VIDIOC_G_FMT`), or nil if the driver
+    /// does not say.
+    func layout() -> (bytesPerLine: Int, sizeImage: Int)? {
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        guard Self.ioctl(fd, CV4L2_VIDIOC_G_FMT(), &format) == 0 else { return nil }
+        return (Int(format.fmt.pix.bytesperline), Int(format.fmt.pix.sizeimage))
+    }
+
+    /// Exports the first `count` mmap buffers as DMABUF file descriptors (`VIDIOC_EXPBUF`,
+    /// close-on-exec, read-only: a device that imports them only reads frames), or nil when the
+    /// driver cannot (its buffers are not shareable, or it lacks the ioctl). The caller closes them.
+    func exportBuffers(count: Int) -> [Int32]? {
+        var descriptors: [Int32] = []
+        for index in 0..<count {
+            var export = v4l2_exportbuffer()
+            export.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            export.index = UInt32(index)
+            export.flags = UInt32(O_CLOEXEC | O_RDONLY)
+            // The kernel's own ioctl: libv4l2 has nothing to add to an export.
+            var result: Int32
+            repeat { result = CV4L2_codec_ioctl(fd, CV4L2_VIDIOC_EXPBUF(), &export) } while result < 0 && errno == EINTR
+            guard result == 0 else {
+                for descriptor in descriptors { Glibc.close(descriptor) }
+                return nil
+            }
+            descriptors.append(export.fd)
+        }
+        return descriptors
+    }
+
     /// A capture buffer record for `index`, mmap memory.
     static func buffer(_ index: UInt32) -> v4l2_buffer {
         var buffer = v4l2_buffer()

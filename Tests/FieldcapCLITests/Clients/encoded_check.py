@@ -8,6 +8,7 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - every timestamp line's frame_number is the frame's index in the video: 0..N-1, and the
   frame log names the same N frames, none of them among the dropped records;
 - the sidecar's drops add up: count == the records listed, split by reason (ring, encoder);
+  an extract (`fieldcap extract`, its fieldcap.json has `extract`) keeps no drops: skipped;
   a session `fieldcap recover` rebuilt (its fieldcap.json has `recovery`) has no written count
   or drops, since the killed recorder never wrote them: those two checks are skipped;
 - ffprobe (FFmpeg's own MJPEG or FFV1 decoder) and GStreamer (matroskademux ! jpegdec, libjpeg;
@@ -15,7 +16,8 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - with --reference ID, a raw camera of the same session that saw the same frames (two
   synthetic cameras of one size draw the same pattern for the same sequence number): each
   decoded frame's luma against the raw frame's, PSNR at or above --psnr-floor (dB) for both
-  decoders. The lowest and mean PSNR are printed. With --static-reference the reference
+  decoders. A raw Bayer reference's luma is that of OpenCV's demosaic of it (bilinear, its
+  default), by JFIF's BT.601 weights. The lowest and mean PSNR are printed. With --static-reference the reference
   camera shows a still picture (vivid with its OSD text off): every frame is held against its
   first, after checking that the reference's frames are all the same.
 - FFV1 is lossless: with --reference, each frame FFmpeg and GStreamer decode, converted back to
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 
+import cv2
 import numpy as np
 
 
@@ -121,7 +124,24 @@ def raw_luma(video, pixel_format, width, height):
         return frames[:, : width * height].reshape(-1, height, width)
     if pixel_format == "GREY":
         return np.frombuffer(raw, dtype=np.uint8).reshape(-1, height, width)
-    fail(f"reference format {pixel_format} is not an 8-bit YUV or grey format")
+    if pixel_format in BAYER_OPENCV:
+        mosaics = np.frombuffer(raw, dtype=np.uint8).reshape(-1, height, width)
+        return np.array([demosaiced_luma(mosaic, pixel_format) for mosaic in mosaics])
+    fail(f"reference format {pixel_format} is not an 8-bit YUV, grey or Bayer format")
+
+
+# V4L2's 8-bit Bayer fourccs and OpenCV's conversions of the same mosaics. OpenCV names a pattern
+# by its second row's second and third pixels, so V4L2's BGGR (BA81) is its BayerRG: found by
+# demosaicing a mosaic with red at the pattern's red sites only, which only the right code
+# turns red.
+BAYER_OPENCV = {"BA81": cv2.COLOR_BayerRG2RGB, "GBRG": cv2.COLOR_BayerGR2RGB, "GRBG": cv2.COLOR_BayerGB2RGB,
+                "RGGB": cv2.COLOR_BayerBG2RGB}
+
+
+def demosaiced_luma(mosaic, pixel_format):
+    """A Bayer mosaic's luma: OpenCV's bilinear demosaic, then JFIF's BT.601 luma, rounded."""
+    rgb = cv2.cvtColor(mosaic, BAYER_OPENCV[pixel_format]).astype(np.float64)
+    return np.clip(np.rint(0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]), 0, 255).astype(np.uint8)
 
 
 # A captured pixel format: FFmpeg's name, GStreamer's, and bytes per frame.
@@ -131,6 +151,11 @@ CAPTURED = {
     "GREY": ("gray", "GRAY8", lambda w, h: w * h),
     "Y16": ("gray16le", "GRAY16_LE", lambda w, h: w * h * 2),
     "Z16": ("gray16le", "GRAY16_LE", lambda w, h: w * h * 2),
+    # FFV1 codes a Bayer mosaic as one grey plane: decoders give the mosaic back as grey.
+    "BA81": ("gray", "GRAY8", lambda w, h: w * h),
+    "GBRG": ("gray", "GRAY8", lambda w, h: w * h),
+    "GRBG": ("gray", "GRAY8", lambda w, h: w * h),
+    "RGGB": ("gray", "GRAY8", lambda w, h: w * h),
 }
 
 
@@ -242,7 +267,10 @@ def main():
     if stream["written"] != count:
         fail(f"{args.id}: fieldcap.json says {stream['written']} written, the timestamps hold {count}")
 
-    drops = stream["drops"]
+    # An extract (`fieldcap extract`) keeps frames, not the recording's drop accounting.
+    drops = stream.get("drops") or ({"count": 0, "records": [], "reasons": {
+        "ring": {"count": 0, "records": []}, "encoder": {"count": 0, "records": []}}} if "extract" in sidecar
+        else fail(f"{args.id}: no drops in fieldcap.json"))
     dropped = runs_to_set(drops["records"])
     reasons = drops.get("reasons") or fail(f"{args.id}: an encoded camera's drops have no reasons")
     ring, encoder = runs_to_set(reasons["ring"]["records"]), runs_to_set(reasons["encoder"]["records"])
@@ -359,8 +387,10 @@ def check_lossless(args, streams, video, captured, width, height, sequences, cou
         return f" ({captured} from FFV1)"
     reference = streams.get(args.reference) or fail(f"no stream {args.reference}")
     ref_format = reference["format"]
+    # Y16 and Z16 are the same samples; a Bayer pattern is only itself.
     if (ref_format["width"], ref_format["height"]) != (width, height) or \
-            CAPTURED.get(ref_format["pixel_format"], [None])[0] != CAPTURED[captured][0]:
+            CAPTURED.get(ref_format["pixel_format"], [None])[0] != CAPTURED[captured][0] or \
+            (captured in BAYER_OPENCV and ref_format["pixel_format"] != captured):
         fail(f"{args.reference} is {ref_format}, not raw {captured} {width}x{height}")
     ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
     ref_frames = raw_frames(os.path.join(args.session, f"{args.reference}.mkv"), captured, width, height)

@@ -27,11 +27,17 @@ ENCODINGS = {
     "Y16": ("mono16", 2),
     "Z16": ("16UC1", 2),  # depth by definition (V4L2_PIX_FMT_Z16), as REP 118 writes it
     "NV12": ("nv12", 1),
+    "BA81": ("bayer_bggr8", 1),
+    "GBRG": ("bayer_gbrg8", 1),
+    "GRBG": ("bayer_grbg8", 1),
+    "RGGB": ("bayer_rggb8", 1),
 }
 
 
 # FFmpeg's names of the captured formats, for a video stored as FFV1.
-FFMPEG_FORMATS = {"YUYV": "yuyv422", "GREY": "gray", "Y16": "gray16le", "Z16": "gray16le", "NV12": "nv12"}
+# FFV1 codes a Bayer mosaic as one grey plane: FFmpeg gives the mosaic back as grey.
+FFMPEG_FORMATS = {"YUYV": "yuyv422", "GREY": "gray", "Y16": "gray16le", "Z16": "gray16le", "NV12": "nv12",
+                  "BA81": "gray", "GBRG": "gray", "GRBG": "gray", "RGGB": "gray"}
 
 
 class Session(SessionFiles):

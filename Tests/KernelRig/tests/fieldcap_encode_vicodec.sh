@@ -1,12 +1,14 @@
 #!/bin/bash
-# rig-timeout: 420
+# rig-timeout: 540
 # encode=fwht through vicodec, the kernel's virtual V4L2 memory-to-memory codec: the same code
 # path a hardware H.264 encoder takes (the stateful encoder interface), judged by programs
 # nobody here wrote (Tests/FieldcapCLITests/Clients/encoded_check.py): FFmpeg finds every packet,
 # vicodec's own decoder (through v4l2-ctl) gives every frame back, frame-exact, its luma within
-# the PSNR floor of the raw frame. Then the same through the multi-planar API (vicodec reloaded
-# with multiplanar=1, as Raspberry Pi, Rockchip and Hantro encoders are), an encoder that goes
-# away mid-recording, and encoder= naming what is not an encoder.
+# the PSNR floor of the raw frame; vivid's frames reach it as DMABUF (vivid exports its buffers,
+# vicodec imports them), a synthetic camera's copied once. A recording in segments extracted from
+# the middle of a GOP starts at its I-frame. Then the same through the multi-planar API (vicodec
+# reloaded with multiplanar=1, as Raspberry Pi, Rockchip and Hantro encoders are), SIGKILLs
+# recovered, an encoder that goes away mid-recording, and encoder= naming what is not an encoder.
 set -euo pipefail
 cam0=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 cam1=${FIELDCAP_VIDEO_DEVICE2:?the rig loads vivid with two devices}
@@ -29,11 +31,21 @@ vicodec_node() {
 	done
 	return 1
 }
+# vicodec's nodes after a reload or a bind: sysfs names them at once, devtmpfs makes the /dev
+# nodes a moment later (a recording started in between found no /dev/video2).
+find_vicodec() {
+	local _
+	for _ in $(seq 100); do
+		encoder=$(vicodec_node stateful-encoder) && decoder=$(vicodec_node stateful-decoder) \
+			&& [ -c "$encoder" ] && [ -c "$decoder" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
 reload_vicodec() {
 	rmmod vicodec
 	modprobe vicodec "$@"
-	encoder=$(vicodec_node stateful-encoder) && decoder=$(vicodec_node stateful-decoder) \
-		|| fail "vicodec $* did not come back"
+	find_vicodec || fail "vicodec $* did not come back"
 }
 encoder=${FIELDCAP_ENCODER_DEVICE:?the rig loads vicodec}
 decoder=${FIELDCAP_DECODER_DEVICE:?the rig loads vicodec}
@@ -46,8 +58,16 @@ trap 'for dev in "$cam0" "$cam1"; do v4l2-ctl -d "$dev" -c osd_text_mode=0 -c ti
 "$fieldcap" list | grep -E "^  fwht  vicodec \(vicodec\) at $encoder, V4L2 hardware, from .*YUYV" \
 	|| fail "fieldcap list does not show vicodec's encoder at $encoder"
 
+# How a session's camera reached its encoder, as fieldcap.json says.
+input_of() {
+	"$python" -c 'import json, sys
+streams = json.load(open(sys.argv[1] + "/fieldcap.json"))["streams"]
+print(next(s for s in streams if s["id"] == sys.argv[2])["encoding"]["input"])' "$1" "$2"
+}
+
 # vivid's still colour bars, raw on one device and FWHT on the other (the encoder found by
-# fieldcap), in each 8-bit format both take.
+# fieldcap), in each 8-bit format both take. vivid exports its buffers and vicodec imports them:
+# the frames reach the encoder as DMABUF, never copied.
 for format in YUYV NV12 GREY; do
 	session=$FIELDCAP_TEST_TMP/vivid-$format
 	"$fieldcap" --cam "$cam0,size=640x480,fps=30,id=raw,format=$format" \
@@ -55,6 +75,8 @@ for format in YUYV NV12 GREY; do
 	"$fieldcap" validate "$session"
 	"$python" "$check" "$session" fwht --reference raw --static-reference --psnr-floor 30 \
 		--decoder-device "$decoder" --max-ring-drops 0
+	input=$(input_of "$session" fwht)
+	[ "$input" = "DMABUF (the camera's buffers)" ] || fail "vivid $format reached vicodec $input, not as DMABUF"
 done
 
 # A moving pattern, frame by frame: two synthetic cameras draw the same picture for the same
@@ -65,9 +87,47 @@ moving() {
 		--cam "synthetic:640x480@30,id=fwht,format=$2,encode=fwht,encoder=$encoder" --duration 2s --out "$session" -q
 	"$fieldcap" validate "$session"
 	"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops 0
+	# A synthetic camera's buffers are not a device's: each frame is copied once, into vicodec's.
+	input=$(input_of "$session" fwht)
+	[ "$input" = "copied into the encoder's buffers" ] || fail "a synthetic camera reached vicodec $input"
 }
 moving synthetic-YUYV YUYV
 moving synthetic-NV12 NV12
+
+# A recording in segments, and a range of it that starts on a P-frame: the second segment's frame
+# after its second I-frame, found in the file (FFmpeg's packet flags) and its timestamps. The
+# extract must start at that I-frame instead, so its first packet is a keyframe, and vicodec
+# decodes every frame, each still its raw twin's picture.
+segmented=$FIELDCAP_TEST_TMP/segmented
+"$fieldcap" --cam "synthetic:640x480@30,id=raw" \
+	--cam "synthetic:640x480@30,id=fwht,encode=fwht,encoder=$encoder" --segment 3s --duration 7s --out "$segmented" -q
+# (No process substitution: the guest has no /dev/fd.)
+range=$("$python" - "$segmented" <<'PY'
+import datetime, json, subprocess, sys
+from pathlib import Path
+recording = Path(sys.argv[1])
+segment = recording / json.load(open(recording / "recording.json"))["segments"][1]["directory"]
+sync = json.load(open(segment / "sync_point.json"))
+stamps = [json.loads(line)["capture_ns"] for line in open(segment / "fwht.timestamps.jsonl") if line.strip()]
+flags = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags",
+                        "-of", "csv=p=0", str(segment / "fwht.mkv")], capture_output=True, text=True,
+                       check=True).stdout.split()
+keys = [i for i, f in enumerate(flags) if f.startswith("K")]
+start = keys[1] + 1
+assert not flags[start].startswith("K"), f"frame {start} is a keyframe too: {flags[:30]}"
+def utc(ns, later=0.0):
+    wall = (ns - sync["monotonic_ns"] + sync["wall_clock_ns"]) / 1e9 + later
+    return datetime.datetime.fromtimestamp(wall, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+print(utc(stamps[start]), utc(stamps[start], 1.0), stamps[keys[1]])
+PY
+)
+read -r from to keyframe_ns <<<"$range"
+"$fieldcap" extract "$segmented" --from "$from" --to "$to" --out "$FIELDCAP_TEST_TMP/extract"
+first=$(ffprobe -v error -select_streams v:0 -show_entries packet=flags -of csv=p=0 "$FIELDCAP_TEST_TMP/extract/fwht.mkv" | head -1)
+case $first in K*) ;; *) fail "the extract's first FWHT packet is not a keyframe (flags $first)" ;; esac
+first_ns=$(head -1 "$FIELDCAP_TEST_TMP/extract/fwht.timestamps.jsonl" | "$python" -c 'import json, sys; print(json.load(sys.stdin)["capture_ns"])')
+[ "$first_ns" = "$keyframe_ns" ] || fail "the extract starts at capture_ns $first_ns, not at the I-frame before the range ($keyframe_ns)"
+"$python" "$check" "$FIELDCAP_TEST_TMP/extract" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder"
 
 # The multi-planar buffer API.
 reload_vicodec multiplanar=1
@@ -107,7 +167,7 @@ cat "$FIELDCAP_TEST_TMP/encoder-gone.err"
 [ "$status" -ne 0 ] || fail "the recording whose encoder went away exited 0"
 grep -q "$encoder" "$FIELDCAP_TEST_TMP/encoder-gone.err" || fail "the error does not name the encoder $encoder"
 echo vicodec.0 > /sys/bus/platform/drivers/vicodec/bind
-encoder=$(vicodec_node stateful-encoder) && decoder=$(vicodec_node stateful-decoder) || fail "vicodec did not bind again"
+find_vicodec || fail "vicodec did not bind again"
 "$fieldcap" validate "$session"
 "$python" "$check" "$session" fwht --decoder-device "$decoder"
 
@@ -124,4 +184,4 @@ for wrong in "$decoder" "$cam0"; do
 	case "$message" in *"$wrong"*) ;; *) fail "encoder=$wrong: the error does not name $wrong" ;; esac
 	[ ! -e "$FIELDCAP_TEST_TMP/wrong" ] || fail "encoder=$wrong left a session behind"
 done
-echo "PASS: FWHT through vicodec from vivid (YUYV, NV12, GREY) and a moving synthetic pattern (single- and multi-planar): every frame found by FFmpeg and decoded by vicodec, frame-exact, above the PSNR floor; 3 SIGKILLs recovered and decoded; an encoder gone mid-recording stops it with its name and leaves a valid session; encoder= on a decoder or camera refused"
+echo "PASS: FWHT through vicodec from vivid (YUYV, NV12, GREY, as DMABUF) and a moving synthetic pattern (an extract of it from mid-GOP starting at its I-frame) (single- and multi-planar): every frame found by FFmpeg and decoded by vicodec, frame-exact, above the PSNR floor; 3 SIGKILLs recovered and decoded; an encoder gone mid-recording stops it with its name and leaves a valid session; encoder= on a decoder or camera refused"

@@ -7,8 +7,9 @@
 # the sync point, the dummy's accel_x on /imu/imu (its missing axes NaN, no gyroscope marked
 # unknown) and its voltage0 on /imu/channels, each value equal to the session's. Then the same
 # session as a EuRoC folder (grey and colour) and an image folder, every PNG and JPEG read by
-# OpenCV against vivid's frames (Tests/FieldcapCLITests/Clients/folder_check.py). Last, vivid's
-# 16-bit format exported as depth.
+# OpenCV against vivid's frames (Tests/FieldcapCLITests/Clients/folder_check.py). Then vivid's
+# 16-bit format exported as depth, and its Bayer mosaic (BA81) as bayer_bggr8 and as EuRoC PNGs
+# held to OpenCV's demosaic.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
@@ -49,4 +50,15 @@ depth=$FIELDCAP_TEST_TMP/export-depth
 "$python" "$check" mcap "$depth" "$FIELDCAP_TEST_TMP/depth.mcap" --depth depth
 "$fieldcap" export "$depth" --format euroc --depth depth --out "$FIELDCAP_TEST_TMP/depth_euroc"
 "$python" "$folders" euroc "$depth" "$FIELDCAP_TEST_TMP/depth_euroc" --depth depth
-echo "PASS: a vivid + IIO dummy session exported to MCAP, a rosbag2 directory, EuRoC (grey, RGB) and an image folder, and a vivid Y16 session as depth (16UC1, 16-bit PNG), read back equal"
+
+# Bayer: the mosaic as it came in MCAP (bayer_bggr8), demosaiced in EuRoC's grey and colour PNGs.
+bayer=$FIELDCAP_TEST_TMP/export-bayer
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam,format=BA81" \
+	--imu "$imu,rate=200,trigger=$trig,id=imu,channels=accel_x" --duration 1s --out "$bayer" -q
+"$fieldcap" export "$bayer" --format mcap --out "$FIELDCAP_TEST_TMP/bayer.mcap"
+"$python" "$check" mcap "$bayer" "$FIELDCAP_TEST_TMP/bayer.mcap"
+"$fieldcap" export "$bayer" --format euroc --out "$FIELDCAP_TEST_TMP/bayer_euroc"
+"$python" "$folders" euroc "$bayer" "$FIELDCAP_TEST_TMP/bayer_euroc"
+"$fieldcap" export "$bayer" --format euroc --colour --out "$FIELDCAP_TEST_TMP/bayer_euroc_rgb"
+"$python" "$folders" euroc "$bayer" "$FIELDCAP_TEST_TMP/bayer_euroc_rgb" --colour
+echo "PASS: a vivid + IIO dummy session exported to MCAP, a rosbag2 directory, EuRoC (grey, RGB) and an image folder, a vivid Y16 session as depth (16UC1, 16-bit PNG), and a vivid Bayer session as bayer_bggr8 and demosaiced EuRoC PNGs, read back equal"

@@ -72,9 +72,14 @@ echo "  current_timestamp_clock monotonic_raw; /dev/iio/by-name/$name -> $node"
 
 # Stable names: udev's own rules (60-persistent-v4l) link the cameras by port; fieldcap list shows
 # the links, and the config names a camera by one. (vivid's two instances share one platform
-# path, so one link stands for whichever came last.)
-link=$(ls -d /dev/v4l/by-path/* 2>/dev/null | head -1 || true)
-[ -n "$link" ] || fail "udev made no /dev/v4l/by-path link"
+# path, so one link stands for whichever came last; vicodec's nodes have links too, but they are
+# encoders, not cameras.)
+link=
+for candidate in /dev/v4l/by-path/*; do
+	target=$(readlink -f "$candidate")
+	if [ "$target" = "$dev" ] || [ "$target" = "$dev2" ]; then link=$candidate; break; fi
+done
+[ -n "$link" ] || fail "udev made no /dev/v4l/by-path link to vivid's $dev or $dev2: $(ls -l /dev/v4l/by-path 2>&1)"
 linked=$(readlink -f "$link")
 listing=$(/usr/local/bin/fieldcap list)
 grep -A1 "^  $linked " <<<"$listing" | grep -qF "stable names (for a rig config): $link" \
