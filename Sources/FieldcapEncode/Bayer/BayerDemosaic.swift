@@ -32,8 +32,12 @@ public struct BayerDemosaic {
     private static let half = 32768
     private static let offset128 = 128 << 16
 
+    private static let (uR32, uG32, uB32) = (Int32(uR), Int32(uG), Int32(uB))
+    private static let (vR32, vG32, vB32) = (Int32(vR), Int32(vG), Int32(vB))
+    private static let chromaBias = Int32(offset128 + half)
+
     @inline(__always)
-    private static func clamp(_ value: Int) -> UInt8 { UInt8(truncatingIfNeeded: max(0, min(255, value))) }
+    private static func clamp(_ value: Int32) -> UInt8 { UInt8(truncatingIfNeeded: max(0, min(255, value))) }
 
     /// Writes the luma of every pixel into `luma` (`width` a row) and the chroma of every 2x2
     /// block into `u` and `v` (`width / 2` a row).
@@ -47,13 +51,71 @@ public struct BayerDemosaic {
 
     /// Writes the luma of every pixel into `luma`, `width` a row.
     public func luma(from mosaic: UnsafePointer<UInt8>, into luma: UnsafeMutablePointer<UInt8>) {
+        let last = width - 1
         for row in 0..<height {
             let rows = neighbourRows(row, of: mosaic)
             let out = luma + row * width
-            for column in 0..<width {
-                let (red, green, blue) = colour(at: column, rows)
-                out[column] = UInt8(
-                    truncatingIfNeeded: (Self.yR * red + Self.yG * green + Self.yB * blue + Self.half) >> 16)
+            // The edge columns through `colour`, which mirrors their missing neighbours.
+            out[0] = Self.luma(colour(at: 0, rows))
+            out[last] = Self.luma(colour(at: last, rows))
+            // Inside, a pixel's luma is one weighted sum of its own sample, its two sides, its two
+            // ends and its four corners, the weights fixed by its colour: no test per pixel.
+            let even = LumaWeights(rows.even, redRow: rows.redRow)
+            let odd = LumaWeights(rows.odd, redRow: rows.redRow)
+            let (above, here, below) = (rows.above, rows.here, rows.below)
+            // Two columns a turn, odd then even (the width is even), each with its own weights.
+            var column = 1
+            while column < last {
+                out[column] = Self.luma(at: column, odd, above, here, below)
+                if column + 1 < last { out[column + 1] = Self.luma(at: column + 1, even, above, here, below) }
+                column += 2
+            }
+        }
+    }
+
+    /// One inside pixel's luma. Wrapping arithmetic: no sum can overflow (at most 255 * 4 * 2^16
+    /// a term), and the checks would cost more than the sums.
+    @inline(__always)
+    private static func luma(
+        at column: Int, _ weights: LumaWeights, _ above: UnsafePointer<UInt8>, _ here: UnsafePointer<UInt8>,
+        _ below: UnsafePointer<UInt8>
+    ) -> UInt8 {
+        let sides = Int(here[column - 1]) &+ Int(here[column + 1])
+        let ends = Int(above[column]) &+ Int(below[column])
+        let corners =
+            Int(above[column - 1]) &+ Int(above[column + 1]) &+ Int(below[column - 1]) &+ Int(below[column + 1])
+        let sum =
+            weights.centre &* Int(here[column]) &+ weights.sides &* sides &+ weights.ends &* ends
+            &+ weights.corners &* corners
+        return UInt8(truncatingIfNeeded: (sum &+ LumaWeights.half) &>> LumaWeights.shift)
+    }
+
+    @inline(__always)
+    private static func luma(_ colour: (red: Int, green: Int, blue: Int)) -> UInt8 {
+        UInt8(truncatingIfNeeded: (yR * colour.red + yG * colour.green + yB * colour.blue + half) >> 16)
+    }
+
+    /// BT.601's luma of a pixel's bilinear colour as weights on its own sample and its
+    /// neighbours' sums, in 18-bit fixed point (the means' quarters and halves stay whole): a red
+    /// pixel's green is its sides and ends over 4 and its blue its corners over 4, a green
+    /// pixel's other two colours its sides over 2 and its ends over 2.
+    struct LumaWeights {
+        var centre: Int
+        var sides: Int
+        var ends: Int
+        var corners: Int
+
+        static let shift = 18
+        static let half = 1 << 17
+
+        init(_ colour: BayerPattern.Colour, redRow: Bool) {
+            let (red, green, blue) = (BayerDemosaic.yR, BayerDemosaic.yG, BayerDemosaic.yB)
+            switch colour {
+            case .red: (centre, sides, ends, corners) = (4 * red, green, green, blue)
+            case .blue: (centre, sides, ends, corners) = (4 * blue, green, green, red)
+            case .green:
+                (centre, corners) = (4 * green, 0)
+                (sides, ends) = redRow ? (2 * red, 2 * blue) : (2 * blue, 2 * red)
             }
         }
     }
@@ -79,13 +141,14 @@ public struct BayerDemosaic {
             let (uRow, vRow) = (u + blockRow * pairs, v + blockRow * pairs)
             for block in 0..<pairs {
                 let corner = top + block * 2
-                let red = Int(corner[redOffset]), blue = Int(corner[blueOffset])
-                // Two greens: their sum is twice a green, so its weight is halved.
-                let greens = Int(corner[green1]) + Int(corner[green2])
+                let red = Int32(corner[redOffset]), blue = Int32(corner[blueOffset])
+                // Two greens: their sum is twice a green, so its weight is halved. Wrapping
+                // arithmetic, which cannot overflow here (at most 255 * 2^17), lets it vectorize.
+                let greens = Int32(corner[green1]) &+ Int32(corner[green2])
                 uRow[block] = Self.clamp(
-                    (Self.uR * red + (Self.uG * greens) >> 1 + Self.uB * blue + Self.offset128 + Self.half) >> 16)
+                    (Self.uR32 &* red &+ (Self.uG32 &* greens) &>> 1 &+ Self.uB32 &* blue &+ Self.chromaBias) &>> 16)
                 vRow[block] = Self.clamp(
-                    (Self.vR * red + (Self.vG * greens) >> 1 + Self.vB * blue + Self.offset128 + Self.half) >> 16)
+                    (Self.vR32 &* red &+ (Self.vG32 &* greens) &>> 1 &+ Self.vB32 &* blue &+ Self.chromaBias) &>> 16)
             }
         }
     }
