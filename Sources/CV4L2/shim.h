@@ -83,6 +83,10 @@ static inline unsigned long CV4L2_VIDIOC_SUBSCRIBE_EVENT(void) { return VIDIOC_S
 static inline unsigned long CV4L2_VIDIOC_DQEVENT(void) { return VIDIOC_DQEVENT; }
 static inline unsigned long CV4L2_VIDIOC_EXPBUF(void) { return VIDIOC_EXPBUF; }
 static inline unsigned long CV4L2_VIDIOC_S_EXT_CTRLS(void) { return VIDIOC_S_EXT_CTRLS; }
+/// The corresponding ioctls are `VIDIOC_G_SELECTION` and `VIDIOC_S_SELECTION` (an encoder's
+/// visible rectangle inside its aligned picture).
+static inline unsigned long CV4L2_VIDIOC_G_SELECTION(void) { return VIDIOC_G_SELECTION; }
+static inline unsigned long CV4L2_VIDIOC_S_SELECTION(void) { return VIDIOC_S_SELECTION; }
 
 /// The corresponding call is `v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
 static inline void *CV4L2_mmap(int fd, size_t length, int64_t offset) {

@@ -250,6 +250,7 @@ final class BufferedEncoder: BufferedFrameEncoder, @unchecked Sendable {
     let name = "buffered"
     let inputSlots: Int
     let importedBuffers: SharedFrameBuffers?
+    let inputLayout: String? = nil
     var inputReturned: (Int) -> Void = { _ in }
     let giveBack = DispatchSemaphore(value: 0)
     let giveAll = Atomic<Bool>(false)

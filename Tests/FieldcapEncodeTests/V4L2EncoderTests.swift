@@ -34,6 +34,46 @@ struct V4L2EncoderTests {
         #expect(buffer == source)
     }
 
+    @Test(
+        "a picture the encoder aligns larger (1080 lines into 1088): the frame top-left, its last pixel and line repeated into the padding, NV12's chroma after the padded luma"
+    )
+    func padsIntoAnAlignedPicture() throws {
+        // 6x4 NV12 into an 8x6 picture at a 10-byte stride.
+        let format = VideoFormat(width: 6, height: 4, pixelFormat: .nv12)
+        let source = frame(6 * 4 * 3 / 2)
+        let packing = try #require(
+            PlanePacking(format, bytesPerLine: 10, sizeImage: 10 * 9, codedWidth: 8, codedHeight: 6))
+        #expect(!packing.isContiguous, "a padded layout is never read in place")
+        var buffer = [UInt8](repeating: 0xEE, count: 10 * 9)
+        source.withUnsafeBytes { bytes in buffer.withUnsafeMutableBytes { packing.pack(bytes, into: $0.baseAddress!) } }
+        func line(_ index: Int) -> [UInt8] { Array(buffer[index * 10..<index * 10 + 8]) }
+        for row in 0..<4 {
+            let luma = Array(source[row * 6..<row * 6 + 6])
+            #expect(line(row) == luma + [luma[5], luma[5]], "luma line \(row): its last pixel repeated")
+        }
+        #expect(line(4) == line(3) && line(5) == line(3), "the last luma line repeated below")
+        // Chroma starts after the 6 coded luma lines; its pairs (U, V) repeat as pairs.
+        for row in 0..<2 {
+            let chroma = Array(source[24 + row * 6..<24 + row * 6 + 6])
+            #expect(line(6 + row) == chroma + [chroma[4], chroma[5]], "chroma line \(row)")
+        }
+        #expect(line(8) == line(7), "the last chroma line repeated below")
+        #expect(buffer[8..<10].allSatisfy { $0 == 0xEE }, "the stride's own padding is not picture")
+
+        // A Bayer mosaic repeats its last two columns and rows, keeping its colours in place.
+        let mosaic = VideoFormat(width: 4, height: 2, pixelFormat: .bayerRGGB)
+        let bayer = try #require(PlanePacking(mosaic, bytesPerLine: 8, sizeImage: 8 * 5, codedWidth: 8, codedHeight: 5))
+        let pixels: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        var padded = [UInt8](repeating: 0, count: 8 * 5)
+        pixels.withUnsafeBytes { bytes in padded.withUnsafeMutableBytes { bayer.pack(bytes, into: $0.baseAddress!) } }
+        #expect(Array(padded[0..<8]) == [1, 2, 3, 4, 3, 4, 3, 4])
+        #expect(Array(padded[8..<16]) == [5, 6, 7, 8, 7, 8, 7, 8])
+        #expect(Array(padded[16..<24]) == Array(padded[0..<8]) && Array(padded[24..<32]) == Array(padded[8..<16]))
+        #expect(Array(padded[32..<40]) == Array(padded[0..<8]))
+        // A picture smaller than the frame cannot hold it.
+        #expect(PlanePacking(format, bytesPerLine: 10, sizeImage: 200, codedWidth: 4, codedHeight: 6) == nil)
+    }
+
     @Test("a driver layout that cannot hold the frame is refused, not misfed")
     func refusesLayoutsTooSmall() {
         let format = VideoFormat(width: 8, height: 4, pixelFormat: .grey)

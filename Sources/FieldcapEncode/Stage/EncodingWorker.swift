@@ -132,7 +132,8 @@ public final class EncodingWorker: @unchecked Sendable {
                     description = "DMABUF (the camera's buffers)"
                 } else {
                     input = .encoderBuffers(buffered)
-                    description = "copied into the encoder's buffers"
+                    description =
+                        "copied into the encoder's buffers" + (buffered.inputLayout.map { ", \($0)" } ?? "")
                 }
             } else {
                 // Page-aligned, so a frame copied in lies as a camera's buffer does.

@@ -76,6 +76,9 @@ public protocol BufferedFrameEncoder: FrameEncoder {
     /// Called with each input buffer (its slot, or the camera's buffer index) the encoder is
     /// done with. Set by the worker before the first frame.
     var inputReturned: (Int) -> Void { get set }
+    /// How frames are laid out in the input buffers when not as captured: "padded to 640x360"
+    /// (the encoder's alignment); nil when they are.
+    var inputLayout: String? { get }
     /// Copies `frame` into input buffer `slot`, which the encoder does not hold. Writer-bound.
     func fill(_ slot: Int, with frame: UnsafeRawBufferPointer)
     /// Codes the frame in input buffer `slot` (filled; or the camera's buffer `slot`), `length`

@@ -29,6 +29,10 @@ import FieldcapV4L2
 public final class V4L2Encoder: BufferedFrameEncoder {
     public let encodedFormat: VideoFormat
     public let name: String
+    /// The encoder's own picture when it is larger than the camera's (its alignment): frames are
+    /// padded into it. Nil when the sizes agree.
+    public let paddedFrom: VideoFormat?
+    public var inputLayout: String? { paddedFrom.map { "padded to \($0.width)x\($0.height)" } }
     /// The track's CodecPrivate: FWHT's at once, H.264's and HEVC's parameter sets once the
     /// first frame gave them (`isCodecPrivateReady`).
     public var codecPrivate: [UInt8] { framing.codecPrivate ?? [] }
@@ -88,21 +92,39 @@ public final class V4L2Encoder: BufferedFrameEncoder {
             sizeImage: max(captured.pixelFormat.frameBytes(width: captured.width, height: captured.height) ?? 0, 65536))
         let raw = try device.setFormat(
             .output, fourcc: captured.pixelFormat.rawValue, width: captured.width, height: captured.height)
-        guard raw.fourcc == captured.pixelFormat.rawValue, raw.width == captured.width, raw.height == captured.height
+        // An encoder may align the picture to its blocks (a 1080p H.264 encoder's 1088 lines,
+        // vicodec's 640x360 at the least): the frame is then padded into the larger picture and
+        // the encoder told to show only the camera's part (dev-encoder.rst, "Encoding
+        // parameters": the OUTPUT crop).
+        guard raw.fourcc == captured.pixelFormat.rawValue, raw.width >= captured.width,
+            raw.height >= captured.height
         else {
             throw EncodeError(
                 .unsupportedFormat,
                 "\(path): the encoder would take \(raw.width)x\(raw.height) \(raw.fourcc) for the camera's \(captured); pick a size it takes (`fieldcap list`)"
             )
         }
-        guard let packing = PlanePacking(captured, bytesPerLine: raw.bytesPerLine, sizeImage: raw.sizeImage) else {
+        guard
+            let packing = PlanePacking(
+                captured, bytesPerLine: raw.bytesPerLine, sizeImage: raw.sizeImage, codedWidth: raw.width,
+                codedHeight: raw.height)
+        else {
             throw EncodeError(
                 .unsupportedFormat,
                 "\(path): the encoder lays \(captured) out in \(raw.sizeImage) bytes, \(raw.bytesPerLine) a line: fieldcap cannot pack frames so"
             )
         }
         self.packing = packing
-        encodedFormat = VideoFormat(width: coded.width, height: coded.height, pixelFormat: encoding.codec.storedFormat)
+        // What the coded stream shows: the camera's size where the encoder crops to it, else its
+        // whole (padded) picture.
+        let padded = raw.width != captured.width || raw.height != captured.height
+        let visible: (width: Int, height: Int) =
+            padded
+            ? device.setVisibleSize(width: captured.width, height: captured.height) ?? (raw.width, raw.height)
+            : (captured.width, captured.height)
+        encodedFormat = VideoFormat(
+            width: visible.width, height: visible.height, pixelFormat: encoding.codec.storedFormat)
+        paddedFrom = padded ? VideoFormat(width: raw.width, height: raw.height, pixelFormat: captured.pixelFormat) : nil
         device.setFrameRate(nominalRate)
         Self.configure(device, encoding, nominalRate: nominalRate)
         device.subscribeToEvents()

@@ -185,6 +185,21 @@ public final class V4L2CodecDevice {
             bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage))
     }
 
+    /// Asks an encoder to code only the top-left `width` x `height` of its OUTPUT pictures
+    /// (`VIDIOC_S_SELECTION`, `V4L2_SEL_TGT_CROP`), for frames padded to the encoder's alignment,
+    /// and returns the rectangle it took (`VIDIOC_G_SELECTION`), or nil when it has no crop. The
+    /// selection API takes the single-planar buffer type for both buffer APIs.
+    @discardableResult
+    public func setVisibleSize(width: Int, height: Int) -> (width: Int, height: Int)? {
+        var selection = v4l2_selection()
+        selection.type = V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue
+        selection.target = UInt32(V4L2_SEL_TGT_CROP)
+        selection.r = v4l2_rect(left: 0, top: 0, width: UInt32(width), height: UInt32(height))
+        guard Self.ioctl(fd, CV4L2_VIDIOC_S_SELECTION(), &selection) == 0 else { return nil }
+        guard Self.ioctl(fd, CV4L2_VIDIOC_G_SELECTION(), &selection) == 0 else { return nil }
+        return (Int(selection.r.width), Int(selection.r.height))
+    }
+
     /// Tells the codec the frame rate (`VIDIOC_S_PARM` on OUTPUT), which an encoder's rate
     /// control needs. False when the driver has no such setting (vicodec).
     @discardableResult

@@ -26,7 +26,8 @@ Written from the SyncField format (timestamps files), fieldcap.json's documented
 - FWHT (vicodec's codec) has no decoder in FFmpeg or GStreamer's Matroska demuxer: FFmpeg counts
   and demuxes the packets (V_MS/VFW/FOURCC, fourcc FWHT) into one stream, which v4l2-ctl feeds
   to vicodec's own stateful decoder (--decoder-device); every frame must come back, and with
-  --reference its luma is held against the raw frame's as for JPEG.
+  --reference its luma is held against the raw frame's as for JPEG. A track larger than the
+  camera (an encoder's aligned picture, padded) is held by its top-left, the camera's size.
 
 usage: encoded_check.py SESSION ID [--reference RAW_ID [--static-reference]] [--psnr-floor DB]
                         [--min-encoder-drops N] [--max-ring-drops N] [--decoder-device DEV]
@@ -358,17 +359,27 @@ def check_vicodec(args, streams, video, captured, width, height, sequences, coun
     if info["codec_tag_string"] != "FWHT" or int(info["nb_read_packets"]) != count:
         fail(f"{args.id}: FFmpeg finds {info}, expected {count} FWHT packets")
     decoder = args.decoder_device or fail("FWHT needs --decoder-device (vicodec's stateful decoder)")
-    frames = fwht_frames_vicodec(video, decoder, captured, width, height)
+    # The picture as coded: an encoder that aligns it larger than the camera's (vicodec's
+    # 640x360 at the least) codes the camera's frame top-left in it, padded.
+    size = json.loads(subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "json",
+         video], check=True, capture_output=True, text=True).stdout)["streams"][0]
+    coded_width, coded_height = size["width"], size["height"]
+    if coded_width < width or coded_height < height:
+        fail(f"{args.id}: the track is {coded_width}x{coded_height}, smaller than the camera's {width}x{height}")
+    frames = fwht_frames_vicodec(video, decoder, captured, coded_width, coded_height)
     if len(frames) != count:
         fail(f"{args.id}: vicodec's decoder gave {len(frames)} frames, the timestamps hold {count}")
-    report = f"{args.id}: {count} FWHT packets found by FFmpeg, {count} frames {width}x{height} {captured} decoded by vicodec"
+    report = f"{args.id}: {count} FWHT packets found by FFmpeg, {count} frames {coded_width}x{coded_height} {captured} decoded by vicodec"
+    if (coded_width, coded_height) != (width, height):
+        report += f" (the camera's {width}x{height} top-left)"
     if not args.reference:
         return report
     reference = streams.get(args.reference) or fail(f"no stream {args.reference}")
     ref_log = read_lines(os.path.join(args.session, f"{args.reference}.frames.ndjson"))
     ref_frames = raw_frames(os.path.join(args.session, f"{args.reference}.mkv"),
                             reference["format"]["pixel_format"], width, height)
-    scores = [psnr(luma(frames[frame_number], captured, width, height),
+    scores = [psnr(luma(frames[frame_number], captured, coded_width, coded_height)[:height, :width],
                    luma(raw, reference["format"]["pixel_format"], width, height))
               for frame_number, raw in paired_with_reference(args, sequences, ref_log, ref_frames, count)]
     lowest, mean = min(scores), sum(scores) / len(scores)

@@ -1,11 +1,12 @@
 #!/bin/bash
-# rig-timeout: 540
+# rig-timeout: 660
 # encode=fwht through vicodec, the kernel's virtual V4L2 memory-to-memory codec: the same code
 # path a hardware H.264 encoder takes (the stateful encoder interface), judged by programs
 # nobody here wrote (Tests/FieldcapCLITests/Clients/encoded_check.py): FFmpeg finds every packet,
 # vicodec's own decoder (through v4l2-ctl) gives every frame back, frame-exact, its luma within
 # the PSNR floor of the raw frame; vivid's frames reach it as DMABUF (vivid exports its buffers,
-# vicodec imports them), a synthetic camera's copied once. A recording in segments extracted from
+# vicodec imports them), a synthetic camera's copied once, a small one padded into vicodec's
+# smallest picture. A recording in segments extracted from
 # the middle of a GOP starts at its I-frame. Then the same through the multi-planar API (vicodec
 # reloaded with multiplanar=1, as Raspberry Pi, Rockchip and Hantro encoders are), SIGKILLs
 # recovered, an encoder that goes away mid-recording, and encoder= naming what is not an encoder.
@@ -93,6 +94,20 @@ moving() {
 }
 moving synthetic-YUYV YUYV
 moving synthetic-NV12 NV12
+
+# A camera smaller than vicodec's smallest picture (640x360): vicodec takes a larger one (640x368
+# for NV12), fieldcap pads each 320x240 frame into it (the edge repeated) and asks it to show
+# 320x240 (vicodec's crop stops at its minimum, so the track is 640x360 with the camera's frame
+# top-left, which the checker holds against the raw twin). The same path a 1080p H.264 encoder's
+# 1088 lines take.
+session=$FIELDCAP_TEST_TMP/padded
+"$fieldcap" --cam "synthetic:320x240@30,id=raw,format=NV12" \
+	--cam "synthetic:320x240@30,id=fwht,format=NV12,encode=fwht,encoder=$encoder" --duration 2s --out "$session" -q
+"$fieldcap" validate "$session"
+"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops 0
+input=$(input_of "$session" fwht)
+case $input in "copied into the encoder's buffers, padded to "*) ;; *) fail "a 320x240 camera reached vicodec $input" ;; esac
+echo "  a 320x240 NV12 camera: $input"
 
 # A recording in segments, and a range of it that starts on a P-frame: the second segment's frame
 # after its second I-frame, found in the file (FFmpeg's packet flags) and its timestamps. The
