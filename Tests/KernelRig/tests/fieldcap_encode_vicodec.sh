@@ -138,7 +138,9 @@ PY
 )
 read -r from to keyframe_ns <<<"$range"
 "$fieldcap" extract "$segmented" --from "$from" --to "$to" --out "$FIELDCAP_TEST_TMP/extract"
-first=$(ffprobe -v error -select_streams v:0 -show_entries packet=flags -of csv=p=0 "$FIELDCAP_TEST_TMP/extract/fwht.mkv" | head -1)
+# Read whole, then cut: `| head -1` would stop reading early, and pipefail take ffprobe's SIGPIPE.
+flags=$(ffprobe -v error -select_streams v:0 -show_entries packet=flags -of csv=p=0 "$FIELDCAP_TEST_TMP/extract/fwht.mkv")
+first=${flags%%$'\n'*}
 case $first in K*) ;; *) fail "the extract's first FWHT packet is not a keyframe (flags $first)" ;; esac
 first_ns=$(head -1 "$FIELDCAP_TEST_TMP/extract/fwht.timestamps.jsonl" | "$python" -c 'import json, sys; print(json.load(sys.stdin)["capture_ns"])')
 [ "$first_ns" = "$keyframe_ns" ] || fail "the extract starts at capture_ns $first_ns, not at the I-frame before the range ($keyframe_ns)"
