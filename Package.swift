@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -35,7 +35,10 @@ let package = Package(
         // an in-process test client. swift-service-lifecycle runs it and turns SIGTERM into a
         // graceful shutdown that finishes the recording; NIO's thread pool reads files for the
         // tar downloads off the server's threads.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
+        // Without its default traits: FullFoundation (URL-encoded forms' dates through
+        // DateFormatter) would link full Foundation and its ICU data into the rig binary, and
+        // ConfigurationSupport swift-configuration; fieldcap uses neither (#25).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
