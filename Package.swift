@@ -26,9 +26,6 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         // Counts malloc calls so a test can prove the fixed-shape hot path allocates nothing.
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.0"),
-        // The rig config (YAML): Yams is the parser the Swift field trusts (SwiftLint, SwiftGen), and
-        // its nodes keep their line, so a config error names the line.
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         // `fieldcap serve`: Hummingbird 2 rather than Vapor. Both stand on SwiftNIO; Hummingbird is
         // the smaller (no ORM, templating or Foundation networking pulled in, a rig binary to
         // keep small), async/await throughout, with its WebSocket package for the events and
@@ -84,7 +81,7 @@ let package = Package(
             name: "FieldcapSession",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                "FieldcapCalibration", "FieldcapEncode", .product(name: "Yams", package: "Yams"),
+                "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML",
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.
@@ -145,8 +142,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // libyaml (Debian: libyaml-dev): the YAML parser under PyYAML's C loader and under Yams,
+        // which fieldcap used before: Yams imports all of Foundation, and with it ICU's 30 MB of
+        // locale data, into a binary that never needs a locale (#25).
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // YAML documents as nodes that know their line, for the rig config and calibration files.
+        .target(name: "FieldcapYAML", dependencies: ["CYAML"]),
         // A camera's calibration (Kalibr camchains, OpenCV calibration files), kept with the session.
-        .target(name: "FieldcapCalibration", dependencies: [.product(name: "Yams", package: "Yams")]),
+        .target(name: "FieldcapCalibration", dependencies: ["FieldcapYAML"]),
         // The C libraries of the exports: libzstd and liblz4 (MCAP's two chunk codecs), zlib
         // (MCAP's CRC-32). Debian: libzstd-dev, liblz4-dev, zlib1g-dev.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
@@ -190,7 +193,6 @@ let package = Package(
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
             ],
             // The udev rules ship inside the binary (`fieldcap install-udev`): a rig may have
             // nothing but the binary. The file is a link to udev/70-fieldcap.rules, the one source.
@@ -235,6 +237,7 @@ let package = Package(
             ]),
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
         .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration"]),
+        .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

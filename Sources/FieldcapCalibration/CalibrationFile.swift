@@ -1,5 +1,5 @@
+import FieldcapYAML
 import Foundation
-import Yams
 
 /// A calibration file's cameras: a Kalibr camchain, an OpenCV calibration YAML or a ROS
 /// camera_info YAML, told apart by what the file holds rather than by its name.
@@ -49,7 +49,7 @@ public struct CalibrationFile: Sendable, Equatable {
         guard let root = try CalibrationYAML.compose(yamlText, file: path) else {
             throw CalibrationError("\(path): is empty; \(accepted)")
         }
-        guard case .mapping = root else {
+        guard case .mapping = root.content else {
             throw yaml.error(at: root, "is not a calibration fieldcap reads; \(accepted)")
         }
         let top = try yaml.fields(root, of: "the file")

@@ -1,5 +1,5 @@
+import FieldcapYAML
 import Foundation
-import Yams
 
 /// Reads a calibration file's YAML nodes, each value checked where it stands, so that every error
 /// names the file, the camera being read and the value's line.
@@ -10,53 +10,51 @@ struct CalibrationYAML {
     var camera: String?
 
     /// The file's root node; nil when the text holds no document.
-    static func compose(_ text: String, file: String) throws(CalibrationError) -> Node? {
-        do {
-            return try Yams.compose(yaml: text)
-        } catch let error as YamlError {
-            throw CalibrationError(syntax: error, file: file)
+    static func compose(_ text: String, file: String) throws(CalibrationError) -> YAMLNode? {
+        do throws(YAMLError) {
+            return try YAMLDocument.parse(text)
         } catch {
-            throw CalibrationError("\(file): cannot be read as YAML: \(error)")
+            throw CalibrationError(syntax: error, file: file)
         }
     }
 
-    func error(at node: Node?, _ problem: String) -> CalibrationError {
+    func error(at node: YAMLNode?, _ problem: String) -> CalibrationError {
         var place = file
-        if let line = node?.mark?.line { place += " line \(line)" }
+        if let line = node?.line { place += " line \(line)" }
         if let camera { place += ": \(camera)" }
         return CalibrationError("\(place): \(problem)")
     }
 
     /// A mapping's entries by key. `foldingCase` is for OpenCV's files, whose own calibration
     /// sample wrote `Camera_Matrix` and `image_Width` before it wrote `camera_matrix`.
-    func fields(_ node: Node, of what: String, foldingCase: Bool = false) throws(CalibrationError) -> Fields {
-        guard case .mapping(let mapping) = node else {
+    func fields(_ node: YAMLNode, of what: String, foldingCase: Bool = false) throws(CalibrationError) -> Fields {
+        guard case .mapping(let mapping) = node.content else {
             throw error(at: node, "\(what) must be a block of 'key: value' lines")
         }
         var fields = Fields(node: node, values: [:], order: [])
-        for (key, value) in mapping {
-            guard case .scalar(let scalar) = key else {
-                throw error(at: key, "a key in \(what) must be a plain name")
+        for entry in mapping {
+            guard let key = entry.key.scalar else {
+                throw error(at: entry.key, "a key in \(what) must be a plain name")
             }
-            let name = foldingCase ? scalar.string.lowercased() : scalar.string
-            fields.values[name] = value
+            let name = foldingCase ? key.lowercased() : key
+            fields.values[name] = entry.value
             fields.order.append(name)
         }
         return fields
     }
 
-    func text(_ node: Node, _ key: String) throws(CalibrationError) -> String {
-        guard case .scalar(let scalar) = node, !scalar.string.isEmpty else {
+    func text(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> String {
+        guard let text = node.scalar, !text.isEmpty else {
             throw error(at: node, "\(key) must be a single value")
         }
-        return scalar.string
+        return text
     }
 
     /// A finite number. The text is read with Swift's own parser rather than YAML's implicit
     /// types, which take OpenCV's `0.` and `6.57e+002` but also `.inf` and `.nan`.
-    func number(_ node: Node, _ key: String) throws(CalibrationError) -> Double {
-        guard case .scalar(let scalar) = node else { throw error(at: node, "\(key) must be a number") }
-        let text = scalar.string.trimmingCharacters(in: .whitespaces)
+    func number(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Double {
+        guard let scalar = node.scalar else { throw error(at: node, "\(key) must be a number") }
+        let text = scalar.trimmingCharacters(in: .whitespaces)
         // YAML's own spellings of infinity and not-a-number, which Double(_:) does not take.
         if [".inf", "+.inf", "-.inf", ".nan"].contains(text.lowercased()) {
             throw error(at: node, "\(key) is \(text.quoted): give a finite number")
@@ -68,22 +66,22 @@ struct CalibrationYAML {
         return value
     }
 
-    func integer(_ node: Node, _ key: String) throws(CalibrationError) -> Int {
-        guard case .scalar(let scalar) = node else { throw error(at: node, "\(key) must be a whole number") }
-        let text = scalar.string.trimmingCharacters(in: .whitespaces)
+    func integer(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Int {
+        guard let scalar = node.scalar else { throw error(at: node, "\(key) must be a whole number") }
+        let text = scalar.trimmingCharacters(in: .whitespaces)
         guard let value = Int(text) else { throw error(at: node, "\(key) \(text.quoted) is not a whole number") }
         return value
     }
 
     /// A pixel count (a width or height): a whole number above zero.
-    func size(_ node: Node, _ key: String) throws(CalibrationError) -> Int {
+    func size(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Int {
         let value = try integer(node, key)
         guard value > 0 else { throw error(at: node, "\(key) must be above 0, found \(value)") }
         return value
     }
 
-    func numbers(_ node: Node, _ key: String) throws(CalibrationError) -> [Double] {
-        guard case .sequence(let items) = node else {
+    func numbers(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> [Double] {
+        guard case .sequence(let items) = node.content else {
             throw error(at: node, "\(key) must be a list of numbers, as [1.0, 2.0]")
         }
         var values: [Double] = []
@@ -93,7 +91,7 @@ struct CalibrationYAML {
 
     /// An OpenCV-style matrix, `{rows, cols, data}` (OpenCV tags it `!!opencv-matrix`, ROS does
     /// not), whose data is checked to fill it.
-    func matrix(_ node: Node, _ key: String) throws(CalibrationError) -> Matrix {
+    func matrix(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Matrix {
         let fields = try self.fields(node, of: key)
         let hint = "a matrix is written as rows, cols and data, the values row by row"
         let rows = try integer(fields.require("rows", in: key, self, hint: hint), "\(key) rows")
@@ -113,16 +111,16 @@ struct CalibrationYAML {
 
     /// A mapping's entries by key, with the mapping's node for errors about a missing key.
     struct Fields {
-        var node: Node
-        var values: [String: Node]
+        var node: YAMLNode
+        var values: [String: YAMLNode]
         var order: [String]
 
-        subscript(key: String) -> Node? { values[key] }
+        subscript(key: String) -> YAMLNode? { values[key] }
 
         func require(
             _ key: String, in what: String, _ yaml: CalibrationYAML, hint: String? = nil
         )
-            throws(CalibrationError) -> Node
+            throws(CalibrationError) -> YAMLNode
         {
             guard let value = values[key] else {
                 throw yaml.error(at: node, "\(what) has no \(key)\(hint.map { ": \($0)" } ?? "")")
@@ -136,7 +134,7 @@ struct CalibrationYAML {
         var rows: Int
         var cols: Int
         var data: [Double]
-        var node: Node
+        var node: YAMLNode
 
         subscript(row: Int, col: Int) -> Double { data[row * cols + col] }
 
@@ -145,17 +143,12 @@ struct CalibrationYAML {
 }
 
 extension CalibrationError {
-    init(syntax error: YamlError, file: String) {
+    init(syntax error: YAMLError, file: String) {
         switch error {
-        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-            .composer(let context, let problem, let mark, _):
-            let around = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
-            self.init("\(file) line \(mark.line): not valid YAML: \(problem)\(around); fix the file's syntax")
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            let keys = duplicates.sorted().map(\.quoted).joined(separator: ", ")
-            self.init("\(file) line \(context.mark.line): \(keys) given twice in the same block; keep one")
+        case .duplicateKeys:
+            self.init("\(file) line \(error.line): \(error.problem); keep one")
         default:
-            self.init("\(file): not valid YAML: \(error)")
+            self.init("\(file) line \(error.line): not valid YAML: \(error.problem); fix the file's syntax")
         }
     }
 }

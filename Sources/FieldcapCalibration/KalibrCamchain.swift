@@ -1,4 +1,4 @@
-import Yams
+import FieldcapYAML
 
 /// Kalibr's camchain (`camchain.yaml`, `*-camchain-imucam.yaml`): one `camN:` block per camera.
 ///
@@ -36,7 +36,7 @@ enum KalibrCamchain {
         return cameras
     }
 
-    static func camera(_ node: Node, yaml: CalibrationYAML) throws(CalibrationError) -> CameraCalibration {
+    static func camera(_ node: YAMLNode, yaml: CalibrationYAML) throws(CalibrationError) -> CameraCalibration {
         let fields = try yaml.fields(node, of: "the camera")
         let modelNode = try fields.require("camera_model", in: "the camera", yaml, hint: "add camera_model: pinhole")
         let model = try yaml.text(modelNode, "camera_model")
@@ -91,7 +91,7 @@ enum KalibrCamchain {
         }
 
         let resolutionNode = try fields.require("resolution", in: "the camera", yaml, hint: "add [width, height]")
-        guard case .sequence(let resolution) = resolutionNode, resolution.count == 2 else {
+        guard case .sequence(let resolution) = resolutionNode.content, resolution.count == 2 else {
             throw yaml.error(at: resolutionNode, "resolution must be [width, height]")
         }
         let width = try yaml.size(resolution[0], "resolution width")
@@ -114,8 +114,8 @@ enum KalibrCamchain {
     }
 
     /// A 4x4 as Kalibr writes it, four rows of four, row-major.
-    static func transform(_ node: Node, _ key: String, yaml: CalibrationYAML) throws(CalibrationError) -> [Double] {
-        guard case .sequence(let rows) = node, rows.count == 4 else {
+    static func transform(_ node: YAMLNode, _ key: String, yaml: CalibrationYAML) throws(CalibrationError) -> [Double] {
+        guard case .sequence(let rows) = node.content, rows.count == 4 else {
             throw yaml.error(at: node, "\(key) must be 4 rows of 4 numbers")
         }
         var matrix: [Double] = []

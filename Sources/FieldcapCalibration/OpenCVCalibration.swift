@@ -1,4 +1,4 @@
-import Yams
+import FieldcapYAML
 
 /// A calibration as OpenCV's `cv::FileStorage` writes it: what OpenCV's calibration sample saves
 /// (`out_camera_data.yml`) and what a script's `cv2.FileStorage` writes.
@@ -21,9 +21,9 @@ import Yams
 /// One camera, with no name. The sample's other keys (`calibration_time`, `flags`,
 /// `avg_reprojection_error`, the per-view extrinsics, ...) are not kept.
 enum OpenCVCalibration {
-    static func isOpenCVMatrix(_ node: Node) -> Bool {
-        guard case .mapping = node else { return false }
-        return node.tag.rawValue.hasSuffix("opencv-matrix")
+    static func isOpenCVMatrix(_ node: YAMLNode) -> Bool {
+        guard case .mapping = node.content else { return false }
+        return node.tag.hasSuffix("opencv-matrix")
     }
 
     static func camera(
@@ -74,9 +74,9 @@ enum OpenCVCalibration {
         }
     }
 
-    static func fisheyeFlag(_ node: Node, yaml: CalibrationYAML) throws(CalibrationError) -> Bool {
-        if case .scalar(let scalar) = node, ["true", "false"].contains(scalar.string.lowercased()) {
-            return scalar.string.lowercased() == "true"
+    static func fisheyeFlag(_ node: YAMLNode, yaml: CalibrationYAML) throws(CalibrationError) -> Bool {
+        if let scalar = node.scalar, ["true", "false"].contains(scalar.lowercased()) {
+            return scalar.lowercased() == "true"
         }
         return try yaml.number(node, "fisheye_model") != 0
     }
@@ -95,7 +95,7 @@ enum OpenCVCalibration {
     /// fx, fy, cx, cy from a 3x3 camera matrix, which must be a skew-free pinhole's: fieldcap
     /// keeps (and the exports write) four intrinsics, so a skew would be dropped without a word.
     static func pinhole(
-        _ node: Node, yaml: CalibrationYAML
+        _ node: YAMLNode, yaml: CalibrationYAML
     ) throws(CalibrationError)
         -> (fx: Double, fy: Double, cx: Double, cy: Double)
     {
@@ -121,7 +121,7 @@ enum OpenCVCalibration {
     }
 
     /// A matrix of one row or one column: OpenCV writes coefficients either way (1x5, 5x1).
-    static func vector(_ node: Node, _ key: String, yaml: CalibrationYAML) throws(CalibrationError) -> [Double] {
+    static func vector(_ node: YAMLNode, _ key: String, yaml: CalibrationYAML) throws(CalibrationError) -> [Double] {
         let matrix = try yaml.matrix(node, key)
         guard matrix.isVector else {
             throw yaml.error(at: node, "\(key) must be one row or one column, found \(matrix.rows)x\(matrix.cols)")

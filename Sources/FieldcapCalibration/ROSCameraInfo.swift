@@ -1,4 +1,4 @@
-import Yams
+import FieldcapYAML
 
 /// A calibration as ROS's camera_calibration saves it (`ost.yaml`, camera_info_manager's files).
 ///
@@ -30,7 +30,7 @@ enum ROSCameraInfo {
     static func camera(_ top: CalibrationYAML.Fields, file: String) throws(CalibrationError) -> CameraCalibration {
         var yaml = CalibrationYAML(file: file)
         // An empty camera_name names no camera, as an absent one does.
-        if let nameNode = top["camera_name"], nameNode.scalar?.string.isEmpty != true {
+        if let nameNode = top["camera_name"], nameNode.scalar?.isEmpty != true {
             yaml.camera = try yaml.text(nameNode, "camera_name")
         }
         let (width, height) = try OpenCVCalibration.imageSize(top, yaml: yaml)

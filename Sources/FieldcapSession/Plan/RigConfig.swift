@@ -1,6 +1,6 @@
+import FieldcapYAML
 import Foundation
 import SyncField
-import Yams
 
 /// A rig described in one YAML file: what `fieldcap --config rig.yaml` records and
 /// `fieldcap check --config rig.yaml` verifies.
@@ -62,13 +62,11 @@ public struct RigConfig: Sendable {
 
     /// Parses config text; `name` is how errors name the file.
     public static func parse(_ text: String, name: String) throws(RigConfigError) -> RigConfig {
-        let root: Node?
-        do {
-            root = try Yams.compose(yaml: text)
-        } catch let error as YamlError {
-            throw RigConfigError(syntax: error, name: name)
+        let root: YAMLNode?
+        do throws(YAMLError) {
+            root = try YAMLDocument.parse(text)
         } catch {
-            throw RigConfigError("\(name): \(error)")
+            throw RigConfigError(syntax: error, name: name)
         }
         var config = RigConfig(path: name, devices: [])
         guard let root else { throw RigConfigError("\(name): is empty; describe at least one camera or IMU") }
@@ -100,7 +98,7 @@ public struct RigConfig: Sendable {
         }
         for (key, kind) in [("cameras", DeviceSpec.Kind.camera), ("imus", .imu)] {
             guard let list = top.fields[key] else { continue }
-            guard case .sequence(let items) = list.node else {
+            guard case .sequence(let items) = list.node.content else {
                 throw RigConfigError(
                     "\(name):\(list.line): \(key) must be a list, one '- device: ...' entry per device")
             }
@@ -115,7 +113,9 @@ public struct RigConfig: Sendable {
     }
 
     /// One `cameras:` or `imus:` entry as a device spec, each option checked at its own line.
-    private static func device(_ node: Node, kind: DeviceSpec.Kind, name: String) throws(RigConfigError) -> DeviceSpec {
+    private static func device(
+        _ node: YAMLNode, kind: DeviceSpec.Kind, name: String
+    ) throws(RigConfigError) -> DeviceSpec {
         let what = kind == .camera ? "a camera" : "an IMU"
         let optionKeys = (kind == .camera ? DeviceSpec.cameraKeys : DeviceSpec.imuKeys).sorted()
         let keys = ["device"] + optionKeys + (kind == .camera ? ["controls"] : [])
@@ -129,12 +129,12 @@ public struct RigConfig: Sendable {
         var optionLines: [String: Int] = [:]
         for key in optionKeys {
             let value: String?
-            if key == "channels", let field = entry.fields[key], case .sequence(let names) = field.node {
+            if key == "channels", let field = entry.fields[key], case .sequence(let names) = field.node.content {
                 value = try names.map { node throws(RigConfigError) in
-                    guard case .scalar(let scalar) = node else {
+                    guard let scalar = node.scalar else {
                         throw RigConfigError("\(name):\(field.line): channels must be a list of channel names")
                     }
-                    return scalar.string
+                    return scalar
                 }.joined(separator: "+")
             } else {
                 value = try entry.text(key)
@@ -173,17 +173,13 @@ public struct RigConfigError: Error, CustomStringConvertible {
 
     public init(_ message: String) { self.message = message }
 
-    init(syntax error: YamlError, name: String) {
+    init(syntax error: YAMLError, name: String) {
         switch error {
-        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-            .composer(let context, let problem, let mark, _):
-            let around = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
-            message = "\(name):\(mark.line): not valid YAML: \(problem)\(around)"
-        case .duplicatedKeysInMapping(let duplicates, let context):
+        case .duplicateKeys(let keys, let line):
             message =
-                "\(name):\(context.mark.line): \(duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")) given twice in the same block"
+                "\(name):\(line): \(keys.map { "'\($0.printable)'" }.joined(separator: ", ")) given twice in the same block"
         default:
-            message = "\(name): not valid YAML: \(error)"
+            message = "\(name):\(error.line): not valid YAML: \(error.problem)"
         }
     }
 }
@@ -191,7 +187,7 @@ public struct RigConfigError: Error, CustomStringConvertible {
 /// A YAML mapping whose keys are checked against the ones allowed, with each value's line.
 private struct Entry {
     struct Field {
-        var node: Node
+        var node: YAMLNode
         var line: Int
     }
     var fields: [String: Field] = [:]
@@ -199,27 +195,27 @@ private struct Entry {
     var name: String
     var what: String
 
-    init(_ node: Node, name: String, what: String, keys: [String]?) throws(RigConfigError) {
+    init(_ node: YAMLNode, name: String, what: String, keys: [String]?) throws(RigConfigError) {
         self.name = name
         self.what = what
-        line = node.mark?.line ?? 1
-        guard case .mapping(let mapping) = node else {
+        line = node.line
+        guard case .mapping(let mapping) = node.content else {
             throw RigConfigError("\(name):\(line): \(what) must be a block of 'key: value' lines")
         }
-        for (key, value) in mapping {
-            guard case .scalar(let scalar) = key else {
-                throw RigConfigError("\(name):\(key.mark?.line ?? line): a key in \(what) must be a plain name")
+        for entry in mapping {
+            let keyLine = entry.key.line
+            guard let key = entry.key.scalar else {
+                throw RigConfigError("\(name):\(keyLine): a key in \(what) must be a plain name")
             }
-            let keyLine = key.mark?.line ?? line
-            if let keys, !keys.contains(scalar.string) {
-                let near = keys.map { ($0, editDistance($0, scalar.string.lowercased())) }.filter { $0.1 <= 2 }.min {
+            if let keys, !keys.contains(key) {
+                let near = keys.map { ($0, editDistance($0, key.lowercased())) }.filter { $0.1 <= 2 }.min {
                     $0.1 < $1.1
                 }?.0
                 throw RigConfigError(
-                    "\(name):\(keyLine): unknown key '\(scalar.string.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))"
+                    "\(name):\(keyLine): unknown key '\(key.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))"
                 )
             }
-            fields[scalar.string] = Field(node: value, line: keyLine)
+            fields[key] = Field(node: entry.value, line: keyLine)
         }
     }
 
@@ -228,10 +224,10 @@ private struct Entry {
     /// A scalar value as text, or nil when the key is absent.
     func text(_ key: String) throws(RigConfigError) -> String? {
         guard let field = fields[key] else { return nil }
-        guard case .scalar(let scalar) = field.node, !scalar.string.isEmpty else {
+        guard let text = field.node.scalar, !text.isEmpty else {
             throw RigConfigError("\(name):\(field.line): \(key) in \(what) must be a single value")
         }
-        return scalar.string
+        return text
     }
 
     func value<T>(_ key: String, example: String, _ parse: (String) -> T?) throws(RigConfigError) -> T? {
