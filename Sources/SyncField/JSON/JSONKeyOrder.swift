@@ -3,13 +3,16 @@ import Foundation
 /// The order Foundation's `JSONSerialization` gives dictionary keys with `.sortedKeys`.
 ///
 /// `JSONSerialization` sorts with `String.compare(_:options:range:locale:)` using
-/// `[.numeric, .caseInsensitive, .forcedOrdering]` and the system locale: digit runs compare
-/// by value (`ch2` < `ch10`), letters case-insensitively, `_` before digits and digits before
-/// letters. Reproducing that for arbitrary Unicode means reproducing ICU's collation tables, so
-/// other keys go to the very same comparison. Keys of ASCII letters, digits and `_` (every key
-/// fieldcap writes itself) are ordered here: the first such comparison would load ICU's
-/// collator, a tenth of a short recording's start-up on a small CPU. The encoders cache the
-/// resulting order.
+/// `[.numeric, .caseInsensitive, .forcedOrdering]` and the system locale, which is ICU's root
+/// collation: digit runs compare by value (`ch2` < `ch10`), letters case-insensitively, space
+/// and punctuation before digits and digits before letters. When that finds two keys equal,
+/// `.forcedOrdering` decides by their first difference: lowercase before uppercase, and a
+/// digit run with fewer leading zeros first (`ch1` < `ch01`).
+///
+/// Keys of printable ASCII (every key fieldcap writes itself, and every key of the SDK's
+/// examples) are ordered here, with the root collation's order of those 95 characters; the
+/// tests hold it to Foundation's answer on random keys. Other keys go to Foundation's own
+/// comparison, which loads ICU's collator. The encoders cache the resulting order.
 ///
 /// Thread-safe.
 package enum JSONKeyOrder {
@@ -31,65 +34,78 @@ package enum JSONKeyOrder {
         ) == .orderedAscending
     }
 
-    /// Foundation's answer for keys of ASCII letters, digits and `_` that differ in more than
-    /// case and leading zeros; nil for any other pair.
-    ///
-    /// The collator compares primary weights first: `_` < digits < letters, a letter's case
-    /// ignored, a digit run weighed by its value, and a key that is a prefix of the other first.
-    /// Only when all of those tie do case and leading zeros decide (`.forcedOrdering`), and
-    /// those pairs are left to Foundation.
+    /// Foundation's answer for keys of printable ASCII; nil when either key holds anything else.
     static func asciiPrecedes(_ a: String, _ b: String) -> Bool? {
         var a = a, b = b
         return a.withUTF8 { a in b.withUTF8 { b in asciiPrecedes(a, b) } }
     }
 
     private static func asciiPrecedes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool? {
+        guard a.allSatisfy({ weight($0) != nil }), b.allSatisfy({ weight($0) != nil }) else { return nil }
+        // The first difference that only `.forcedOrdering` looks at: < 0 when `a` goes first.
+        var tieBreak = 0
         var i = 0, j = 0
         while i < a.count, j < b.count {
-            guard let x = primaryClass(a[i]), let y = primaryClass(b[j]) else { return nil }
-            if x == digitClass, y == digitClass {
-                let runA = significantDigits(a, from: &i), runB = significantDigits(b, from: &j)
+            let x = weight(a[i])!, y = weight(b[j])!
+            if x == digitWeight, y == digitWeight {
+                let (runA, zerosA) = significantDigits(a, from: &i)
+                let (runB, zerosB) = significantDigits(b, from: &j)
                 // Runs this long are weighed in pieces by ICU; leave them to Foundation.
                 guard runA.count <= 18, runB.count <= 18 else { return nil }
                 if runA.count != runB.count { return runA.count < runB.count }
                 for (p, q) in zip(runA, runB) where p != q { return p < q }
+                if tieBreak == 0, zerosA != zerosB { tieBreak = zerosA < zerosB ? -1 : 1 }
                 continue
             }
             if x != y { return x < y }
+            if tieBreak == 0, a[i] != b[j] {
+                // Same letter in another case: lowercase first.
+                tieBreak = a[i] > b[j] ? -1 : 1
+            }
             i += 1
             j += 1
         }
-        guard a[i...].allSatisfy({ primaryClass($0) != nil }), b[j...].allSatisfy({ primaryClass($0) != nil }) else {
-            return nil
-        }
-        if i == a.count, j == b.count { return nil }
-        return i == a.count
+        if i < a.count || j < b.count { return i == a.count }
+        return tieBreak < 0
     }
 
-    private static let digitClass = 1
+    /// Digits weigh as one number, between the symbols and the letters; each run is compared by
+    /// value before anything after it.
+    private static let digitWeight = weights[Int(UInt8(ascii: "0"))]
 
-    /// `_` 0, digits 1, letters 2 + their place in the alphabet; nil for any other byte.
-    private static func primaryClass(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "_"): 0
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digitClass
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): 2 + Int(byte - UInt8(ascii: "a"))
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): 2 + Int(byte - UInt8(ascii: "A"))
-        default: nil
+    /// ICU's root collation orders printable ASCII as `collationOrder` (letters of either case
+    /// weigh the same); a byte's weight is its place there, all digits share `digitWeight`.
+    private static let weights: [UInt8] = {
+        var weights = [UInt8](repeating: 0, count: 128)
+        for (place, byte) in collationOrder.utf8.enumerated() {
+            weights[Int(byte)] = UInt8(place + 1)
         }
+        for byte in UInt8(ascii: "1")...UInt8(ascii: "9") { weights[Int(byte)] = weights[Int(UInt8(ascii: "0"))] }
+        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { weights[Int(byte)] = weights[Int(byte + 32)] }
+        return weights
+    }()
+
+    /// Printable ASCII in the root collation's order: space and punctuation, symbols, then
+    /// (after the digits, which weigh by value) the letters.
+    private static let collationOrder = #" _-,;:!?.'"()[]{}@*/\&#%`^+<=>|~$0abcdefghijklmnopqrstuvwxyz"#
+
+    private static func weight(_ byte: UInt8) -> UInt8? {
+        guard byte >= 0x20, byte < 0x7F else { return nil }
+        let weight = weights[Int(byte)]
+        return weight == 0 ? nil : weight
     }
 
-    /// The digit run starting at `index` without its leading zeros (at least one digit), and
-    /// `index` moved past the run.
+    /// The digit run starting at `index` without its leading zeros (at least one digit), how
+    /// many zeros led it, and `index` moved past the run.
     private static func significantDigits(
         _ bytes: UnsafeBufferPointer<UInt8>, from index: inout Int
-    ) -> Slice<UnsafeBufferPointer<UInt8>> {
+    ) -> (digits: Slice<UnsafeBufferPointer<UInt8>>, leadingZeros: Int) {
         var end = index
-        while end < bytes.count, primaryClass(bytes[end]) == digitClass { end += 1 }
+        while end < bytes.count, bytes[end] >= UInt8(ascii: "0"), bytes[end] <= UInt8(ascii: "9") { end += 1 }
         var start = index
         while start < end - 1, bytes[start] == UInt8(ascii: "0") { start += 1 }
-        index = end
-        return bytes[start..<end]
+        defer { index = end }
+        return (bytes[start..<end], start - index)
     }
 }
 
