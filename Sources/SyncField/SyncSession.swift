@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Captures timestamps and sensor records for multi-stream synchronization, in the SyncField 0.1
@@ -97,7 +98,7 @@ public final class SyncSession: @unchecked Sendable {
     private static let stoppedEpoch = -2
     /// The current run while started, `stoppedEpoch` otherwise.
     private let epoch = Atomic<Int>(SyncSession.stoppedEpoch)
-    private let lock = NSLock()
+    private let lock = Lock()
     private var locked = LockedState()
     private let queue: EntryQueue
     private let registry = StreamRegistry()
@@ -382,12 +383,21 @@ public final class SyncSession: @unchecked Sendable {
 
     // MARK: - Files
 
+    /// `mkdir -p`: each missing directory on the way made, the errno of the first that fails.
     private static func createDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? Int(EIO)
-            throw SyncFieldError.ioFailure(path: path, operation: "mkdir", errno: Int32(code))
+        var made = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            made += (made.isEmpty || made.hasSuffix("/") ? "" : "/") + component
+            if mkdir(made, 0o777) != 0, errno != EEXIST {
+                throw SyncFieldError.ioFailure(path: path, operation: "mkdir", errno: errno)
+            }
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw SyncFieldError.ioFailure(path: path, operation: "mkdir", errno: errno)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw SyncFieldError.ioFailure(path: path, operation: "mkdir", errno: EEXIST)
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Checks a session directory against every rule of the SyncField 0.1 format: the files, every
 /// line's keys, order, types and spelling, the rules the alignment service relies on, and the
@@ -74,8 +75,8 @@ public struct SessionValidator {
     // MARK: - The whole session
 
     private mutating func run() {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
             problem(directory, nil, "is not a directory")
             return
         }
