@@ -1,5 +1,5 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// How `fieldcap recover` brings a camera's video and its timestamp lines into agreement after a

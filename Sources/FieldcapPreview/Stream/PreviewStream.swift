@@ -1,7 +1,7 @@
 import CFieldcapLinux
 import FieldcapCore
 import FieldcapEncode
-import Foundation
+import FoundationEssentials
 import SyncField
 import Synchronization
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// `recording.json`: what a segmented recording holds, so a reader never opens every segment.
