@@ -149,7 +149,7 @@ let package = Package(
         // YAML documents as nodes that know their line, for the rig config and calibration files.
         .target(name: "FieldcapYAML", dependencies: ["CYAML"]),
         // A camera's calibration (Kalibr camchains, OpenCV calibration files), kept with the session.
-        .target(name: "FieldcapCalibration", dependencies: ["FieldcapYAML"]),
+        .target(name: "FieldcapCalibration", dependencies: ["FieldcapCore", "FieldcapYAML"]),
         // The C libraries of the exports: libzstd and liblz4 (MCAP's two chunk codecs), zlib
         // (MCAP's CRC-32). Debian: libzstd-dev, liblz4-dev, zlib1g-dev.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
@@ -236,7 +236,7 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
-        .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration"]),
+        .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration", "FieldcapCore"]),
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),

@@ -1,5 +1,5 @@
 import FieldcapYAML
-import Foundation
+import FoundationEssentials
 
 /// A calibration file's cameras: a Kalibr camchain, an OpenCV calibration YAML or a ROS
 /// camera_info YAML, told apart by what the file holds rather than by its name.
@@ -27,12 +27,12 @@ public struct CalibrationFile: Sendable, Equatable {
     /// Reads and checks the file at `path`.
     public static func read(path: String) throws(CalibrationError) -> CalibrationFile {
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
+            var isDirectory = false
             if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
                 throw CalibrationError("\(path): no such file (give a Kalibr camchain or an OpenCV calibration YAML)")
             }
             throw CalibrationError(
-                isDirectory.boolValue
+                isDirectory
                     ? "\(path): is a directory; give the calibration file in it (camchain.yaml, ost.yaml, ...)"
                     : "\(path): cannot be read (permission denied?); make it readable")
         }

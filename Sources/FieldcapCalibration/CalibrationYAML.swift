@@ -1,5 +1,5 @@
 import FieldcapYAML
-import Foundation
+import FoundationEssentials
 
 /// Reads a calibration file's YAML nodes, each value checked where it stands, so that every error
 /// names the file, the camera being read and the value's line.
@@ -54,7 +54,7 @@ struct CalibrationYAML {
     /// types, which take OpenCV's `0.` and `6.57e+002` but also `.inf` and `.nan`.
     func number(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Double {
         guard let scalar = node.scalar else { throw error(at: node, "\(key) must be a number") }
-        let text = scalar.trimmingCharacters(in: .whitespaces)
+        let text = scalar.trimmingBlanks
         // YAML's own spellings of infinity and not-a-number, which Double(_:) does not take.
         if [".inf", "+.inf", "-.inf", ".nan"].contains(text.lowercased()) {
             throw error(at: node, "\(key) is \(text.quoted): give a finite number")
@@ -68,7 +68,7 @@ struct CalibrationYAML {
 
     func integer(_ node: YAMLNode, _ key: String) throws(CalibrationError) -> Int {
         guard let scalar = node.scalar else { throw error(at: node, "\(key) must be a whole number") }
-        let text = scalar.trimmingCharacters(in: .whitespaces)
+        let text = scalar.trimmingBlanks
         guard let value = Int(text) else { throw error(at: node, "\(key) \(text.quoted) is not a whole number") }
         return value
     }
@@ -154,6 +154,12 @@ extension CalibrationError {
 }
 
 extension String {
+    /// Without the spaces and tabs around it (a quoted scalar keeps them; a number may not).
+    var trimmingBlanks: String {
+        func blank(_ character: Character) -> Bool { character.isWhitespace && !character.isNewline }
+        return String(drop(while: blank).reversed().drop(while: blank).reversed())
+    }
+
     /// The text in double quotes, escaped as Swift escapes it, so a quoted value cannot break the
     /// message's line or hide its own quotes.
     var quoted: String { String(reflecting: self) }

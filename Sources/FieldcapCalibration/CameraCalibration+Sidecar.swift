@@ -1,4 +1,5 @@
-import Foundation
+import FieldcapCore
+import FoundationEssentials
 
 extension CameraCalibration {
     /// The calibration as the session's sidecar keeps it: Kalibr's keys and units, so that a
@@ -105,16 +106,7 @@ private struct SidecarReader {
         return numbers
     }
 
-    /// JSONSerialization gives NSNumber; Swift's own entry gives Int and Double. Foundation on
-    /// Linux parses a number of many digits as NSDecimalNumber, whose doubleValue can miss the
-    /// written double by one unit in the last place; its text, parsed as a Double, does not.
-    static func number(_ value: Any) -> Double? {
-        switch value {
-        case let decimal as NSDecimalNumber: Double(decimal.stringValue) ?? decimal.doubleValue
-        case let number as NSNumber: number.doubleValue
-        case let number as Double: number
-        case let number as Int: Double(number)
-        default: nil
-        }
-    }
+    /// Swift's own entry gives Int and Double; a sidecar read back gives what its spelling says
+    /// (`PlainJSON`).
+    static func number(_ value: Any) -> Double? { PlainJSON.double(value) }
 }

@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import Testing
 
@@ -5,13 +6,14 @@ import Testing
 
 @Suite("Calibrations in the session's sidecar")
 struct SidecarEntryTests {
-    /// The entry written as JSON and parsed back, as a sidecar is between recording and export.
+    /// The entry written as JSON (by Foundation) and parsed back as fieldcap reads a sidecar
+    /// between recording and export.
     func throughJSON(_ entry: [String: Any]) throws -> [String: Any] {
         let data = try JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        return try #require(PlainJSON.object(data))
     }
 
-    @Test("a Kalibr camera comes back equal through JSONSerialization, T_cam_imu and timeshift included")
+    @Test("a Kalibr camera comes back equal through JSON, T_cam_imu and timeshift included")
     func kalibrRoundTrip() throws {
         let file = try CalibrationFile.parse(Fixture.kalibr, path: "calib.yaml")
         for camera in file.cameras {

@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import Testing
 
@@ -43,14 +44,16 @@ struct SidecarJSONTests {
     }
 
     @Test(
-        "a document read back by JSONSerialization (NSNumbers, booleans among them, as recover has it) is written as JSONSerialization writes it"
+        "a document read back as recover reads it (PlainJSON: numbers as spelled, booleans) is written as JSONSerialization writes what it reads back"
     )
     func readBack() throws {
         let written = try Sidecar.bytes(Self.document)
-        let readBack = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
+        let foundationReadBack = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
         let foundation =
-            Array(try JSONSerialization.data(withJSONObject: readBack, options: [.prettyPrinted, .sortedKeys])) + [10]
-        let ours = try Sidecar.bytes(readBack)
+            Array(
+                try JSONSerialization.data(withJSONObject: foundationReadBack, options: [.prettyPrinted, .sortedKeys]))
+            + [10]
+        let ours = try Sidecar.bytes(try #require(PlainJSON.object(written)))
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
         // What changed on the way is what JSON itself keeps (-0.0 is read back as the integer 0).
         #expect(ours.count == written.count - 1)

@@ -1,7 +1,7 @@
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// What a root holds: every session and segmented recording directly under it, read from their
@@ -14,9 +14,9 @@ public enum SessionCatalog {
         let names = try FileManager.default.contentsOfDirectory(atPath: root)
         var entries: [CatalogEntry] = []
         for name in names where !name.hasPrefix(".") {
-            var isDirectory: ObjCBool = false
+            var isDirectory = false
             let path = "\(root)/\(name)"
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory
             else { continue }
             entries.append(entry(directory: path, name: name))
         }
@@ -100,10 +100,10 @@ public enum SessionCatalog {
     /// Each stream's `frame_count` in the session's manifest (written as it finished).
     static func frameCounts(directory: String) -> [String: Int]? {
         guard let data = FileManager.default.contents(atPath: SessionLayout(directory: directory).manifest),
-            let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let manifest = PlainJSON.object(data),
             let streams = manifest["streams"] as? [String: Any]
         else { return nil }
-        return streams.compactMapValues { ($0 as? [String: Any])?["frame_count"] as? Int }
+        return streams.compactMapValues { PlainJSON.int(($0 as? [String: Any])?["frame_count"]) }
     }
 
     /// When a finished segment's last record was captured, in UTC: its end as scheduled when it

@@ -1,7 +1,7 @@
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// `fieldcap sessions rm`: deletes sessions, recordings and segments of recordings, by name or by
@@ -49,8 +49,8 @@ public enum SessionRemoval {
                 continue
             }
             let path = "\(root)/\(trimmed)"
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
                 plan.refused.append("\(name): no such directory under \(root)")
                 continue
             }

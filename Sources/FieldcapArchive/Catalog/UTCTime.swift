@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Times as the sidecar, the index and the command line spell them, read without
 /// `ISO8601DateFormatter` (ICU's set-up costs a small CPU more than the whole listing).

@@ -2,7 +2,7 @@ import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// `fieldcap extract`: one SyncField session holding exactly the frames and samples whose capture
@@ -101,8 +101,8 @@ public enum RangeExtractor {
 
     /// The finished sessions `source` holds, oldest first, and how to name it in a message.
     static func parts(of source: String, fromNs: UInt64, toNs: UInt64) throws -> (String, [Part]) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory else {
             throw Failure(message: "\(source) is not a directory: give a recording, a session or a root of them")
         }
         if let index = RecordingIndex.read(directory: source) {

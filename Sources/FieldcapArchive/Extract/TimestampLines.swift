@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A stream's lines (`{id}.timestamps.jsonl`, `{id}.jsonl`, `{id}.frames.ndjson`) as bytes, cut
 /// and renumbered without parsing the JSON: the values are copied as they were written, so an

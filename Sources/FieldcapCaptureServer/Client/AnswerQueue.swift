@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The server's answers to uploads, handed to the uploads in the order they were sent (the

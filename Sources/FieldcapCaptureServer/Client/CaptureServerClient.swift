@@ -2,7 +2,7 @@ import FieldcapDiscovery
 import FieldcapNetworking
 import FieldcapService
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOCore
 import NIOPosix

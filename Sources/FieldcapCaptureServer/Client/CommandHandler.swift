@@ -1,6 +1,6 @@
 import FieldcapService
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOCore
 import NIOPosix

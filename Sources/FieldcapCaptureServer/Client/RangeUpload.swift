@@ -1,7 +1,7 @@
 import FieldcapArchive
 import FieldcapService
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 
 /// `uploadTimeRange`: the wall-clock range cut from what the rig recorded (`fieldcap
 /// extract`'s own extractor, across segments), as one tar of a valid session, staged under the
@@ -61,7 +61,6 @@ struct RangeUpload: Sendable {
 
     /// `20261124T114252.123Z`: a UTC time as a file name has it.
     static func compact(_ ns: UInt64) -> String {
-        Sidecar.utc(Date(timeIntervalSince1970: Double(ns) / 1e9)).replacingOccurrences(of: "-", with: "")
-            .replacingOccurrences(of: ":", with: "")
+        Sidecar.utc(Date(timeIntervalSince1970: Double(ns) / 1e9)).filter { $0 != "-" && $0 != ":" }
     }
 }

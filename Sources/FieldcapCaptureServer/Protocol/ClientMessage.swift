@@ -1,4 +1,5 @@
-import Foundation
+import FieldcapCore
+import FoundationEssentials
 
 /// What the rig sends the capture server: its name on connecting (the AllSpark iOS app's
 /// `clientInfo`), a status answering each message (the protocol's own `{"status","message"}`
@@ -20,7 +21,6 @@ public enum ClientMessage {
 
     private static func json(_ object: [String: Any]) -> String {
         // Strings and integers only: always encodable.
-        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+        PlainJSON.text(object, escapingSlashes: false)!
     }
 }

@@ -1,5 +1,6 @@
+import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 
 /// What an AllSpark-style capture server sends, as the AllSpark iOS app's README documents its
 /// WebSocket protocol: a `clientConfig`, commands (`record`, `uploadTimeRange`), and status
@@ -27,7 +28,7 @@ public enum ServerMessage: Equatable, Sendable {
 
     /// Reads one text message.
     public static func parse(_ text: String) -> ServerMessage {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+        guard let object = PlainJSON.object(text.utf8) else {
             return .unusable("not a JSON object")
         }
         if object["type"] as? String == "clientConfig" {
@@ -83,8 +84,7 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     private static func number(_ value: Any) -> Double? {
-        guard let number = value as? NSNumber else { return nil }
-        let double = number.doubleValue
+        guard let double = PlainJSON.double(value) else { return nil }
         return double.isFinite ? double : nil
     }
 }

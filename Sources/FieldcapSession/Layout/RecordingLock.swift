@@ -1,6 +1,6 @@
 import FieldcapCore
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
 import SyncField
 
 #if canImport(Glibc)

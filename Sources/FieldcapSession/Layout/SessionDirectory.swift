@@ -1,5 +1,6 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// Why a session directory could not be made: one line naming the option and the path.
@@ -19,11 +20,9 @@ public enum SessionDirectory {
             return explicit
         }
         try makeParents(root, for: "--root \(root)")
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let base = "\(root)/\(hostId)-\(formatter.string(from: date))"
+        // `2024-03-08T09:28:21.123Z` as `20240308T092821Z`.
+        let iso = SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, date.timeIntervalSince1970) * 1e9))
+        let base = "\(root)/\(hostId)-\(iso.prefix(19).filter { $0 != "-" && $0 != ":" })Z"
         for attempt in 1...100 {
             let path = attempt == 1 ? base : "\(base)-\(attempt)"
             if mkdir(path, 0o755) == 0 { return path }
@@ -36,7 +35,7 @@ public enum SessionDirectory {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw SessionDirectoryError(message: "\(what): cannot create \(path): \(error.localizedDescription)")
+            throw SessionDirectoryError(message: "\(what): cannot create \(path): \(errorText(error))")
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a session directory holds, judged by `SessionLayout`'s names: whether every file in it is
 /// one fieldcap writes (a directory that holds anything else is never deleted), and the space it

@@ -1,5 +1,5 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
 import SyncField
 
 extension Sidecar {
@@ -30,11 +30,11 @@ extension Sidecar {
 
         public init?(layout: SessionLayout) {
             guard let data = FileManager.default.contents(atPath: layout.sidecar),
-                let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let document = PlainJSON.object(data),
                 let hostId = document["host_id"] as? String, StreamID.problem(with: hostId) == nil,
                 let sync = document["sync_point"] as? [String: Any],
-                let monotonic = (sync["monotonic_ns"] as? NSNumber)?.uint64Value,
-                let wall = (sync["wall_clock_ns"] as? NSNumber)?.uint64Value,
+                let monotonic = PlainJSON.uint64(sync["monotonic_ns"]),
+                let wall = PlainJSON.uint64(sync["wall_clock_ns"]),
                 let entries = document["streams"] as? [[String: Any]]
             else { return nil }
             var streams: [Stream] = []
@@ -43,7 +43,7 @@ extension Sidecar {
                 guard let id = entry["id"] as? String, StreamID.problem(with: id) == nil else { return nil }
                 var format: VideoFormat?
                 if let fields = entry["format"] as? [String: Any] {
-                    guard let width = fields["width"] as? Int, let height = fields["height"] as? Int,
+                    guard let width = PlainJSON.int(fields["width"]), let height = PlainJSON.int(fields["height"]),
                         let name = fields["pixel_format"] as? String,
                         let pixel = VideoFormat.PixelFormat(rawValue: name),
                         (1...16384).contains(width), (1...16384).contains(height)
@@ -53,7 +53,7 @@ extension Sidecar {
                 streams.append(
                     Stream(
                         id: id, kind: (entry["kind"] as? String) ?? (format == nil ? "sensor" : "video"),
-                        nominalRate: (entry["nominal_rate"] as? Double) ?? 0, format: format,
+                        nominalRate: PlainJSON.double(entry["nominal_rate"]) ?? 0, format: format,
                         linkedPath: entry["linked_path"] as? String))
             }
             self.document = document

@@ -1,5 +1,5 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// The text of `fieldcap.json`: what `JSONSerialization` writes with `[.prettyPrinted,
@@ -9,8 +9,7 @@ import SyncField
 /// twice per recording.
 ///
 /// Takes what the sidecar is built from (strings, booleans, integers, floating-point numbers,
-/// arrays and string-keyed dictionaries of them) and what `JSONSerialization` reads back
-/// (`NSNumber`s), for `recover`.
+/// arrays and string-keyed dictionaries of them) and what `PlainJSON` reads back, for `recover`.
 extension Sidecar {
     public struct UnsupportedValue: Error, CustomStringConvertible {
         public var value: String
@@ -26,21 +25,11 @@ extension Sidecar {
     }
 
     private static func encode(_ value: Any, to out: OutputBytes, indent: Int) throws {
-        // A number read back by JSONSerialization: its stored type says how it was written.
-        if type(of: value) is NSNumber.Type, let number = value as? NSNumber {
-            switch String(cString: number.objCType) {
-            case "c", "B": out.append(number.boolValue ? "true" : "false")
-            case "f", "d": try appendFinite(number.doubleValue, to: out)
-            case "Q", "L", "I", "S", "C": out.appendJSONNumber(number.uint64Value)
-            default: out.appendJSONNumber(number.int64Value)
-            }
-            return
-        }
         if let json = value as? JSONValue { return try encode(json, to: out, indent: indent) }
         // Exact types: with Foundation, `as?` also bridges between numbers and Bool.
         let kind = type(of: value)
         switch value {
-        case is NSNull: out.append("null")
+        case is JSONNull: out.append("null")
         case let text as String: out.appendJSONString(text)
         case let flag as Bool where kind == Bool.self: out.append(flag ? "true" : "false")
         case let number as Int where kind == Int.self: out.appendJSONNumber(number)

@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapEncode
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// `fieldcap.json`: what the SyncField format has no place for. It sits beside the SyncField

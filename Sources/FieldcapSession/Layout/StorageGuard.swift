@@ -1,5 +1,6 @@
 import FieldcapMedia
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 // The storage guard: what keeps a full disk from costing a session its ending.

@@ -1,6 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// `--intrinsics FILE[,match=id|order]`, or the rig config's `intrinsics:` with the same value: a

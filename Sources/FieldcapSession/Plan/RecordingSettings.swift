@@ -1,6 +1,6 @@
 import FieldcapCore
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// What a recording uses, resolved once for every front end: values given directly (the command

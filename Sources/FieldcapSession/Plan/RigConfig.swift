@@ -1,5 +1,5 @@
 import FieldcapYAML
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// A rig described in one YAML file: what `fieldcap --config rig.yaml` records and
@@ -45,13 +45,13 @@ public struct RigConfig: Sendable {
     public static func load(path: String) throws(RigConfigError) -> RigConfig {
         let name = path
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
+            var isDirectory = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             throw RigConfigError(
                 "\(name): "
                     + (!exists
                         ? "no such file; write one (see `fieldcap check --help` for an example)"
-                        : isDirectory.boolValue
+                        : isDirectory
                             ? "is a directory; give the config file" : "cannot be read (permission denied?)"))
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -1,7 +1,7 @@
 import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// One recording's lifecycle, for any front end: `start` makes the session directory and starts

@@ -1,5 +1,5 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// A recording's live figures, as every front end shows them: the terminal's status line,
@@ -64,7 +64,8 @@ public final class RecordingStatusMeter {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")
-            return total + ((attributes?[.size] as? UInt64) ?? 0)
+            // Essentials gives the size as UInt (full Foundation bridged it to any number type).
+            return total + UInt64((attributes?[.size] as? UInt) ?? 0)
         }
     }
 

@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 import Synchronization
 
@@ -139,7 +140,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let stamp = SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, wall.timeIntervalSince1970 * 1e9)))
         // 2026-11-23T14:02:05.123Z -> 20261123T140205Z: sortable, no colons (FAT, Windows shares).
         let compact = stamp.prefix(19).filter { $0 != "-" && $0 != ":" }
-        return String(format: "%08d-%@Z", number, String(compact))
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 8 - digits.count)) + digits + "-\(compact)Z"
     }
 
     /// The wall-clock time of a `CLOCK_MONOTONIC_RAW` time, through `syncPoint`.
@@ -324,8 +326,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             do {
                 try FileManager.default.removeItem(atPath: path)
             } catch {
-                index.segments[position].kept = "could not be deleted: \(error.localizedDescription)"
-                log("segment \(entry.directory) could not be deleted: \(error.localizedDescription)")
+                index.segments[position].kept = "could not be deleted: \(errorText(error))"
+                log("segment \(entry.directory) could not be deleted: \(errorText(error))")
                 continue
             }
             index.segments[position].state = .deleted

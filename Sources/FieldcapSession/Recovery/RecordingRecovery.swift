@@ -1,5 +1,7 @@
+import FieldcapCore
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// `fieldcap recover` for a segmented recording: the segment (or two, at a boundary) that was
@@ -83,10 +85,8 @@ public enum RecordingRecovery {
                 (try? String(contentsOfFile: layout.timestamps(stream.id), encoding: .utf8))?
                 .split(separator: "\n") ?? []
             func captureNs(_ line: Substring?) -> UInt64? {
-                guard let line, let data = line.data(using: .utf8),
-                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                else { return nil }
-                return (object["capture_ns"] as? NSNumber)?.uint64Value
+                guard let line, let object = PlainJSON.object(line.utf8) else { return nil }
+                return PlainJSON.uint64(object["capture_ns"])
             }
             let first = captureNs(lines.first)
             result[stream.id] = RecordingIndex.StreamCounts(

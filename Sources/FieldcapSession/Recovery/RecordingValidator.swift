@@ -1,5 +1,5 @@
 import FieldcapSegments
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// Checks a segmented recording: its index (`recording.json`) against the directory, and every

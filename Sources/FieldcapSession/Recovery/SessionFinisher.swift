@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapMedia
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// Brings a session's files into agreement after its recording ended without `stop()`

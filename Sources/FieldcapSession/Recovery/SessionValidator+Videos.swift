@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapMedia
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 extension SessionValidator {
@@ -49,7 +50,9 @@ extension SessionValidator {
                 continue
             }
             guard scan.isMatroska else {
-                let named = ["mkv", "mka", "mk3d", "webm"].contains((video as NSString).pathExtension.lowercased())
+                let name = PathName.base(of: video)
+                let pathExtension = name.lastIndex(of: ".").map { String(name[name.index(after: $0)...]) } ?? ""
+                let named = ["mkv", "mka", "mk3d", "webm"].contains(pathExtension.lowercased())
                 if recordedByFieldcap || named {
                     problem("\(shown) is not a Matroska file (no EBML header with DocType matroska or webm)")
                 } else {

@@ -1,6 +1,6 @@
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// One finished SyncField session as the SyncField service sees it: its host id and its streams,
@@ -35,8 +35,8 @@ public struct SessionSource: Sendable, Equatable {
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         self.directory = directory
         name = URL(fileURLWithPath: directory).lastPathComponent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory
         else { throw .unreadableSession(directory, "no such directory") }
         if RecordingIndex.read(directory: directory) != nil { throw .segmentedRecording(directory) }
         let layout = SessionLayout(directory: directory)

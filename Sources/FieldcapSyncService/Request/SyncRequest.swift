@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Sessions from one or several rigs, to be aligned together by the SyncField service: one host
 /// per session, exactly one primary video. Both of the service's modes are built from it, the

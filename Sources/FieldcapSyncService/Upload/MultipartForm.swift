@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A `multipart/form-data` body (RFC 7578) laid out before anything is sent: text fields and
 /// files in order, with the exact length, so the upload can announce its Content-Length and
@@ -37,7 +37,7 @@ public struct MultipartForm: Sendable {
     /// is sent.
     public mutating func addFile(_ name: String, path: String, filename: String, contentType: String) throws {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
-        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        let size = Int64((attributes[.size] as? UInt) ?? 0)
         append(
             "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(name))\"; filename=\"\(Self.quoted(filename))\"\r\nContent-Type: \(contentType)\r\n\r\n"
         )
@@ -58,8 +58,17 @@ public struct MultipartForm: Sendable {
     /// A name or file name inside a quoted header parameter, escaped as browsers do (the
     /// WHATWG form encoding RFC 7578 points to): `"` and line breaks percent-encoded.
     static func quoted(_ text: String) -> String {
-        text.replacingOccurrences(of: "\"", with: "%22").replacingOccurrences(of: "\r", with: "%0D")
-            .replacingOccurrences(of: "\n", with: "%0A")
+        // By scalar: `\r\n` is one Character, and each half is encoded.
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "%22"
+            case "\r": escaped += "%0D"
+            case "\n": escaped += "%0A"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 
     /// The MIME type a file is sent with, by its extension.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
+import FieldcapCore
 import FieldcapNetworking
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOFileSystem
 
@@ -80,20 +81,13 @@ public struct SyncUploader: Sendable {
     /// The service's error message: `detail`, `message` or `error` of a JSON answer (FastAPI
     /// and most JSON APIs), else the answer's text.
     public static func message(in answer: Answer) -> String {
-        if let data = answer.body.data(using: .utf8),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        {
+        if let object = PlainJSON.object(answer.body.utf8) {
             for key in ["detail", "message", "error"] {
                 if let text = object[key] as? String { return text }
-                if let value = object[key], JSONSerialization.isValidJSONObject([value]),
-                    let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]),
-                    !(value is NSNull)
-                {
-                    return String(decoding: data, as: UTF8.self)
-                }
+                if let value = object[key], !(value is JSONNull), let text = PlainJSON.text(value) { return text }
             }
         }
-        let text = answer.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(answer.body.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
         if text.isEmpty { return "(no message)" }
         return text.count > 500 ? String(text.prefix(500)) + "…" : text
     }

@@ -39,7 +39,7 @@ public final class V4L2Device {
         public var description: String {
             switch self {
             case let .discrete(width, height, rates):
-                let fps = rates.map { $0 == $0.rounded() ? String(Int($0)) : String(format: "%.2f", $0) }
+                let fps = rates.map { $0 == $0.rounded() ? String(Int($0)) : cFormat("%.2f", $0) }
                 return "\(width)x\(height)" + (fps.isEmpty ? "" : " @ " + fps.joined(separator: ", ") + " fps")
             case let .stepwise(minWidth, maxWidth, stepWidth, minHeight, maxHeight, stepHeight):
                 return "\(minWidth)-\(maxWidth) (step \(stepWidth)) x \(minHeight)-\(maxHeight) (step \(stepHeight))"

@@ -1,4 +1,4 @@
-import Foundation
+internal import Foundation
 
 /// The order Foundation's `JSONSerialization` gives dictionary keys with `.sortedKeys`.
 ///
