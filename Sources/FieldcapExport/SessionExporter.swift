@@ -3,7 +3,8 @@ import FieldcapArchive
 import FieldcapCalibration
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// The layouts `fieldcap export` writes.
@@ -83,8 +84,8 @@ public enum SessionExporter {
         let base = PathName.base(of: out)
         let parent = PathName.directory(of: out)
         let parentPath = parent.isEmpty ? "." : parent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory
         else { throw ExportError(.request, "--out \(out): \(parentPath) is not a directory; create it first") }
         let staging = "\(parentPath)/.\(base).partial-\(getpid())"
         let scratch = "\(parentPath)/.\(base).range-\(getpid())"

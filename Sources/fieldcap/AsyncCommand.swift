@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Synchronization
 
 /// Runs `body` on Swift's concurrency pool while the calling thread waits: the commands stay
@@ -18,9 +18,4 @@ func waitForAsync<Value: Sendable>(_ body: @escaping @Sendable () async throws -
     }
     done.wait()
     return try result.withLock { $0 }!.get()
-}
-
-/// A line on standard error: what a command tells its user beside its output.
-func say(_ line: String) {
-    FileHandle.standardError.write(Data("\(line)\n".utf8))
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapSession
-import Foundation
 
 /// The `--cam` and `--imu` options, shared by `fieldcap record` and `fieldcap bench jitter`.
 struct DeviceArguments: ParsableArguments {
@@ -40,7 +39,7 @@ extension DevicePlan {
         } catch let error as PlanError {
             throw error.exitForCommand()
         } catch let error as DeviceSetupError {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            say("Error: \(error.message)")
             throw ExitCode(64)
         }
     }
@@ -52,7 +51,7 @@ extension RigConfig {
         do {
             return try load(path: path)
         } catch {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            say("Error: \(error.message)")
             throw ExitCode(64)
         }
     }

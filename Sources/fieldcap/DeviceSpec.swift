@@ -1,6 +1,5 @@
 import ArgumentParser
 import FieldcapSession
-import Foundation
 
 // The plan's types on the command line: the quantities as option values, plan errors as usage
 // errors (one line, exit 64).
@@ -23,7 +22,7 @@ extension PlanError {
     /// naming the argument, and exit status 64 (a usage error). ArgumentParser's own usage
     /// errors add the usage text, which buries the one line that matters here.
     func exitForCommand() -> ExitCode {
-        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        say("Error: \(message)")
         return ExitCode(64)
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import FieldcapArchive
 import FieldcapExport
 import FieldcapSession
-import Foundation
+import Glibc
 import SyncField
 import Synchronization
 
@@ -140,12 +140,11 @@ struct Export: ParsableCommand {
         // Ctrl-C and SIGTERM end the export between two frames; its partial output is removed.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let stop = InterruptSignal()
-        let watcher = Thread {
+        detachThread(named: "fc-signals") {
             while stop.signal.load(ordering: .relaxed) == 0 {
                 if let signal = signals.wait(seconds: 0.2) { stop.signal.store(signal, ordering: .relaxed) }
             }
         }
-        watcher.start()
         defer { _ = stop.signal.compareExchange(expected: 0, desired: -1, ordering: .relaxed) }
 
         let line = ExportProgressLine()

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FieldcapArchive
 import FieldcapSession
-import Foundation
 import SyncField
 
 struct Extract: ParsableCommand {
@@ -62,7 +61,7 @@ struct Extract: ParsableCommand {
             outcome = try RangeExtractor.extract(
                 RangeExtractor.Request(source: source, fromNs: fromNs, toNs: toNs, out: out), say: { print("  \($0)") })
         } catch let failure as RangeExtractor.Failure {
-            FileHandle.standardError.write(Data("Error: \(failure.message)\n".utf8))
+            say("Error: \(failure.message)")
             throw ExitCode(1)
         }
         for problem in outcome.report.problems { print("\(outcome.out)/\(problem)") }

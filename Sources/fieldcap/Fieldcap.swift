@@ -1,6 +1,6 @@
 import ArgumentParser
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Logging
 import SyncField
 

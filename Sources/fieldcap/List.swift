@@ -3,7 +3,8 @@ import FieldcapCore
 import FieldcapEncode
 import FieldcapIIO
 import FieldcapV4L2
-import Foundation
+import FoundationEssentials
+import Glibc
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(

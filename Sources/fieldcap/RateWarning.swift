@@ -53,12 +53,12 @@ enum RateWarning {
         let ratio = rate / nominal
         guard ratio < lowest || ratio > highest else { return nil }
         let (unit, records) = kind == .video ? ("fps", "frame") : ("Hz", "sample")
-        var text = String(
-            format: "recorded at %.1f %@, %.0f%% of its nominal %@ %@", rate, unit, ratio * 100,
-            SourceReport.rate(nominal), unit)
+        var text =
+            cFormat("recorded at %.1f ", rate) + unit + cFormat(", %.0f%% of its nominal ", ratio * 100)
+            + "\(SourceReport.rate(nominal)) \(unit)"
         text +=
             overSpan
-            ? " (from its first \(records) to its last)" : String(format: " (over the whole %.1f s run)", elapsed)
+            ? " (from its first \(records) to its last)" : cFormat(" (over the whole %.1f s run)", elapsed)
         var causes: [String] = []
         if dropped > 0 { causes.append("fieldcap dropped \(dropped) \(records)s: the disk or the CPU did not keep up") }
         if let gaps = deviceGaps, gaps > 0 { causes.append("the device skipped \(gaps) \(records)s") }

@@ -2,7 +2,8 @@ import ArgumentParser
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import SyncField
 
@@ -189,7 +190,7 @@ struct Record: ParsableCommand {
         let recording = RecordingController(
             sources: sources, settings: controllerSettings,
             log: { [quiet] message in
-                if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K\(message)\n".utf8)) }
+                if !quiet { say("\r\u{1B}[K\(message)") }
             })
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
@@ -206,7 +207,7 @@ struct Record: ParsableCommand {
                     encodings: controllerSettings.encodings, encoderThreads: controllerSettings.encoderThreads)
             }
         } catch let error as RecordingController.StartError {
-            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            say("Error: \(error)")
             if case .diskBelowMinFree = error { throw ExitCode(4) }
             throw ExitCode(64)
         }
@@ -229,23 +230,19 @@ struct Record: ParsableCommand {
         }
         status.finishLine()
         if !quiet && !json {
-            FileHandle.standardError.write(Data("stopping (\(reason)): writing what was captured...\n".utf8))
+            say("stopping (\(reason)): writing what was captured...")
         }
 
         let outcome = try recording.stop(reason: reason)
         status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)
         logger.info("stopped", metadata: ["reason": "\(outcome.reason)"])
         if let writeFailure = outcome.writeFailure {
-            FileHandle.standardError.write(
-                Data(
-                    "Error: \(outcome.reason); the session holds what reached the disk and validates: \(directory)\n"
-                        .utf8))
+            say("Error: \(outcome.reason); the session holds what reached the disk and validates: \(directory)")
             throw ExitCode(isDiskFull(writeFailure) ? 4 : 1)
         }
         if case .diskNearlyFull = outcome.reason {
             if !quiet {
-                FileHandle.standardError.write(
-                    Data("stopped: \(outcome.reason); the session is complete: \(directory)\n".utf8))
+                say("stopped: \(outcome.reason); the session is complete: \(directory)")
             }
             throw ExitCode(4)
         }

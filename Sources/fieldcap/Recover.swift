@@ -1,7 +1,7 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 struct Recover: ParsableCommand {
@@ -42,16 +42,16 @@ struct Recover: ParsableCommand {
     var directory: String
 
     func validate() throws {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw ValidationError("\(directory) does not exist; give a session directory")
         }
-        guard isDirectory.boolValue else { throw ValidationError("\(directory) is a file; give a session directory") }
+        guard isDirectory else { throw ValidationError("\(directory) is a file; give a session directory") }
     }
 
     func run() throws {
         do { try recover() } catch let live as RecordingLock.Failure {
-            FileHandle.standardError.write(Data("Error: \(live.message)\n".utf8))
+            say("Error: \(live.message)")
             throw ExitCode(75)
         }
     }
@@ -77,10 +77,9 @@ struct Recover: ParsableCommand {
         }
         switch try SessionFinisher.recover(directory: directory, say: { print($0) }) {
         case .notAFieldcapSession:
-            FileHandle.standardError.write(
-                Data(
-                    "Error: \(directory) is not a fieldcap session (no readable fieldcap.json with its streams and sync point): nothing changed\n"
-                        .utf8))
+            say(
+                "Error: \(directory) is not a fieldcap session (no readable fieldcap.json with its streams and sync point): nothing changed"
+            )
             throw ExitCode(65)
         case .alreadyValid(let state):
             print("\(directory): the session is \(state) and valid; nothing to recover")

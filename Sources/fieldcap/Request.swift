@@ -1,6 +1,5 @@
 import ArgumentParser
 import FieldcapSyncService
-import Foundation
 
 /// Exit statuses of `request` and `upload`, as their help documents them.
 enum SyncServiceExit {
@@ -12,7 +11,7 @@ enum SyncServiceExit {
     static let serviceError = ExitCode(1)
 
     static func fail(_ error: SyncRequestError) -> ExitCode {
-        FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+        say("Error: \(error)")
         switch error {
         case .unreadableSession, .segmentedRecording: return unreadableSession
         default: return ExitCode(64)
@@ -71,10 +70,9 @@ struct Request: ParsableCommand {
     func run() throws {
         let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
         for id in request.sharedStreamIds {
-            FileHandle.standardError.write(
-                Data(
-                    "warning: stream id \(id) is on more than one host; the service finds timestamps files by stream id in one timestamps_dir\n"
-                        .utf8))
+            say(
+                "warning: stream id \(id) is on more than one host; the service finds timestamps files by stream id in one timestamps_dir"
+            )
         }
         print(request.body(dataDirectory: dataDir, timestampsDirectory: timestampsDir).json())
     }

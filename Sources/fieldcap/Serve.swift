@@ -3,7 +3,7 @@ import FieldcapCaptureServer
 import FieldcapPreview
 import FieldcapService
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Logging
 
 struct Serve: ParsableCommand {
@@ -208,7 +208,7 @@ struct Serve: ParsableCommand {
         } catch let error as PlanError {
             throw error.exitForCommand()
         } catch let error as DeviceSetupError {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            say("Error: \(error.message)")
             throw ExitCode(64)
         }
         try FileManager.default.createDirectory(atPath: rig.settings.root, withIntermediateDirectories: true)
@@ -221,7 +221,7 @@ struct Serve: ParsableCommand {
                 token = loaded.token
                 if loaded.created { say("made a new API token in \(path) (mode 0600)") }
             } catch let error as TokenFileError {
-                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+                say("Error: \(error)")
                 throw ExitCode(64)
             }
         }
@@ -249,7 +249,7 @@ struct Serve: ParsableCommand {
                 )
             }
         } catch {
-            FileHandle.standardError.write(Data("Error: --listen \(listen): \(error)\n".utf8))
+            say("Error: --listen \(listen): \(error)")
             throw ExitCode(1)
         }
         say("stopped")

@@ -1,7 +1,8 @@
 import ArgumentParser
 import FieldcapArchive
+import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 struct Sessions: ParsableCommand {
@@ -46,10 +47,7 @@ struct SessionsList: ParsableCommand {
         let root = root ?? defaultRoot
         let entries: [CatalogEntry]
         do { entries = try SessionCatalog.entries(root: root) } catch {
-            FileHandle.standardError.write(
-                Data(
-                    "Error: \(root): cannot list it (\(error.localizedDescription)); give the root sessions are in\n"
-                        .utf8))
+            say("Error: \(root): cannot list it (\(fileErrorReason(error))); give the root sessions are in")
             throw ExitCode(66)
         }
         if json {
@@ -84,7 +82,7 @@ enum CatalogTable {
         }
         return ([header] + rows).map { row in
             zip(row, widths).enumerated().map { column, cell in
-                column == row.count - 1 ? cell.0 : cell.0.padding(toLength: cell.1, withPad: " ", startingAt: 0)
+                column == row.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count)
             }.joined(separator: "  ")
         }.joined(separator: "\n")
     }
@@ -106,14 +104,14 @@ enum CatalogTable {
 
     /// `2026-11-23 14:02:00`: the table's column already says UTC.
     static func shortTime(_ iso: String) -> String {
-        String(iso.prefix(19)).replacingOccurrences(of: "T", with: " ")
+        String(iso.prefix(19)).replacing("T", with: " ")
     }
 
     static func duration(_ seconds: Double) -> String {
-        if seconds < 60 { return String(format: "%.1f s", seconds) }
+        if seconds < 60 { return cFormat("%.1f s", seconds) }
         let whole = Int(seconds.rounded())
-        if whole < 3600 { return String(format: "%dm%02ds", whole / 60, whole % 60) }
-        return String(format: "%dh%02dm", whole / 3600, whole / 60 % 60)
+        if whole < 3600 { return cFormat("%ldm%02lds", whole / 60, whole % 60) }
+        return cFormat("%ldh%02ldm", whole / 3600, whole / 60 % 60)
     }
 }
 
@@ -170,10 +168,9 @@ struct SessionsRemove: ParsableCommand {
 
     func run() throws {
         let root = root ?? defaultRoot
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
-            FileHandle.standardError.write(
-                Data("Error: --root \(root) is not a directory; give the root sessions are in\n".utf8))
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory else {
+            say("Error: --root \(root) is not a directory; give the root sessions are in")
             throw ExitCode(66)
         }
         let plan: SessionRemoval.Plan
@@ -186,9 +183,9 @@ struct SessionsRemove: ParsableCommand {
             plan = SessionRemoval.plan(root: root, names: names)
             reason = "fieldcap sessions rm"
         }
-        for refusal in plan.refused { FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8)) }
+        for refusal in plan.refused { say("Error: \(refusal)") }
         if olderThan == nil && !plan.refused.isEmpty {
-            FileHandle.standardError.write(Data("nothing deleted\n".utf8))
+            say("nothing deleted")
             throw ExitCode(1)
         }
         if plan.targets.isEmpty { print("nothing to delete under \(root)") }

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Blocks signals for the whole process and takes them synchronously, in one place. Its set is
 /// written once, at init: any thread may wait on it.

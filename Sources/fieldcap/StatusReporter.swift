@@ -1,6 +1,6 @@
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import Glibc
 import SyncField
 
 /// The live status line on a terminal, the JSON progress lines for rigs, and the summary.
@@ -51,7 +51,7 @@ final class StatusReporter {
         if json {
             writeLine(startLine)
         } else if !quiet {
-            FileHandle.standardError.write(Data(header.utf8))
+            writeStandardError(header)
         }
     }
 
@@ -94,7 +94,7 @@ final class StatusReporter {
         let streams: [[String: Any]] = zip(sources, startReports).map { source, report in
             var entry: [String: Any] = [
                 "id": source.descriptor.id, "kind": source.descriptor.kind.rawValue, "device": source.descriptor.device,
-                "granted": report.granted.foundation, "summary": report.summary, "time_source": report.timeSource,
+                "granted": report.granted.plain, "summary": report.summary, "time_source": report.timeSource,
             ]
             if storage(of: source) != nil { entry["encoding"] = encodings[source.descriptor.id]?.description }
             return entry
@@ -104,11 +104,7 @@ final class StatusReporter {
 
     /// One JSON object and a newline on stdout.
     private func writeLine(_ object: [String: Any]) {
-        if let data = try? JSONSerialization.data(
-            withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        {
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
-        }
+        if let line = JSONLine.bytes(object) { writeStandardOutput(line + [UInt8(ascii: "\n")]) }
     }
 
     func report(_ statistics: [Recorder.StreamProgress], elapsed: Double) {
@@ -120,14 +116,14 @@ final class StatusReporter {
         }
         guard !quiet, line.isTerminal else { return }
         let parts = status.streams.map { stream in
-            String(format: "%@ %.1f/s drop %d", stream.id, stream.rate, stream.dropped)
+            stream.id + cFormat(" %.1f/s drop %ld", stream.rate, stream.dropped)
                 + (stream.encoderDropped > 0 ? " (encoder \(stream.encoderDropped))" : "")
                 + ((stream.deviceGaps ?? 0) > 0 ? " gap \(stream.deviceGaps!)" : "")
         }
-        let disk = status.diskFree.map { String(format: "  free %.1f GB", Double($0) / 1e9) } ?? ""
+        let disk = status.diskFree.map { cFormat("  free %.1f GB", Double($0) / 1e9) } ?? ""
         line.draw(
-            String(format: "%6.1fs  ", elapsed) + parts.joined(separator: " | ")
-                + String(format: "  %.1f MB", Double(status.bytes) / 1e6) + disk + Self.describe(status.stalls))
+            cFormat("%6.1fs  ", elapsed) + parts.joined(separator: " | ")
+                + cFormat("  %.1f MB", Double(status.bytes) / 1e6) + disk + Self.describe(status.stalls))
     }
 
     /// `{"event":"progress","elapsed_s":...,"streams":[{"id","written","dropped","encoder_dropped",
@@ -158,8 +154,7 @@ final class StatusReporter {
         guard !stalls.isEmpty else { return "" }
         return "  DISK STALLED: "
             + stalls.map {
-                String(
-                    format: "%@ %@ %.1f s%@", $0.file, $0.operation.rawValue, $0.seconds, $0.ongoing ? " so far" : "")
+                "\($0.file) \($0.operation.rawValue) " + cFormat("%.1f s", $0.seconds) + ($0.ongoing ? " so far" : "")
             }.joined(separator: ", ")
     }
 
@@ -185,8 +180,7 @@ final class StatusReporter {
         let warnings = warnings(summary, elapsed: elapsed)
         if json { writeLine(stopLine(summary, warnings: warnings, elapsed: elapsed, reason: reason)) }
         if !quiet {
-            FileHandle.standardError.write(
-                Data(summaryText(summary, warnings: warnings, elapsed: elapsed, reason: reason).utf8))
+            writeStandardError(summaryText(summary, warnings: warnings, elapsed: elapsed, reason: reason))
         }
     }
 
@@ -195,11 +189,11 @@ final class StatusReporter {
     func summaryText(
         _ summary: [Recorder.StreamSummary], warnings: [[String]], elapsed: Double, reason: String
     ) -> String {
-        var text = String(format: "recorded %.1f s (stopped by %@) into %@\n", elapsed, reason, directory)
+        var text = cFormat("recorded %.1f s", elapsed) + " (stopped by \(reason)) into \(directory)\n"
         for (index, stream) in summary.enumerated() {
-            text += String(
-                format: "  %@: %d written (%.1f/s), %d dropped", stream.id, stream.written,
-                Double(stream.written) / max(elapsed, 0.001), stream.dropped)
+            text +=
+                "  \(stream.id): \(stream.written) written ("
+                + cFormat("%.1f/s", Double(stream.written) / max(elapsed, 0.001)) + "), \(stream.dropped) dropped"
             if let range = stream.droppedRange { text += " (records \(range.lowerBound)...\(range.upperBound))" }
             if stream.encoderDropped > 0 {
                 text += ", \(stream.encoderDropped) dropped by its encoder (it was behind; frame numbers stay exact)"
@@ -210,12 +204,10 @@ final class StatusReporter {
         }
         if let watch = diskWatch, case let stalls = watch.summary(), !stalls.isEmpty {
             text +=
-                String(format: "  the disk stalled (an operation of %g s or more): ", Double(watch.stallNs) / 1e9)
+                cFormat("  the disk stalled (an operation of %g s or more): ", Double(watch.stallNs) / 1e9)
                 + stalls.map {
-                    String(
-                        format: "%@ %@ %d time%@, %.1f s in all, longest %.1f s", $0.file, $0.operation.rawValue,
-                        $0.count,
-                        $0.count == 1 ? "" : "s", $0.totalSeconds, $0.longestSeconds)
+                    "\($0.file) \($0.operation.rawValue) \($0.count) time\($0.count == 1 ? "" : "s"), "
+                        + cFormat("%.1f s in all, longest %.1f s", $0.totalSeconds, $0.longestSeconds)
                 }.joined(separator: "; ") + "\n"
         }
         for (stream, lines) in zip(summary, warnings) {
@@ -253,22 +245,6 @@ final class StatusReporter {
     }
 }
 
-extension JSONValue {
-    /// The same value as `JSONSerialization` takes it (`null` as `NSNull`).
-    var foundation: Any {
-        switch self {
-        case .null: NSNull()
-        case .bool(let value): value
-        case .integer(let value): value
-        case .unsigned(let value): value
-        case .double(let value): value
-        case .string(let value): value
-        case .array(let values): values.map(\.foundation)
-        case .object(let members): members.mapValues(\.foundation)
-        }
-    }
-}
-
 /// One line on a terminal's stderr, redrawn in place: the status while recording, the progress
 /// while validating.
 final class TerminalLine {
@@ -276,17 +252,17 @@ final class TerminalLine {
     private var drawn = false
 
     func draw(_ text: String) {
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+        writeStandardError("\r\u{1B}[K" + text)
         drawn = true
     }
 
     /// Ends the line where it is, so what follows starts below it.
     func keep() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+        if drawn { writeStandardError("\n") }
     }
 
     /// Erases the line, so what follows takes its place.
     func erase() {
-        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if drawn { writeStandardError("\r\u{1B}[K") }
     }
 }

@@ -1,7 +1,9 @@
 import ArgumentParser
+import Dispatch
+import FieldcapCore
 import FieldcapSession
 import FieldcapSyncService
-import Foundation
+import Glibc
 
 struct Upload: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +52,7 @@ struct Upload: ParsableCommand {
         } catch let error as SyncRequestError {
             throw SyncServiceExit.fail(error)
         } catch {
-            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            say("Error: \(error)")
             throw SyncServiceExit.unreadableSession
         }
         let files = request.sessions.reduce(0) { $0 + $1.streams.filter { $0.dataFile != nil }.count * 2 }
@@ -78,7 +80,7 @@ struct Upload: ParsableCommand {
     }
 
     static func megabytes(_ bytes: Int64) -> String {
-        String(format: "%.1f MB", Double(bytes) / 1e6)
+        cFormat("%.1f MB", Double(bytes) / 1e6)
     }
 }
 
@@ -98,12 +100,11 @@ final class ProgressLine: Sendable {
 
     func start() {
         let terminal = isatty(2) == 1
-        Thread.detachNewThread { [self] in
+        detachThread(named: "fc-progress") { [self] in
             while stopping.wait(timeout: .now() + (terminal ? 0.25 : 10)) == .timedOut {
-                FileHandle.standardError.write(
-                    Data(((terminal ? "\r" : "") + line() + (terminal ? "\u{1B}[K" : "\n")).utf8))
+                writeStandardError((terminal ? "\r" : "") + line() + (terminal ? "\u{1B}[K" : "\n"))
             }
-            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if terminal { writeStandardError("\r\u{1B}[K") }
             finished.signal()
         }
     }
@@ -120,7 +121,7 @@ final class ProgressLine: Sendable {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - startNs) / 1e9
         let percent = total > 0 ? Double(done) * 100 / Double(total) : 100
         let rate = seconds > 0 ? Double(done) / seconds / 1e6 : 0
-        return String(
-            format: "sent %@ of %@ (%.0f%%), %.1f MB/s", Upload.megabytes(done), Upload.megabytes(total), percent, rate)
+        return "sent \(Upload.megabytes(done)) of \(Upload.megabytes(total)) "
+            + cFormat("(%.0f%%), %.1f MB/s", percent, rate)
     }
 }

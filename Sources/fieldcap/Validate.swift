@@ -1,6 +1,6 @@
 import ArgumentParser
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 struct Validate: ParsableCommand {
@@ -31,12 +31,12 @@ struct Validate: ParsableCommand {
     var quiet = false
 
     func validate() throws {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw ValidationError(
                 "\(directory) does not exist; give the session directory (the one holding manifest.json)")
         }
-        guard isDirectory.boolValue else {
+        guard isDirectory else {
             throw ValidationError("\(directory) is a file; give the session directory (the one holding manifest.json)")
         }
     }

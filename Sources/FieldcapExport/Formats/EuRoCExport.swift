@@ -1,6 +1,7 @@
 import FieldcapCalibration
 import FieldcapCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `fieldcap export --format euroc`: the ASL/EuRoC folder ORB-SLAM3, Basalt, VINS-Fusion and
 /// Kalibr's bag maker read:

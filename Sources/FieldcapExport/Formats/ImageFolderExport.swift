@@ -1,7 +1,7 @@
 import FieldcapCalibration
 import FieldcapCore
 import FieldcapEncode
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// `fieldcap export --format images`: one camera as an image folder in the iOS 3D Logger's
@@ -241,7 +241,7 @@ enum ImageFolderExport {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20: out += cFormat("\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// Encodes a batch of frames into image files on every core: a PNG or JPEG of a camera frame
 /// costs milliseconds, the reading and the writing of its file microseconds. Each worker owns

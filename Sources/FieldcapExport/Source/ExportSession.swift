@@ -1,6 +1,6 @@
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 /// A finished fieldcap session, as the exports read it: its streams from the sidecar (formats,
@@ -32,8 +32,8 @@ public struct ExportSession {
 
     /// Opens and validates `directory`; `progress` hears how far validation has read.
     public init(directory: String, progress: ((SessionValidator.Progress) -> Void)? = nil) throws(ExportError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory
         else {
             throw ExportError(
                 .session, "\(directory) is not a directory: give a session (or a recording with --from/--to)")

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A directory written to a tar file, the same pax stream `TarResponse` sends: for a sender
 /// that must announce the size before the bytes (the capture server's two-phase upload).
@@ -7,31 +8,37 @@ public enum TarFile {
     /// size. The file is removed if anything fails.
     public static func write(directory: String, name: String, to path: String) throws -> UInt64 {
         let entries = try TarStream.entries(directory: directory, prefix: name)
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-            let out = FileHandle(forWritingAtPath: path)
-        else { throw TarStream.Failure(description: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        let out = FileManager.default.createFile(atPath: path, contents: nil) ? open(path, O_WRONLY | O_CLOEXEC) : -1
+        guard out >= 0 else {
+            throw TarStream.Failure(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
         do {
-            defer { try? out.close() }
+            defer { close(out) }
             let tar = TarStream()
             var size: UInt64 = 0
             func put(_ bytes: [UInt8]) throws {
-                try out.write(contentsOf: bytes)
+                try writeFully(bytes, to: out, path: path)
                 size += UInt64(bytes.count)
             }
+            var chunk = [UInt8](repeating: 0, count: TarResponse.chunkBytes)
             for entry in entries {
                 try put(try tar.header(entry))
-                guard let input = FileHandle(forReadingAtPath: entry.path) else {
-                    throw TarStream.Failure(description: "cannot read \(entry.path)")
-                }
-                defer { try? input.close() }
+                let input = open(entry.path, O_RDONLY | O_CLOEXEC)
+                guard input >= 0 else { throw TarStream.Failure(description: "cannot read \(entry.path)") }
+                defer { close(input) }
                 var left = entry.size
                 while left > 0 {
-                    let chunk = try input.read(upToCount: Int(min(left, UInt64(TarResponse.chunkBytes)))) ?? Data()
-                    guard !chunk.isEmpty else {
+                    let want = Int(min(left, UInt64(chunk.count)))
+                    let got = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, want) }
+                    if got < 0 && errno == EINTR { continue }
+                    guard got >= 0 else {
+                        throw TarStream.Failure(description: "read \(entry.path): \(String(cString: strerror(errno)))")
+                    }
+                    guard got > 0 else {
                         throw TarStream.Failure(description: "\(entry.path) shrank while it was archived")
                     }
-                    left -= UInt64(chunk.count)
-                    try put(try chunk.withUnsafeBytes { try tar.data($0) })
+                    left -= UInt64(got)
+                    try put(try chunk.withUnsafeBytes { try tar.data(UnsafeRawBufferPointer(rebasing: $0[..<got])) })
                 }
             }
             try put(try tar.finish())
@@ -39,6 +46,20 @@ public enum TarFile {
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error
+        }
+    }
+
+    private static func writeFully(_ bytes: [UInt8], to fd: Int32, path: String) throws {
+        try bytes.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written >= 0 else {
+                    throw TarStream.Failure(description: "write \(path): \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
         }
     }
 }

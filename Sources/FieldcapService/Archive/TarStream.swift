@@ -1,5 +1,6 @@
 import CArchive
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A directory as a POSIX tar stream (pax, so files over 8 GiB and long names stay exact),
 /// written by libarchive a piece at a time: each call returns the bytes it produced, for the

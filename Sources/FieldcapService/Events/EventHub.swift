@@ -1,6 +1,6 @@
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What the service tells its watchers (`/api/v1/events`): the status once a second while

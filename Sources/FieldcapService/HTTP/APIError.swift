@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 
 /// A refused request: its HTTP status and one line that says what to do, sent as

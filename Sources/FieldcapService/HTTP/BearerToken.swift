@@ -1,5 +1,6 @@
 import FieldcapCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import Hummingbird
 import SyncField
 
@@ -14,7 +15,7 @@ public struct BearerToken: Sendable {
     /// bytes as hex) and writes it with mode 0600, making the directory if needed.
     public static func load(path: String) throws -> (token: BearerToken, created: Bool) {
         if let data = FileManager.default.contents(atPath: path) {
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(decoding: data, as: UTF8.self).trimming(\.isSpaceOrLineEnd)
             guard text.count >= 16 else {
                 throw TokenFileError(
                     "--token-file \(path): holds \(text.count) characters; a token needs at least 16 (delete the file and one is made)"
@@ -23,7 +24,7 @@ public struct BearerToken: Sendable {
             return (BearerToken(value: text), false)
         }
         var generator = SystemRandomNumberGenerator()
-        let value = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let value = (0..<32).map { _ in cFormat("%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         let directory = PathName.directory(of: path)
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(
@@ -71,11 +72,34 @@ public struct BearerToken: Sendable {
         if let query = request.uri.queryParameters["token"], matches(String(query)) { return true }
         for cookies in request.headers[values: .cookie] {
             for cookie in cookies.split(separator: ";") {
-                let pair = cookie.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                let pair = cookie.split(separator: "=", maxSplits: 1).map { $0.trimming(\.isSpace) }
                 if pair.count == 2 && pair[0] == Self.cookieName && matches(pair[1]) { return true }
             }
         }
         return false
+    }
+}
+
+// What `trimmingCharacters(in:)` did with `.whitespaces` and `.whitespacesAndNewlines` (it is
+// full Foundation's): the ends trimmed scalar by scalar, as it trimmed them.
+extension StringProtocol {
+    fileprivate func trimming(_ isTrimmed: (Unicode.Scalar) -> Bool) -> String {
+        guard let first = unicodeScalars.firstIndex(where: { !isTrimmed($0) }),
+            let last = unicodeScalars.lastIndex(where: { !isTrimmed($0) })
+        else { return "" }
+        var trimmed = String.UnicodeScalarView()
+        trimmed.append(contentsOf: unicodeScalars[first...last])
+        return String(trimmed)
+    }
+}
+
+extension Unicode.Scalar {
+    /// In `.whitespacesAndNewlines`: Unicode's White_Space, and the zero-width space Foundation adds.
+    fileprivate var isSpaceOrLineEnd: Bool { properties.isWhitespace || value == 0x200B }
+
+    /// In `.whitespaces`: those that do not end a line.
+    fileprivate var isSpace: Bool {
+        isSpaceOrLineEnd && !(0x0A...0x0D).contains(value) && ![0x85, 0x2028, 0x2029].contains(value)
     }
 }
 

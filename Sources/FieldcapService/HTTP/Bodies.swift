@@ -2,7 +2,7 @@ import FieldcapArchive
 import FieldcapCore
 import FieldcapPreview
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import SyncField
 
 // The API's JSON bodies, as openapi.yaml describes them. Keys are written snake_case

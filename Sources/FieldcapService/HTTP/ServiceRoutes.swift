@@ -1,7 +1,7 @@
 import FieldcapArchive
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import SyncField
 
@@ -127,9 +127,9 @@ public struct ServiceRoutes: Sendable {
     }
 
     func entry(_ name: String) throws -> CatalogEntry {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         let path = "\(root)/\(name)"
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
             throw APIError(.notFound, "no session '\(name.printable)' on this rig (GET /api/v1/sessions lists them)")
         }
         return SessionCatalog.entry(directory: path, name: name)

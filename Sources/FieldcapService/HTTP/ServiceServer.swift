@@ -1,5 +1,4 @@
 import FieldcapDiscovery
-import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging

@@ -13,8 +13,30 @@ enum SessionName {
         return nil
     }
 
-    /// The name as the request spelled it, percent-decoding undone; nil when the encoding is broken.
+    /// The name as the request spelled it, percent-decoding undone; nil when the encoding is broken:
+    /// a `%` without two hex digits after it, or bytes that are not UTF-8. (Foundation's
+    /// `removingPercentEncoding`, which did this, is full Foundation's.)
     static func decode(_ raw: String) -> String? {
-        raw.contains("%") ? raw.removingPercentEncoding : raw
+        guard raw.contains("%") else { return raw }
+        var bytes: [UInt8] = []
+        var utf8 = raw.utf8.makeIterator()
+        while let byte = utf8.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = utf8.next().flatMap(hexValue), let low = utf8.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

@@ -1,7 +1,6 @@
 import FieldcapCore
 import FieldcapPreview
 import FieldcapSession
-import Foundation
 
 /// The rig's cameras capturing for the preview alone, while no recording runs: a `Recorder`
 /// whose sink keeps nothing, each frame offered to its camera's tap on the way back to the

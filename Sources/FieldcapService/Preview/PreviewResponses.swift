@@ -1,5 +1,4 @@
 import FieldcapPreview
-import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore

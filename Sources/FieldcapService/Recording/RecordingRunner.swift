@@ -1,6 +1,6 @@
+import Dispatch
 import FieldcapCore
 import FieldcapSession
-import Foundation
 import SyncField
 import Synchronization
 
@@ -39,7 +39,7 @@ final class RecordingRunner: Sendable {
     /// Starts the recording on its thread; returns once capture runs, or throws what `start` threw.
     func start() async throws -> String {
         try await withCheckedThrowingContinuation { (started: CheckedContinuation<String, Error>) in
-            let thread = Thread { [self] in
+            detachThread(named: "fc-service-rec") { [self] in
                 do {
                     try controller.value.start()
                 } catch {
@@ -49,8 +49,6 @@ final class RecordingRunner: Sendable {
                 started.resume(returning: controller.value.directory ?? "")
                 drive()
             }
-            thread.name = "fc-service-rec"
-            thread.start()
         }
     }
 

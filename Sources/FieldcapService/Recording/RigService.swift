@@ -1,7 +1,8 @@
+import Dispatch
 import FieldcapCore
 import FieldcapPreview
 import FieldcapSession
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The rig as `fieldcap serve` runs it: its devices as the config (or the command line) names

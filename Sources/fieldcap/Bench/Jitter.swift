@@ -2,7 +2,8 @@ import ArgumentParser
 import FieldcapBench
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 import Synchronization
 
@@ -47,8 +48,8 @@ struct Jitter: ParsableCommand {
         try DevicePlan(specs: devices.specs).validateForCommand(verb: "measure")
         guard (0...256).contains(load) else { throw ValidationError("--load \(load) must be 0 to 256 busy threads") }
         if let report {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: report, isDirectory: &isDirectory), !isDirectory.boolValue {
+            var isDirectory = false
+            if FileManager.default.fileExists(atPath: report, isDirectory: &isDirectory), !isDirectory {
                 throw ValidationError("--report \(report) is a file; give a directory")
             }
         }
@@ -67,10 +68,9 @@ struct Jitter: ParsableCommand {
         let cpuBefore = Self.processCPUSeconds()
         let started = MonotonicClock.now()
         try recorder.start()
-        FileHandle.standardError.write(
-            Data(
-                "measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for \(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")...\n"
-                    .utf8))
+        say(
+            "measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for \(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")..."
+        )
         while true {
             let elapsed = Double(MonotonicClock.now() - started) / 1e9
             if elapsed >= duration.seconds { break }
@@ -89,9 +89,9 @@ struct Jitter: ParsableCommand {
         print(result.table())
         if let report {
             try FileManager.default.createDirectory(atPath: report, withIntermediateDirectories: true)
-            try result.json().write(to: URL(fileURLWithPath: "\(report)/jitter.json"))
+            try Data(result.json()).write(to: URL(fileURLWithPath: "\(report)/jitter.json"))
             try Data(result.svg().utf8).write(to: URL(fileURLWithPath: "\(report)/jitter.svg"))
-            FileHandle.standardError.write(Data("wrote \(report)/jitter.json and \(report)/jitter.svg\n".utf8))
+            say("wrote \(report)/jitter.json and \(report)/jitter.svg")
         }
         if summary.contains(where: { $0.captureError != nil }) { throw ExitCode(3) }
     }
@@ -113,22 +113,20 @@ struct Jitter: ParsableCommand {
 final class BusyLoad: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     private let spent = Atomic<Int>(0)  // microseconds of CPU, summed as threads end
-    private var threads: [Thread] = []
+    private var threads: [DedicatedThread] = []
     private var stopped = false
 
     init(threads count: Int) {
         for index in 0..<count {
-            let thread = Thread { [self] in
-                var spin: UInt64 = 0
-                while running.load(ordering: .relaxed) { spin &+= 1 }
-                var usage = timespec()
-                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &usage)
-                spent.add(usage.tv_sec * 1_000_000 + usage.tv_nsec / 1000, ordering: .relaxed)
-                _ = spin
-            }
-            thread.name = "fc-load-\(index)"
-            thread.start()
-            threads.append(thread)
+            threads.append(
+                DedicatedThread(name: "fc-load-\(index)") { [self] in
+                    var spin: UInt64 = 0
+                    while running.load(ordering: .relaxed) { spin &+= 1 }
+                    var usage = timespec()
+                    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &usage)
+                    spent.add(usage.tv_sec * 1_000_000 + usage.tv_nsec / 1000, ordering: .relaxed)
+                    _ = spin
+                })
         }
     }
 
@@ -137,7 +135,7 @@ final class BusyLoad: @unchecked Sendable {
         guard !stopped else { return }
         stopped = true
         running.store(false, ordering: .relaxed)
-        while threads.contains(where: { !$0.isFinished }) { usleep(1000) }
+        for thread in threads { thread.join() }
     }
 
     var cpuSeconds: Double { Double(spent.load(ordering: .relaxed)) / 1e6 }

@@ -1,6 +1,7 @@
 import FieldcapBench
 import FieldcapCore
-import Foundation
+import FieldcapSession
+import Glibc
 
 /// What `fieldcap bench jitter` found: a terminal table, a JSON document and an SVG picture.
 struct JitterReport {
@@ -32,20 +33,19 @@ struct JitterReport {
 
     private func secondsAfterStart(_ rawNs: Int64) -> Double { Double(rawNs - Int64(startedNs)) / 1e9 }
 
-    private static func us(_ ns: Int64) -> String { String(format: "%.1f", Double(ns) / 1000) }
+    private static func us(_ ns: Int64) -> String { cFormat("%.1f", Double(ns) / 1000) }
 
     func table() -> String {
         var lines = [
-            String(
-                format: "%.1f s, fieldcap CPU %.1f%% of one core%@", seconds, cpuShare * 100,
-                load > 0 ? " (with \(load) busy threads)" : "")
+            cFormat("%.1f s, fieldcap CPU %.1f%% of one core", seconds, cpuShare * 100)
+                + (load > 0 ? " (with \(load) busy threads)" : "")
         ]
         lines.append("in µs: median / p99 / p99.9 / max of the absolute value, then the signed extremes [min, max]")
         for stream in streams {
             let j = stream.jitter
             lines.append("")
             lines.append(
-                "\(j.id)  \(stream.source.descriptor.device)  \(String(format: "%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)"
+                "\(j.id)  \(stream.source.descriptor.device)  \(cFormat("%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)"
             )
             for (name, s) in [
                 ("interval error, dequeue  ", j.dequeueIntervalError),
@@ -58,9 +58,8 @@ struct JitterReport {
             }
             if let tracker = stream.clockTracker {
                 lines.append(
-                    String(
-                        format:
-                            "  clock mapping             bracket %d ns, drift %+.2f ppm, %d rate changes, worst bound %.1f µs at %.2f s",
+                    cFormat(
+                        "  clock mapping             bracket %ld ns, drift %+.2f ppm, %ld rate changes, worst bound %.1f µs at %.2f s",
                         tracker.latest?.bracketNs ?? 0, tracker.driftPPM ?? 0, tracker.rateChanges,
                         Double(tracker.worstUncertaintyNs) / 1000, secondsAfterStart(tracker.worstUncertaintyAtRawNs)))
             }
@@ -69,7 +68,9 @@ struct JitterReport {
         return lines.joined(separator: "\n")
     }
 
-    func json() throws -> Data {
+    /// `jitter.json`: what `JSONSerialization` wrote with `[.prettyPrinted, .sortedKeys]`, as the
+    /// sidecar's writer writes it, without the sidecar's closing newline.
+    func json() throws -> [UInt8] {
         func summary(_ s: StreamJitter.Summary) -> [String: Any] {
             [
                 "count": s.count, "min_ns": s.minNs, "max_ns": s.maxNs, "median_abs_ns": s.medianNs,
@@ -106,7 +107,7 @@ struct JitterReport {
                 return entry
             },
         ]
-        return try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        return Array(try Sidecar.bytes(document).dropLast())
     }
 
     // MARK: picture
@@ -119,7 +120,7 @@ struct JitterReport {
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="10" y="18" font-size="14">fieldcap bench jitter: \(String(format: "%.1f", seconds)) s\(load > 0 ? ", \(load) busy threads" : ""), CPU \(String(format: "%.1f", cpuShare * 100))% of one core</text>
+            <text x="10" y="18" font-size="14">fieldcap bench jitter: \(cFormat("%.1f", seconds)) s\(load > 0 ? ", \(load) busy threads" : ""), CPU \(cFormat("%.1f", cpuShare * 100))% of one core</text>
             <text x="10" y="32" fill="#d95f02">dequeue time</text><text x="100" y="32" fill="#1b6fb5">capture_ns</text>
 
             """
@@ -133,7 +134,7 @@ struct JitterReport {
     private func panel(_ stream: Stream, x: Double, y: Double, width: Double, height: Double) -> String {
         let j = stream.jitter
         var out =
-            "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) (\(escape(stream.source.descriptor.device)), \(String(format: "%g", stream.source.descriptor.nominalRate))/s, capture_ns: \(escape(stream.timeSource)))</text>\n"
+            "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) (\(escape(stream.source.descriptor.device)), \(cFormat("%g", stream.source.descriptor.nominalRate))/s, capture_ns: \(escape(stream.timeSource)))</text>\n"
         let plotTop = y + 20, plotHeight = height - 40
         // Left: histogram of |interval error|, log-log.
         let hx = x + 40, hw = width * 0.4 - 50
@@ -164,9 +165,9 @@ struct JitterReport {
                 out += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
             }
             out +=
-                "<text x=\"\(f(hx))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", Double(buckets.first!.upperNs) / 2000)) µs</text>"
+                "<text x=\"\(f(hx))\" y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.1f", Double(buckets.first!.upperNs) / 2000)) µs</text>"
             out +=
-                "<text x=\"\(f(hx + hw - 50))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.0f", Double(buckets.last!.upperNs) / 1000)) µs</text>\n"
+                "<text x=\"\(f(hx + hw - 50))\" y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.0f", Double(buckets.last!.upperNs) / 1000)) µs</text>\n"
         }
         // Right: the interval error over time, in µs, symmetric around zero.
         let tx = x + width * 0.4 + 40, tw = width * 0.6 - 50
@@ -194,11 +195,11 @@ struct JitterReport {
             }
             out +=
                 "<line x1=\"\(f(tx))\" y1=\"\(f(plotTop + plotHeight / 2))\" x2=\"\(f(tx + tw))\" y2=\"\(f(plotTop + plotHeight / 2))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n"
-            out += "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + 10))\">+\(String(format: "%.0f", limit / 1000))</text>"
+            out += "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + 10))\">+\(cFormat("%.0f", limit / 1000))</text>"
             out +=
-                "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + plotHeight))\">−\(String(format: "%.0f", limit / 1000))</text>"
+                "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + plotHeight))\">−\(cFormat("%.0f", limit / 1000))</text>"
             out +=
-                "<text x=\"\(f(tx + tw - 30))\" y=\"\(f(plotTop + plotHeight + 24))\">\(String(format: "%.1f", span))</text>\n"
+                "<text x=\"\(f(tx + tw - 30))\" y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.1f", span))</text>\n"
         }
         return out
     }
@@ -209,10 +210,18 @@ struct JitterReport {
             + "<text transform=\"translate(\(f(x - 26)),\(f(y + height / 2 + 40))) rotate(-90)\">\(yLabel)</text>\n"
     }
 
-    private func f(_ value: Double) -> String { String(format: "%.1f", value) }
+    private func f(_ value: Double) -> String { cFormat("%.1f", value) }
 
     private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapSession
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncField
 
 /// `fieldcap check`: is the rig ready to record what its config asks, without recording.
@@ -62,7 +63,7 @@ struct Check: ParsableCommand {
         do throws(PlanError) {
             try plan.validate(verb: "check")
         } catch {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            say("Error: \(error.message)")
             throw ExitCode(64)
         }
         var problems = 0
@@ -101,8 +102,7 @@ struct Check: ParsableCommand {
             print("FAIL  storage  \(storage)")
         }
         if problems > 0 {
-            FileHandle.standardError.write(
-                Data("Error: \(problems) problem(s): the rig cannot record this config yet\n".utf8))
+            say("Error: \(problems) problem(s): the rig cannot record this config yet")
             throw ExitCode(1)
         }
         print("ready: `fieldcap --config \(config)` records this rig")

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `fieldcap install-udev`: the group and udev rules that let a rig record without root.
 struct InstallUdev: ParsableCommand {
@@ -34,7 +35,7 @@ struct InstallUdev: ParsableCommand {
 
     func run() throws {
         if print {
-            FileHandle.standardOutput.write(Data(Self.rules))
+            writeStandardOutput(Self.rules)
             return
         }
         guard geteuid() == 0 else {
@@ -52,7 +53,7 @@ struct InstallUdev: ParsableCommand {
             try Data(Self.rules).write(to: URL(fileURLWithPath: path), options: .atomic)
             chmod(path, 0o644)
         } catch {
-            fail("cannot write \(path): \((error as NSError).localizedDescription)")
+            fail("cannot write \(path): \(fileErrorReason(error))")
         }
         Swift.print("installed \(path)")
         do {
@@ -70,8 +71,8 @@ struct InstallUdev: ParsableCommand {
     }
 
     private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
-        Foundation.exit(1)
+        say("Error: \(message)")
+        Glibc.exit(1)
     }
 
     /// Runs a system tool from the usual places. `required` failures end the command.

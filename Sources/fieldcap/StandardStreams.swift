@@ -1,0 +1,37 @@
+import Glibc
+
+// Standard error and the JSON lines on standard output are written straight to their file
+// descriptors, each text in one go, past `print`'s buffer: what Foundation's `FileHandle` did
+// (it is not in FoundationEssentials). A rig reading `--json` through a pipe gets each line as it
+// is made, and a status line's `\r` and erase codes reach the terminal at once.
+
+/// A line on standard error: what a command tells its user beside its output.
+func say(_ line: String) {
+    writeStandardError(line + "\n")
+}
+
+/// `text` on standard error as it is, with no newline added.
+func writeStandardError(_ text: String) {
+    writeFully(Array(text.utf8), to: STDERR_FILENO)
+}
+
+/// `bytes` on standard output now, ahead of anything `print` still holds in its buffer.
+func writeStandardOutput(_ bytes: [UInt8]) {
+    writeFully(bytes, to: STDOUT_FILENO)
+}
+
+/// Writes until every byte is out. A stream that fails (a closed descriptor) loses the rest:
+/// there is nowhere left to say so.
+private func writeFully(_ bytes: [UInt8], to fd: Int32) {
+    bytes.withUnsafeBytes { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}
