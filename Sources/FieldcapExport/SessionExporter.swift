@@ -1,6 +1,7 @@
 import CFieldcapLinux
 import FieldcapArchive
 import FieldcapCalibration
+import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
@@ -187,7 +188,7 @@ extension ExportSession {
     /// How many records the sidecar says a stream wrote (0 when it does not say).
     func recordCount(_ id: String) -> Int {
         let entries = (document["streams"] as? [[String: Any]]) ?? []
-        return (entries.first { $0["id"] as? String == id }?["written"] as? Int) ?? 0
+        return PlainJSON.int(entries.first { $0["id"] as? String == id }?["written"]) ?? 0
     }
 
     /// The cameras' calibration the session keeps (`fieldcap record --intrinsics`), by stream id.

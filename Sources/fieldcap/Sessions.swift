@@ -47,7 +47,7 @@ struct SessionsList: ParsableCommand {
         let root = root ?? defaultRoot
         let entries: [CatalogEntry]
         do { entries = try SessionCatalog.entries(root: root) } catch {
-            say("Error: \(root): cannot list it (\(fileErrorReason(error))); give the root sessions are in")
+            say("Error: \(root): cannot list it (\(errorText(error))); give the root sessions are in")
             throw ExitCode(66)
         }
         if json {

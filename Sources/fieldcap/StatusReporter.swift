@@ -104,7 +104,7 @@ final class StatusReporter {
 
     /// One JSON object and a newline on stdout.
     private func writeLine(_ object: [String: Any]) {
-        if let line = JSONLine.bytes(object) { writeStandardOutput(line + [UInt8(ascii: "\n")]) }
+        if let line = PlainJSON.text(object, escapingSlashes: false) { writeStandardOutput(Array((line + "\n").utf8)) }
     }
 
     func report(_ statistics: [Recorder.StreamProgress], elapsed: Double) {

@@ -4,6 +4,7 @@ import FieldcapCore
 import FieldcapSession
 import FieldcapSyncService
 import Glibc
+import SyncField
 
 struct Upload: ParsableCommand {
     static let configuration = CommandConfiguration(

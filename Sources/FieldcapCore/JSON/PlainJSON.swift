@@ -80,7 +80,8 @@ public enum PlainJSON {
                             .replacing("\\/", with: "/").utf8))
             }
         case let flag as Bool where kind == Bool.self: out.append(flag ? "true" : "false")
-        case is JSONNull: out.append("null")
+        // `JSONValue.plain`'s null, and PlainJSON's.
+        case is JSONNull, Optional<Any>.none: out.append("null")
         case let number as Int where kind == Int.self: out.appendJSONNumber(Int64(number))
         case let number as Int64 where kind == Int64.self: out.appendJSONNumber(number)
         case let number as UInt64 where kind == UInt64.self: out.appendJSONNumber(number)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapCore
 import FoundationEssentials
 import Glibc
 
@@ -53,7 +54,7 @@ struct InstallUdev: ParsableCommand {
             try Data(Self.rules).write(to: URL(fileURLWithPath: path), options: .atomic)
             chmod(path, 0o644)
         } catch {
-            fail("cannot write \(path): \(fileErrorReason(error))")
+            fail("cannot write \(path): \(errorText(error))")
         }
         Swift.print("installed \(path)")
         do {

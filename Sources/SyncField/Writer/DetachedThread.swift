@@ -1,10 +1,9 @@
 import Glibc
-import SyncField
 
-/// Runs `body` on a named thread of its own that nobody joins: a recording's driver, which ends
-/// by itself once the recording has stopped. Foundation's `Thread` did this and is not in
+/// Runs `body` on a named thread of its own that nobody joins: a command's signal watcher or
+/// progress line, which ends by itself. Foundation's `Thread` did this and is not in
 /// FoundationEssentials; `DedicatedThread` is for threads that are joined.
-func detachThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+package func detachThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     final class Start {
         let name: String
         let body: @Sendable () -> Void
