@@ -175,7 +175,11 @@ set +e
 "$fieldcap" --cam "synthetic:640x480@30,id=fwht,encode=fwht,encoder=$encoder" --duration 20s --out "$session" -q \
 	2> "$FIELDCAP_TEST_TMP/encoder-gone.err" &
 pid=$!
-sleep 3
+# Unbound once frames are coming through it (a busy guest can take seconds to set up), so the
+# fault is the one mid-recording and not one during setup.
+for _ in $(seq 400); do [ -s "$session/fwht.timestamps.jsonl" ] && break; sleep 0.05; done
+[ -s "$session/fwht.timestamps.jsonl" ] || { kill "$pid"; fail "the recording through $encoder never wrote a frame"; }
+sleep 1
 echo vicodec.0 > /sys/bus/platform/drivers/vicodec/unbind
 wait $pid
 status=$?
