@@ -1,5 +1,3 @@
-internal import Foundation
-
 /// The order Foundation's `JSONSerialization` gives dictionary keys with `.sortedKeys`.
 ///
 /// `JSONSerialization` sorts with `String.compare(_:options:range:locale:)` using
@@ -10,15 +8,21 @@ internal import Foundation
 /// digit run with fewer leading zeros first (`ch1` < `ch01`).
 ///
 /// Keys of printable ASCII (every key fieldcap writes itself, and every key of the SDK's
-/// examples) are ordered here, with the root collation's order of those 95 characters; the
-/// tests hold it to Foundation's answer on random keys. Other keys go to Foundation's own
-/// comparison, which loads ICU's collator. The encoders cache the resulting order.
+/// examples) are ordered here, with the root collation's order of those 95 characters. Other
+/// keys go to `FoundationCollation`, CoreFoundation's comparison over the system's ICU. The
+/// tests hold both to Foundation's answer on random keys. The encoders cache the resulting order.
+///
+/// Where the system's ICU differs from the one Foundation carries (Debian 12's ICU 72 has CLDR
+/// 42: it orders `’` after `'`, which CLDR 44 made equal, and knows no Unicode 16 characters),
+/// keys holding those characters follow the system's. Without ICU (no `libicu` at all), keys
+/// outside printable ASCII are ordered by their UTF-8 bytes, as swift-foundation's
+/// `JSONEncoder` orders every key.
 ///
 /// Thread-safe.
 package enum JSONKeyOrder {
     /// `true` when Foundation puts `a` before `b`.
     package static func precedes(_ a: String, _ b: String) -> Bool {
-        asciiPrecedes(a, b) ?? foundationPrecedes(a, b)
+        asciiPrecedes(a, b) ?? collationPrecedes(a, b)
     }
 
     /// `keys` in Foundation's order.
@@ -26,12 +30,10 @@ package enum JSONKeyOrder {
         keys.sorted(by: precedes)
     }
 
-    /// Foundation's own comparison.
-    static func foundationPrecedes(_ a: String, _ b: String) -> Bool {
-        a.compare(
-            b, options: [.numeric, .caseInsensitive, .forcedOrdering],
-            range: a.startIndex..<a.endIndex, locale: NSLocale.system
-        ) == .orderedAscending
+    /// Foundation's comparison, step for step, over the system's ICU.
+    static func collationPrecedes(_ a: String, _ b: String) -> Bool {
+        guard let icu = SystemICU.shared else { return a.utf8.lexicographicallyPrecedes(b.utf8) }
+        return FoundationCollation(icu: icu).compare(a, b) < 0
     }
 
     /// Foundation's answer for keys of printable ASCII; nil when either key holds anything else.
@@ -50,7 +52,7 @@ package enum JSONKeyOrder {
             if x == digitWeight, y == digitWeight {
                 let (runA, zerosA) = significantDigits(a, from: &i)
                 let (runB, zerosB) = significantDigits(b, from: &j)
-                // Runs this long are weighed in pieces by ICU; leave them to Foundation.
+                // Runs this long are weighed in pieces by ICU; leave them to the collation.
                 guard runA.count <= 18, runB.count <= 18 else { return nil }
                 if runA.count != runB.count { return runA.count < runB.count }
                 for (p, q) in zip(runA, runB) where p != q { return p < q }
@@ -109,8 +111,8 @@ package enum JSONKeyOrder {
     }
 }
 
-/// Remembers Foundation's order for key lists already seen. Sorting with Foundation's
-/// comparison costs microseconds per key pair; a session repeats the same few key lists on every
+/// Remembers Foundation's order for key lists already seen. Sorting keys outside printable
+/// ASCII costs microseconds per key pair; a session repeats the same few key lists on every
 /// line, so a reader of millions of lines sorts each list once.
 ///
 /// Thread-bound.
