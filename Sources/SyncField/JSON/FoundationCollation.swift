@@ -52,24 +52,9 @@ struct FoundationCollation {
             var preventFolding1 = 0, preventFolding2 = 0
 
             while index1 < first.count, index2 < second.count {
-                var char1: UInt32, char2: UInt32
-                if cluster1.isEmpty {
-                    char1 = unit(first, index1)
-                    // Case is folded only once a difference has been seen: `.forcedOrdering` keeps it.
-                    if Self.isUppercaseASCII(char1), result != 0 { char1 += 0x20 }
-                    used1 = 1
-                } else {
-                    char1 = cluster1[clusterIndex1]
-                    clusterIndex1 += 1
-                }
-                if cluster2.isEmpty {
-                    char2 = unit(second, index2)
-                    if Self.isUppercaseASCII(char2), result != 0 { char2 += 0x20 }
-                    used2 = 1
-                } else {
-                    char2 = cluster2[clusterIndex2]
-                    clusterIndex2 += 1
-                }
+                // Case is folded only once a difference has been seen: `.forcedOrdering` keeps it.
+                var char1 = next(first, index1, cluster1, &clusterIndex1, &used1, lowering: result != 0)
+                var char2 = next(second, index2, cluster2, &clusterIndex2, &used2, lowering: result != 0)
 
                 if cluster1.isEmpty, Self.isDigit(char1), cluster2.isEmpty, Self.isDigit(char2) {
                     // Digit runs weigh as numbers (CoreFoundation's UInt64 wraps past 20 digits).
@@ -177,6 +162,21 @@ struct FoundationCollation {
             if index1 < first.count { return 1 }
             if index2 < second.count { return -1 }
             return result
+        }
+
+        /// The next character of one side: its folded cluster's next, or the text's at `index`
+        /// (an ASCII capital lowered when `lowering`).
+        private func next(
+            _ text: [UInt16], _ index: Int, _ cluster: [UInt32], _ clusterIndex: inout Int, _ used: inout Int,
+            lowering: Bool
+        ) -> UInt32 {
+            guard cluster.isEmpty else {
+                clusterIndex += 1
+                return cluster[clusterIndex - 1]
+            }
+            used = 1
+            let character = unit(text, index)
+            return lowering && Self.isUppercaseASCII(character) ? character + 0x20 : character
         }
 
         /// `__CFStringFoldCharacterClusterAtIndex`: the case-folded, decomposed cluster at `index`
