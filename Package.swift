@@ -39,13 +39,11 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // TLS for the clients (https uploads, wss:// capture servers): SwiftNIO's, already under
+        // hummingbird-websocket's client.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         // Hummingbird's header types, named directly for the preview's own headers.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
-        // The SyncField service's upload: AsyncHTTPClient is the HTTP client of the Swift server
-        // field (SwiftNIO's own, already under Hummingbird here), and streams a request body
-        // from an async sequence with backpressure, so a video goes from disk to the socket a
-        // chunk at a time.
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .target(name: "SyncField"),
@@ -114,11 +112,13 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
         .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
-        // What the network clients share: a failed connection in a user's words.
+        // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
+        // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).
         .target(
             name: "FieldcapNetworking",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         // Clients of the SyncField alignment service: the volume-mounted request body built from
         // sessions' manifests, and the file upload.
@@ -126,9 +126,8 @@ let package = Package(
             name: "FieldcapSyncService",
             dependencies: [
                 "SyncField", "FieldcapSession", "FieldcapSegments", "FieldcapNetworking",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // Clients of AllSpark-style capture servers: the WebSocket protocol of the AllSpark iOS
         // app, over hummingbird-websocket's client (swift-websocket, the same WebSocket code as
@@ -217,6 +216,9 @@ let package = Package(
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapNetworkingTests",
+            dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),

@@ -1,5 +1,6 @@
+import Glibc
 import NIOCore
-import NIOFileSystem
+import NIOPosix
 import Synchronization
 
 /// A form's bytes as an async sequence of buffers, each file read from disk a chunk at a time
@@ -33,7 +34,7 @@ public struct FormBody: AsyncSequence, Sendable {
         let pieces: [MultipartForm.Piece]
         let sent: Progress
         var index = 0
-        var file: ReadFileHandle?
+        var file: OpenFile?
         var offset: Int64 = 0
 
         public mutating func next() async throws -> ByteBuffer? {
@@ -45,14 +46,13 @@ public struct FormBody: AsyncSequence, Sendable {
                     return ByteBuffer(bytes: bytes)
                 case .file(let path, let size):
                     if file == nil {
-                        file = try await FileSystem.shared.openFile(forReadingAt: FilePath(path))
+                        file = try await OpenFile(path: path)
                         offset = 0
                     }
                     if offset < size {
                         let want = Int(Swift.min(Int64(FormBody.chunkLength), size - offset))
-                        let chunk = try await file!.readChunk(fromAbsoluteOffset: offset, length: .bytes(Int64(want)))
+                        let chunk = try await file!.read(at: offset, length: want)
                         guard chunk.readableBytes == want else {
-                            try? await file?.close()
                             file = nil
                             throw FormBodyError.fileChanged(
                                 path, expected: size, at: offset + Int64(chunk.readableBytes))
@@ -61,7 +61,6 @@ public struct FormBody: AsyncSequence, Sendable {
                         sent.add(want)
                         return chunk
                     }
-                    try await file?.close()
                     file = nil
                     index += 1
                 }
@@ -69,15 +68,53 @@ public struct FormBody: AsyncSequence, Sendable {
             return nil
         }
     }
+
+    /// A file being sent, read on NIO's thread pool for blocking I/O so that a slow disk does
+    /// not stall an event loop. Closed when the last reference goes.
+    final class OpenFile: Sendable {
+        let path: String
+        let descriptor: Int32
+
+        init(path: String) async throws {
+            self.path = path
+            descriptor = try await NIOThreadPool.singleton.runIfActive {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { throw FormBodyError.unreadable(path, errno: errno) }
+                return descriptor
+            }
+        }
+
+        deinit { close(descriptor) }
+
+        /// Up to `length` bytes from `offset`; fewer only at the end of the file.
+        func read(at offset: Int64, length: Int) async throws -> ByteBuffer {
+            try await NIOThreadPool.singleton.runIfActive { [descriptor, path] in
+                var buffer = ByteBufferAllocator().buffer(capacity: length)
+                while buffer.readableBytes < length {
+                    let have = buffer.readableBytes
+                    let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length - have) { space in
+                        let count = pread(descriptor, space.baseAddress, length - have, off_t(offset) + off_t(have))
+                        guard count >= 0 else { throw FormBodyError.unreadable(path, errno: errno) }
+                        return count
+                    }
+                    if count == 0 { break }
+                }
+                return buffer
+            }
+        }
+    }
 }
 
 public enum FormBodyError: Error, CustomStringConvertible {
     case fileChanged(String, expected: Int64, at: Int64)
+    case unreadable(String, errno: Int32)
 
     public var description: String {
         switch self {
         case .fileChanged(let path, let expected, let at):
             "\(path) changed while it was sent: \(expected) bytes when the upload began, it ended at \(at)"
+        case .unreadable(let path, let code):
+            "\(path) could not be read: \(String(cString: strerror(code))) (errno \(code))"
         }
     }
 }

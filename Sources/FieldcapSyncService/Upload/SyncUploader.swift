@@ -1,12 +1,10 @@
-import AsyncHTTPClient
 import FieldcapCore
 import FieldcapNetworking
 import FoundationEssentials
 import NIOCore
-import NIOFileSystem
 
-/// `POST /api/v1/sync/upload` with AsyncHTTPClient: the sessions' files streamed from disk as a
-/// multipart form, and the service's answer.
+/// `POST /api/v1/sync/upload`: the sessions' files streamed from disk as a multipart form, and
+/// the service's answer.
 public struct SyncUploader: Sendable {
     public struct Answer: Sendable {
         public var status: Int
@@ -15,8 +13,7 @@ public struct SyncUploader: Sendable {
     }
 
     public var service: String
-    /// How long to try to connect: AsyncHTTPClient tries again (a refused connection too)
-    /// until this runs out.
+    /// How long to try to connect: a refused connection is tried again until this runs out.
     public var connectTimeout: TimeAmount = .seconds(5)
 
     /// - Parameter service: the service's base URL, `http://HOST:8080`.
@@ -36,45 +33,15 @@ public struct SyncUploader: Sendable {
     /// failing to reach the service, or losing it part-way, throws.
     public func upload(_ form: MultipartForm, sent: FormBody.Progress = FormBody.Progress()) async throws -> Answer {
         let url = try endpoint()
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: connectTimeout)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let sender = HTTPRequestSender(connectTimeout: connectTimeout, deadline: .hours(24))
         do {
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: form.contentType)
-            request.headers.add(name: "User-Agent", value: "fieldcap")
-            request.body = .stream(FormBody(form: form, sent: sent), length: .known(form.length))
-            let answer: Answer
-            do {
-                let response = try await client.execute(request, timeout: .hours(24))
-                let body = try await response.body.collect(upTo: 16 << 20)
-                answer = Answer(
-                    status: Int(response.status.code), reason: response.status.reasonPhrase,
-                    body: String(buffer: body))
-            } catch let error as HTTPClientError {
-                throw SyncUploadError.unreachable(url, Self.describe(error))
-            } catch let error as FormBodyError {
-                throw error
-            } catch let error as FileSystemError {
-                throw SyncUploadError.unreadableFile(error.description)
-            } catch {
-                throw SyncUploadError.unreachable(url, ConnectionFailure.describe(error))
-            }
-            try await client.shutdown()
-            return answer
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-    }
-
-    static func describe(_ error: HTTPClientError) -> String {
-        switch error {
-        case .connectTimeout: "no connection within the time limit"
-        case .remoteConnectionClosed: "the service closed the connection"
-        case .readTimeout, .deadlineExceeded: "the service stopped answering"
-        default: "\(error)"
+            let answer = try await sender.send(
+                method: .POST, to: try HTTPRequestSender.Endpoint(url: url),
+                headers: [("Content-Type", form.contentType), ("User-Agent", "fieldcap")],
+                body: FormBody(form: form, sent: sent), length: form.length)
+            return Answer(status: answer.status, reason: answer.reason, body: String(buffer: answer.body))
+        } catch let error as HTTPRequestSender.Failure {
+            throw SyncUploadError.unreachable(url, error.description)
         }
     }
 
@@ -96,13 +63,11 @@ public struct SyncUploader: Sendable {
 public enum SyncUploadError: Error, Equatable, CustomStringConvertible {
     case badURL(String)
     case unreachable(String, String)
-    case unreadableFile(String)
 
     public var description: String {
         switch self {
         case .badURL(let url): "--to \(url): give the service's base URL, like http://HOST:8080"
         case .unreachable(let url, let why): "cannot reach the SyncField service at \(url): \(why)"
-        case .unreadableFile(let why): "a session's file could not be read: \(why)"
         }
     }
 }
