@@ -69,7 +69,13 @@ exec 3<"$dev"
 v4l2-ctl -d "$dev" -c disconnect=1
 echo "vivid disconnected"
 for _ in $(seq 100); do grep -q '"event":"stream_ended"' "$events" && break; sleep 0.1; done
-sleep 2
+# Four statuses (one a second) after the camera ended: the writer closing the camera's file can
+# hold the IMU's written count still for a second or more in the emulated guest, while its
+# samples wait in the ring (none dropped), so two statuses could show the same count.
+for _ in $(seq 300); do
+	[ "$(sed -n '/"event":"stream_ended"/,$p' "$events" | grep -c '"event":"status"')" -ge 4 ] && break
+	sleep 0.1
+done
 stopped=$(curl -sS --fail -X POST http://127.0.0.1:18081/api/v1/recording/stop)
 exec 3<&-
 wait "$client"
