@@ -73,13 +73,16 @@ let package = Package(
         // Recording in segments: which record goes into which segment, the recording's index,
         // the storage budget. The session layer gives it the segments' files.
         .target(name: "FieldcapSegments", dependencies: ["FieldcapCore", "SyncField"]),
+        // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
+        // own tools (chronyc, pmc): the bound on its error beside each sync point.
+        .target(name: "FieldcapClockQuality", dependencies: ["SyncField"]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
         .target(
             name: "FieldcapSession",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML",
+                "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.
@@ -189,7 +192,7 @@ let package = Package(
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
-                "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode",
+                "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -240,6 +243,10 @@ let package = Package(
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
         .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration", "FieldcapCore"]),
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
+        .testTarget(
+            name: "FieldcapClockQualityTests", dependencies: ["FieldcapClockQuality", "SyncField", "TestSupport"],
+            // What chronyc and pmc printed, read by the tests.
+            exclude: ["Recorded"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

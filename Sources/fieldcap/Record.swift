@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldcapClockQuality
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
@@ -130,6 +131,9 @@ struct Record: ParsableCommand {
             valueName: "FILE[,match=order]"))
     var intrinsics: String?
 
+    @Option(help: wallClockHelp)
+    var wallClock: ClockQualityReader.Source = .auto
+
     @Flag(
         help:
             "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall."
@@ -156,6 +160,7 @@ struct Record: ParsableCommand {
             hostId: hostId, root: root, duration: duration, syncEvery: syncEvery, minFree: minFree, segment: segment,
             maxStorage: maxStorage, keep: keep)
         overrides.intrinsics = intrinsics
+        overrides.wallClock = wallClock
         let specs = rig == nil ? try devices.specs : []
         do throws(PlanError) {
             return try RecordingSettings.resolve(config: rig, devices: specs, overrides: overrides)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCaptureServer
+import FieldcapClockQuality
 import FieldcapPreview
 import FieldcapService
 import FieldcapSession
@@ -102,6 +103,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("With segments: delete finished segments older than this (2h).", valueName: "DURATION"))
     var keep: Duration?
 
+    @Option(help: wallClockHelp)
+    var wallClock: ClockQualityReader.Source = .auto
+
     @Flag(help: "Write the videos through the page cache (see `fieldcap record --help`).")
     var noDirectIO = false
 
@@ -197,10 +201,12 @@ struct Serve: ParsableCommand {
         let logger = Logger(label: "fieldcap.serve")
         let (host, port) = Self.parseListen(listen)!
         let rigConfig = try config.map { try RigConfig.loadForCommand(path: $0) }
+        var overrides = RecordingSettings.Overrides(
+            hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep)
+        overrides.wallClock = wallClock
         let base = RigService.Base(
             config: rigConfig, devices: rigConfig == nil ? try devices.specs : [],
-            overrides: RecordingSettings.Overrides(
-                hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep),
+            overrides: overrides,
             directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality)
         let rig: RigService
         do {

@@ -3,16 +3,27 @@ import Foundation
 /// A tool a test runs (ffprobe, ffmpeg) that is not installed.
 public struct ExternalToolMissing: Error, CustomStringConvertible {
     public var tool: String
+    /// The Debian package that has it.
+    public var package = "ffmpeg"
     public var description: String {
-        "\(tool) is not installed; scripts/install-deps installs it (Debian package ffmpeg)"
+        "\(tool) is not installed; scripts/install-deps installs it (Debian package \(package))"
+    }
+
+    public init(tool: String, package: String = "ffmpeg") {
+        self.tool = tool
+        self.package = package
     }
 }
 
-/// Runs a tool from FFmpeg's command line (ffprobe, ffmpeg) and returns its status and output
+/// Runs a tool (ffprobe, ffmpeg, chronyc, mosquitto_sub...) and returns its status and output
 /// (stdout and stderr together). A missing tool is an error: the test fails, it is not skipped.
-public func runTool(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+public func runTool(
+    _ tool: String, _ arguments: [String], package: String? = nil
+) throws -> (status: Int32, output: String) {
     let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    guard let path else { throw ExternalToolMissing(tool: tool) }
+    guard let path else {
+        throw ExternalToolMissing(tool: tool, package: package ?? "ffmpeg")
+    }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments

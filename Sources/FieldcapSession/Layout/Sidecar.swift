@@ -1,3 +1,4 @@
+import FieldcapClockQuality
 import FieldcapCore
 import FieldcapEncode
 import FoundationEssentials
@@ -41,6 +42,9 @@ public struct Sidecar {
     public var encoderThreads: [String: Int] = [:]
     /// How each encoded camera's frames reached its encoder (`VideoSessionSink.encoderInputs`).
     public var encoderInputs: [String: String] = [:]
+    /// How the wall clock was disciplined at the sync point (chrony, PTP, or not at all), and
+    /// the bound on its error: `wall_clock`. nil when it was not read.
+    public var wallClock: ClockQuality?
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -162,7 +166,7 @@ public struct Sidecar {
     public static func writeStart(
         hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
         segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:],
-        encoderThreads: [String: Int] = [:]
+        encoderThreads: [String: Int] = [:], wallClock: ClockQuality? = nil
     ) throws {
         var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
@@ -175,6 +179,9 @@ public struct Sidecar {
         ]
         if let segment { document["segment"] = segmentEntry(segment) }
         if let calibration { document["calibration_file"] = calibration.sidecarEntry }
+        if let wallClock {
+            document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
+        }
         try store(document, layout: layout)
     }
 
@@ -237,6 +244,9 @@ public struct Sidecar {
         ]
         if let segment { document["segment"] = Self.segmentEntry(segment) }
         if let calibration { document["calibration_file"] = calibration.sidecarEntry }
+        if let wallClock {
+            document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
+        }
         try Self.store(document, layout: layout)
     }
 

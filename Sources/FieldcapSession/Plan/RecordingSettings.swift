@@ -1,3 +1,4 @@
+import FieldcapClockQuality
 import FieldcapCore
 import FieldcapSegments
 import FoundationEssentials
@@ -19,6 +20,8 @@ public struct RecordingSettings: Sendable {
         public var keep: TimeSpan?
         /// `FILE[,match=id|order]`: the cameras' calibration.
         public var intrinsics: String?
+        /// Where the wall clock's discipline is read (`--wall-clock`); nil: `auto`.
+        public var wallClock: ClockQualityReader.Source?
         /// How errors and the index name a directly given value: `--segment` on the command line,
         /// `segment` in an API request.
         public var names = Names.commandLine
@@ -74,6 +77,8 @@ public struct RecordingSettings: Sendable {
     public var keepLabel: String?
     /// The calibration file, read; matched to the cameras once they are open.
     public var intrinsics: IntrinsicsSetting?
+    /// Where the wall clock's discipline is read at each sync point.
+    public var wallClock = ClockQualityReader.Source.auto
 
     /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
     /// ./sessions.
@@ -108,6 +113,7 @@ public struct RecordingSettings: Sendable {
                 ?? config?.maxStorage.map { "max_storage \($0) (\(configName))" },
             keepLabel: overrides.keep.map { "\(names.keep) \($0)" }
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
+        settings.wallClock = overrides.wallClock ?? .auto
         if let text = overrides.intrinsics {
             settings.intrinsics = try IntrinsicsSetting.parse(text, name: names.intrinsics)
         } else if let config {
@@ -173,6 +179,7 @@ public struct RecordingSettings: Sendable {
         settings.calibration = try intrinsics?.assign(to: sources)
         settings.encodings = try plan.encodings(for: sources)
         settings.encoderThreads = try plan.encoderThreads(for: sources)
+        settings.wallClock = ClockQualityReader(source: wallClock)
         return settings
     }
 }

@@ -1,3 +1,4 @@
+import FieldcapClockQuality
 import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
@@ -34,6 +35,8 @@ public final class RecordingController {
         public var encodings: [String: VideoEncoding] = [:]
         /// Encoding threads of the cameras that have more than one (`threads=`), by stream id.
         public var encoderThreads: [String: Int] = [:]
+        /// Where the wall clock's discipline is read at each sync point (`--wall-clock`).
+        public var wallClock = ClockQualityReader()
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -122,6 +125,7 @@ public final class RecordingController {
     /// Held from the directory's creation to the end of `stop`: how readers know it is live.
     private var lock: RecordingLock?
     private var syncPoint: SyncPoint?
+    private var wallClock: ClockQuality?
     private var startedWall = Date()
     private var startedNs: UInt64 = 0
 
@@ -195,6 +199,7 @@ public final class RecordingController {
             segmenting.calibration = settings.calibration
             segmenting.encodings = settings.encodings
             segmenting.encoderThreads = settings.encoderThreads
+            segmenting.wallClock = settings.wallClock
             segmenting.previewTaps = jpegPreviews
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
@@ -216,11 +221,15 @@ public final class RecordingController {
         self.session = session
         let syncPoint = try session.start()
         self.syncPoint = syncPoint
+        // Right after the sync point, before capture: chronyc or pmc answer in milliseconds, and a
+        // silent daemon costs at most the reader's timeout, once.
+        let wallClock = settings.wallClock.read()
+        self.wallClock = wallClock
         try settings.calibration?.install(in: directory)
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings,
-            encoderThreads: settings.encoderThreads)
+            encoderThreads: settings.encoderThreads, wallClock: wallClock)
         let sink = VideoSessionSink(
             session: session, directIO: settings.directIO, encodings: settings.encodings,
             encoderThreads: settings.encoderThreads, previewTaps: jpegPreviews)
@@ -274,6 +283,7 @@ public final class RecordingController {
         sidecar.encodings = settings.encodings
         sidecar.encoderThreads = settings.encoderThreads
         sidecar.encoderInputs = sink.encoderInputs
+        sidecar.wallClock = wallClock
         try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()

@@ -1,3 +1,4 @@
+import FieldcapClockQuality
 import FieldcapCore
 import FieldcapSegments
 import FoundationEssentials
@@ -28,6 +29,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         /// The live previews of JPEG-encoded cameras, fed by each segment's encoders
         /// (`VideoSessionSink`).
         public var previewTaps: [String: FrameTap] = [:]
+        /// Where the wall clock's discipline is read at each segment's sync point.
+        public var wallClock = ClockQualityReader()
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -42,6 +45,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         var session: SyncSession
         var sink: VideoSessionSink
         var syncPoint: SyncPoint
+        var wallClock: ClockQuality
         var layout: SessionLayout
         var startedWall: Date
     }
@@ -166,17 +170,21 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let layout = SessionLayout(directory: path)
         let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
         let syncPoint = try session.start()
+        // On the rotation thread, which capture does not wait for: chronyc or pmc, each segment.
+        let wallClock = settings.wallClock.read()
         try settings.calibration?.install(in: path)
         try Sidecar.writeStart(
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
             segment: number, calibration: settings.calibration, encodings: settings.encodings,
-            encoderThreads: settings.encoderThreads)
+            encoderThreads: settings.encoderThreads, wallClock: wallClock)
         let sink = VideoSessionSink(
             session: session, directIO: directIO, encodings: settings.encodings,
             encoderThreads: settings.encoderThreads, previewTaps: settings.previewTaps)
         try sink.open(streams: streams)
-        open[number] = Open(session: session, sink: sink, syncPoint: syncPoint, layout: layout, startedWall: Date())
+        open[number] = Open(
+            session: session, sink: sink, syncPoint: syncPoint, wallClock: wallClock, layout: layout,
+            startedWall: Date())
         openDirectories.withLock { $0.append(path) }
         watches.withLock { $0.open.append((name, session.diskWatch)) }
         index.segments.append(
@@ -267,6 +275,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         sidecar.encodings = settings.encodings
         sidecar.encoderThreads = settings.encoderThreads
         sidecar.encoderInputs = open.sink.encoderInputs
+        sidecar.wallClock = open.wallClock
         try sidecar.write()
     }
 
