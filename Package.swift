@@ -76,6 +76,12 @@ let package = Package(
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
         .target(name: "FieldcapClockQuality", dependencies: ["SyncField"]),
+        // libmosquitto (Debian: libmosquitto-dev): the MQTT client of Eclipse Mosquitto, the
+        // reference broker; no Swift MQTT client is among the offline packages, and libmosquitto
+        // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // Many rigs, one capture: the rigs of a fleet on an MQTT broker.
+        .target(name: "FieldcapFleet", dependencies: ["CMosquitto"]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
         .target(
@@ -243,6 +249,7 @@ let package = Package(
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
         .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration", "FieldcapCore"]),
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
+        .testTarget(name: "FieldcapFleetTests", dependencies: ["FieldcapFleet", "TestSupport"]),
         .testTarget(
             name: "FieldcapClockQualityTests", dependencies: ["FieldcapClockQuality", "SyncField", "TestSupport"],
             // What chronyc and pmc printed, read by the tests.

@@ -1,0 +1,161 @@
+import Foundation
+
+/// A real mosquitto broker on loopback for the tests, on a port of its own, with its own
+/// configuration: anonymous, or with a password file, and with TLS from a CA the test makes with
+/// openssl. Killed when released; `restart` stops it and starts it again on the same port.
+public final class MosquittoBroker {
+    public struct Login {
+        public var username: String
+        public var password: String
+        public init(username: String, password: String) { (self.username, self.password) = (username, password) }
+    }
+
+    public let directory: String
+    public let port: Int
+    public let login: Login?
+    public let tls: Bool
+    /// The CA that signed the broker's certificate (TLS only).
+    public var caFile: String { "\(directory)/ca.crt" }
+    private var process: Process?
+
+    public init(login: Login? = nil, tls: Bool = false) throws {
+        directory = "/tmp/fieldcap-mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        port = Int.random(in: 20_000...40_000)
+        self.login = login
+        self.tls = tls
+        var config = "listener \(port) 127.0.0.1\npersistence false\nlog_dest stderr\n"
+        if let login {
+            let passwords = "\(directory)/passwords"
+            FileManager.default.createFile(atPath: passwords, contents: nil)
+            let made = try runTool(
+                "mosquitto_passwd", ["-b", passwords, login.username, login.password], package: "mosquitto")
+            guard made.status == 0 else { throw BrokerFailed(message: "mosquitto_passwd: \(made.output)") }
+            config += "allow_anonymous false\npassword_file \(passwords)\n"
+        } else {
+            config += "allow_anonymous true\n"
+        }
+        if tls {
+            try makeCertificates()
+            config += "cafile \(caFile)\ncertfile \(directory)/broker.crt\nkeyfile \(directory)/broker.key\n"
+        }
+        try config.write(toFile: "\(directory)/mosquitto.conf", atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// `mqtt://127.0.0.1:PORT`, or `mqtts://`, with the login when there is one.
+    public var url: String {
+        let login = self.login.map { "\($0.username):\($0.password)@" } ?? ""
+        return "\(tls ? "mqtts" : "mqtt")://\(login)127.0.0.1:\(port)"
+    }
+
+    public func start() throws {
+        let process = Process()
+        guard
+            let mosquitto = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"].first(
+                where: FileManager.default.isExecutableFile)
+        else { throw ExternalToolMissing(tool: "mosquitto", package: "mosquitto") }
+        process.executableURL = URL(fileURLWithPath: mosquitto)
+        process.arguments = ["-c", "\(directory)/mosquitto.conf"]
+        let log = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        self.process = process
+        // Listening when a TCP connection is accepted.
+        for _ in 0..<100 {
+            if Self.accepts(port: port) { return }
+            usleep(50_000)
+        }
+        throw BrokerFailed(message: "mosquitto did not listen on 127.0.0.1:\(port)")
+    }
+
+    /// Kills it (SIGKILL: as a broker host that dies; Foundation's Process starts it with the
+    /// test process's signal mask, where SIGTERM may be blocked).
+    public func stop() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    public func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// What a subscriber sees first on `topic` (a retained message at once), with mosquitto_sub:
+    /// nil if nothing comes within `seconds`.
+    public func firstMessage(on topic: String, seconds: Int = 10) throws -> String? {
+        var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "\(seconds)"]
+        arguments += clientArguments
+        let result = try runTool("mosquitto_sub", arguments, package: "mosquitto-clients")
+        guard result.status == 0 else { return nil }
+        return result.output.hasSuffix("\n") ? String(result.output.dropLast()) : result.output
+    }
+
+    /// Publishes with mosquitto_pub (QoS 1).
+    public func publish(_ text: String, on topic: String, retain: Bool = false) throws {
+        var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", text, "-q", "1"] + clientArguments
+        if retain { arguments.append("-r") }
+        let result = try runTool("mosquitto_pub", arguments, package: "mosquitto-clients")
+        guard result.status == 0 else { throw BrokerFailed(message: "mosquitto_pub: \(result.output)") }
+    }
+
+    private var clientArguments: [String] {
+        var arguments: [String] = []
+        if let login { arguments += ["-u", login.username, "-P", login.password] }
+        if tls { arguments += ["--cafile", caFile, "--insecure"] }
+        return arguments
+    }
+
+    /// A CA and a broker certificate for 127.0.0.1 signed by it, with openssl. The broker's key is
+    /// made readable to all: mosquitto started as root drops to the user `mosquitto` before it
+    /// reads it.
+    private func makeCertificates() throws {
+        let d = directory
+        for arguments in [
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=fieldcap test CA",
+                "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.crt",
+            ],
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "\(d)/broker.key",
+                "-out", "\(d)/broker.csr",
+            ],
+            [
+                "x509", "-req", "-in", "\(d)/broker.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
+                "-CAcreateserial",
+                "-days", "2", "-out", "\(d)/broker.crt",
+            ],
+        ] {
+            let result = try runTool("openssl", arguments, package: "openssl")
+            guard result.status == 0 else { throw BrokerFailed(message: "openssl \(arguments[0]): \(result.output)") }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: "\(d)/broker.key")
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    public struct BrokerFailed: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+}
