@@ -134,6 +134,12 @@ struct Record: ParsableCommand {
     @Option(help: wallClockHelp)
     var wallClock: ClockQualityReader.Source = .auto
 
+    @Option(
+        help: ArgumentHelp(
+            "The capture across rigs this recording belongs to, written into fieldcap.json as capture_id (the rules of a host id); `fieldcap request --capture-id` gathers the rigs' sessions of one capture.",
+            valueName: "ID"))
+    var captureId: String?
+
     @Flag(
         help:
             "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall."
@@ -161,6 +167,7 @@ struct Record: ParsableCommand {
             maxStorage: maxStorage, keep: keep)
         overrides.intrinsics = intrinsics
         overrides.wallClock = wallClock
+        overrides.captureId = captureId
         let specs = rig == nil ? try devices.specs : []
         do throws(PlanError) {
             return try RecordingSettings.resolve(config: rig, devices: specs, overrides: overrides)

@@ -13,7 +13,7 @@ enum SyncServiceExit {
     static func fail(_ error: SyncRequestError) -> ExitCode {
         say("Error: \(error)")
         switch error {
-        case .unreadableSession, .segmentedRecording: return unreadableSession
+        case .unreadableSession, .segmentedRecording, .noCaptureSessions: return unreadableSession
         default: return ExitCode(64)
         }
     }
@@ -40,16 +40,31 @@ struct Request: ParsableCommand {
               curl -X POST -H 'Content-Type: application/json' -d @body.json \\
                   http://localhost:8080/api/v1/sync
 
+            After a capture across rigs (`--capture-id`, a fleet's start), --capture-id ID takes \
+            the sessions of that capture from the places given (sessions, or directories of \
+            them, such as each rig's sessions root copied here):
+
+              fieldcap request --capture-id lab-0412 rig1/ rig2/ rig3/ --data-dir /data
+
             A segmented recording is not a session: name one of its segments, or cut a range \
             with `fieldcap extract`. `fieldcap upload` sends the files themselves instead.
 
             Exit status: 0 with the body printed; 64 for a usage error (two sessions from one \
             host, no video, an unknown --primary); 66 when a session cannot be read (no \
-            manifest, a missing file, a segmented recording).
+            manifest, a missing file, a segmented recording, no session of --capture-id).
             """)
 
-    @Argument(help: "Finished SyncField sessions (fieldcap's or the SDK's), one per host.", completion: .directory)
+    @Argument(
+        help:
+            "Finished SyncField sessions (fieldcap's or the SDK's), one per host; with --capture-id, also directories that hold sessions.",
+        completion: .directory)
     var sessions: [String]
+
+    @Option(
+        help: ArgumentHelp(
+            "Take the sessions of this capture (capture_id in their fieldcap.json: a fleet's start, or `record --capture-id`) from the places given.",
+            valueName: "ID"))
+    var captureId: String?
 
     @Option(
         help: ArgumentHelp(
@@ -68,6 +83,14 @@ struct Request: ParsableCommand {
     var timestampsDir = "/timestamps"
 
     func run() throws {
+        var sessions = self.sessions
+        if let captureId {
+            do {
+                sessions = try CaptureSessions.find(captureId: captureId, in: sessions)
+            } catch {
+                throw SyncServiceExit.fail(error)
+            }
+        }
         let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
         for id in request.sharedStreamIds {
             say(

@@ -129,6 +129,53 @@ struct SyncServiceCommandTests {
         #expect(answer.output.contains("\"primary\":[\"rig_b\",\"cam_b\"]"))
     }
 
+    @Test(
+        "request --capture-id: the rigs' sessions of one capture, found in their roots, make one body the service accepts"
+    )
+    func requestByCaptureId() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        func record(_ host: String, capture: String, into rig: String) throws -> String {
+            let out = "\(root)/\(rig)/\(host)-\(capture)"
+            let result = try FieldcapProcess.run([
+                "record", "--out", out, "--host-id", host, "--duration", "1s", "--capture-id", capture,
+                "--cam", "synthetic:160x120@30,id=cam_\(host)",
+            ])
+            try #require(result.status == 0, "\(result.stderr)")
+            return out
+        }
+        let a = try record("rig_a", capture: "lab-0412", into: "rig1")
+        _ = try record("rig_a", capture: "lab-0411", into: "rig1")
+        let b = try record("rig_b", capture: "lab-0412", into: "rig2")
+        #expect(try sidecar(a)["capture_id"] as? String == "lab-0412")
+        let service = try SyncFieldServiceProcess()
+        let stamps = "\(root)/timestamps"
+        try FileManager.default.createDirectory(atPath: stamps, withIntermediateDirectories: true)
+        for (session, id) in [(a, "cam_rig_a"), (b, "cam_rig_b")] {
+            try FileManager.default.copyItem(
+                atPath: "\(session)/\(id).timestamps.jsonl", toPath: "\(stamps)/\(id).timestamps.jsonl")
+        }
+        let result = try FieldcapProcess.run([
+            "request", "--capture-id", "lab-0412", "\(root)/rig1", "\(root)/rig2/", "--timestamps-dir", stamps,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        // Both rigs' sessions of that capture, the other capture's passed over.
+        #expect(result.stdout.contains("\(a)/cam_rig_a.mkv") && result.stdout.contains("\(b)/cam_rig_b.mkv"))
+        #expect(!result.stdout.contains("lab-0411"))
+        let answer = try post(result.stdout, to: service)
+        #expect(answer.output.hasSuffix("\n200"), "\(answer.output)")
+        #expect(answer.output.contains("\"hosts\":2"))
+
+        let none = try FieldcapProcess.run(["request", "--capture-id", "lab-9999", "\(root)/rig1", "\(root)/rig2"])
+        #expect(none.status == 66, "\(none.stderr)")
+        #expect(none.stderr.hasPrefix("Error: no session of capture lab-9999 in \(root)/rig1, \(root)/rig2"))
+        let bad = try FieldcapProcess.run([
+            "record", "--out", "\(root)/bad", "--capture-id", "../x", "--imu", "synthetic:100", "--duration", "1s",
+        ])
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(bad.stderr.contains("--capture-id '../x' cannot be used"), "\(bad.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/bad"))
+    }
+
     @Test("request: bad input is one line naming the session or argument, with the documented status")
     func requestRefusals() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -7,7 +7,7 @@ import Testing
 /// point, from a real chronyd on loopback, and from nothing at all.
 @Suite("fieldcap record --wall-clock", .serialized)
 struct WallClockTests {
-    @Test("chronyd following a source: its tracking and the bound beside the sync point, in both segments")
+    @Test("chronyd following a source: its tracking and the bound beside each segment's sync point, and the capture id")
     func chronyFollowingASource() throws {
         let chrony = try LoopbackChrony()
         let independent = try chrony.waitUntilSynchronised().split(separator: ",").map(String.init)
@@ -15,7 +15,7 @@ struct WallClockTests {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let result = try FieldcapProcess.run([
             "--imu", "synthetic:200", "--duration", "2500ms", "--segment", "2s", "--out", out,
-            "--wall-clock", "chrony:\(chrony.clientSocket)",
+            "--wall-clock", "chrony:\(chrony.clientSocket)", "--capture-id", "lab-0412",
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let segments = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.first?.isNumber == true }
@@ -24,6 +24,7 @@ struct WallClockTests {
         for segment in segments {
             let directory = "\(out)/\(segment)"
             #expect(SessionValidator.validate(directory: directory).problems.isEmpty)
+            #expect(try sidecar(directory)["capture_id"] as? String == "lab-0412")
             let clock = try #require(try sidecar(directory)["wall_clock"] as? [String: Any], "\(segment)")
             #expect(clock["source"] as? String == "chrony")
             #expect(clock["synchronised"] as? Bool == true)

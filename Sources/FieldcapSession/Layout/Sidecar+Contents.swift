@@ -27,6 +27,8 @@ extension Sidecar {
         /// When recording started and stopped (UTC, `2024-03-08T09:28:21.123Z`), once it stopped.
         public var startedUtc: String? { document["started_utc"] as? String }
         public var stoppedUtc: String? { document["stopped_utc"] as? String }
+        /// The capture across rigs this session belongs to, if one was named.
+        public var captureId: String? { document["capture_id"] as? String }
 
         public init?(layout: SessionLayout) {
             guard let data = FileManager.default.contents(atPath: layout.sidecar),

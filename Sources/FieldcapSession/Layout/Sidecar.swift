@@ -45,6 +45,8 @@ public struct Sidecar {
     /// How the wall clock was disciplined at the sync point (chrony, PTP, or not at all), and
     /// the bound on its error: `wall_clock`. nil when it was not read.
     public var wallClock: ClockQuality?
+    /// The capture this session belongs to, across rigs (`--capture-id`, a fleet's start).
+    public var captureId: String?
 
     public init(
         hostId: String, syncPoint: SyncPoint, startedWall: Date, stoppedWall: Date, stopReason: String,
@@ -166,7 +168,7 @@ public struct Sidecar {
     public static func writeStart(
         hostId: String, syncPoint: SyncPoint, sources: [CaptureSource], layout: SessionLayout, linkDirectory: String,
         segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:],
-        encoderThreads: [String: Int] = [:], wallClock: ClockQuality? = nil
+        encoderThreads: [String: Int] = [:], wallClock: ClockQuality? = nil, captureId: String? = nil
     ) throws {
         var document: [String: Any] = [
             "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
@@ -182,6 +184,7 @@ public struct Sidecar {
         if let wallClock {
             document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
         }
+        if let captureId { document["capture_id"] = captureId }
         try store(document, layout: layout)
     }
 
@@ -247,6 +250,7 @@ public struct Sidecar {
         if let wallClock {
             document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
         }
+        if let captureId { document["capture_id"] = captureId }
         try Self.store(document, layout: layout)
     }
 

@@ -22,6 +22,8 @@ public struct RecordingSettings: Sendable {
         public var intrinsics: String?
         /// Where the wall clock's discipline is read (`--wall-clock`); nil: `auto`.
         public var wallClock: ClockQualityReader.Source?
+        /// The capture across rigs (`--capture-id`); checked like a host id.
+        public var captureId: String?
         /// How errors and the index name a directly given value: `--segment` on the command line,
         /// `segment` in an API request.
         public var names = Names.commandLine
@@ -79,6 +81,7 @@ public struct RecordingSettings: Sendable {
     public var intrinsics: IntrinsicsSetting?
     /// Where the wall clock's discipline is read at each sync point.
     public var wallClock = ClockQualityReader.Source.auto
+    public var captureId: String?
 
     /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
     /// ./sessions.
@@ -114,6 +117,10 @@ public struct RecordingSettings: Sendable {
             keepLabel: overrides.keep.map { "\(names.keep) \($0)" }
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
         settings.wallClock = overrides.wallClock ?? .auto
+        settings.captureId = overrides.captureId
+        if let id = overrides.captureId, let problem = StreamID.problem(with: id) {
+            throw PlanError("--capture-id '\(id.printable)' cannot be used: \(problem)")
+        }
         if let text = overrides.intrinsics {
             settings.intrinsics = try IntrinsicsSetting.parse(text, name: names.intrinsics)
         } else if let config {
@@ -180,6 +187,7 @@ public struct RecordingSettings: Sendable {
         settings.encodings = try plan.encodings(for: sources)
         settings.encoderThreads = try plan.encoderThreads(for: sources)
         settings.wallClock = ClockQualityReader(source: wallClock)
+        settings.captureId = captureId
         return settings
     }
 }

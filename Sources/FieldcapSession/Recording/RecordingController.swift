@@ -37,6 +37,8 @@ public final class RecordingController {
         public var encoderThreads: [String: Int] = [:]
         /// Where the wall clock's discipline is read at each sync point (`--wall-clock`).
         public var wallClock = ClockQualityReader()
+        /// The capture across rigs this recording belongs to, in every sidecar (`capture_id`).
+        public var captureId: String?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -200,6 +202,7 @@ public final class RecordingController {
             segmenting.encodings = settings.encodings
             segmenting.encoderThreads = settings.encoderThreads
             segmenting.wallClock = settings.wallClock
+            segmenting.captureId = settings.captureId
             segmenting.previewTaps = jpegPreviews
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
@@ -229,7 +232,7 @@ public final class RecordingController {
         try Sidecar.writeStart(
             hostId: settings.hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path, calibration: settings.calibration, encodings: settings.encodings,
-            encoderThreads: settings.encoderThreads, wallClock: wallClock)
+            encoderThreads: settings.encoderThreads, wallClock: wallClock, captureId: settings.captureId)
         let sink = VideoSessionSink(
             session: session, directIO: settings.directIO, encodings: settings.encodings,
             encoderThreads: settings.encoderThreads, previewTaps: jpegPreviews)
@@ -284,6 +287,7 @@ public final class RecordingController {
         sidecar.encoderThreads = settings.encoderThreads
         sidecar.encoderInputs = sink.encoderInputs
         sidecar.wallClock = wallClock
+        sidecar.captureId = settings.captureId
         try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()

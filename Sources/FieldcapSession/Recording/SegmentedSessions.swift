@@ -31,6 +31,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         public var previewTaps: [String: FrameTap] = [:]
         /// Where the wall clock's discipline is read at each segment's sync point.
         public var wallClock = ClockQualityReader()
+        /// The capture across rigs, in every segment's sidecar.
+        public var captureId: String?
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -177,7 +179,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
             linkDirectory: session.outputDir.path,
             segment: number, calibration: settings.calibration, encodings: settings.encodings,
-            encoderThreads: settings.encoderThreads, wallClock: wallClock)
+            encoderThreads: settings.encoderThreads, wallClock: wallClock, captureId: settings.captureId)
         let sink = VideoSessionSink(
             session: session, directIO: directIO, encodings: settings.encodings,
             encoderThreads: settings.encoderThreads, previewTaps: settings.previewTaps)
@@ -276,6 +278,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         sidecar.encoderThreads = settings.encoderThreads
         sidecar.encoderInputs = open.sink.encoderInputs
         sidecar.wallClock = open.wallClock
+        sidecar.captureId = settings.captureId
         try sidecar.write()
     }
 

@@ -8,6 +8,7 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
     case ambiguousPrimary(String, hosts: [String])
     case noSessions
     case commaInId(String)
+    case noCaptureSessions(String, places: [String])
 
     public var description: String {
         switch self {
@@ -25,6 +26,8 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
             "--primary \(id): hosts \(hosts.joined(separator: " and ")) both have a video \(id); name one as HOST/\(id)"
         case .noSessions:
             "name at least one session directory"
+        case .noCaptureSessions(let id, let places):
+            "no session of capture \(id) in \(places.joined(separator: ", ")): give the sessions' directories or the directories that hold them (each rig's root, copied here), where fieldcap.json has \"capture_id\": \"\(id)\""
         case .commaInId(let id):
             "stream \(id): the upload lists stream and host ids separated by commas, so an id with a comma cannot be sent; use the volume-mounted request (`fieldcap request`)"
         }
