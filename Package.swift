@@ -81,7 +81,7 @@ let package = Package(
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Many rigs, one capture: the rigs of a fleet on an MQTT broker.
-        .target(name: "FieldcapFleet", dependencies: ["CMosquitto"]),
+        .target(name: "FieldcapFleet", dependencies: ["CMosquitto", "FieldcapCore", "SyncField"]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
         .target(
@@ -198,7 +198,7 @@ let package = Package(
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
                 "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
-                "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality",
+                "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -26,7 +26,7 @@ struct Fieldcap: ParsableCommand {
         subcommands: [
             Record.self, Serve.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, Export.self,
             Request.self,
-            Upload.self, List.self,
+            Upload.self, Fleet.self, List.self,
             Bench.self, InstallUdev.self,
         ],
         defaultSubcommand: Record.self

@@ -1,11 +1,13 @@
 import ArgumentParser
 import FieldcapCaptureServer
 import FieldcapClockQuality
+import FieldcapFleet
 import FieldcapPreview
 import FieldcapService
 import FieldcapSession
 import FoundationEssentials
 import Logging
+import SyncField
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,6 +47,13 @@ struct Serve: ParsableCommand {
             the segment length and budget of the recordings the server starts with \
             {"command":"record"}, uploads a wall-clock range on uploadTimeRange (a tar of the \
             extracted session), and answers every command with a status.
+
+            With --mqtt mqtt://BROKER:1883 [--fleet NAME] it is a rig of a fleet: it publishes \
+            its presence (retained; the broker's will says offline if the rig vanishes) and its \
+            status on fieldcap/fleet/NAME/rigs/HOST/..., and follows the fleet's commands \
+            (`fieldcap fleet start|stop`, or any MQTT client): every rig starts at one shared \
+            instant of its own wall clock with one capture id in its sidecar, and stops the \
+            same way. A rig that gets a start after its instant says so (missed) and stays out.
 
             It listens on 127.0.0.1:8080 unless --listen says otherwise. On any other address \
             every request but /api/health and the page needs the token, sent as \
@@ -141,6 +150,8 @@ struct Serve: ParsableCommand {
 
     @Option(help: ArgumentHelp("The name the rig gives the capture server (default: its host id).", valueName: "NAME"))
     var name: String?
+
+    @OptionGroup(title: "Fleet (many rigs, one capture, over MQTT)") var fleet: FleetArguments
 
     /// `HOST:PORT` or `[V6]:PORT`.
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
@@ -243,6 +254,14 @@ struct Serve: ParsableCommand {
                 options: CaptureServerClient.Options(url: url, name: name ?? rig.settings.hostId, insecure: insecure),
                 logger: logger, notice: { say($0) })
         }
+        let member = try fleetMember(rig: rig)
+        do {
+            try member?.start()
+        } catch {
+            say("Error: --mqtt \(fleet.mqtt ?? ""): \(error)")
+            throw ExitCode(64)
+        }
+        defer { member?.stop() }
         do {
             try await ServiceServer.run(
                 rig: rig, host: host, port: port, token: token, scmf: scmfServer,
@@ -287,5 +306,41 @@ struct Serve: ParsableCommand {
             say("Error: --scmf \(scmf): \(error); give another ADDR:PORT, or --scmf off")
             throw ExitCode(1)
         }
+    }
+}
+
+extension Serve {
+    /// The rig's side of a fleet (`--mqtt`): starts and stops go to the rig's recording service.
+    func fleetMember(rig: RigService) throws -> FleetMember? {
+        let host = rig.settings.hostId
+        guard let options = try fleet.options(clientId: host) else { return nil }
+        let fleetRig = FleetMember.Rig(
+            start: { captureId, at in
+                var request = RigService.StartRequest()
+                request.captureId = captureId
+                request.startAtWallClockNs = at
+                let directory = try await rig.start(request)
+                // A segmented recording's first sync point comes as its first segment opens.
+                for _ in 0..<100 {
+                    if let syncPoint = rig.recordingSyncPoint { return (directory, syncPoint.wallClockNs) }
+                    try await Task.sleep(nanoseconds: 20_000_000)
+                }
+                return (directory, 0)
+            },
+            stop: { why in try await rig.stop(why).directory },
+            status: {
+                let status = rig.status
+                return FleetStatus(
+                    host: host, state: status.state,
+                    session: status.recording.map { PathName.base(of: $0) },
+                    streams: (status.status?.streams ?? []).map {
+                        FleetStatus.Stream(
+                            id: $0.id, rate: $0.rate, written: UInt64($0.written), dropped: UInt64($0.dropped))
+                    },
+                    freeBytes: status.status?.diskFree)
+            })
+        return try FleetMember(
+            options: options, fleet: fleet.fleet, host: host, version: Sidecar.fieldcapVersion, rig: fleetRig
+        ) { say($0) }
     }
 }

@@ -587,6 +587,25 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "a fleet of three rigs in network namespaces over a real mosquitto: start at one instant, a rig killed, the broker restarted, stop"
+    )
+    func fleet() throws {
+        let work = NSTemporaryDirectory() + "/fleet-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let run = try runTool(
+            "unshare",
+            [
+                "--net", "--mount", "--pid", "--fork", "--mount-proc", Self.script("Netns/fleet.sh"),
+                FieldcapProcess.executable.path, work,
+            ])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("fleet: every step as expected"), "\(run.output)")
+        // The scheduling bound, measured: each rig's sync point against the shared instant.
+        for line in run.output.split(separator: "\n") where line.hasPrefix("sync point of ") { print(line) }
+    }
+
+    @Test(
         "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
     )
     func openAPI() throws {

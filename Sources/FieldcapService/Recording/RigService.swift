@@ -3,6 +3,7 @@ import FieldcapCore
 import FieldcapPreview
 import FieldcapSession
 import FoundationEssentials
+import SyncField
 import Synchronization
 
 /// The rig as `fieldcap serve` runs it: its devices as the config (or the command line) names
@@ -40,6 +41,10 @@ public final class RigService: Sendable {
         public var segment: TimeSpan?
         public var maxStorage: ByteSize?
         public var keep: TimeSpan?
+        /// The capture across rigs (a fleet's start), into every sidecar.
+        public var captureId: String?
+        /// Take the sync point at this wall-clock instant (a fleet's shared start).
+        public var startAtWallClockNs: UInt64?
 
         public init(
             duration: TimeSpan? = nil, segment: TimeSpan? = nil, maxStorage: ByteSize? = nil, keep: TimeSpan? = nil
@@ -176,6 +181,9 @@ public final class RigService: Sendable {
     /// The directory being recorded, nil when idle.
     public var recordingDirectory: String? { state.withLock { $0.runner?.controller.value.directory } }
 
+    /// The recording's sync point (a segmented recording's first), once taken.
+    public var recordingSyncPoint: SyncPoint? { state.withLock { $0.runner?.controller.value.firstSyncPoint } }
+
     public var status: ServiceStatus {
         let (runner, last) = state.withLock { ($0.runner, $0.last) }
         let server = serverLink?.current
@@ -194,6 +202,7 @@ public final class RigService: Sendable {
         if let segment = request.segment { overrides.segment = segment }
         if let maxStorage = request.maxStorage { overrides.maxStorage = maxStorage }
         if let keep = request.keep { overrides.keep = keep }
+        if let captureId = request.captureId { overrides.captureId = captureId }
         // An error about the request's own fields names them as the request does.
         if request.segment != nil || request.maxStorage != nil || request.keep != nil {
             overrides.names = RecordingSettings.Names(
@@ -227,6 +236,7 @@ public final class RigService: Sendable {
             }
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
+            controllerSettings.startAtWallClockNs = request.startAtWallClockNs
             controller = RecordingController(sources: sources, settings: controllerSettings)
         } catch let error as PlanError {
             throw Refusal(kind: .badRequest, description: error.message)

@@ -39,6 +39,9 @@ public final class RecordingController {
         public var wallClock = ClockQualityReader()
         /// The capture across rigs this recording belongs to, in every sidecar (`capture_id`).
         public var captureId: String?
+        /// Take the sync point at this wall-clock instant (a fleet's shared start): everything
+        /// else is ready by then, and `start` waits for it by this host's own clock.
+        public var startAtWallClockNs: UInt64?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -143,6 +146,9 @@ public final class RecordingController {
 
     public var directory: String? { layout?.directory }
 
+    /// The session's sync point, or a segmented recording's first; nil until taken.
+    public var firstSyncPoint: SyncPoint? { syncPoint ?? segments?.firstSyncPoint }
+
     /// Makes the session directory (refusing a disk already below the minimum free space), starts
     /// the SyncField session, writes the sidecar's start, and starts capture and writing.
     /// The calling thread's signal mask is inherited by every thread started here.
@@ -210,6 +216,8 @@ public final class RecordingController {
             self.segments = segments
             try beforeCapture(layout)
             segments.takeStartReports()
+            // The first segment's sync point is taken as capture starts.
+            if let at = settings.startAtWallClockNs { WallClock.sleep(untilNs: at) }
             let sink = SegmentingSink(
                 schedule: SegmentSchedule(startNs: MonotonicClock.now(), lengthNs: segmenting.lengthNs),
                 store: segments)
@@ -222,6 +230,7 @@ public final class RecordingController {
         }
         let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)
         self.session = session
+        if let at = settings.startAtWallClockNs { WallClock.sleep(untilNs: at) }
         let syncPoint = try session.start()
         self.syncPoint = syncPoint
         // Right after the sync point, before capture: chronyc or pmc answer in milliseconds, and a

@@ -76,6 +76,10 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// Each segment's session times its own files: the watches of the segments being written,
     /// those finished since a status line last looked, and the stalls of every finished one.
     private let watches = Mutex<Watches>(Watches())
+    private let firstSyncPointTaken = Mutex<SyncPoint?>(nil)
+
+    /// The first segment's sync point, once it is taken; any thread.
+    public var firstSyncPoint: SyncPoint? { firstSyncPointTaken.withLock { $0 } }
 
     struct Watches {
         var open: [(segment: String, watch: DiskWatch)] = []
@@ -172,6 +176,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let layout = SessionLayout(directory: path)
         let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
         let syncPoint = try session.start()
+        firstSyncPointTaken.withLock { if $0 == nil { $0 = syncPoint } }
         // On the rotation thread, which capture does not wait for: chronyc or pmc, each segment.
         let wallClock = settings.wallClock.read()
         try settings.calibration?.install(in: path)

@@ -1,0 +1,221 @@
+import FieldcapCore
+import FoundationEssentials
+import Glibc
+import SyncField
+import Synchronization
+
+/// A rig's side of a fleet: on the broker as `fieldcap/fleet/NAME/rigs/HOST/...`, with retained
+/// presence (the will says offline when the connection is lost) and status, and the fleet's
+/// commands carried out through `Rig`: a start at a shared wall-clock instant, scheduled by this
+/// rig's own clock; a stop. Replies go to the rig's reply topic; a start whose instant has passed
+/// is `missed`, and the capture goes on without this rig.
+public final class FleetMember: Sendable {
+    /// What the rig does for the fleet: the front end's recording service.
+    public struct Rig: Sendable {
+        /// Starts recording with `captureId` at `atWallClockNs` (nil: now), returning once the
+        /// sync point is taken: the session's directory and the sync point's wall clock.
+        public var start: @Sendable (_ captureId: String, _ atWallClockNs: UInt64?) async throws -> (String, UInt64)
+        /// Stops the recording; the session's directory.
+        public var stop: @Sendable (_ why: String) async throws -> String
+        /// The status to publish now.
+        public var status: @Sendable () -> FleetStatus
+
+        public init(
+            start: @escaping @Sendable (String, UInt64?) async throws -> (String, UInt64),
+            stop: @escaping @Sendable (String) async throws -> String, status: @escaping @Sendable () -> FleetStatus
+        ) {
+            self.start = start
+            self.stop = stop
+            self.status = status
+        }
+    }
+
+    public let host: String
+    public let topics: FleetTopics
+    /// How often the retained status is refreshed.
+    public let statusEverySeconds: Double
+    private let rig: Rig
+    private let log: @Sendable (String) -> Void
+    private let client = Mutex<MQTTClient?>(nil)
+    private let running = Atomic<Bool>(false)
+    /// The capture being recorded, so a stop for another capture is refused.
+    private let capture = Mutex<String?>(nil)
+
+    /// `options` is the connection's (broker, login, TLS); the client id and the will are the
+    /// rig's, set here.
+    public init(
+        options: MQTTClient.Options, fleet: String, host: String, version: String, rig: Rig,
+        statusEverySeconds: Double = 2, log: @escaping @Sendable (String) -> Void
+    ) throws(MQTTError) {
+        self.host = host
+        topics = FleetTopics(fleet: fleet)
+        self.rig = rig
+        self.log = log
+        self.statusEverySeconds = statusEverySeconds
+        var options = options
+        options.clientId = "fieldcap-\(fleet)-\(host)"
+        options.will = MQTTClient.Message(
+            topic: topics.presence(host), payload: FleetJSON.encode(FleetPresence(host: host, state: "offline")),
+            retain: true)
+        let online = MQTTClient.Message(
+            topic: topics.presence(host),
+            payload: FleetJSON.encode(FleetPresence(host: host, state: "online", version: version)), retain: true)
+        let broker = options.broker
+        let topics = topics
+        let connectionLog = ConnectionLog(log: log)
+        let client = try MQTTClient(options: options) { [weak self] event in
+            switch event {
+            case .connected:
+                connectionLog.connected(to: broker, fleet: fleet)
+                guard let self, let client = self.client.withLock({ $0 }) else { return }
+                try? client.publish(online)
+                self.publishStatus()
+            case .disconnected(let why): connectionLog.lost(broker, why)
+            case .error(let why): connectionLog.lost(broker, why)
+            case .message(let message):
+                guard message.topic == topics.command else { return }
+                self?.handle(message)
+            }
+        }
+        client.subscribe(topics.command)
+        self.client.withLock { $0 = client }
+    }
+
+    /// Connects (and keeps reconnecting), and refreshes the status until `stop`.
+    public func start() throws(MQTTError) {
+        guard let client = client.withLock({ $0 }) else { return }
+        running.store(true, ordering: .releasing)
+        try client.start()
+        let every = statusEverySeconds
+        detachThread(named: "fc-fleet-status") { [self] in
+            while running.load(ordering: .acquiring) {
+                usleep(useconds_t(every * 1e6))
+                if running.load(ordering: .acquiring) { publishStatus() }
+            }
+        }
+    }
+
+    /// Says offline and goodbye.
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        guard let client = client.withLock({ $0 }) else { return }
+        try? client.publish(
+            MQTTClient.Message(
+                topic: topics.presence(host), payload: FleetJSON.encode(FleetPresence(host: host, state: "offline")),
+                retain: true))
+        usleep(200_000)  // the offline presence out before the goodbye
+        client.stop()
+    }
+
+    private func publishStatus() {
+        guard let client = client.withLock({ $0 }) else { return }
+        var status = rig.status()
+        status.captureId = status.state == "idle" ? nil : capture.withLock { $0 }
+        try? client.publish(
+            MQTTClient.Message(topic: topics.status(host), payload: FleetJSON.encode(status), qos: 0, retain: true))
+    }
+
+    private func reply(_ reply: FleetReply) {
+        try? client.withLock { $0 }?.publish(
+            MQTTClient.Message(topic: topics.reply(host), payload: FleetJSON.encode(reply)))
+    }
+
+    private func handle(_ message: MQTTClient.Message) {
+        guard let command = FleetJSON.decode(FleetCommand.self, message.payload) else {
+            log("fleet: ignored a command that is not one: \(message.text.prefix(200))")
+            return
+        }
+        Task { [self] in
+            switch command.command {
+            case .start: await start(command)
+            case .stop: await stop(command)
+            }
+        }
+    }
+
+    private func start(_ command: FleetCommand) async {
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
+        if let at = command.atWallClockNs, at < now {
+            let late = Double(now - at) / 1e9
+            log("fleet: missed the start of capture \(command.captureId): its instant passed \(late) s ago")
+            reply(
+                FleetReply(
+                    host: host, command: .start, captureId: command.captureId, result: .missed,
+                    detail: "the start instant had passed \(late) s before the command came", lateByNs: Int64(now - at))
+            )
+            return
+        }
+        log(
+            "fleet: capture \(command.captureId) starts "
+                + (command.atWallClockNs.map { "at \(SyncPoint.isoDatetime(wallClockNs: $0))" } ?? "now"))
+        do {
+            capture.withLock { $0 = command.captureId }
+            let (session, syncWallNs) = try await rig.start(command.captureId, command.atWallClockNs)
+            let late = command.atWallClockNs.map { Int64(bitPattern: syncWallNs &- $0) }
+            reply(
+                FleetReply(
+                    host: host, command: .start, captureId: command.captureId, result: .started, session: session,
+                    lateByNs: late))
+        } catch {
+            capture.withLock { $0 = nil }
+            log("fleet: capture \(command.captureId) did not start: \(error)")
+            reply(
+                FleetReply(
+                    host: host, command: .start, captureId: command.captureId, result: .failed, detail: "\(error)"))
+        }
+        publishStatus()
+    }
+
+    private func stop(_ command: FleetCommand) async {
+        let current = capture.withLock { $0 }
+        guard current == command.captureId else {
+            reply(
+                FleetReply(
+                    host: host, command: .stop, captureId: command.captureId, result: .failed,
+                    detail: current.map { "recording capture \($0), not \(command.captureId)" } ?? "not recording"))
+            return
+        }
+        if let at = command.atWallClockNs { await WallClock.sleep(untilNs: at) }
+        do {
+            let session = try await rig.stop("fleet stop (capture \(command.captureId))")
+            capture.withLock { $0 = nil }
+            log("fleet: capture \(command.captureId) stopped: \(session)")
+            reply(
+                FleetReply(host: host, command: .stop, captureId: command.captureId, result: .stopped, session: session)
+            )
+        } catch {
+            reply(
+                FleetReply(
+                    host: host, command: .stop, captureId: command.captureId, result: .failed, detail: "\(error)"))
+        }
+        publishStatus()
+    }
+}
+
+/// Says once that the broker is reached or lost, not at every retry.
+private final class ConnectionLog: Sendable {
+    let log: @Sendable (String) -> Void
+    let reachable = Mutex<Bool?>(nil)
+
+    init(log: @escaping @Sendable (String) -> Void) { self.log = log }
+
+    func connected(to broker: BrokerAddress, fleet: String) {
+        let was = reachable.withLock { state -> Bool? in
+            defer { state = true }
+            return state
+        }
+        if was != true {
+            log("fleet: on \(broker) as a rig of fleet \(fleet)")
+        }
+    }
+
+    func lost(_ broker: BrokerAddress, _ why: String) {
+        let was = reachable.withLock { state -> Bool? in
+            defer { state = false }
+            return state
+        }
+        if was != false {
+            log("fleet: cannot reach \(broker) (\(why)); trying again")
+        }
+    }
+}
