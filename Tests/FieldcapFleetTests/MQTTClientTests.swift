@@ -142,6 +142,33 @@ final class Heard: Sendable {
         stranger.stop()
     }
 
+    @Test func aClientCertificateTheBrokerAsksFor() throws {
+        let broker = try MosquittoBroker(tls: true, clientCertificates: true)
+        let heard = Heard()
+        var options = MQTTClient.Options(broker: try BrokerAddress.parse(broker.url).get(), clientId: "rig-i")
+        options.caFile = broker.caFile
+        options.certFile = broker.clientCertFile
+        options.keyFile = broker.clientKeyFile
+        let client = try MQTTClient(options: options) { heard.record($0) }
+        try client.start()
+        #expect(heard.wait { heard.connections == 1 }, "\(heard.errors) \(heard.disconnections)")
+        try client.publish(MQTTClient.Message(topic: "t/cert", text: "with a certificate", retain: true))
+        #expect(try broker.firstMessage(on: "t/cert") == "with a certificate")
+        client.stop()
+
+        // The same CA, no certificate: the broker ends the handshake.
+        let refused = Heard()
+        options.certFile = nil
+        options.keyFile = nil
+        options.clientId = "rig-j"
+        let anonymous = try MQTTClient(options: options) { refused.record($0) }
+        try anonymous.start()
+        #expect(refused.wait { !refused.errors.isEmpty || !refused.disconnections.isEmpty })
+        usleep(500_000)
+        #expect(refused.connections == 0, "\(refused.errors) \(refused.disconnections)")
+        anonymous.stop()
+    }
+
     @Test func brokerAddresses() throws {
         #expect(try BrokerAddress.parse("mqtt://broker.local").get() == BrokerAddress(host: "broker.local"))
         #expect(try BrokerAddress.parse("mqtts://b:9000/").get() == BrokerAddress(host: "b", port: 9000, tls: true))

@@ -14,16 +14,23 @@ public final class MosquittoBroker {
     public let port: Int
     public let login: Login?
     public let tls: Bool
+    /// TLS brokers only: clients must show a certificate the CA signed (`require_certificate`).
+    public let clientCertificates: Bool
     /// The CA that signed the broker's certificate (TLS only).
     public var caFile: String { "\(directory)/ca.crt" }
     private var process: Process?
 
-    public init(login: Login? = nil, tls: Bool = false) throws {
+    /// A client certificate and its key signed by the CA (`clientCertificates`).
+    public var clientCertFile: String { "\(directory)/client.crt" }
+    public var clientKeyFile: String { "\(directory)/client.key" }
+
+    public init(login: Login? = nil, tls: Bool = false, clientCertificates: Bool = false) throws {
         directory = "/tmp/fieldcap-mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         port = Int.random(in: 20_000...40_000)
         self.login = login
         self.tls = tls
+        self.clientCertificates = clientCertificates
         var config = "listener \(port) 127.0.0.1\npersistence false\nlog_dest stderr\n"
         if let login {
             let passwords = "\(directory)/passwords"
@@ -38,6 +45,7 @@ public final class MosquittoBroker {
         if tls {
             try makeCertificates()
             config += "cafile \(caFile)\ncertfile \(directory)/broker.crt\nkeyfile \(directory)/broker.key\n"
+            if clientCertificates { config += "require_certificate true\n" }
         }
         try config.write(toFile: "\(directory)/mosquitto.conf", atomically: true, encoding: .utf8)
         try start()
@@ -111,6 +119,7 @@ public final class MosquittoBroker {
         var arguments: [String] = []
         if let login { arguments += ["-u", login.username, "-P", login.password] }
         if tls { arguments += ["--cafile", caFile, "--insecure"] }
+        if clientCertificates { arguments += ["--cert", clientCertFile, "--key", clientKeyFile] }
         return arguments
     }
 
@@ -132,6 +141,14 @@ public final class MosquittoBroker {
                 "x509", "-req", "-in", "\(d)/broker.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
                 "-CAcreateserial",
                 "-days", "2", "-out", "\(d)/broker.crt",
+            ],
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=rig", "-keyout", "\(d)/client.key",
+                "-out", "\(d)/client.csr",
+            ],
+            [
+                "x509", "-req", "-in", "\(d)/client.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
+                "-CAcreateserial", "-days", "2", "-out", "\(d)/client.crt",
             ],
         ] {
             let result = try runTool("openssl", arguments, package: "openssl")

@@ -107,7 +107,7 @@ public struct FleetPresence: Codable, Equatable, Sendable {
 }
 
 /// A rig's retained status, refreshed every few seconds: recording or not, the capture, each
-/// stream's rate, records and drops, the disk's free bytes, the wall clock's bound.
+/// stream's rate, records and drops, the disk's free bytes.
 public struct FleetStatus: Codable, Equatable, Sendable {
     public struct Stream: Codable, Equatable, Sendable {
         public var id: String
@@ -129,11 +129,10 @@ public struct FleetStatus: Codable, Equatable, Sendable {
     public var session: String?
     public var streams: [Stream]
     public var freeBytes: UInt64?
-    public var wallClockErrorBoundNs: Int64?
 
     public init(
         host: String, state: String, captureId: String? = nil, session: String? = nil, streams: [Stream] = [],
-        freeBytes: UInt64? = nil, wallClockErrorBoundNs: Int64? = nil
+        freeBytes: UInt64? = nil
     ) {
         self.host = host
         self.state = state
@@ -141,14 +140,12 @@ public struct FleetStatus: Codable, Equatable, Sendable {
         self.session = session
         self.streams = streams
         self.freeBytes = freeBytes
-        self.wallClockErrorBoundNs = wallClockErrorBoundNs
     }
 
     enum CodingKeys: String, CodingKey {
         case host, state, session, streams
         case captureId = "capture_id"
         case freeBytes = "free_bytes"
-        case wallClockErrorBoundNs = "wall_clock_error_bound_ns"
     }
 }
 
