@@ -20,7 +20,9 @@ public struct ExternalToolMissing: Error, CustomStringConvertible {
 public func runTool(
     _ tool: String, _ arguments: [String], package: String? = nil
 ) throws -> (status: Int32, output: String) {
-    let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    let path = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)", "/usr/sbin/\(tool)"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
     guard let path else {
         throw ExternalToolMissing(tool: tool, package: package ?? "ffmpeg")
     }
