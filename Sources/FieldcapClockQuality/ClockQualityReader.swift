@@ -9,7 +9,8 @@ import SyncField
 public struct ClockQualityReader: Sendable {
     /// Where to ask (`--wall-clock`).
     public enum Source: Equatable, Sendable, CustomStringConvertible {
-        /// chronyd where chronyc reaches it by default, and ptp4l at its default socket.
+        /// chronyd where chronyc reaches it by default (when its pid file says it runs), and
+        /// ptp4l at its default socket.
         case auto
         /// chronyd only, at this command socket (nil: chronyc's default).
         case chrony(socket: String?)
@@ -42,6 +43,10 @@ public struct ClockQualityReader: Sendable {
         }
     }
 
+    /// Where chronyd keeps its pid while it runs (its default `pidfile`; Debian's /run, or the
+    /// older /var/run). A chronyd configured elsewhere is asked with `--wall-clock chrony`.
+    public static let chronydPidFiles = ["/run/chrony/chronyd.pid", "/var/run/chrony/chronyd.pid"]
+
     /// ptp4l's default `uds_address`.
     public static let defaultPTPSocket = "/var/run/ptp4l"
 
@@ -65,7 +70,13 @@ public struct ClockQualityReader: Sendable {
         case .none:
             return ClockQuality(discipline: .none, notes: ["not read (--wall-clock none)"], readAtMonotonicRawNs: at)
         case .auto:
-            chrony = askChrony(socket: nil, notes: &notes)
+            // No chronyd, no process spawned: a recording's start (and each segment's) costs
+            // nothing on a host without one.
+            if Self.chronydPidFiles.contains(where: { access($0, F_OK) == 0 }) {
+                chrony = askChrony(socket: nil, notes: &notes)
+            } else {
+                notes.append("chronyc: no chronyd running (no \(Self.chronydPidFiles[0]))")
+            }
             if access(Self.defaultPTPSocket, F_OK) == 0 {
                 ptp = askPTP(socket: Self.defaultPTPSocket, notes: &notes)
             } else {

@@ -18,13 +18,14 @@ struct Fleet: ParsableCommand {
             them: started (with how late its sync point was against the instant), missed (the \
             command came after the instant: that rig stays out, the others go on), failed. \
             `fleet stop` stops the rigs recording that capture the same way; `fleet status` \
-            prints each rig's presence and status. Any MQTT client can send the same commands:
+            prints each rig's presence and status. Any MQTT client can send the same commands \
+            (a start with "at_wall_clock_ns"; a stop without it stops at once):
 
-              mosquitto_pub -h BROKER -t fieldcap/fleet/NAME/command -q 1 \\
-                -m '{"command":"start","capture_id":"lab-0412","at_wall_clock_ns":1795737600000000000}'
+              mosquitto_pub -h BROKER -t fieldcap/fleet/NAME/command -q 1 -m \\
+                '{"command":"stop","capture_id":"lab-0412"}'
 
-            Afterwards `fieldcap request --capture-id ID` gathers the rigs' sessions of the \
-            capture into one multi-host request.
+            Then `fieldcap request --capture-id ID` gathers the rigs' sessions of the capture \
+            into one multi-host request.
 
             Exit status: 0 when every online rig answered as asked; 3 when one missed, failed \
             or did not answer; 1 when the broker cannot be reached; 64 for a usage error.
@@ -90,7 +91,7 @@ struct FleetStart: ParsableCommand {
     @Option(
         name: .customLong("in"),
         help: ArgumentHelp(
-            "How far ahead the shared instant is: enough for the command to reach every rig (2s).",
+            "How far ahead the shared instant is: enough for the command to reach every rig.",
             valueName: "DURATION"))
     var lead: Duration = TimeSpan(seconds: 2)
 
@@ -124,7 +125,7 @@ struct FleetStop: ParsableCommand {
     var captureId: String?
 
     @Option(
-        name: .customLong("in"), help: ArgumentHelp("How far ahead the shared instant is (1s).", valueName: "DURATION"))
+        name: .customLong("in"), help: ArgumentHelp("How far ahead the shared instant is.", valueName: "DURATION"))
     var lead: Duration = TimeSpan(seconds: 1)
 
     func run() throws {

@@ -11,7 +11,7 @@ struct FleetArguments: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The fleet's name: its topics are fieldcap/fleet/NAME/... (default: default).", valueName: "NAME"))
+            "The fleet's name: its topics are under fieldcap/fleet/NAME/.", valueName: "NAME"))
     var fleet = "default"
 
     @Option(

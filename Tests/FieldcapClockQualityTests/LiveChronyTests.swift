@@ -51,6 +51,13 @@ import Testing
         #expect(ptp.discipline == .none)
         #expect(ptp.notes == ["pmc: no answer from ptp4l at \(directory)/ptp4l"])
         #expect(Date().timeIntervalSince(started) < 10)
+        // auto runs chronyc only where chronyd's pid file says it runs.
+        let auto = ClockQualityReader(source: .auto).read()
+        if ClockQualityReader.chronydPidFiles.contains(where: { FileManager.default.fileExists(atPath: $0) }) {
+            #expect(!auto.notes.contains { $0.hasPrefix("chronyc: no chronyd running") }, "\(auto.notes)")
+        } else {
+            #expect(auto.notes.contains("chronyc: no chronyd running (no /run/chrony/chronyd.pid)"), "\(auto.notes)")
+        }
         let none = ClockQualityReader(source: .none).read()
         #expect(
             none.sidecarEntry(syncPointMonotonicNs: 0)["not_synchronised"] as? String == "not read (--wall-clock none)")

@@ -77,6 +77,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// those finished since a status line last looked, and the stalls of every finished one.
     private let watches = Mutex<Watches>(Watches())
     private let firstSyncPointTaken = Mutex<SyncPoint?>(nil)
+    /// The wall clock's discipline as last read, for the next segments (rotation thread only).
+    private var lastWallClock: ClockQuality?
+    /// How long one reading serves: chronyd's and ptp4l's figures move over minutes, and a
+    /// recording in 2 s segments need not run chronyc every 2 s beside its writers.
+    static let wallClockReadingServesNs: UInt64 = 60_000_000_000
 
     /// The first segment's sync point, once it is taken; any thread.
     public var firstSyncPoint: SyncPoint? { firstSyncPointTaken.withLock { $0 } }
@@ -177,8 +182,16 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
         let syncPoint = try session.start()
         firstSyncPointTaken.withLock { if $0 == nil { $0 = syncPoint } }
-        // On the rotation thread, which capture does not wait for: chronyc or pmc, each segment.
-        let wallClock = settings.wallClock.read()
+        // On the rotation thread, which capture does not wait for; read again once a minute
+        // (the sidecar says how long after its sync point each reading was taken: negative
+        // for one taken before it).
+        let wallClock: ClockQuality
+        if let last = lastWallClock, MonotonicClock.now() - last.readAtMonotonicRawNs < Self.wallClockReadingServesNs {
+            wallClock = last
+        } else {
+            wallClock = settings.wallClock.read()
+            lastWallClock = wallClock
+        }
         try settings.calibration?.install(in: path)
         try Sidecar.writeStart(
             hostId: hostId, syncPoint: syncPoint, sources: sources, layout: layout,
