@@ -21,9 +21,14 @@ import Testing
         #expect(tracking.stratum == Int(fields[2]))
         #expect(tracking.leapStatus == "Normal")
         let bound = try #require(quality.errorBoundSeconds)
-        // On loopback: microseconds, not milliseconds.
-        #expect(bound > 0 && bound < 0.001, "bound \(bound)")
-        #expect(bound >= tracking.rootDispersionSeconds + tracking.rootDelaySeconds / 2)
+        // chronyc's formula over what chronyd said, under the 1 s a clock without a source has.
+        // Not microseconds: just after the client first follows the server its dispersion is
+        // still large (0.35 s was seen on a loaded CI host), and shrinks over the next polls.
+        #expect(bound > 0 && bound < 1, "bound \(bound)")
+        #expect(
+            bound
+                == abs(tracking.systemTimeCorrectionSeconds) + tracking.rootDispersionSeconds
+                + tracking.rootDelaySeconds / 2)
     }
 
     @Test func chronydWithoutASource() throws {

@@ -40,8 +40,10 @@ struct LivePTPTests {
         #expect(status.portState == "SLAVE")
         #expect(status.gmPresent == true)
         let bound = try #require(quality.errorBoundSeconds)
-        // veth with software time stamps: microseconds, not milliseconds.
-        #expect(bound > 0 && bound < 0.001, "bound \(bound)")
+        // |offset from master| + mean path delay, under 100 ms (microseconds on an idle host;
+        // scheduling on a loaded one adds to the software time stamps).
+        #expect(bound > 0 && bound < 0.1, "bound \(bound)")
+        #expect(bound == (Double(status.masterOffsetNs!.magnitude) + (status.meanPathDelayNs ?? 0)) / 1e9)
         // pmc's own answer, asked as a user would.
         let independent = try runTool(
             "pmc",
