@@ -173,20 +173,12 @@ struct FleetStatusCommand: ParsableCommand {
 }
 
 enum FleetTable {
-    /// Left-aligned columns two spaces apart, the header first.
+    /// The header first; a row's empty last cells leave no trailing spaces.
     static func render(_ rows: [[String]]) -> String {
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            zip(row, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")
-                .trimmingTrailingSpaces
+        TextColumns.lines(rows).map { line in
+            var line = line
+            while line.last == " " { line.removeLast() }
+            return line
         }.joined(separator: "\n")
-    }
-}
-
-extension String {
-    fileprivate var trimmingTrailingSpaces: String {
-        var text = self
-        while text.last == " " { text.removeLast() }
-        return text
     }
 }

@@ -66,6 +66,18 @@ struct SessionsList: ParsableCommand {
     }
 }
 
+/// Rows as left-aligned columns two spaces apart, the last column unpadded: the commands' tables.
+enum TextColumns {
+    static func lines(_ rows: [[String]]) -> [String] {
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            zip(row, widths).enumerated().map { column, cell in
+                column == row.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count)
+            }.joined(separator: "  ")
+        }
+    }
+}
+
 /// `fieldcap sessions` as a table.
 enum CatalogTable {
     static func render(_ entries: [CatalogEntry]) -> String {
@@ -77,14 +89,7 @@ enum CatalogTable {
             ]
         }
         let header = ["NAME", "START (UTC)", "DURATION", "SIZE", "STATE", "STREAMS"]
-        let widths = (0..<header.count).map { column in
-            ([header] + rows).map { $0[column].count }.max() ?? 0
-        }
-        return ([header] + rows).map { row in
-            zip(row, widths).enumerated().map { column, cell in
-                column == row.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        return TextColumns.lines([header] + rows).joined(separator: "\n")
     }
 
     static func contents(_ entry: CatalogEntry) -> String {

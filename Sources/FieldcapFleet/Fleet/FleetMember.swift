@@ -149,15 +149,15 @@ public final class FleetMember: Sendable {
             "fleet: capture \(command.captureId) starts "
                 + (command.atWallClockNs.map { "at \(SyncPoint.isoDatetime(wallClockNs: $0))" } ?? "now"))
         do {
-            capture.withLock { $0 = command.captureId }
             let (session, syncWallNs) = try await rig.start(command.captureId, command.atWallClockNs)
+            // Only once started: a start refused (already recording) leaves the running capture's id.
+            capture.withLock { $0 = command.captureId }
             let late = command.atWallClockNs.map { Int64(bitPattern: syncWallNs &- $0) }
             reply(
                 FleetReply(
                     host: host, command: .start, captureId: command.captureId, result: .started, session: session,
                     lateByNs: late))
         } catch {
-            capture.withLock { $0 = nil }
             log("fleet: capture \(command.captureId) did not start: \(error)")
             reply(
                 FleetReply(
@@ -200,22 +200,17 @@ private final class ConnectionLog: Sendable {
     init(log: @escaping @Sendable (String) -> Void) { self.log = log }
 
     func connected(to broker: BrokerAddress, fleet: String) {
-        let was = reachable.withLock { state -> Bool? in
-            defer { state = true }
-            return state
-        }
-        if was != true {
-            log("fleet: on \(broker) as a rig of fleet \(fleet)")
-        }
+        if changed(to: true) { log("fleet: on \(broker) as a rig of fleet \(fleet)") }
     }
 
     func lost(_ broker: BrokerAddress, _ why: String) {
-        let was = reachable.withLock { state -> Bool? in
-            defer { state = false }
-            return state
-        }
-        if was != false {
-            log("fleet: cannot reach \(broker) (\(why)); trying again")
+        if changed(to: false) { log("fleet: cannot reach \(broker) (\(why)); trying again") }
+    }
+
+    private func changed(to value: Bool) -> Bool {
+        reachable.withLock { state in
+            defer { state = value }
+            return state != value
         }
     }
 }
