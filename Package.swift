@@ -183,7 +183,7 @@ let package = Package(
             name: "FieldcapService",
             dependencies: [
                 "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive", "FieldcapPreview",
-                "FieldcapDiscovery",
+                "FieldcapDiscovery", "FieldcapFleet",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

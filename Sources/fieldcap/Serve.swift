@@ -7,7 +7,6 @@ import FieldcapService
 import FieldcapSession
 import FoundationEssentials
 import Logging
-import SyncField
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -314,33 +313,9 @@ extension Serve {
     func fleetMember(rig: RigService) throws -> FleetMember? {
         let host = rig.settings.hostId
         guard let options = try fleet.options(clientId: host) else { return nil }
-        let fleetRig = FleetMember.Rig(
-            start: { captureId, at in
-                var request = RigService.StartRequest()
-                request.captureId = captureId
-                request.startAtWallClockNs = at
-                let directory = try await rig.start(request)
-                // A segmented recording's first sync point comes as its first segment opens.
-                for _ in 0..<100 {
-                    if let syncPoint = rig.recordingSyncPoint { return (directory, syncPoint.wallClockNs) }
-                    try await Task.sleep(nanoseconds: 20_000_000)
-                }
-                return (directory, 0)
-            },
-            stop: { why in try await rig.stop(why).directory },
-            status: {
-                let status = rig.status
-                return FleetStatus(
-                    host: host, state: status.state,
-                    session: status.recording.map { PathName.base(of: $0) },
-                    streams: (status.status?.streams ?? []).map {
-                        FleetStatus.Stream(
-                            id: $0.id, rate: $0.rate, written: UInt64($0.written), dropped: UInt64($0.dropped))
-                    },
-                    freeBytes: status.status?.diskFree)
-            })
         return try FleetMember(
-            options: options, fleet: fleet.fleet, host: host, version: Sidecar.fieldcapVersion, rig: fleetRig
+            options: options, fleet: fleet.fleet, host: host, version: Sidecar.fieldcapVersion,
+            rig: FleetMember.Rig(service: rig)
         ) { say($0) }
     }
 }
