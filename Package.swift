@@ -230,7 +230,7 @@ let package = Package(
             dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
-        .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore"]),
+        .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore", "TestSupport"]),
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
         .testTarget(name: "FieldcapSegmentsTests", dependencies: ["FieldcapSegments", "FieldcapCore", "SyncField"]),

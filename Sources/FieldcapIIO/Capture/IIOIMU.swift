@@ -264,6 +264,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
                     staging[index], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
             }
             staging.deallocate()
+            emitter.finish()
         }
         emitter = SampleEmitter(periodNs: periodNs, dropCounter: timelineGaps)
         // The kernel wakes a buffer's pollers at every sample, whatever the watermark. When the

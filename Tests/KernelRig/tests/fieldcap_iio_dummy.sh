@@ -17,8 +17,8 @@ set -euo pipefail
 dev=${FIELDCAP_IIO_DEVICE:?not in the kernel rig guest}
 D=${FIELDCAP_IIO_DEVICE_SYSFS:?}
 trig=${FIELDCAP_IIO_TRIGGER:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 trap 'busybox adjtimex -t 10000 >/dev/null 2>&1 || true' EXIT
 
 out=$("$fieldcap" list)
@@ -80,10 +80,12 @@ print(f"{len(lines)} samples, {iio['timeline_gaps']['events']} gaps missing {mis
 if iio["granted_rate"] != 1000: fails.append(f"granted rate {iio['granted_rate']}")
 if "monotonic_raw" not in iio["time_source"]: fails.append(f"time source {iio['time_source']}")
 if not 9000 <= span <= 10500: fails.append(f"the timeline spans {span} ms, not about 10 s")
-# Every loss is reported: written + missing covers the timeline. A late tick followed by an early
-# one also counts as a gap (over 1.5 periods), and the emulated hrtimer jitters: allow 5% over.
+# Every loss is reported: written + missing covers the timeline. And no more: the emulated
+# hrtimer's samples come late, then bunched (the dummy stamps in its threaded handler), which is
+# no loss, so what is reported missing never exceeds the room the timeline has.
 accounted = len(lines) + missing
-if not 0.99 * span <= accounted <= 1.05 * span: fails.append(f"{len(lines)} written + {missing} missing does not account for {span} periods")
+if accounted < 0.99 * span: fails.append(f"{len(lines)} written + {missing} missing does not account for {span} periods")
+if accounted > span: fails.append(f"{len(lines)} written + {missing} missing is more than the {span} periods the timeline has")
 if missing > 0.2 * span: fails.append(f"{missing} of {span} samples missing")
 if [l["capture_ns"] for l in stamps] != times or [l["frame_number"] for l in stamps] != list(range(len(lines))):
     fails.append("the timestamps file and the sensor file disagree")
