@@ -3,11 +3,13 @@ import FieldcapCore
 extension IIOIMU {
     public var report: SourceReport {
         let rateSource =
-            rateAsked
-            ? "asked"
-            : triggerMade
-                ? "the default of the trigger fieldcap made; rate= to change"
-                : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
+            rateDeclared
+            ? "as rate= says: neither the device nor its trigger has a rate to set"
+            : rateAsked
+                ? "asked"
+                : triggerMade
+                    ? "the default of the trigger fieldcap made; rate= to change"
+                    : "the \(trigger == nil ? "device" : "trigger")'s current rate; rate= to change"
         let triggerSource = triggerMade ? "made" : triggerAsked ? "asked" : "attached"
         var timeWords: String
         var timestamps: [String: String]
@@ -58,7 +60,8 @@ extension IIOIMU {
             "device": .string(descriptor.device), "device_id": .string(device.id), "name": .string(device.name),
             "channels": .array(valueChannels.map { ["name": .string($0.name), "unit": .string($0.unit)] }),
             "rate": .double(grantedRate),
-            "rate_source": rateAsked ? "asked" : triggerMade ? "made_trigger_default" : "current",
+            "rate_source": rateDeclared
+                ? "declared" : rateAsked ? "asked" : triggerMade ? "made_trigger_default" : "current",
             "trigger": JSONValue(trigger), "trigger_made": .bool(triggerMade),
             "trigger_source": trigger == nil ? nil : .string(triggerSource),
             "channels_source": channelsAsked ? "asked" : "imu_kinds",

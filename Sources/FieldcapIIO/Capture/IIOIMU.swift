@@ -81,6 +81,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public let channelsAsked: Bool
     /// Whether the rate was asked for (`rate=`), or kept as the device or trigger ran.
     public let rateAsked: Bool
+    /// Whether `rate=` named the rate of a device and trigger with none to set (taken as said).
+    public let rateDeclared: Bool
     /// Whether fieldcap set the timestamp clock to `monotonic_raw` (put back afterwards).
     public let timestampClockSet: Bool
     public let timeSource: TimeSource
@@ -142,6 +144,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         channelsAsked = options.channels != nil
         grantedRate = setup.grantedRate
         rateAsked = setup.rateAsked
+        rateDeclared = setup.rateDeclared
         timeSource = setup.timeSource
         mappedClock = setup.mappedClock
         restoreSetup = setup.restore

@@ -44,6 +44,8 @@ struct IIOCaptureSetup {
     let grantedRate: Double
     /// Whether the rate was asked for (`rate=`), or is what the device or trigger ran at.
     var rateAsked = false
+    /// rate= named the rate of a device or trigger that has none to set: taken as said.
+    var rateDeclared = false
     let timeSource: IIOIMU.TimeSource
     /// The timestamp channel's clock, when it must be mapped into RAW.
     let mappedClock: clockid_t?
@@ -158,12 +160,10 @@ struct IIOCaptureSetup {
                 .map { "/sys/bus/iio/devices/\($0.id)" }
             let rateAttribute = [triggerPath, device.sysfsPath].compactMap { $0 }
                 .map { "\($0)/sampling_frequency" }.first(where: Sysfs.exists)
-            if let rate = options.rate {
-                guard let rateAttribute else {
-                    throw IIOError(
-                        code: .unsupported, device: label, operation: "set rate \(rate) Hz",
-                        hint: "neither the device nor its trigger has a sampling_frequency; drop rate=")
-                }
+            // Neither the device nor its trigger has a sampling_frequency (a sysfs trigger, one
+            // fired by another program or an interrupt): rate= is the rate it runs at, as said.
+            let declaredRate = rateAttribute == nil ? options.rate : nil
+            if let rate = options.rate, let rateAttribute {
                 let available = device.samplingFrequenciesAvailable
                 if rateAttribute.hasPrefix(device.sysfsPath), !available.isEmpty,
                     !available.contains(where: { abs($0 - rate) < 1e-6 })
@@ -180,7 +180,8 @@ struct IIOCaptureSetup {
                         hint: "\(rateAttribute) refused it")
                 }
             }
-            guard let granted = rateAttribute.flatMap(Sysfs.read).flatMap(Double.init), granted > 0 else {
+            guard let granted = declaredRate ?? rateAttribute.flatMap(Sysfs.read).flatMap(Double.init), granted > 0
+            else {
                 throw IIOError(
                     code: .unsupported, device: label, operation: "read the sampling rate",
                     hint: "no sampling_frequency to read: give the rate the device runs at with rate=HZ")
@@ -192,6 +193,7 @@ struct IIOCaptureSetup {
             }
             grantedRate = options.rate.map { abs(granted - $0) < 1e-9 ? $0 : granted } ?? granted
             rateAsked = options.rate != nil
+            rateDeclared = declaredRate != nil
 
             // Timestamps: straight into MONOTONIC_RAW when the device lets us choose its clock.
             if timestampChannel != nil {

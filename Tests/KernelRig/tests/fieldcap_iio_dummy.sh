@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 200
+# rig-share: 90
 # fieldcap against the real IIO dummy driver and an hrtimer trigger:
 # - `fieldcap list` shows the device, its channels with units and scales, and the triggers;
 # - bad input (unknown device, channel or trigger, a rate the trigger refuses) gives one clear
@@ -82,11 +83,15 @@ if "monotonic_raw" not in iio["time_source"]: fails.append(f"time source {iio['t
 if not 9000 <= span <= 10500: fails.append(f"the timeline spans {span} ms, not about 10 s")
 # Every loss is reported: written + missing covers the timeline. And no more: the emulated
 # hrtimer's samples come late, then bunched (the dummy stamps in its threaded handler), which is
-# no loss, so what is reported missing never exceeds the room the timeline has.
+# no loss. On a quiet host written + missing is the timeline exactly; with the host's two cores
+# overloaded (the hrtimer then loses half its ticks in the kernel, and samples come up to a period
+# late at every phase), 18 too many in 10,052 were seen: 1% is the bound held here, where the
+# per-interval count of before was 5.8% over in CI's busy guest (6199 + 4336 for 9960).
 accounted = len(lines) + missing
 if accounted < 0.99 * span: fails.append(f"{len(lines)} written + {missing} missing does not account for {span} periods")
-if accounted > span: fails.append(f"{len(lines)} written + {missing} missing is more than the {span} periods the timeline has")
-if missing > 0.2 * span: fails.append(f"{missing} of {span} samples missing")
+if accounted > 1.01 * span: fails.append(f"{len(lines)} written + {missing} missing is more than the {span} periods the timeline has")
+# The kernel's misses are the host's load; fieldcap's own ring must drop nothing.
+if info.get("drops", {}).get("count", 0): fails.append(f"fieldcap dropped {info['drops']['count']} samples")
 if [l["capture_ns"] for l in stamps] != times or [l["frame_number"] for l in stamps] != list(range(len(lines))):
     fails.append("the timestamps file and the sensor file disagree")
 if any(b <= a for a, b in zip(times, times[1:])): fails.append("capture_ns is not strictly increasing")
@@ -186,3 +191,57 @@ echo "made and used trigger $used; configfs now: $(ls /sys/kernel/config/iio/tri
 [ "$used" = "fieldcap-iio-device0" ] || { echo "FAIL: used trigger $used"; exit 1; }
 [ ! -e "/sys/kernel/config/iio/triggers/hrtimer/$used" ] || { echo "FAIL: trigger $used left behind"; exit 1; }
 [ "$(state)" = "$before" ] || { echo "FAIL: the device was not put back: $(state), was $before"; exit 1; }
+
+# --- a trigger fired by a program: late ticks, bunched ticks, skipped ticks -----------------
+# The sysfs trigger samples once per write to trigger_now, so the kernel produces exactly what the
+# program fires. At 25 Hz, in every cycle of 8 ticks one is skipped (a real loss), one fires 0.7 of
+# a period late and the next on time (bunched behind it: no loss). fieldcap must write every
+# sample fired and count missing exactly the skipped ticks between its first and last sample.
+modprobe iio-trig-sysfs
+echo 7 > /sys/bus/iio/devices/iio_sysfs_trigger/add_trigger
+trap 'busybox adjtimex -t 10000 >/dev/null 2>&1 || true; echo 7 > /sys/bus/iio/devices/iio_sysfs_trigger/remove_trigger 2>/dev/null || true' EXIT
+sysfs_trigger=$(grep -l '^sysfstrig7$' /sys/bus/iio/devices/trigger*/name | xargs dirname)
+session=$FIELDCAP_TEST_TMP/imu-fired
+"$fieldcap" --imu "$dev,rate=25,trigger=sysfstrig7,channels=accel_x,id=imu" --out "$session" -q &
+recorder=$!
+for _ in $(seq 100); do [ "$(cat "$D/buffer/enable")" = 1 ] && break; sleep 0.05; done
+sleep 0.3
+fired=$(/usr/bin/python3 - "$sysfs_trigger/trigger_now" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+period = 0.040
+start = time.monotonic() + 0.05
+fired = skipped = 0
+for tick in range(64):
+    phase = tick % 8
+    if phase == 3:
+        if 0 < tick < 63: skipped += 1
+        continue
+    target = start + tick * period + (0.7 * period if phase == 5 else 0)
+    delay = target - time.monotonic()
+    if delay > 0: time.sleep(delay)
+    os.pwrite(fd, b"1", 0)
+    fired += 1
+print(fired, skipped)
+PY
+)
+# Stopped once the last sample has been read (every 100 ms), before its 2 s stall watchdog.
+sleep 0.5
+kill -INT "$recorder"
+wait "$recorder"
+"$fieldcap" validate -q "$session"
+/usr/bin/python3 - "$session" $fired <<'PY'
+import json, sys
+session, fired, skipped = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+times = [json.loads(l)["capture_ns"] for l in open(f"{session}/imu.timestamps.jsonl")]
+iio = json.load(open(f"{session}/fieldcap.json"))["streams"][0]["iio"]
+missing = iio["timeline_gaps"]["samples_missing"]
+print(f"fired {fired} ({skipped} ticks skipped); fieldcap wrote {len(times)}, counted {missing} missing "
+      f"in {iio['timeline_gaps']['events']} gaps")
+fails = []
+if len(times) != fired: fails.append(f"{len(times)} samples written, the kernel made {fired}")
+if missing != skipped: fails.append(f"{missing} counted missing, {skipped} ticks were skipped")
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+echo "fieldcap_iio_dummy: every check passed"
