@@ -20,6 +20,9 @@ for name in "$@"; do
 	log="$results/$name.log"
 	limit=$(sed -n 's/^# *rig-timeout: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
 	limit=${limit:-$default_limit}
+	# What the suite's time budget gives the test (scripts/test: 40 minutes in all): over it is
+	# a warning, not a failure, so whoever makes a test longer sees it.
+	share=$(sed -n 's/^# *rig-share: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
 	export FIELDCAP_TEST_NAME="$name"
 	export FIELDCAP_TEST_TMP="$results/$name.tmp"
 	mkdir -p "$FIELDCAP_TEST_TMP"
@@ -30,6 +33,9 @@ for name in "$@"; do
 	t1=$(uptime_cs)
 	dt=$(( t1 - t0 ))
 	secs="$(( dt / 100 )).$(( dt % 100 / 10 ))s"
+	if [ -n "$share" ] && [ "$(( dt / 100 ))" -ge "$share" ]; then
+		echo "WARN $name took $secs, over its share of ${share}s (# rig-share): make it shorter, or say why in its header"
+	fi
 	if [ "$rc" = 0 ]; then
 		echo pass > "$results/$name.status"
 		echo "PASS $name ($secs)"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 200
+# rig-share: 60
 # Video written with direct I/O on a real block device (the rig's scratch disk: ext4 on virtio):
 # vivid's mmap'd frames go from the kernel's buffers to the disk. The session says so
 # ("video_writes": "direct"), validates, and its video holds every stamped frame, each starting
@@ -9,8 +10,8 @@
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 disk=${FIELDCAP_DISK_DIR:?no scratch disk in this guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 work=$(mktemp -d "$disk/direct.XXXXXX")
 small=$work/small
 trap 'umount "$small" 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -1,13 +1,14 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 30
 # A full disk (a 24 MiB tmpfs made for the test): recording two 640x480 cameras and an IMU with
 # --min-free 0 runs into ENOSPC within a second. fieldcap stops cleanly: exit status 4, one
 # clear line, and a session that validates, whose timestamp lines refer only to frames its
 # videos hold and whose IMU keeps every sample both of its files reached. The --min-free guard
 # refuses to start on a disk already below it, leaving nothing behind.
 set -euo pipefail
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 small=$FIELDCAP_TEST_TMP/small
 mkdir -p "$small"
 mount -t tmpfs -o size=24m tmpfs "$small"

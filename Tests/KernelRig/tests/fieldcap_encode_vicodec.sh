@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 660
+# rig-share: 240
 # encode=fwht through vicodec, the kernel's virtual V4L2 memory-to-memory codec: the same code
 # path a hardware H.264 encoder takes (the stateful encoder interface), judged by programs
 # nobody here wrote (Tests/FieldcapCLITests/Clients/encoded_check.py): FFmpeg finds every packet,
@@ -13,8 +14,8 @@
 set -euo pipefail
 cam0=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 cam1=${FIELDCAP_VIDEO_DEVICE2:?the rig loads vivid with two devices}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 check=$FIELDCAP_REPO/Tests/FieldcapCLITests/Clients/encoded_check.py
 python=
 for candidate in python3 "$HOME/.pyenv/shims/python3"; do
@@ -92,8 +93,8 @@ moving() {
 	input=$(input_of "$session" fwht)
 	[ "$input" = "copied into the encoder's buffers" ] || fail "a synthetic camera reached vicodec $input"
 }
+# (One format: vivid's NV12 and GREY above prove the formats; this proves the copy path.)
 moving synthetic-YUYV YUYV
-moving synthetic-NV12 NV12
 
 # A camera smaller than vicodec's smallest picture (640x360): vicodec takes a larger one (640x368
 # for NV12), fieldcap pads each 320x240 frame into it (the edge repeated) and asks it to show
@@ -152,7 +153,7 @@ moving multiplanar-YUYV YUYV
 
 # Killed (SIGKILL) while frames are inside the encoder: `fieldcap recover` keeps every complete
 # coded frame, numbered exactly, and vicodec's decoder decodes them all.
-for round in 1 2 3; do
+for round in 1 2; do
 	session=$FIELDCAP_TEST_TMP/killed-$round
 	"$fieldcap" --cam "synthetic:640x480@30,id=fwht,encode=fwht" --imu synthetic:100 --out "$session" -q &
 	recorder=$!
@@ -205,4 +206,4 @@ for wrong in "$decoder" "$cam0"; do
 	case "$message" in *"$wrong"*) ;; *) fail "encoder=$wrong: the error does not name $wrong" ;; esac
 	[ ! -e "$FIELDCAP_TEST_TMP/wrong" ] || fail "encoder=$wrong left a session behind"
 done
-echo "PASS: FWHT through vicodec from vivid (YUYV, NV12, GREY, as DMABUF) and a moving synthetic pattern (an extract of it from mid-GOP starting at its I-frame) (single- and multi-planar): every frame found by FFmpeg and decoded by vicodec, frame-exact, above the PSNR floor; 3 SIGKILLs recovered and decoded; an encoder gone mid-recording stops it with its name and leaves a valid session; encoder= on a decoder or camera refused"
+echo "PASS: FWHT through vicodec from vivid (YUYV, NV12, GREY, as DMABUF) and a moving synthetic pattern (an extract of it from mid-GOP starting at its I-frame) (single- and multi-planar): every frame found by FFmpeg and decoded by vicodec, frame-exact, above the PSNR floor; 2 SIGKILLs recovered and decoded; an encoder gone mid-recording stops it with its name and leaves a valid session; encoder= on a decoder or camera refused"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 30
 # An IMU that disappears (an IIO dummy device removed through configfs during capture) or
 # stalls (its trigger slowed to a crawl, with stall=1s) ends only its own stream: the camera
 # and the other IMU record to the end, the session validates, the sidecar says what happened
@@ -9,8 +10,8 @@ dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
 trig=${FIELDCAP_IIO_TRIGGER:?}
 T=${FIELDCAP_IIO_TRIGGER_SYSFS:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 configfs=/sys/kernel/config/iio/devices/dummy
 cleanup() {
 	rmdir "$configfs/rmtest0" 2>/dev/null || true

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 240
+# rig-share: 60
 # A rig set up the documented way, end to end, with the static release binary (scripts/build-release):
 # systemd-udevd runs in the guest; deploy/install installs the binary, the udev rules (through
 # `fieldcap install-udev`, which applies them to vivid and the IIO dummy), the group and user,

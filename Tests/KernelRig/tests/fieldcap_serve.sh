@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 180
+# rig-share: 60
 # fieldcap serve with vivid and the IIO dummy: it opens both devices, a recording is started
 # and stopped over HTTP (curl), the status shows both streams moving, the session validates and
 # comes back as a tar; SIGTERM during a second recording finishes it. The camera's preview: a
@@ -9,8 +10,8 @@ set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
 trig=${FIELDCAP_IIO_TRIGGER:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 root=$FIELDCAP_TEST_TMP/serve-root
 log=$FIELDCAP_TEST_TMP/serve.log
 sysfs=${FIELDCAP_IIO_DEVICE_SYSFS:?}

@@ -1,12 +1,13 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 30
 # A camera unplugged during a recording started over the API (vivid's "Disconnect"): the events
 # WebSocket says `stream_ended` for it at once, the IMU records on, the stop over the API says the
 # camera ended early, and the session validates. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 root=$FIELDCAP_TEST_TMP/serve-root
 log=$FIELDCAP_TEST_TMP/serve.log
 events=$FIELDCAP_TEST_TMP/events.jsonl

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 240
+# rig-share: 25
 # What fieldcap says at start and at the end (issue 19), on vivid and the IIO dummy:
 # - no options (vivid's default end-of-frame timestamps; the dummy with no trigger attached): a
 #   start line per stream, ids and devices in columns: vivid's driver, card and bus, 640x480 YUYV
@@ -17,8 +18,8 @@ dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
 trig=${FIELDCAP_IIO_TRIGGER:?}
 D=${FIELDCAP_IIO_DEVICE_SYSFS:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 v4l2-ctl -d "$dev" -c timestamp_source=0
 # The first case is a new user's dummy: no trigger attached. Earlier tests in the same boot may
 # have left one (attaching it is what a rig does); it is detached here and put back at the end.

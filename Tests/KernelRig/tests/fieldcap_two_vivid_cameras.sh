@@ -1,12 +1,13 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 20
 # Two vivid cameras and a synthetic IMU recorded at once: the session validates and each video
 # holds exactly the frames its timestamps file stamps.
 set -euo pipefail
 cam0=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 cam1=${FIELDCAP_VIDEO_DEVICE2:?the rig loads vivid with two devices}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 for dev in "$cam0" "$cam1"; do v4l2-ctl -d "$dev" -c timestamp_source=1; done
 
 session=$FIELDCAP_TEST_TMP/two

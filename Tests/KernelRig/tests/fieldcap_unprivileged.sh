@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 120
+# rig-share: 20
 # fieldcap needs no root: an unprivileged user (nobody, no groups) records synthetic sources
 # into a session that validates. Without the device permissions the udev rules grant, it says
 # what is missing and what to do, in one line with exit status 64: for a camera node it may not
@@ -7,8 +8,8 @@
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 work=$(mktemp -d /tmp/unprivileged.XXXXXX)
 chmod 0777 "$work"

@@ -1,13 +1,14 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 40
 # fieldcap against the real vivid driver: `fieldcap list` finds the camera and what it can do;
 # `--cam` names a non-camera node, a directory, a missing node and a format the camera lacks with
 # one clear line and exit status 64; and fieldcap records vivid (640x480 YUYV at 30 fps) with a
 # synthetic IMU into a session that validates, whose video holds every stamped frame.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 
 out=$("$fieldcap" list)
 head -20 <<<"$out"  # not a pipe: with pipefail, echo could die of SIGPIPE when head is done

@@ -1,12 +1,13 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 15
 # A camera that disappears mid-recording (vivid's "Disconnect") ends only its own stream: the
 # IMU records on to the end, the session validates, the sidecar says what happened, and the exit
 # status (3) says the session is incomplete. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 reload() {
 	rmmod vivid 2>/dev/null || true
 	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0

@@ -1,12 +1,13 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 15
 # fieldcap against vivid's fault injection: dropped buffers show as kernel sequence gaps, counted
 # exactly (the per-frame log's sequence numbers agree with the sidecar's count); a buffer the
 # driver marks V4L2_BUF_FLAG_ERROR is kept, flagged in the per-frame log and counted.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 restore() { v4l2-ctl -d "$dev" -c percentage_of_dropped_buffers=0 >/dev/null 2>&1 || true; }
 trap restore EXIT
 

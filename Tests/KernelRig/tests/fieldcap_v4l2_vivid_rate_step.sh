@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 300
+# rig-share: 40
 # CLOCK_MONOTONIC's rate stepped mid-recording, as NTP daemons do: every frame's capture_ns must
 # stay within the aim of the truth and inside its own uncertainty_ns. The truth comes from an
 # independent reference (Tests/KernelRig/tools/clock-reference.c: the narrowest of 20 RAW,
@@ -13,9 +14,9 @@
 # the change) are counted, not judged.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-# FIELDCAP_BIN: another build to judge the same way (BENCHMARKS.md's before and after).
-fieldcap=${FIELDCAP_BIN:-$FIELDCAP_REPO/.build/debug/fieldcap}
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+# FIELDCAP_BIN (rig test -e FIELDCAP_BIN=...): another build to judge the same way (BENCHMARKS.md's before and after).
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 # The videos go to the scratch disk: 18 MB/s of raw frames over 9p would starve the guest.
 work=$FIELDCAP_DISK_DIR/$FIELDCAP_TEST_NAME
 rm -rf "$work" && mkdir -p "$work"

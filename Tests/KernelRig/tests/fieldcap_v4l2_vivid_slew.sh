@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 20
 # NTP-style slewing of CLOCK_MONOTONIC after the recording started (`adjtimex -f`, +500 ppm, the
 # kernel's limit) must not bend capture_ns: the kernel's MONOTONIC timestamps are mapped into
 # MONOTONIC_RAW with a clock pair read at every dequeue, so the lag between dequeue time and
@@ -7,8 +8,8 @@
 # (fieldcap_v4l2_vivid_rate_step judges every frame through such a change.)
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 cleanup() {
 	busybox adjtimex -f 0 >/dev/null 2>&1 || true
 	v4l2-ctl -d "$dev" -c timestamp_source=0 >/dev/null 2>&1 || true

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 150
+# rig-share: 30
 # A rig without FFmpeg: fieldcap writes and salvages its videos with libmatroska and never loads
 # FFmpeg's libraries. With libavformat hidden (an empty file bind-mounted over it), a camera and
 # IMU recording validates, `check` passes, and a recording killed mid-way is recovered with its
@@ -8,8 +9,8 @@ set -euo pipefail
 cam=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
 trig=${FIELDCAP_IIO_TRIGGER:?}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 
 # awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail reports.
 library=$(ldconfig -p | awk '$1 == "libavformat.so.59" && !found { print $NF; found = 1 }')

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 90
+# rig-share: 10
 # iio_readdev reads buffered samples from the IIO dummy device, triggered by
 # the rig's hrtimer trigger at 200 Hz, with current_timestamp_clock set to
 # monotonic_raw. Checks: sample count, the dummy's fixed channel values, the

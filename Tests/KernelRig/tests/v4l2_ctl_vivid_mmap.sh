@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 90
+# rig-share: 10
 # v4l2-ctl streams 30 mmap frames from vivid; every buffer must carry the
 # ts-monotonic flag, and timestamps and sequence numbers must increase.
 set -euo pipefail
