@@ -6,7 +6,9 @@ import FieldcapPreview
 import FieldcapService
 import FieldcapSession
 import FoundationEssentials
+import Glibc
 import Logging
+import SyncField
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,7 +47,11 @@ struct Serve: ParsableCommand {
             (reconnecting every 5 s): it sends its --name, takes the server's clientConfig as \
             the segment length and budget of the recordings the server starts with \
             {"command":"record"}, uploads a wall-clock range on uploadTimeRange (a tar of the \
-            extracted session), and answers every command with a status.
+            extracted session), and answers every command with a status; each connection \
+            attempt is given 10 s, and auto tries wss:// before ws://.
+
+            SIGTERM or Ctrl-C finishes the recording first, before any client or listener \
+            is stopped; no peer (capture server, MQTT broker, HTTP client) keeps it going.
 
             With --mqtt mqtt://BROKER:1883 [--fleet NAME] it is a rig of a fleet: it publishes \
             its presence (retained; the broker's will says offline if the rig vanishes) and its \
@@ -265,7 +271,8 @@ struct Serve: ParsableCommand {
             try await ServiceServer.run(
                 rig: rig, host: host, port: port, token: token, scmf: scmfServer,
                 services: captureServer.map { [$0] } ?? [],
-                announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) }
+                announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) },
+                recordingFinished: { Self.exitIfStuck(afterSeconds: 5) }
             ) {
                 host, port in
                 say(
@@ -277,6 +284,19 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         say("stopped")
+    }
+
+    /// The recording is finished; the rest (clients, listeners) gets `seconds` to stop, and the
+    /// service group cancels what is left after 3 s. A peer's connection that ignores even
+    /// cancellation (a library call that cannot be interrupted) must not keep the process
+    /// alive: its files are closed, so the process ends here with what it has.
+    static func exitIfStuck(afterSeconds seconds: UInt32) {
+        detachThread(named: "fc-stop-watch") {
+            sleep(seconds)
+            say("stopped: the recording is finished; a connection did not close within \(seconds) s, so fieldcap exits")
+            fflush(nil)
+            _exit(0)
+        }
     }
 
     /// The SCMF listener, or nil when it is off or there is no camera to send.

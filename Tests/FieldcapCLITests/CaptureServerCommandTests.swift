@@ -157,6 +157,81 @@ struct CaptureServerCommandTests {
         _ = insecure.terminate()
     }
 
+    /// A peer of `black_hole.py` in one mode; its output goes to a file the test reads.
+    final class BlackHole {
+        let process = Process()
+        let work = NSTemporaryDirectory() + "/black-hole-\(UUID().uuidString)"
+        var log: String { (try? String(contentsOfFile: "\(work)/peer.log", encoding: .utf8)) ?? "" }
+        var port = 0
+
+        init(_ mode: String) throws {
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: "\(work)/peer.log", contents: nil)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", ServeCommandTests.script("Clients/black_hole.py"), mode, work]
+            process.standardOutput = FileHandle(forWritingAtPath: "\(work)/peer.log")
+            process.standardError = process.standardOutput
+            try process.run()
+            try waitFor("listening ", within: 20)
+            port =
+                log.split(separator: "\n").first { $0.hasPrefix("listening ") }
+                .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+        }
+
+        func waitFor(_ text: String, within seconds: Double) throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while !log.contains(text) {
+                guard Date() < deadline, process.isRunning else {
+                    throw ServeProcess.ServeFailure(description: "the peer did not say \(text): \(log)")
+                }
+                usleep(50_000)
+            }
+        }
+
+        deinit {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: work)
+        }
+    }
+
+    /// Each outbound client stuck on a peer that never lets it finish connecting: SIGTERM still
+    /// finishes the recording (a session `fieldcap validate` accepts) and ends the process
+    /// within 5 s.
+    @Test(
+        "SIGTERM ends a valid recording within 5 s whatever a peer does",
+        arguments: [
+            ("silent", "--server"), ("tls", "--server"), ("midway", "--server"), ("silent", "--mqtt"),
+        ])
+    func stuckPeers(mode: String, client: String) throws {
+        let peer = try BlackHole(mode)
+        let url = client == "--mqtt" ? "mqtt://127.0.0.1:\(peer.port)" : "ws://127.0.0.1:\(peer.port)"
+        let serve = try ServeProcess(ServeCommandTests.devices + [client, url])
+        let started = try serve.request("POST", "/api/v1/recording/start")
+        #expect(started.status == 200 || started.status == 201, "\(started.text)")
+        try peer.waitFor("accepted", within: 20)
+        if client == "--server" && mode != "midway" {
+            // Stuck where it was seen to hang: connected over TCP, no WebSocket yet.
+            let server = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any]
+            #expect(server?["state"] as? String == "connecting", "\(server ?? [:])")
+        }
+        usleep(700_000)
+        let sent = Date()
+        serve.process.terminate()
+        while serve.process.isRunning && Date().timeIntervalSince(sent) < 15 { usleep(20_000) }
+        let took = Date().timeIntervalSince(sent)
+        if serve.process.isRunning { kill(serve.process.processIdentifier, SIGKILL) }
+        serve.process.waitUntilExit()
+        #expect(took < 5, "\(mode) \(client): SIGTERM took \(took) s\n\(serve.stderr)")
+        #expect(serve.process.terminationStatus == 0, "\(serve.stderr)")
+        let sessions = serve.sessionNames().filter { !$0.hasPrefix(".") }
+        #expect(sessions.count == 1, "\(sessions)")
+        for name in sessions {
+            let validate = try FieldcapProcess.run(["validate", "\(serve.root)/\(name)"])
+            #expect(validate.status == 0, "\(mode) \(client): \(validate.stdout)\(validate.stderr)")
+        }
+    }
+
     @Test("--server refuses what is not a WebSocket URL; --name without --server is a usage error")
     func refusals() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "http://x:1"])

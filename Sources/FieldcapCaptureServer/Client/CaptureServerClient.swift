@@ -25,12 +25,19 @@ public final class CaptureServerClient: Service, Sendable {
         /// `wss://` without checking the server's certificate (a self-signed test server).
         public var insecure: Bool
         public var retryDelay: Duration
+        /// How long the TCP connection and the WebSocket handshake may take together: a peer
+        /// that accepts and never answers (or answers in TLS to `ws://`) is given up after it.
+        public var connectTimeout: Duration
 
-        public init(url: String, name: String, insecure: Bool = false, retryDelay: Duration = .seconds(5)) {
+        public init(
+            url: String, name: String, insecure: Bool = false, retryDelay: Duration = .seconds(5),
+            connectTimeout: Duration = .seconds(10)
+        ) {
             self.url = url
             self.name = name
             self.insecure = insecure
             self.retryDelay = retryDelay
+            self.connectTimeout = connectTimeout
         }
     }
 
@@ -96,6 +103,10 @@ public final class CaptureServerClient: Service, Sendable {
         await cancelWhenGracefulShutdown { [self] in
             while !Task.isCancelled {
                 if let url = currentURL() {
+                    // `auto`, as the AllSpark app: wss:// first, ws:// when no TLS handshake
+                    // and WebSocket upgrade came of it.
+                    if options.url == Self.auto, await connectOnce(Self.secure(url)) == .upgraded { continue }
+                    if Task.isCancelled { break }
                     await connectOnce(url)
                 } else {
                     link.update { $0.lastError = "no \(Self.serviceType) server found yet" }
@@ -121,9 +132,43 @@ public final class CaptureServerClient: Service, Sendable {
         "ws://\(server.address.contains(":") ? "[\(server.address)]" : server.address):\(server.port)"
     }
 
-    private func connectOnce(_ url: String) async {
+    /// `ws://` made `wss://`.
+    static func secure(_ url: String) -> String {
+        url.lowercased().hasPrefix("ws://") ? "wss://" + url.dropFirst(5) : url
+    }
+
+    enum Attempt: Equatable {
+        /// The WebSocket was opened (and has since ended).
+        case upgraded
+        case failed
+    }
+
+    /// One connection, from TCP connect to its end. Its socket lives on an event loop of its own:
+    /// the WebSocket client's connect and upgrade wait on futures that task cancellation does
+    /// not reach, so a timeout or the service's shutdown ends the attempt by shutting that loop
+    /// down, which closes the socket wherever it is (connecting, upgrading, mid-upload).
+    @discardableResult
+    private func connectOnce(_ url: String) async -> Attempt {
+        let loop = AttemptLoop()
+        defer { loop.close() }
+        let watchdog = Task { [timeout = options.connectTimeout] in
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled && !loop.upgraded { loop.close(timedOut: true) }
+        }
+        defer { watchdog.cancel() }
+        return await withTaskCancellationHandler {
+            await connectOnce(url, loop: loop)
+        } onCancel: {
+            loop.close()
+        }
+    }
+
+    private func connectOnce(_ url: String, loop: AttemptLoop) async -> Attempt {
         let secure = url.lowercased().hasPrefix("wss://")
-        link.update { $0.state = .connecting }
+        link.update {
+            $0.state = .connecting
+            if options.url == Self.auto { $0.url = url }
+        }
         var tls: TLSConfiguration?
         if secure {
             var configuration = TLSConfiguration.makeClientConfiguration()
@@ -140,8 +185,10 @@ public final class CaptureServerClient: Service, Sendable {
         }
         do {
             let close = try await WebSocketClient.connect(
-                url: url, configuration: configuration, tlsConfiguration: tls, logger: logger
+                url: url, configuration: configuration, tlsConfiguration: tls, eventLoopGroup: loop.group,
+                logger: logger
             ) { [self] inbound, outbound, _ in
+                loop.upgraded = true
                 let outbox = Outbox(outbound)
                 link.update {
                     $0.state = connected
@@ -172,13 +219,39 @@ public final class CaptureServerClient: Service, Sendable {
             notice("the capture server \(url) \(why); trying again in \(options.retryDelay)")
         } catch {
             commands.answers.failAll()
-            let why = Self.describe(error)
+            let why =
+                loop.timedOut
+                ? "no WebSocket handshake within \(options.connectTimeout): the server does not answer\(secure ? "" : ", or speaks TLS (give wss://)")"
+                : Task.isCancelled ? "stopped" : Self.describe(error)
             let first = link.current.lastError != why
             link.update { $0.lastError = why }
             // Each failure once, not every 5 s while the server is away.
             if first { notice("capture server \(url): \(why); trying again every \(options.retryDelay)") }
         }
         link.update { $0.state = .disconnected }
+        return loop.upgraded ? .upgraded : .failed
+    }
+}
+
+/// The event loop of one connection attempt, shut down (closing its socket) once: at its end,
+/// on a timeout, or when the service stops.
+final class AttemptLoop: Sendable {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let state = Mutex((closed: false, timedOut: false, upgraded: false))
+
+    var upgraded: Bool {
+        get { state.withLock { $0.upgraded } }
+        set { state.withLock { $0.upgraded = newValue } }
+    }
+    var timedOut: Bool { state.withLock { $0.timedOut } }
+
+    func close(timedOut: Bool = false) {
+        let first = state.withLock { state in
+            if timedOut { state.timedOut = true }
+            defer { state.closed = true }
+            return !state.closed
+        }
+        if first { group.shutdownGracefully { _ in } }
     }
 }
 

@@ -7,17 +7,21 @@ import Synchronization
 
 /// `fieldcap serve`'s server: the API's routes and the events' WebSocket on one port, run until
 /// SIGTERM or SIGINT, which finish a recording in progress (every file closed, the sidecar
-/// written) before the process ends.
+/// written) first, before any client or listener is asked to stop: no peer, however stuck,
+/// keeps the recording going.
 public enum ServiceServer {
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
     /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API;
     /// `services` (a capture server's connection) run beside it and end with it.
     /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
-    /// and `notice` hears what the announcer has to say.
+    /// and `notice` hears what the announcer has to say. `recordingFinished` is called once the
+    /// signal's recording is finished (or there was none), before the rest is stopped; what is
+    /// still running `stopTimeout` later is cancelled.
     public static func run(
         rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
-        services: [any Service] = [], announce: Bool = false,
+        services: [any Service] = [], announce: Bool = false, stopTimeout: Duration = .seconds(3),
         logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
+        recordingFinished: @escaping @Sendable () -> Void = {},
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
         let announcer = Mutex<ServiceAnnouncer?>(nil)
@@ -29,7 +33,7 @@ public enum ServiceServer {
             router: routes.router(),
             server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter),
             configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap"),
-            services: [RecordingShutdown(rig: rig)] + (scmf.map { [$0] } ?? []) + services,
+            services: (scmf.map { [$0] } ?? []) + services,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 listening(host, bound)
@@ -44,7 +48,15 @@ public enum ServiceServer {
                 announcer.withLock { $0 = started }
             },
             logger: logger)
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        // A group shuts its services down in reverse order, each after the one before has
+        // ended: the recording is last in the list, so it is finished first, and a client that
+        // never ends (a capture server that does not answer, an HTTP client that does not read)
+        // can only hold up the rest, which is cancelled after `stopTimeout`.
+        var configuration = ServiceGroupConfiguration(
+            services: [app, RecordingShutdown(rig: rig, finished: recordingFinished)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = stopTimeout
+        try await ServiceGroup(configuration: configuration).run()
     }
 }
 
@@ -64,9 +76,11 @@ extension ServiceServer {
 /// Finishes a recording in progress when the service is told to stop.
 struct RecordingShutdown: Service {
     let rig: RigService
+    let finished: @Sendable () -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
         await rig.shutdown("service shutdown (SIGTERM or SIGINT)")
+        finished()
     }
 }
