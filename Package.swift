@@ -144,7 +144,8 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapService", "FieldcapSession", "FieldcapArchive", "FieldcapDiscovery", "FieldcapNetworking",
+                "FieldcapService", "FieldcapSession", "FieldcapSegments", "FieldcapArchive", "FieldcapDiscovery",
+                "FieldcapNetworking",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

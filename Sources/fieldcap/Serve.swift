@@ -43,12 +43,16 @@ struct Serve: ParsableCommand {
             the sessions with download and delete.
 
             With --server ws://HOST:PORT (or auto: the first _allspark._tcp server DNS-SD \
-            finds) it also keeps a WebSocket connection to an AllSpark-style capture server \
-            (reconnecting every 5 s): it sends its --name, takes the server's clientConfig as \
-            the segment length and budget of the recordings the server starts with \
-            {"command":"record"}, uploads a wall-clock range on uploadTimeRange (a tar of the \
-            extracted session), and answers every command with a status; each connection \
-            attempt is given 10 s, and auto tries wss:// before ws://.
+            finds, wss:// tried before ws://) it also keeps a WebSocket connection to an \
+            AllSpark capture server (reconnecting every 5 s, each attempt given 10 s): it \
+            sends its --name, takes the server's clientConfig as the segment length and \
+            budget of the recordings the server starts with {"command":"record"} (they run \
+            until stopped: the protocol has no stop), sends chunkSaved as each segment \
+            closes, and uploads a wall-clock range on uploadTimeRange, and every finished \
+            segment the server has not stored on {"command":"upload"} (its Force Sync \
+            Uploads), as tars of the extracted session named NAME_UNIXSECONDS.tar, each \
+            message under the server's 300M limit. Commands are not answered on the socket: \
+            the status shows them (server.last_command).
 
             SIGTERM or Ctrl-C finishes the recording first, before any client or listener \
             is stopped; no peer (capture server, MQTT broker, HTTP client) keeps it going.
@@ -156,6 +160,12 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The name the rig gives the capture server (default: its host id).", valueName: "NAME"))
     var name: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The capture server's largest message (300M: AllSpark's limit); a larger upload is split by segment, and a segment alone over it is not sent.",
+            valueName: "SIZE"))
+    var serverMaxMessage: ByteSize?
+
     @OptionGroup(title: "Fleet (many rigs, one capture, over MQTT)") var fleet: FleetArguments
 
     /// `HOST:PORT` or `[V6]:PORT`.
@@ -200,8 +210,14 @@ struct Serve: ParsableCommand {
         if let server, let problem = CaptureServerClient.problem(with: server, insecure: insecure) {
             throw ValidationError("--server '\(server)': \(problem)")
         }
-        if server == nil && (insecure || name != nil) {
-            throw ValidationError("--insecure and --name are for a capture server: give --server ws://HOST:PORT too")
+        if server == nil && (insecure || name != nil || serverMaxMessage != nil) {
+            throw ValidationError(
+                "--insecure, --name and --server-max-message are for a capture server: give --server ws://HOST:PORT too"
+            )
+        }
+        if let serverMaxMessage, serverMaxMessage.bytes < 1024 {
+            throw ValidationError(
+                "--server-max-message \(serverMaxMessage) is too small: give 1K or more (AllSpark's is 300M)")
         }
         if config != nil && !devices.isEmpty {
             throw ValidationError(
@@ -256,7 +272,9 @@ struct Serve: ParsableCommand {
         let captureServer = server.map { url in
             CaptureServerClient(
                 rig: rig,
-                options: CaptureServerClient.Options(url: url, name: name ?? rig.settings.hostId, insecure: insecure),
+                options: CaptureServerClient.Options(
+                    url: url, name: name ?? rig.settings.hostId, insecure: insecure,
+                    maxMessageBytes: serverMaxMessage?.bytes ?? 314_572_800),
                 logger: logger, notice: { say($0) })
         }
         let member = try fleetMember(rig: rig)

@@ -4,18 +4,20 @@ import Testing
 
 @Suite("fieldcap serve --server: an AllSpark-style capture server", .serialized)
 struct CaptureServerCommandTests {
-    /// Clients/capture_server.py (written from the AllSpark app's protocol description) drives
-    /// the rig through the protocol and checks each answer; this test checks what the rig
-    /// recorded meanwhile.
+    /// Clients/capture_server.py (a stand-in written from what AllSpark's edge server does)
+    /// drives the rig through that server's protocol and checks what the rig sends and what
+    /// it stores; this test checks what the rig recorded meanwhile.
     @Test(
-        "clientInfo, clientConfig, record, bad messages answered, the server restarted, a range uploaded after a cut: no gap, exact range"
+        "AllSpark's protocol: nothing answered, chunkSaved, Force Sync and autoUpload stored under the server's limits, a refusal and a 1009 final, the server restarted: no gap"
     )
     func protocolAndReconnect() throws {
+        let uploads = NSTemporaryDirectory() + "/capture-uploads-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: uploads) }
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = [
             "python3", ServeCommandTests.script("Clients/capture_server.py"), "--name", "rig-test-001", "--fieldcap",
-            FieldcapProcess.executable.path,
+            FieldcapProcess.executable.path, "--uploads", uploads,
         ]
         let input = Pipe(), output = Pipe()
         server.standardInput = input
@@ -30,7 +32,9 @@ struct CaptureServerCommandTests {
         let port = try #require(String(decoding: first, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
 
         let serve = try ServeProcess(
-            ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)", "--name", "rig-test-001"])
+            ServeCommandTests.devices + [
+                "--server", "ws://127.0.0.1:\(port)", "--name", "rig-test-001", "--server-max-message", "2M",
+            ])
         input.fileHandleForWriting.write(Data("api \(serve.base)\n".utf8))
         let transcript = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         server.waitUntilExit()
@@ -242,6 +246,6 @@ struct CaptureServerCommandTests {
         #expect(address.stderr.contains("give its name (wss://NAME:PORT), or --insecure"), "\(address.stderr)")
         let lonely = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--name", "rig"])
         #expect(lonely.status == 64)
-        #expect(lonely.stderr.contains("--insecure and --name are for a capture server"))
+        #expect(lonely.stderr.contains("--insecure, --name and --server-max-message are for a capture server"))
     }
 }

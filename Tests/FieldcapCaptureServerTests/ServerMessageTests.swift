@@ -78,48 +78,130 @@ struct ServerMessageTests {
         #expect(ServerMessage.parse(#"{"command":7}"#) == .unusable("command is not a string"))
     }
 
-    @Test("the rig's own messages: clientInfo, statuses, the upload's metadata")
+    @Test("upload (the operator page's Force Sync Uploads) is a command; record needs no duration")
+    func upload() {
+        #expect(ServerMessage.parse(#"{"command":"upload","message":""}"#) == .upload)
+        // What AllSpark's server forwards of a record: command and message, no duration.
+        #expect(ServerMessage.parse(#"{"command":"record","message":""}"#) == .record(duration: nil))
+    }
+
+    @Test("the rig's own messages, as the AllSpark app sends them: clientInfo, upload metadata, chunkSaved")
     func clientMessages() throws {
         func object(_ text: String) throws -> [String: Any] {
             try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         }
         let info = try object(ClientMessage.clientInfo(name: "rig \"07\""))
         #expect(info["type"] as? String == "clientInfo" && info["clientName"] as? String == "rig \"07\"")
-        let status = try object(ClientMessage.status(success: false, message: "no", answering: "record"))
-        #expect(status["status"] as? String == "error" && status["command"] as? String == "record")
         let metadata = try object(
-            ClientMessage.uploadMetadata(filename: "a.tar", filesize: 5_000_000_000, mimetype: "application/x-tar"))
+            ClientMessage.uploadMetadata(
+                filename: "rig_1700000000.tar", filesize: 5_000_000_000, mimetype: "application/x-tar"))
         #expect((metadata["filesize"] as? NSNumber)?.int64Value == 5_000_000_000)
-        #expect(Set(metadata.keys) == ["filename", "filesize", "mimetype"])
+        // The server drops an upload whose metadata has no type "upload".
+        #expect(Set(metadata.keys) == ["type", "filename", "filesize", "mimetype"])
+        #expect(metadata["type"] as? String == "upload")
+        let chunk = try object(
+            ClientMessage.chunkSaved(
+                startTime: 1_700_000_000.5, endTime: 1_700_000_010.5, camera: "cam0", size: 1234, format: "mkv",
+                fps: 30, width: 640, height: 480))
+        #expect(
+            Set(chunk.keys) == ["type", "startTime", "endTime", "camera", "size", "format", "fps", "dimensions"])
+        #expect(chunk["type"] as? String == "chunkSaved" && chunk["startTime"] as? Double == 1_700_000_000.5)
+        #expect((chunk["dimensions"] as? [String: Any])?["width"] as? Double == 640)
+        let bare = try object(
+            ClientMessage.chunkSaved(
+                startTime: 1, endTime: 2, camera: "cam0", size: 0, format: "mkv", fps: 30, width: nil, height: nil))
+        #expect(bare["dimensions"] == nil)
     }
 }
 
-@Suite("Answers to uploads, in order")
-struct AnswerQueueTests {
-    @Test("an answer that comes before the upload waits for it is kept; answers go in the order registered")
-    func order() async {
-        let queue = AnswerQueue()
-        let first = queue.register(), second = queue.register()
-        #expect(queue.deliver(.init(success: true, message: "one")))
-        #expect(await queue.answer(first, timeout: .seconds(5)) == .init(success: true, message: "one"))
-        async let waiting = queue.answer(second, timeout: .seconds(5))
-        try? await Task.sleep(for: .milliseconds(50))
-        #expect(queue.deliver(.init(success: false, message: "two")))
-        #expect(await waiting == .init(success: false, message: "two"))
-        #expect(!queue.deliver(.init(success: true, message: nil)))
+@Suite("The server's replies, each given to the upload it answers")
+struct ReplyRouterTests {
+    @Test("a reply that comes before the upload waits for it is kept")
+    func early() async {
+        let router = ReplyRouter()
+        let place = router.expect()
+        #expect(router.deliver(success: true, message: "Video uploaded successfully") == .answer)
+        #expect(await router.outcome(place, timeout: .seconds(5)) == .stored("Video uploaded successfully"))
+        #expect(router.deliver(success: true, message: "late") == .stray)
     }
 
-    @Test("a connection that ends, or a timeout, answers nil: the upload goes again")
-    func lost() async {
-        let queue = AnswerQueue()
-        let place = queue.register()
-        async let waiting = queue.answer(place, timeout: .seconds(30))
+    @Test(
+        "acknowledgements of chunkSaved and complaints about other messages never answer an upload; a refused metadata is the reason of the binary's reply"
+    )
+    func notAnswers() async {
+        let router = ReplyRouter()
+        let first = router.expect()
+        async let firstOutcome = router.outcome(first, timeout: .seconds(5))
         try? await Task.sleep(for: .milliseconds(50))
-        queue.failAll()
-        #expect(await waiting == nil)
-        let late = queue.register()
-        #expect(await queue.answer(late, timeout: .milliseconds(50)) == nil)
-        // Its place is gone: a late answer is not taken for it.
-        #expect(!queue.deliver(.init(success: true, message: nil)))
+        #expect(router.deliver(success: true, message: "Chunk saved info received") == .chunkAcknowledged)
+        #expect(router.deliver(success: false, message: "Unknown message type") == .complaint)
+        #expect(router.deliver(success: false, message: "Failed to write file") == .metadataRefused)
+        #expect(router.deliver(success: false, message: "Metadata not received yet") == .answer)
+        #expect(await firstOutcome == .refused("Failed to write file"))
+        // The next upload gets its own reply, not one of the first's.
+        let second = router.expect()
+        #expect(router.deliver(success: true, message: "Chunk saved info received") == .chunkAcknowledged)
+        #expect(router.deliver(success: true, message: "Video uploaded successfully") == .answer)
+        #expect(await router.outcome(second, timeout: .seconds(5)) == .stored("Video uploaded successfully"))
+    }
+
+    @Test("a connection that ends loses the upload, or refuses it for its size (1009); a timeout loses it")
+    func ended() async {
+        let router = ReplyRouter()
+        let place = router.expect()
+        async let waiting = router.outcome(place, timeout: .seconds(30))
+        try? await Task.sleep(for: .milliseconds(50))
+        router.connectionEnded(tooLarge: false, why: "closed")
+        #expect(await waiting == .lost("closed"))
+        let big = router.expect()
+        router.connectionEnded(tooLarge: true, why: "closed (1009)")
+        #expect(await router.outcome(big, timeout: .seconds(5)) == .tooLarge)
+        let slow = router.expect()
+        guard case .lost = await router.outcome(slow, timeout: .milliseconds(50)) else {
+            Issue.record("a timeout did not lose the upload")
+            return
+        }
+        // Its place is gone: a late reply is not taken for it.
+        #expect(router.deliver(success: true, message: "Video uploaded successfully") == .stray)
+    }
+}
+
+@Suite("Uploads: retries back off, and stop")
+struct UploadPolicyTests {
+    @Test("2 s, 4 s, 8 s, ... doubling up to a minute; AllSpark's 300 MiB limit; five attempts")
+    func backOff() {
+        let policy = UploadQueue.Policy()
+        #expect((1...8).map { policy.retryDelay(after: $0) } == [2, 4, 8, 16, 32, 60, 60, 60].map { .seconds($0) })
+        #expect(policy.retryDelay(after: 1000) == .seconds(60))
+        #expect(policy.maxMessageBytes == 314_572_800)
+        #expect(policy.maxAttempts == 5)
+    }
+
+    @Test("a range is cut at the segment boundaries of its recording; without an index it stays whole")
+    func split() throws {
+        let directory = NSTemporaryDirectory() + "/split-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let whole = RangeUpload(fromNs: 1_700_000_000_500_000_000, toNs: 1_700_000_002_500_000_000)
+        #expect(whole.split(byRecordingIndexOf: directory).count == 1)
+        let index: [String: Any] = [
+            "format": "fieldcap-recording/0.1", "fieldcap_version": "test", "host_id": "rig", "state": "complete",
+            "segment_seconds": 1, "streams": [] as [Any],
+            "segments": (0..<4).map { n in
+                [
+                    "number": n, "directory": "seg\(n)", "state": "complete",
+                    "start_monotonic_raw_ns": n * 1_000_000_000, "end_monotonic_raw_ns": (n + 1) * 1_000_000_000,
+                    "start_utc": "2023-11-14T22:13:2\(n).000Z", "end_utc": "2023-11-14T22:13:2\(n + 1).000Z",
+                ] as [String: Any]
+            },
+        ]
+        try JSONSerialization.data(withJSONObject: index).write(to: URL(fileURLWithPath: "\(directory)/recording.json"))
+        let parts = whole.split(byRecordingIndexOf: directory)
+        #expect(
+            parts.map { [$0.fromNs, $0.toNs] } == [
+                [1_700_000_000_500_000_000, 1_700_000_001_000_000_000],
+                [1_700_000_001_000_000_000, 1_700_000_002_000_000_000],
+                [1_700_000_002_000_000_000, 1_700_000_002_500_000_000],
+            ])
     }
 }

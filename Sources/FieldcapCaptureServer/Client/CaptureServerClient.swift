@@ -14,8 +14,10 @@ import WSClient
 /// `fieldcap serve --server ws://HOST:PORT`: a WebSocket connection to an AllSpark-style
 /// capture server, kept open for the service's life. It says the rig's name (`clientInfo`),
 /// takes the server's `clientConfig` as the settings of the recordings the server starts,
-/// follows its commands, and answers every message, an unusable one with an error status. A
-/// dropped connection is tried again every 5 s; the recording never waits for it.
+/// follows its commands without answering them (see `CommandHandler`), announces each closed
+/// segment (`chunkSaved`) and uploads what the server asks for (`UploadQueue`). A dropped
+/// connection is tried again every 5 s; the recording never waits for it, and stopping the
+/// service ends a connection in any state at once.
 public final class CaptureServerClient: Service, Sendable {
     public struct Options: Sendable {
         /// `ws://HOST:PORT`, `wss://HOST:PORT`, or `auto`: the first `_allspark._tcp` server
@@ -28,16 +30,20 @@ public final class CaptureServerClient: Service, Sendable {
         /// How long the TCP connection and the WebSocket handshake may take together: a peer
         /// that accepts and never answers (or answers in TLS to `ws://`) is given up after it.
         public var connectTimeout: Duration
+        /// The largest message the server takes: AllSpark's reads at most 300 MiB (aiohttp's
+        /// `max_msg_size=314572800`) and closes with 1009 on more.
+        public var maxMessageBytes: UInt64
 
         public init(
             url: String, name: String, insecure: Bool = false, retryDelay: Duration = .seconds(5),
-            connectTimeout: Duration = .seconds(10)
+            connectTimeout: Duration = .seconds(10), maxMessageBytes: UInt64 = 314_572_800
         ) {
             self.url = url
             self.name = name
             self.insecure = insecure
             self.retryDelay = retryDelay
             self.connectTimeout = connectTimeout
+            self.maxMessageBytes = maxMessageBytes
         }
     }
 
@@ -45,6 +51,10 @@ public final class CaptureServerClient: Service, Sendable {
     let options: Options
     let link: ServerLink
     let commands: CommandHandler
+    let chunks: ChunkAnnouncer
+    /// The last connection's upload sender and chunk announcer: cancelled when it ends, and
+    /// awaited before the next starts, so one upload at a time is ever in flight.
+    let workers = Mutex<[Task<Void, Never>]>([])
     /// `--server auto`: the servers DNS-SD shows, in name order.
     let discovered = Mutex<[ServiceBrowser.Found]>([])
     let logger: Logger
@@ -57,7 +67,9 @@ public final class CaptureServerClient: Service, Sendable {
         self.notice = notice
         link = ServerLink(url: options.url == Self.auto ? nil : options.url, name: options.name)
         rig.serverLink = link
-        commands = CommandHandler(rig: rig, link: link, logger: logger)
+        commands = CommandHandler(
+            rig: rig, link: link, logger: logger, policy: UploadQueue.Policy(maxMessageBytes: options.maxMessageBytes))
+        chunks = ChunkAnnouncer(rig: rig, logger: logger)
     }
 
     public static let auto = "auto"
@@ -149,6 +161,7 @@ public final class CaptureServerClient: Service, Sendable {
     /// down, which closes the socket wherever it is (connecting, upgrading, mid-upload).
     @discardableResult
     private func connectOnce(_ url: String) async -> Attempt {
+        for worker in workers.withLock({ $0 }) { await worker.value }
         let loop = AttemptLoop()
         defer { loop.close() }
         let watchdog = Task { [timeout = options.connectTimeout] in
@@ -197,32 +210,38 @@ public final class CaptureServerClient: Service, Sendable {
                 }
                 notice("connected to the capture server \(url) as \(options.name)")
                 try await outbox.text(ClientMessage.clientInfo(name: options.name))
-                // Uploads the last connection lost part-way go again, whole.
-                commands.resumeUploads(outbox: outbox)
+                let uploads = Task { [commands, logger] in
+                    do {
+                        try await commands.uploads.run(outbox: outbox)
+                    } catch is CancellationError {
+                    } catch {
+                        logger.warning("capture server: closing the connection to start clean: \(error)")
+                        try? await outbox.closeConnection()
+                    }
+                }
+                let announcer = Task { [chunks] in await chunks.run(outbox: outbox) }
+                workers.withLock { $0 = [uploads, announcer] }
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     switch message {
                     case .text(let text):
-                        await commands.handle(ServerMessage.parse(text), outbox: outbox)
+                        await commands.handle(ServerMessage.parse(text))
                     case .binary(let buffer):
-                        logger.warning("capture server sent a binary message (\(buffer.readableBytes) bytes)")
-                        try await outbox.text(
-                            ClientMessage.status(
-                                success: false,
-                                message: "a binary message (\(buffer.readableBytes) bytes) where JSON was expected",
-                                answering: "binary"))
+                        await commands.handle(
+                            .unusable("a binary message (\(buffer.readableBytes) bytes) where JSON was expected"))
                     }
                 }
             }
-            commands.answers.failAll()
+            let tooLarge = close?.closeCode == .messageTooLarge
             let why = close.map { "closed by the server (\($0.closeCode))" } ?? "closed"
+            endWorkers(tooLarge: tooLarge, why: why)
             link.update { $0.lastError = why }
             notice("the capture server \(url) \(why); trying again in \(options.retryDelay)")
         } catch {
-            commands.answers.failAll()
             let why =
                 loop.timedOut
                 ? "no WebSocket handshake within \(options.connectTimeout): the server does not answer\(secure ? "" : ", or speaks TLS (give wss://)")"
                 : Task.isCancelled ? "stopped" : Self.describe(error)
+            endWorkers(tooLarge: false, why: why)
             let first = link.current.lastError != why
             link.update { $0.lastError = why }
             // Each failure once, not every 5 s while the server is away.
@@ -230,6 +249,14 @@ public final class CaptureServerClient: Service, Sendable {
         }
         link.update { $0.state = .disconnected }
         return loop.upgraded ? .upgraded : .failed
+    }
+}
+
+extension CaptureServerClient {
+    /// The connection ended: the upload in flight has its outcome, and its workers stop.
+    func endWorkers(tooLarge: Bool, why: String) {
+        commands.uploads.replies.connectionEnded(tooLarge: tooLarge, why: why)
+        for worker in workers.withLock({ $0 }) { worker.cancel() }
     }
 }
 
@@ -294,6 +321,10 @@ actor Outbox {
         await acquire()
         defer { release() }
         try await outbound.write(.text(text))
+    }
+
+    func closeConnection() async throws {
+        try await outbound.close(.goingAway, reason: "no answer to an upload")
     }
 
     /// The two-phase upload: the metadata message, then the file as one binary message, sent in

@@ -1,11 +1,14 @@
 import FieldcapArchive
+import FieldcapSegments
 import FieldcapService
 import FieldcapSession
 import FoundationEssentials
 
 /// `uploadTimeRange`: the wall-clock range cut from what the rig recorded (`fieldcap
 /// extract`'s own extractor, across segments), as one tar of a valid session, staged under the
-/// root's hidden scratch names and removed after each attempt, sent or not.
+/// root's hidden scratch names and removed after each attempt, sent or not. Its name ends in
+/// `_<unix seconds of its start>`: AllSpark's server files an upload under the day that
+/// suffix gives (else the day it arrives).
 struct RangeUpload: Sendable {
     let fromNs: UInt64
     let toNs: UInt64
@@ -15,6 +18,8 @@ struct RangeUpload: Sendable {
         var scratch: String
         var filename: String
         var size: UInt64
+        /// The recording it was cut from.
+        var source: String
         /// What it holds, for the report: `cam0 45 frames, imu0 150 records from 2 segments`.
         var summary: String
     }
@@ -35,7 +40,7 @@ struct RangeUpload: Sendable {
         let id = UUID().uuidString
         let scratch = "\(root)/.upload-\(id)"
         let tar = "\(root)/.upload-\(id).tar"
-        let name = "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))"
+        let name = "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))_\(fromNs / 1_000_000_000)"
         do {
             let outcome = try RangeExtractor.extract(
                 .init(source: source.path, fromNs: fromNs, toNs: toNs, out: scratch))
@@ -43,7 +48,7 @@ struct RangeUpload: Sendable {
             let counts = outcome.records.map { "\($0.id) \($0.count)" }.joined(separator: ", ")
             let parts = outcome.parts.count
             return Staged(
-                tar: tar, scratch: scratch, filename: "\(name).tar", size: size,
+                tar: tar, scratch: scratch, filename: "\(name).tar", size: size, source: source.path,
                 summary: "\(counts) from \(parts) segment\(parts == 1 ? "" : "s") of \(source.name)")
         } catch let failure as RangeExtractor.Failure {
             Self.remove(scratch: scratch, tar: tar)
@@ -52,6 +57,16 @@ struct RangeUpload: Sendable {
             Self.remove(scratch: scratch, tar: tar)
             throw Failure(description: "\(error)")
         }
+    }
+
+    /// The range cut at the segment boundaries of the recording at `directory`: one range a
+    /// segment it overlaps (just itself when the recording is not segmented).
+    func split(byRecordingIndexOf directory: String) -> [RangeUpload] {
+        let parts = UploadQueue.finishedSegments(of: directory).compactMap { segment -> RangeUpload? in
+            let from = max(fromNs, segment.fromNs), to = min(toNs, segment.toNs)
+            return from < to ? RangeUpload(fromNs: from, toNs: to) : nil
+        }
+        return parts.isEmpty ? [self] : parts
     }
 
     static func remove(scratch: String, tar: String) {

@@ -1,26 +1,38 @@
 import FieldcapCore
 import FoundationEssentials
 
-/// What the rig sends the capture server: its name on connecting (the AllSpark iOS app's
-/// `clientInfo`), a status answering each message (the protocol's own `{"status","message"}`
-/// shape, with what it answers), and an upload's metadata before its binary message.
+/// What the rig sends the capture server, as the AllSpark app sends it: its name on connecting
+/// (`clientInfo`), `chunkSaved` as each segment closes, and an upload's metadata before its
+/// binary message. Nothing answers the server's commands: its server takes any message
+/// without a known `type` as an error ("Unknown message type").
 public enum ClientMessage {
     public static func clientInfo(name: String) -> String {
         json(["type": "clientInfo", "clientName": name])
     }
 
-    /// `answering`: the command or message type it answers.
-    public static func status(success: Bool, message: String, answering: String) -> String {
-        json(["status": success ? "success" : "error", "message": message, "command": answering])
+    /// The two-phase upload's first message, the app's `uploadVideo` fields.
+    public static func uploadMetadata(filename: String, filesize: Int64, mimetype: String) -> String {
+        json(["type": "upload", "filename": filename, "filesize": filesize, "mimetype": mimetype])
     }
 
-    /// The two-phase upload's first message.
-    public static func uploadMetadata(filename: String, filesize: Int64, mimetype: String) -> String {
-        json(["filename": filename, "filesize": filesize, "mimetype": mimetype])
+    /// A finished segment, the app's fields: its wall-clock range in Unix seconds, the camera,
+    /// its bytes, the video's format and rate, and the frame size when known.
+    public static func chunkSaved(
+        startTime: Double, endTime: Double, camera: String, size: Int64, format: String, fps: Double,
+        width: Int?, height: Int?
+    ) -> String {
+        var object: [String: Any] = [
+            "type": "chunkSaved", "startTime": startTime, "endTime": endTime, "camera": camera, "size": size,
+            "format": format, "fps": fps,
+        ]
+        if let width, let height {
+            object["dimensions"] = ["width": Double(width), "height": Double(height)] as [String: Any]
+        }
+        return json(object)
     }
 
     private static func json(_ object: [String: Any]) -> String {
-        // Strings and integers only: always encodable.
+        // Strings and numbers only: always encodable.
         PlainJSON.text(object, escapingSlashes: false)!
     }
 }

@@ -2,10 +2,12 @@ import FieldcapCore
 import FieldcapSession
 import FoundationEssentials
 
-/// What an AllSpark-style capture server sends, as the AllSpark iOS app's README documents its
-/// WebSocket protocol: a `clientConfig`, commands (`record`, `uploadTimeRange`), and status
-/// messages answering an upload. Anything else is kept as what it is, to be answered, never
-/// to end the connection.
+/// What an AllSpark-style capture server sends, as its edge server (`mobile_client/server.py`)
+/// does: a `clientConfig` on connecting, commands (`uploadTimeRange`, the operator page's
+/// `upload`, and fieldcap's `record`), and `{"status","message"}` replies. The server
+/// forwards a command's `command` and `message` only (and `startTime`/`endTime` for
+/// `uploadTimeRange`). Anything else is kept as what it is, to be logged, never to end the
+/// connection.
 public enum ServerMessage: Equatable, Sendable {
     public struct ClientConfig: Equatable, Sendable {
         public var videoFormat: String?
@@ -16,8 +18,12 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     case clientConfig(ClientConfig)
-    /// `{"command":"record", "duration": seconds or "10s", "message": ...}`.
+    /// `{"command":"record", "message": ...}`: until stopped. A `duration` (seconds or "10s") is
+    /// taken when a server sends one; AllSpark's never does.
     case record(duration: TimeSpan?)
+    /// `{"command":"upload"}`, the operator page's "Force Sync Uploads": what the server has not
+    /// received yet.
+    case upload
     /// `{"command":"uploadTimeRange","startTime":unix s,"endTime":unix s}`, in nanoseconds.
     case uploadTimeRange(startNs: UInt64, endNs: UInt64)
     /// `{"status":"success"|"error","message":...}`: the server's answer to an upload.
@@ -73,6 +79,8 @@ public enum ServerMessage: Equatable, Sendable {
                     return .unusable("uploadTimeRange needs startTime before endTime, in Unix seconds")
                 }
                 return .uploadTimeRange(startNs: UInt64((start * 1e9).rounded()), endNs: UInt64((end * 1e9).rounded()))
+            case "upload":
+                return .upload
             default:
                 return .unknownCommand(name)
             }

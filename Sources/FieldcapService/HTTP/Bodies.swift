@@ -108,6 +108,10 @@ struct StatusBody: Encodable {
         var connections: Int
         var commands: Int
         var uploads: Int
+        var uploadFailures: Int
+        var lastUploadFailure: String?
+        var uploadsPending: Int
+        var lastCommand: String?
     }
 
     var state: String
@@ -121,7 +125,9 @@ struct StatusBody: Encodable {
         server = status.server.map { link in
             Server(
                 url: link.url, state: link.state.rawValue, name: link.name, lastError: link.lastError, seen: link.seen,
-                connections: link.connections, commands: link.commands, uploads: link.uploads)
+                connections: link.connections, commands: link.commands, uploads: link.uploads,
+                uploadFailures: link.uploadFailures, lastUploadFailure: link.lastUploadFailure,
+                uploadsPending: link.uploadsPending, lastCommand: link.lastCommand)
         }
         recording = status.recording.map { directory in
             Recording(

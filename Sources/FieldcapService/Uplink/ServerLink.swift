@@ -23,6 +23,15 @@ public final class ServerLink: Sendable {
         public var connections = 0
         public var commands = 0
         public var uploads = 0
+        /// Uploads given up: refused by the server, over its message limit, or out of attempts.
+        public var uploadFailures = 0
+        /// Why the last upload given up was.
+        public var lastUploadFailure: String?
+        /// The server's last command or message and what the rig did with it: the rig answers
+        /// nothing on the socket (the server would take an answer for an unknown message).
+        public var lastCommand: String?
+        /// Uploads waiting or under way.
+        public var uploadsPending = 0
     }
 
     private let snapshot: Mutex<Snapshot>

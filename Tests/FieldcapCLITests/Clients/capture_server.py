@@ -1,35 +1,52 @@
 #!/usr/bin/env python3
-"""A capture server in the style of AllSpark, written from the protocol the AllSpark iOS app's
-README documents ("WebSocket Communication"), with the Python `websockets` library, that drives
-one `fieldcap serve --server ws://127.0.0.1:PORT` through the protocol and checks its answers.
+"""A stand-in for AllSpark's edge server (WiseLabCMU/AllSpark-edge-server, mobile_client/server.py),
+written in our own words from what that server does, with the Python `websockets` library, that
+drives one `fieldcap serve --server ws://127.0.0.1:PORT` through it and checks what it sends.
 
-The device name: the README says the app's name is "shown on server's web interface" but not
-how it is sent; the app sends {"type": "clientInfo", "clientName": NAME} as its first message
-(its ConnectionManager), and this server requires that.
+What the real server does, and this one too:
+  - on connecting it sends {"type":"clientConfig","config":{...}} and nothing else unasked;
+  - it reads one message of at most --max-message bytes (the real one: aiohttp's
+    max_msg_size=314572800) and closes with 1009 on a larger one;
+  - by "type": clientInfo names the client (no reply); test -> success; chunkSaved -> success
+    "Chunk saved info received", and with autoUpload on, {"command":"uploadTimeRange",
+    "startTime","endTime"} for that chunk's range; upload without "filename" -> error "Invalid
+    upload metadata"; upload -> the file is opened (a failure: error "Failed to write file", the
+    metadata kept without a file); any other message without a "filename" -> error "Unknown
+    message type"; text that is not JSON -> error "Invalid JSON";
+  - a binary message with no open file -> error "Metadata not received yet"; else it is the whole
+    file: written, closed, success "Video uploaded successfully";
+  - a file goes to UPLOADS/<UTC day>/<video|image|data>/<client>/<filename>: the day from a
+    trailing _<unix seconds> in its name (else today), video for .mp4 .mov .mkv .avi .webm .ts,
+    image for .jpg .jpeg .png .gif, data for the rest;
+  - commands reach the client as {"command","message"} only (plus startTime/endTime for
+    uploadTimeRange): no duration, and no stop; the operator page's one button sends
+    {"command":"upload"} ("Force Sync Uploads").
 
-  capture_server.py --name NAME
-prints "listening PORT", then reads "api URL" (fieldcap serve's HTTP API) from standard input,
-and runs the steps below against the rig that connects, printing each. Exit status 0 when every
-step went as the protocol says, 1 with the reason otherwise; it ends by itself after 120 s.
+  capture_server.py --name NAME --fieldcap FIELDCAP --uploads DIR
+prints "listening PORT", reads "api URL" (fieldcap serve's HTTP API) from standard input, runs
+the steps below, printing each, and exits 0 when every one went as it should, 1 with the reason
+otherwise; it ends by itself after 150 s. The rig is expected to run with
+--server-max-message 2M; this server's own limit is 1.5 MiB, under the rig's, so that the
+rig's 1009 handling is exercised too.
 
-Steps: clientInfo; clientConfig (mkv, 1 s chunks, 200 MB) answered with success; a clientConfig
-asking for mp4 answered with an error; record answered with success and a recording running in
-1 s segments; an unknown command, malformed JSON, a binary message and a JSON object of no known
-kind each answered with an error status while the connection stays up; the server killed for
-3 s (the rig shows disconnected, keeps recording) and started again on the same port (the rig
-reconnects by itself and says clientInfo again); a second record refused while one runs;
-uploadTimeRange over 1.8 s spanning segments: the first attempt's connection is cut after the
-metadata message (the rig sends it again, whole, on its next connection), the second is stored
-and answered as the README says; the tar holds a session that `fieldcap validate` accepts and
-whose records are exactly the recording's records in the range, counted from the segments'
-own files and sync points; nothing of the upload is left in the rig's root.
+Steps: clientInfo first and nothing answering clientConfig, commands or bad messages (each
+shown in the rig's status instead); record starts a recording in the config's 1 s segments; the
+server killed and restarted (the rig comes back by itself, recording on); a chunkSaved as each
+segment closes; "upload" (Force Sync) sends every finished segment not yet stored, the first
+attempt's connection cut after its metadata (the rig sends it again, after a back-off); each
+stored file is a tar named ..._<unix seconds>.tar of a session `fieldcap validate` accepts,
+filed under data/; with autoUpload on, chunkSaved leads to the chunk's upload; a refused upload
+is not sent again and the next one's reply is not taken for it; an uploadTimeRange over 2M
+goes as one upload a segment; an upload over this server's 1.5 MiB limit is closed with 1009
+and not sent again; nothing the rig sent drew "Unknown message type".
 """
 import argparse
 import asyncio
+import datetime
 import glob
-import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +61,13 @@ import websockets
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", required=True)
 parser.add_argument("--fieldcap", required=True, help="the fieldcap binary, to validate what was uploaded")
+parser.add_argument("--uploads", required=True, help="where uploads are stored")
+parser.add_argument("--max-message", type=int, default=1536 * 1024)
 args = parser.parse_args()
+
+CONFIG = {"videoFormat": "mp4", "videoChunkDurationMs": 1000, "videoBufferMaxMB": 200}
+VIDEO = {".mp4", ".mov", ".mkv", ".avi", ".webm", ".ts"}
+IMAGE = {".jpg", ".jpeg", ".png", ".gif"}
 
 
 def fail(why):
@@ -57,44 +80,91 @@ def api(base, path):
         return json.load(response)
 
 
-class Rig:
-    """The connection the rig made, as a queue of its messages."""
+class StandIn:
+    """The server's side of each connection, and what the test looks at."""
 
     def __init__(self):
+        self.auto_upload = False
+        self.refuse_next = False  # the next upload's file cannot be opened
+        self.cut_after_metadata = False  # the connection ends after the next upload's metadata
         self.connected = asyncio.Queue()
+        self.chunks = []  # chunkSaved messages
+        self.metadata = []  # upload metadata messages
+        self.stored = []  # (filename, path, size)
+        self.refused = []  # filenames whose upload was refused
+        self.unknown = []  # messages that drew "Unknown message type" or "Invalid JSON"
+        self.closed_1009 = 0
+
+    def place(self, name, client):
+        stem, extension = os.path.splitext(name)
+        try:
+            when = float(stem.split("_")[-1])
+        except ValueError:
+            when = time.time()
+        day = datetime.datetime.fromtimestamp(when, tz=datetime.timezone.utc).strftime("%Y-%m-%d")
+        kind = "video" if extension.lower() in VIDEO else "image" if extension.lower() in IMAGE else "data"
+        folder = os.path.join(args.uploads, day, kind, re.sub(r"[^a-zA-Z0-9_\-]", "_", client or "unknown"))
+        os.makedirs(folder, exist_ok=True)
+        return os.path.join(folder, name)
 
     async def handler(self, socket):
-        messages = asyncio.Queue()
-        await self.connected.put((socket, messages))
+        await socket.send(json.dumps({"type": "clientConfig", "config": CONFIG}))
+        client, metadata, target = None, None, None
+        await self.connected.put(socket)
         try:
             async for message in socket:
-                await messages.put(message)
-        except websockets.ConnectionClosed:
-            pass
-        await messages.put(None)
-
-
-async def expect_text(messages, what, timeout=15):
-    try:
-        message = await asyncio.wait_for(messages.get(), timeout)
-    except asyncio.TimeoutError:
-        fail(f"no {what} within {timeout} s")
-    if message is None:
-        fail(f"the rig closed the connection instead of sending {what}")
-    if not isinstance(message, str):
-        fail(f"{what}: a binary message")
-    try:
-        return json.loads(message)
-    except ValueError:
-        fail(f"{what}: not JSON: {message!r}")
-
-
-async def expect_status(messages, status, contains, what):
-    answer = await expect_text(messages, f"the answer to {what}")
-    if answer.get("status") != status or contains not in answer.get("message", ""):
-        fail(f"{what}: answered {answer}, expected status {status} mentioning {contains!r}")
-    print(f"ok: {what} -> {answer['status']}: {answer['message']}", flush=True)
-    return answer
+                if isinstance(message, bytes):
+                    if metadata is None or target is None:
+                        await socket.send(json.dumps({"status": "error", "message": "Metadata not received yet"}))
+                        continue
+                    with open(target, "wb") as out:
+                        out.write(message)
+                    self.stored.append((metadata["filename"], target, len(message)))
+                    metadata, target = None, None
+                    await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
+                    continue
+                try:
+                    data = json.loads(message)
+                except ValueError:
+                    self.unknown.append(message)
+                    await socket.send(json.dumps({"status": "error", "message": "Invalid JSON"}))
+                    continue
+                kind = data.get("type") if isinstance(data, dict) else None
+                if kind == "clientInfo":
+                    client = data.get("clientName")
+                elif kind == "test":
+                    await socket.send(json.dumps({"status": "success", "message": "Test message received"}))
+                elif kind == "chunkSaved":
+                    self.chunks.append(data)
+                    await socket.send(json.dumps({"status": "success", "message": "Chunk saved info received"}))
+                    if self.auto_upload:
+                        await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": data.get("startTime", 0),
+                                                      "endTime": data.get("endTime", time.time())}))
+                elif kind == "upload":
+                    if "filename" not in data:
+                        await socket.send(json.dumps({"status": "error", "message": "Invalid upload metadata"}))
+                        continue
+                    self.metadata.append(data)
+                    metadata, target = data, None
+                    if self.cut_after_metadata:
+                        self.cut_after_metadata = False
+                        print(f"ok: metadata {data}; cutting the connection", flush=True)
+                        await socket.close()
+                        return
+                    if self.refuse_next:
+                        self.refuse_next = False
+                        self.refused.append(data["filename"])
+                        await socket.send(json.dumps({"status": "error", "message": "Failed to write file"}))
+                        continue
+                    target = self.place(data["filename"], client)
+                elif not (isinstance(data, dict) and data.get("filename")):
+                    self.unknown.append(message)
+                    await socket.send(json.dumps({"status": "error", "message": "Unknown message type"}))
+        except websockets.ConnectionClosed as closed:
+            if closed.rcvd is None and closed.sent is not None and closed.sent.code == 1009:
+                self.closed_1009 += 1
+            elif closed.sent is not None and closed.sent.code == 1009:
+                self.closed_1009 += 1
 
 
 async def wait_for(predicate, what, timeout):
@@ -106,156 +176,168 @@ async def wait_for(predicate, what, timeout):
     fail(f"{what} within {timeout} s")
 
 
-async def accept(rig, what):
+async def accept(server, what):
     try:
-        socket, messages = await asyncio.wait_for(rig.connected.get(), 20)
+        socket = await asyncio.wait_for(server.connected.get(), 30)
     except asyncio.TimeoutError:
         fail(f"the rig did not connect {what}")
-    info = await expect_text(messages, "clientInfo")
-    if info != {"type": "clientInfo", "clientName": args.name}:
-        fail(f"clientInfo: {info}")
-    print(f"ok: connected {what}, clientInfo {info['clientName']}", flush=True)
-    return socket, messages
+    print(f"ok: connected {what}", flush=True)
+    return socket
 
 
-def records(session, stream):
-    """Each record's capture_ns and its wall clock (ns) through the session's own sync point."""
-    with open(os.path.join(session, "sync_point.json")) as f:
-        sync = json.load(f)
-    with open(os.path.join(session, f"{stream}.timestamps.jsonl")) as f:
-        raw = [json.loads(line)["capture_ns"] for line in f]
-    return [(t, sync["wall_clock_ns"] + t - sync["monotonic_ns"]) for t in raw]
-
-
-def check_upload(data, start, end, recording_dir):
-    """The tar is one valid session holding exactly the recording's records in [start, end)."""
+def check_upload(path):
+    """One stored tar: a session fieldcap validate accepts."""
     folder = tempfile.mkdtemp()
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    with tarfile.open(path) as tar:
         tar.extractall(folder, filter="data")
     (name,) = os.listdir(folder)
-    session = os.path.join(folder, name)
-    checked = subprocess.run([args.fieldcap, "validate", session], capture_output=True, text=True)
+    checked = subprocess.run([args.fieldcap, "validate", os.path.join(folder, name)], capture_output=True, text=True)
     if checked.returncode != 0:
-        fail(f"fieldcap validate of the upload: {checked.stdout}{checked.stderr}")
-    start_ns, end_ns = round(start * 1e9), round(end * 1e9)
-    with open(os.path.join(session, "manifest.json")) as f:
-        streams = json.load(f)["streams"]
-    # Finished segments (the one being written has no sync_point.json yet); the range ended
-    # seconds before this check, so it lies in finished ones.
-    segments = sorted(d for d in glob.glob(os.path.join(recording_dir, "*"))
-                      if os.path.isfile(os.path.join(d, "sync_point.json")))
-    spanned = set()
-    for stream in streams:
-        # capture_ns is copied as recorded (one CLOCK_MONOTONIC_RAW across segments); the range
-        # is judged through each segment's own sync point.
-        got = [raw for raw, _ in records(session, stream)]
-        want = []
-        for segment in segments:
-            if os.path.exists(os.path.join(segment, f"{stream}.timestamps.jsonl")):
-                inside = [raw for raw, wall in records(segment, stream) if start_ns <= wall < end_ns]
-                if inside:
-                    spanned.add(os.path.basename(segment))
-                want += inside
-        if not want or got != want:
-            fail(f"{stream}: {len(got)} records uploaded, {len(want)} recorded in the range")
-        print(f"ok: {stream}: {len(got)} records, exactly the recording's in the range", flush=True)
-    if len(spanned) < 2:
-        fail(f"the range spanned {sorted(spanned)}, not two segments")
-    print(f"ok: the upload spans {len(spanned)} segments and validates", flush=True)
+        fail(f"fieldcap validate of {path}: {checked.stdout}{checked.stderr}")
 
 
 async def main():
-    rig = Rig()
-    server = await websockets.serve(rig.handler, "127.0.0.1", 0, max_size=None)
-    port = server.sockets[0].getsockname()[1]
+    server = StandIn()
+    listener = await websockets.serve(server.handler, "127.0.0.1", 0, max_size=args.max_message)
+    port = listener.sockets[0].getsockname()[1]
     print(f"listening {port}", flush=True)
     line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     base = line.split()[1]
 
-    socket, messages = await accept(rig, "first")
-    status = api(base, "/api/v1/status")
-    if status["server"]["state"] != "connected" or status["server"]["name"] != args.name:
-        fail(f"status while connected: {status['server']}")
+    def link():
+        return api(base, "/api/v1/status")["server"]
 
-    config = {"videoFormat": "mkv", "videoChunkDurationMs": 1000, "videoBufferMaxMB": 200}
-    await socket.send(json.dumps({"type": "clientConfig", "config": config}))
-    await expect_status(messages, "success", "segments of 1s", "clientConfig mkv, 1 s, 200 MB")
-    await socket.send(json.dumps({"type": "clientConfig", "config": dict(config, videoFormat="mp4")}))
-    await expect_status(messages, "error", "videoFormat mp4", "clientConfig mp4")
+    socket = await accept(server, "first")
+    await wait_for(lambda: (link().get("last_command") or "").startswith("clientConfig applied"),
+                   "the clientConfig in the rig's status", 10)
+    print(f"ok: {link()['last_command']}", flush=True)
 
-    await socket.send(json.dumps({"command": "record", "message": "go"}))
-    await expect_status(messages, "success", "recording", "record")
-    recording = api(base, "/api/v1/status").get("recording")
-    if not recording:
-        fail("no recording after record")
+    await socket.send(json.dumps({"command": "record", "message": ""}))
+    await wait_for(lambda: api(base, "/api/v1/status").get("recording"), "a recording after record", 10)
+    recording = api(base, "/api/v1/status")["recording"]
     name = recording["name"]
-
-    await socket.send(json.dumps({"command": "dance", "message": "?"}))
-    await expect_status(messages, "error", "unknown command dance", "an unknown command")
-    await socket.send("{not json")
-    await expect_status(messages, "error", "not a JSON object", "malformed JSON")
-    await socket.send(b"\x00\x01\x02")
-    await expect_status(messages, "error", "binary message (3 bytes)", "a binary message")
-    await socket.send(json.dumps({"hello": 1}))
-    await expect_status(messages, "error", "neither a clientConfig", "an object of no known kind")
-
-    # The server dies: its connection is cut without a close frame (as a killed process's is),
-    # the rig shows it, records on, and comes back by itself.
-    for connection in list(server.websockets):
-        connection.transport.abort()
-    server.close()
-    await server.wait_closed()
-    print("ok: server killed", flush=True)
-    await wait_for(lambda: api(base, "/api/v1/status")["server"]["state"] == "disconnected",
-                   "the rig showing disconnected", 10)
-    await asyncio.sleep(3)
-    if (api(base, "/api/v1/status").get("recording") or {}).get("name") != name:
-        fail("the recording did not go on while the server was away")
-    server = await websockets.serve(rig.handler, "127.0.0.1", port, max_size=None)
-    socket, messages = await accept(rig, "again after the restart")
-    await wait_for(lambda: api(base, "/api/v1/status")["server"]["connections"] == 2,
-                   "two connections in the status", 10)
-
-    await socket.send(json.dumps({"command": "record"}))
-    await expect_status(messages, "error", "already running", "a second record")
-    recording = api(base, "/api/v1/status").get("recording") or {}
-    if recording.get("name") != name:
-        fail("the recording changed")
     print(f"recording {name}", flush=True)
 
-    # uploadTimeRange across segments, the first attempt cut after its metadata.
-    await wait_for(lambda: (api(base, "/api/v1/status").get("recording") or {}).get("elapsed_s", 0) > 6,
-                   "6 s of recording", 20)
+    for bad, said in [(json.dumps({"command": "dance", "message": ""}), "unknown command dance"),
+                      ("{not json", "not a JSON object"), (b"\x00\x01\x02", "binary message (3 bytes)"),
+                      (json.dumps({"hello": 1}), "neither a clientConfig")]:
+        await socket.send(bad)
+        await wait_for(lambda: said in (link().get("last_command") or ""), f"the rig's status showing {said!r}", 10)
+    print("ok: commands and bad messages shown in the status, none answered", flush=True)
+
+    # The server dies: connections cut without a close frame, as a killed process's are.
+    for connection in list(listener.websockets):
+        connection.transport.abort()
+    listener.close()
+    await listener.wait_closed()
+    print("ok: server killed", flush=True)
+    await wait_for(lambda: link()["state"] == "disconnected", "the rig showing disconnected", 10)
+    await asyncio.sleep(2)
+    if (api(base, "/api/v1/status").get("recording") or {}).get("name") != name:
+        fail("the recording did not go on while the server was away")
+    listener = await websockets.serve(server.handler, "127.0.0.1", port, max_size=args.max_message)
+    socket = await accept(server, "again after the restart")
+    await wait_for(lambda: link()["connections"] == 2, "two connections in the status", 10)
+
+    await socket.send(json.dumps({"command": "record", "message": ""}))
+    await wait_for(lambda: "cannot record" in (link().get("last_command") or ""), "a second record refused", 10)
+
+    # chunkSaved, as each 1 s segment closes.
+    await wait_for(lambda: len(server.chunks) >= 3, "three chunkSaved", 15)
+    for chunk in server.chunks:
+        if set(chunk) < {"type", "startTime", "endTime", "camera", "size", "format", "fps"} \
+                or not chunk["startTime"] < chunk["endTime"] <= time.time() or chunk["camera"] != "cam0":
+            fail(f"chunkSaved {chunk}")
+    print(f"ok: {len(server.chunks)} chunkSaved, e.g. {server.chunks[0]}", flush=True)
+
+    # Force Sync Uploads, the first attempt cut after its metadata.
+    server.cut_after_metadata = True
+    await socket.send(json.dumps({"command": "upload", "message": ""}))
+    socket = await accept(server, "again after the cut upload")
+    cut = server.metadata[0]
+    if cut.get("type") != "upload" or cut.get("mimetype") != "application/x-tar" \
+            or not re.fullmatch(r".+_\d{10}\.tar", cut.get("filename", "")):
+        fail(f"metadata {cut}")
+    await wait_for(lambda: any(stored[0] == cut["filename"] for stored in server.stored),
+                   "the cut upload sent again and stored", 30)
+    await wait_for(lambda: link()["uploads_pending"] == 0, "every forced upload done", 60)
+    if len(server.stored) < 3:
+        fail(f"Force Sync stored {len(server.stored)} files")
+    print(f"ok: Force Sync stored {len(server.stored)} files, the cut one again", flush=True)
+    for filename, path, size in server.stored:
+        if f"{os.sep}data{os.sep}" not in path or not path.endswith(filename):
+            fail(f"{filename} stored at {path}")
+        day = datetime.datetime.fromtimestamp(int(filename[:-4].split("_")[-1]), tz=datetime.timezone.utc)
+        if day.strftime("%Y-%m-%d") not in path:
+            fail(f"{filename} not filed under its day: {path}")
+    check_upload(server.stored[0][1])
+    print(f"ok: {server.stored[0][0]} ({server.stored[0][2]} bytes) validates", flush=True)
+
+    # autoUpload: the next chunkSaved brings its chunk.
+    before = len(server.stored)
+    chunks_before = len(server.chunks)
+    server.auto_upload = True
+    await wait_for(lambda: len(server.stored) > before, "an automatic upload after chunkSaved", 20)
+    server.auto_upload = False
+    start = int(server.chunks[chunks_before]["startTime"]) if len(server.chunks) > chunks_before else None
+    print(f"ok: autoUpload stored {server.stored[before][0]} (chunk from {start})", flush=True)
+
+    # A refusal is final; the next upload's reply is its own.
+    await wait_for(lambda: link()["uploads_pending"] == 0, "the automatic uploads done", 30)
+    failures, uploads = link()["upload_failures"], link()["uploads"]
+    server.refuse_next = True
     now = time.time()
-    start, end = now - 4.0, now - 2.2
-    await socket.send(json.dumps({"command": "uploadTimeRange", "message": "the bump", "startTime": start,
-                                  "endTime": end}))
-    metadata = await expect_text(messages, "the upload's metadata", 30)
-    if set(metadata) != {"filename", "filesize", "mimetype"} or metadata["mimetype"] != "application/x-tar" \
-            or not metadata["filename"].endswith(".tar") or not isinstance(metadata["filesize"], int):
-        fail(f"metadata {metadata}")
-    print(f"ok: metadata {metadata}; cutting the connection", flush=True)
-    await socket.close()
-    socket, messages = await accept(rig, "again after the cut upload")
-    again = await expect_text(messages, "the upload's metadata, again", 30)
-    if again["filesize"] <= 0 or again["mimetype"] != "application/x-tar":
-        fail(f"metadata again {again}")
-    data = await asyncio.wait_for(messages.get(), 60)
-    if not isinstance(data, bytes) or len(data) != again["filesize"]:
-        fail(f"the upload: {type(data).__name__} of {len(data) if data else 0} bytes, announced {again['filesize']}")
-    await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
-    await expect_status(messages, "success", f"sent {again['filename']}", "the rig's report of the upload")
-    check_upload(data, start, end, recording["directory"])
-    leftovers = glob.glob(os.path.join(os.path.dirname(recording["directory"]), ".upload-*"))
-    if leftovers:
-        fail(f"the upload left {leftovers} on the rig")
-    print("ok: nothing of the upload left on the rig", flush=True)
+    await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 4.0,
+                                  "endTime": now - 3.6}))
+    await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 3.5,
+                                  "endTime": now - 3.1}))
+    await wait_for(lambda: link()["upload_failures"] == failures + 1 and link()["uploads"] == uploads + 1,
+                   "one refused and one stored", 30)
+    await asyncio.sleep(3)
+    refused = server.refused[0]
+    if sum(1 for m in server.metadata if m["filename"] == refused) != 1:
+        fail(f"{refused} was sent again after its refusal")
+    if "Failed to write file" not in (link().get("last_upload_failure") or ""):
+        fail(f"last_upload_failure {link().get('last_upload_failure')}")
+    print(f"ok: {refused} refused and not sent again, the next stored: {link()['last_upload_failure']}", flush=True)
+
+    # Over this server's own 1.5 MiB, under the rig's 2M: closed with 1009, given up.
+    failures = link()["upload_failures"]
+    now = time.time()
+    await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 4.6,
+                                  "endTime": now - 3.0}))
+    await wait_for(lambda: server.closed_1009 >= 1, "an upload over the server's limit closed with 1009", 30)
+    await wait_for(lambda: link()["upload_failures"] == failures + 1, "the 1009 upload given up", 15)
+    socket = await accept(server, "again after the 1009 close")
+    await asyncio.sleep(3)
+    over = [m["filename"] for m in server.metadata if m["filesize"] > args.max_message]
+    if len(over) != 1:
+        fail(f"uploads over the server's limit: {over}, expected one, sent once")
+    if "1009" not in (link().get("last_upload_failure") or ""):
+        fail(f"last_upload_failure {link().get('last_upload_failure')}")
+    print(f"ok: {over[0]} closed with 1009 and not sent again: {link()['last_upload_failure']}", flush=True)
+
+    # Over the rig's 2M: one upload a segment.
+    count = len(server.metadata)
+    now = time.time()
+    await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 5.5,
+                                  "endTime": now - 2.5}))
+    await wait_for(lambda: link()["uploads_pending"] == 0 and len(server.metadata) >= count + 3,
+                   "the range split by segment", 40)
+    sizes = [m["filesize"] for m in server.metadata[count:]]
+    if any(size > 2 << 20 for size in sizes):
+        fail(f"a message over 2M: {sizes}")
+    print(f"ok: 3 s over the rig's 2M limit went as {len(sizes)} uploads of {sizes} bytes", flush=True)
+
+    if server.unknown:
+        fail(f"the rig sent messages the server does not know: {server.unknown}")
+    print("ok: nothing the rig sent drew Unknown message type", flush=True)
     print("capture server: every step as expected", flush=True)
-    server.close()
+    listener.close()
 
 
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-lifetime = threading.Timer(120, lambda: fail("ran out of time (120 s)"))
+lifetime = threading.Timer(150, lambda: fail("ran out of time (150 s)"))
 lifetime.daemon = True
 lifetime.start()
 asyncio.run(main())

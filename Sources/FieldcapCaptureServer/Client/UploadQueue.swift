@@ -1,0 +1,215 @@
+import FieldcapArchive
+import FieldcapSegments
+import FieldcapService
+import FieldcapSession
+import FoundationEssentials
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The uploads the server asked for, sent one at a time (so each reply is attributable, see
+/// `ReplyRouter`), each under the server's message limit, retried with back-off after a lost
+/// connection and given up after `Policy.maxAttempts`; a refusal or a 1009 close is final.
+final class UploadQueue: Sendable {
+    struct Policy: Sendable {
+        /// AllSpark's server reads one WebSocket message of at most this many bytes (aiohttp's
+        /// `max_msg_size=314572800`, 300 MiB) and closes with 1009 on a larger one.
+        var maxMessageBytes: UInt64 = 314_572_800
+        var maxAttempts = 5
+        var firstRetry: Duration = .seconds(2)
+        var longestRetry: Duration = .seconds(60)
+        /// How long the server may take to say it stored a file.
+        var answerTimeout: Duration = .seconds(120)
+
+        /// 2 s, 4 s, 8 s, ... up to `longestRetry`.
+        func retryDelay(after attempt: Int) -> Duration {
+            min(firstRetry * (1 << min(max(attempt, 1) - 1, 20)), longestRetry)
+        }
+    }
+
+    struct Item: Sendable {
+        var id = UUID()
+        var range: RangeUpload
+        /// Attempts so far that got no answer.
+        var attempts = 0
+        var notBefore = ContinuousClock.now
+    }
+
+    private struct State {
+        var items: [Item] = []
+        /// Wall-clock ranges the server said it stored.
+        var delivered: [ClosedRange<UInt64>] = []
+    }
+
+    let rig: RigService
+    let link: ServerLink
+    let logger: Logger
+    let policy: Policy
+    let replies = ReplyRouter()
+    private let state = Mutex(State())
+
+    init(rig: RigService, link: ServerLink, logger: Logger, policy: Policy) {
+        self.rig = rig
+        self.link = link
+        self.logger = logger
+        self.policy = policy
+    }
+
+    /// Queues the ranges not already waiting; says what it did.
+    func enqueue(_ ranges: [RangeUpload]) -> String {
+        let added = state.withLock { state in
+            var added = 0
+            for range in ranges
+            where !state.items.contains(where: { $0.range.fromNs == range.fromNs && $0.range.toNs == range.toNs }) {
+                state.items.append(Item(range: range))
+                added += 1
+            }
+            return added
+        }
+        updatePending()
+        return added == ranges.count ? "queued" : added == 0 ? "already queued" : "\(added) queued, the rest already"
+    }
+
+    /// The finished segments of the current (else the newest) recording the server has not
+    /// said it stored, each as its own range.
+    func notYetReceived() -> [RangeUpload] {
+        guard let directory = rig.recordingDirectory ?? newestRecording() else { return [] }
+        let delivered = state.withLock { $0.delivered }
+        return Self.finishedSegments(of: directory).filter { range in
+            !delivered.contains { $0.contains(range.fromNs) && $0.contains(range.toNs - 1) }
+        }
+    }
+
+    private func newestRecording() -> String? {
+        let root = rig.settings.root
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }
+        return names.sorted().reversed().map { "\(root)/\($0)" }.first { RecordingIndex.read(directory: $0) != nil }
+    }
+
+    /// A segmented recording's finished segments, as wall-clock ranges.
+    static func finishedSegments(of directory: String) -> [RangeUpload] {
+        guard let index = RecordingIndex.read(directory: directory) else { return [] }
+        return index.segments.compactMap { segment in
+            guard segment.state == .complete, let from = UTCTime.parse(segment.startUtc),
+                let to = UTCTime.parse(segment.endUtc), to > from
+            else { return nil }
+            return RangeUpload(fromNs: from, toNs: to)
+        }
+    }
+
+    private func updatePending() {
+        let count = state.withLock { $0.items.count }
+        link.update { $0.uploadsPending = count }
+    }
+
+    private func nextReady() -> Item? {
+        let now = ContinuousClock.now
+        return state.withLock { $0.items.first { $0.notBefore <= now } }
+    }
+
+    private func remove(_ id: UUID) {
+        state.withLock { $0.items.removeAll { $0.id == id } }
+        updatePending()
+    }
+
+    private func giveUp(_ item: Item, _ why: String) {
+        remove(item.id)
+        link.update {
+            $0.uploadFailures += 1
+            $0.lastUploadFailure = why
+        }
+        logger.warning("capture server: \(why)")
+    }
+
+    struct NoAnswer: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Sends what is queued, one at a time, until cancelled. Throws when the connection can no
+    /// longer be trusted to pair replies with uploads (an answer that never came).
+    func run(outbox: Outbox) async throws {
+        while !Task.isCancelled {
+            guard let item = nextReady() else {
+                try await Task.sleep(for: .milliseconds(200))
+                continue
+            }
+            try await send(item, outbox: outbox)
+        }
+    }
+
+    private func send(_ item: Item, outbox: Outbox) async throws {
+        let range = item.range
+        let attempt = item.attempts + 1
+        let root = rig.settings.root, hostId = rig.settings.hostId
+        let staged: RangeUpload.Staged
+        do {
+            staged = try await NIOThreadPool.singleton.runIfActive { try range.stage(root: root, hostId: hostId) }
+        } catch {
+            giveUp(item, "cannot upload \(range.rangeText): \(error)")
+            return
+        }
+        defer { RangeUpload.remove(scratch: staged.scratch, tar: staged.tar) }
+        if staged.size > policy.maxMessageBytes {
+            let parts = range.split(byRecordingIndexOf: staged.source)
+            if parts.count > 1 {
+                state.withLock { state in
+                    guard let at = state.items.firstIndex(where: { $0.id == item.id }) else { return }
+                    state.items.replaceSubrange(at...at, with: parts.map { Item(range: $0) })
+                }
+                updatePending()
+                logger.warning(
+                    "capture server: \(range.rangeText) is \(staged.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit: sent as \(parts.count) uploads, one a segment"
+                )
+            } else {
+                giveUp(
+                    item,
+                    "not sent: \(staged.filename) (\(range.rangeText), one segment) is \(staged.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit (aiohttp max_msg_size); shorter segments (the server's videoChunkDurationMs) keep each under it"
+                )
+            }
+            return
+        }
+        let place = replies.expect()
+        do {
+            try await outbox.upload(
+                metadata: ClientMessage.uploadMetadata(
+                    filename: staged.filename, filesize: Int64(staged.size), mimetype: "application/x-tar"),
+                file: staged.tar, size: staged.size)
+        } catch {
+            // The connection's end (and its close code) says what became of it.
+            logger.debug("capture server: sending \(staged.filename) failed: \(error)")
+        }
+        switch await replies.outcome(place, timeout: policy.answerTimeout) {
+        case .stored:
+            remove(item.id)
+            state.withLock { $0.delivered.append(range.fromNs...(range.toNs - 1)) }
+            link.update { $0.uploads += 1 }
+            logger.info(
+                "capture server stored \(staged.filename), \(staged.size) bytes: \(range.rangeText), \(staged.summary)")
+        case .refused(let why):
+            giveUp(item, "the server refused \(staged.filename) (\(range.rangeText)): \(why); not sent again")
+        case .tooLarge:
+            giveUp(
+                item,
+                "the server closed the connection on \(staged.filename) (\(staged.size) bytes) with 1009, message too large; not sent again"
+            )
+        case .lost(let why):
+            if attempt >= policy.maxAttempts {
+                giveUp(item, "gave up \(staged.filename) (\(range.rangeText)) after \(attempt) attempts: \(why)")
+                return
+            }
+            let wait = policy.retryDelay(after: attempt)
+            state.withLock { state in
+                guard let at = state.items.firstIndex(where: { $0.id == item.id }) else { return }
+                state.items[at].attempts = attempt
+                state.items[at].notBefore = .now + wait
+            }
+            logger.warning(
+                "capture server: attempt \(attempt) of \(policy.maxAttempts) to upload \(staged.filename) (\(range.rangeText)) failed: \(why); again in \(wait), whole"
+            )
+            // No answer on a connection still open: a late one could be taken for the next
+            // upload's, so this connection ends and the next starts clean.
+            throw NoAnswer(description: why)
+        }
+    }
+}
