@@ -177,6 +177,24 @@ struct UploadPolicyTests {
         #expect(policy.maxAttempts == 5)
     }
 
+    @Test("a segment's range, back from the server as Unix seconds in a double, is the same range")
+    func roundTrip() {
+        let segment = RangeUpload(fromNs: 1_795_761_075_598_000_000, toNs: 1_795_761_085_598_000_000)
+        let parsed = ServerMessage.parse(
+            #"{"command":"uploadTimeRange","startTime":1795761075.598,"endTime":1795761085.598}"#)
+        guard case .uploadTimeRange(let from, let to) = parsed else {
+            Issue.record("\(parsed)")
+            return
+        }
+        // Not exact: a double holds these to a few hundred nanoseconds.
+        #expect(from != segment.fromNs || to != segment.toNs)
+        let echoed = RangeUpload(fromNs: from, toNs: to)
+        #expect(echoed.isSame(as: segment))
+        #expect(segment.isCovered(by: echoed.fromNs...(echoed.toNs - 1)))
+        #expect(!segment.isCovered(by: echoed.fromNs...(echoed.toNs - 20_000_000)))
+        #expect(!RangeUpload(fromNs: segment.fromNs, toNs: segment.toNs + 5_000_000).isSame(as: segment))
+    }
+
     @Test("a range is cut at the segment boundaries of its recording; without an index it stays whole")
     func split() throws {
         let directory = NSTemporaryDirectory() + "/split-\(UUID().uuidString)"

@@ -59,6 +59,20 @@ struct RangeUpload: Sendable {
         }
     }
 
+    /// A range comes back from the server as Unix seconds in a double, off by up to a few
+    /// hundred nanoseconds: ranges this close are the same range.
+    static let slackNs: UInt64 = 1_000_000
+
+    func isSame(as other: RangeUpload) -> Bool {
+        max(fromNs, other.fromNs) - min(fromNs, other.fromNs) <= Self.slackNs
+            && max(toNs, other.toNs) - min(toNs, other.toNs) <= Self.slackNs
+    }
+
+    /// Whether `delivered` (inclusive) holds this range, give or take `slackNs` at each end.
+    func isCovered(by delivered: ClosedRange<UInt64>) -> Bool {
+        delivered.lowerBound <= fromNs + Self.slackNs && delivered.upperBound + 1 + Self.slackNs >= toNs
+    }
+
     /// The range cut at the segment boundaries of the recording at `directory`: one range a
     /// segment it overlaps (just itself when the recording is not segmented).
     func split(byRecordingIndexOf directory: String) -> [RangeUpload] {

@@ -60,8 +60,7 @@ final class UploadQueue: Sendable {
     func enqueue(_ ranges: [RangeUpload]) -> String {
         let added = state.withLock { state in
             var added = 0
-            for range in ranges
-            where !state.items.contains(where: { $0.range.fromNs == range.fromNs && $0.range.toNs == range.toNs }) {
+            for range in ranges where !state.items.contains(where: { $0.range.isSame(as: range) }) {
                 state.items.append(Item(range: range))
                 added += 1
             }
@@ -77,7 +76,7 @@ final class UploadQueue: Sendable {
         guard let directory = rig.recordingDirectory ?? newestRecording() else { return [] }
         let delivered = state.withLock { $0.delivered }
         return Self.finishedSegments(of: directory).filter { range in
-            !delivered.contains { $0.contains(range.fromNs) && $0.contains(range.toNs - 1) }
+            !delivered.contains { range.isCovered(by: $0) }
         }
     }
 
@@ -194,6 +193,8 @@ final class UploadQueue: Sendable {
                 "the server closed the connection on \(staged.filename) (\(staged.size) bytes) with 1009, message too large; not sent again"
             )
         case .lost(let why):
+            // Stopping (the service, or this connection's worker): it stays queued as it was.
+            if Task.isCancelled { return }
             if attempt >= policy.maxAttempts {
                 giveUp(item, "gave up \(staged.filename) (\(range.rangeText)) after \(attempt) attempts: \(why)")
                 return
