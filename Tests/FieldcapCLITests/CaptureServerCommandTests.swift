@@ -236,6 +236,50 @@ struct CaptureServerCommandTests {
         }
     }
 
+    /// An HTTP client that asks for the endless MJPEG preview and never reads it, so the
+    /// server's writes wait on it: SIGTERM still ends a valid recording within 5 s.
+    @Test("SIGTERM ends a valid recording within 5 s while an HTTP client does not read")
+    func unreadHTTPClient() throws {
+        let serve = try ServeProcess(ServeCommandTests.devices)
+        let started = try serve.request("POST", "/api/v1/recording/start")
+        #expect(started.status == 200 || started.status == 201, "\(started.text)")
+        let port = try #require(serve.base.split(separator: ":").last.flatMap { Int($0) })
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        client.arguments = [
+            "python3", "-c",
+            """
+            import socket, sys, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(b"GET /api/v1/preview/cam0.mjpg HTTP/1.1\\r\\nHost: rig\\r\\n\\r\\n")
+            print("asked", flush=True)
+            time.sleep(60)
+            """, "\(port)",
+        ]
+        let output = Pipe()
+        client.standardOutput = output
+        try client.run()
+        defer { client.terminate() }
+        _ = try output.fileHandleForReading.read(upToCount: 6)
+        // Long enough for the preview's frames to fill the socket's buffers.
+        usleep(1_500_000)
+        let sent = Date()
+        serve.process.terminate()
+        while serve.process.isRunning && Date().timeIntervalSince(sent) < 15 { usleep(20_000) }
+        let took = Date().timeIntervalSince(sent)
+        if serve.process.isRunning { kill(serve.process.processIdentifier, SIGKILL) }
+        serve.process.waitUntilExit()
+        #expect(took < 5, "SIGTERM took \(took) s\n\(serve.stderr)")
+        let sessions = serve.sessionNames().filter { !$0.hasPrefix(".") }
+        #expect(sessions.count == 1, "\(sessions)")
+        for name in sessions {
+            let validate = try FieldcapProcess.run(["validate", "\(serve.root)/\(name)"])
+            #expect(validate.status == 0, "\(validate.stdout)\(validate.stderr)")
+        }
+    }
+
     @Test("--server refuses what is not a WebSocket URL; --name without --server is a usage error")
     func refusals() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "http://x:1"])
