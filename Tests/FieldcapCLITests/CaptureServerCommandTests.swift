@@ -280,6 +280,72 @@ struct CaptureServerCommandTests {
         }
     }
 
+    /// A range inside one segment that alone is over the limit: not sent, with why, and not
+    /// tried again; the server sees no upload at all.
+    @Test("a single segment over the server's message limit is refused with a clear reason, never sent")
+    func segmentOverTheLimit() throws {
+        let work = NSTemporaryDirectory() + "/capture-limit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // A server that asks for 0.5 s of the first segment once two have closed, and notes every
+        // message the rig sends.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = [
+            "python3", "-c",
+            """
+            import asyncio, json, signal, sys, time, websockets
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            async def rig(socket):
+                await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
+                await socket.send(json.dumps({"command": "record", "message": ""}))
+                with open(sys.argv[1], "a") as out:
+                    async for message in socket:
+                        data = json.loads(message) if isinstance(message, str) else {"binary": len(message)}
+                        out.write(json.dumps(data) + "\\n")
+                        out.flush()
+                        if data.get("type") == "chunkSaved":
+                            start = data["startTime"]
+                            await socket.send(json.dumps({"command": "uploadTimeRange", "message": "",
+                                                          "startTime": start, "endTime": start + 0.5}))
+            async def main():
+                async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
+                    print("listening", server.sockets[0].getsockname()[1], flush=True)
+                    await asyncio.sleep(60)
+            asyncio.run(main())
+            """, "\(work)/messages.txt",
+        ]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line += byte
+        }
+        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+        let serve = try ServeProcess(
+            ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)", "--server-max-message", "1K"])
+        var link: [String: Any] = [:]
+        for _ in 0..<150 {
+            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
+            if (link["upload_failures"] as? Int ?? 0) > 0 { break }
+            usleep(100_000)
+        }
+        // Every chunkSaved asks for a range: the first failure is enough; the rest may follow.
+        #expect((link["upload_failures"] as? Int ?? 0) >= 1, "\(link)")
+        let why = link["last_upload_failure"] as? String ?? ""
+        #expect(why.contains("not sent:") && why.contains("one segment"), "\(why)")
+        #expect(why.contains("over the server's 1024-byte message limit"), "\(why)")
+        let messages = (try? String(contentsOfFile: "\(work)/messages.txt", encoding: .utf8)) ?? ""
+        #expect(messages.contains("\"chunkSaved\""), "\(messages)")
+        #expect(!messages.contains("\"upload\"") && !messages.contains("binary"), "\(messages)")
+        #expect(serve.terminate() == 0)
+    }
+
     @Test("--server refuses what is not a WebSocket URL; --name without --server is a usage error")
     func refusals() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "http://x:1"])
