@@ -158,6 +158,73 @@ struct RangeExtractorTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
     }
 
+    /// `file` with its last line repeated, its `capture_ns` replaced by `captureNs`.
+    static func appendLine(capturedAt captureNs: String, to file: String) throws {
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        let last = try #require(text.split(separator: "\n").last)
+        let rest = try #require(last.firstIndex(of: ","))
+        let line = #"{"capture_ns":"# + captureNs + last[rest...] + "\n"
+        try Data((text + line).utf8).write(to: URL(fileURLWithPath: file))
+    }
+
+    @Test("capture_ns at Int64.max, at UInt64.max, an index past any clock: an extract or one clear error, no trap")
+    func absurdCaptureTimes() throws {
+        let copied = try RecordingFixture.copy()
+        defer { try? FileManager.default.removeItem(atPath: copied.root) }
+        var index = try #require(RecordingIndex.read(directory: copied.directory))
+        let segment = index.presentSegments[1]
+        let session = "\(copied.directory)/\(segment.directory)"
+        let start = try Self.start(segment)
+        func extract(_ source: String, _ fromNs: UInt64, _ toNs: UInt64) -> Result<RangeExtractor.Outcome, Error> {
+            let out = RecordingFixture.temporary("extract-absurd")
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            return Result {
+                try RangeExtractor.extract(RangeExtractor.Request(source: source, fromNs: fromNs, toNs: toNs, out: out))
+            }
+        }
+
+        // The last IMU sample at 2^63 - 1 ns, as `validate` lets it through: it sits in the year
+        // 2318 on the wall clock, so a range of the real samples still extracts them, and a range
+        // reaching it ends without a trap either way.
+        try Self.appendLine(capturedAt: "9223372036854775807", to: "\(session)/imu.timestamps.jsonl")
+        try Self.appendLine(capturedAt: "9223372036854775807", to: "\(session)/imu.jsonl")
+        let inside = try extract(session, start + 200_000_000, start + 700_000_000).get()
+        #expect(inside.report.isValid, "\(inside.report.problems)")
+        #expect(inside.records.first { $0.id == "imu" }?.count ?? 0 > 50)
+        let year2500 = try #require(UTCTime.parse("2500-01-01T00:00:00Z"))
+        if case .failure(let error) = extract(session, start, year2500) {
+            #expect(error is RangeExtractor.Failure, "\(error)")
+        }
+
+        // Past what the wall clock can hold: refused, naming the session.
+        try Self.appendLine(capturedAt: "18446744073709551615", to: "\(session)/imu.timestamps.jsonl")
+        try Self.appendLine(capturedAt: "18446744073709551615", to: "\(session)/imu.jsonl")
+        let tooFar = extract(session, start, start + 1_000_000_000)
+        guard case .failure(let error) = tooFar else {
+            Issue.record("a capture_ns of 2^64 - 1 should be refused")
+            return
+        }
+        #expect("\(error)".contains("capture_ns 18446744073709551615 is too far from the sync point"), "\(error)")
+
+        // An index whose last_capture_ns is past its segment's start by more than a UInt64.
+        index.segments[1].streams?["imu"]?.lastCaptureNs = .max
+        index.segments[1].startMonotonicRawNs = 0
+        let lastPresent = try #require(index.segments.lastIndex { $0.state != .deleted })
+        index.segments[lastPresent].streams?["imu"]?.lastCaptureNs = .max
+        index.segments[lastPresent].endMonotonicRawNs = .max
+        index.segments[lastPresent].startMonotonicRawNs = 0
+        try index.write(directory: copied.directory)
+        let first = try Self.start(index.presentSegments[0])
+        guard case .failure(let indexError) = extract(copied.directory, first, first + 1_000_000_000) else {
+            Issue.record("an index past the wall clock should be refused")
+            return
+        }
+        #expect("\(indexError)".contains("recording.json: segment"), "\(indexError)")
+        // The listing reads the same index: the last segment's end falls back to its end_utc.
+        let listed = SessionCatalog.entry(directory: copied.directory, name: "r")
+        #expect(listed.endNs == UTCTime.parse(index.segments[lastPresent].endUtc))
+    }
+
     @Test("UTC times as the command line takes them")
     func parsesTimes() {
         #expect(UTCTime.parse("1970-01-01T00:00:01Z") == 1_000_000_000)
@@ -169,5 +236,12 @@ struct RangeExtractorTests {
         #expect(UTCTime.parse("2026-02-30T00:00:00Z") == nil)
         #expect(UTCTime.parse("yesterday") == nil)
         #expect(UTCTime.parse("2026-11-23T14:02:00.Z") == nil)
+        #expect(UTCTime.parse("2026-11-23T14:02:00+99:99") == nil, "not a UTC offset")
+        #expect(UTCTime.parse("2026-11-23T14:02:00+23:60") == nil)
+        #expect(UTCTime.parse("2026-11-23T14:02:00-23:59") == 1_795_528_860_000_000_000)
+        // Past 2554 nanoseconds since the epoch no longer fit a UInt64: no time, not a trap.
+        #expect(UTCTime.parse("2554-07-21T23:34:33Z") == 18_446_744_073_000_000_000)
+        #expect(UTCTime.parse("2554-07-21T23:34:34Z") == nil)
+        #expect(UTCTime.parse("9999-12-31T23:59:59.999Z") == nil)
     }
 }

@@ -114,7 +114,7 @@ public enum SessionCatalog {
         else { return nil }
         let scheduled = segment.endMonotonicRawNs
         let lastRaw = min(last, scheduled)
-        return start + (lastRaw &- segment.startMonotonicRawNs)
+        return SpanArithmetic.add(start, lastRaw, minus: segment.startMonotonicRawNs)
     }
 
     /// What a stop's reason adds to `complete`: nothing for a recording that ran its duration.

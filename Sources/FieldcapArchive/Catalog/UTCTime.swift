@@ -46,7 +46,10 @@ public enum UTCTime {
         } else if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
             let sign = bytes[position] == UInt8(ascii: "-") ? -1 : 1
             position += 1
-            guard let hours = number(2), expect(":"), let minutes = number(2) else { return nil }
+            // RFC 3339's offsets: hours below 24, minutes below 60 (`+99:99` is no zone).
+            guard let hours = number(2), expect(":"), let minutes = number(2), hours < 24, minutes < 60 else {
+                return nil
+            }
             offsetSeconds = sign * (hours * 3600 + minutes * 60)
         } else {
             return nil
@@ -63,6 +66,9 @@ public enum UTCTime {
         parts.tm_sec = Int32(second)
         let seconds = Int(timegm(&parts)) - offsetSeconds
         guard seconds >= 0, parts.tm_mday == Int32(day) else { return nil }
-        return UInt64(seconds) * 1_000_000_000 + fraction
+        // Nanoseconds since the epoch reach past a UInt64 in the year 2554: a later time is not one.
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow, whole <= UInt64.max - fraction else { return nil }
+        return whole + fraction
     }
 }

@@ -106,9 +106,9 @@ public enum RangeExtractor {
             throw Failure(message: "\(source) is not a directory: give a recording, a session or a root of them")
         }
         if let index = RecordingIndex.read(directory: source) {
-            return ("the recording \(source)", recordingParts(index, directory: source))
+            return ("the recording \(source)", try recordingParts(index, directory: source))
         }
-        if let part = sessionPart(directory: source, name: PathName.base(of: source)) {
+        if let part = try sessionPart(directory: source, name: PathName.base(of: source)) {
             return ("the session \(source)", [part])
         }
         if Sidecar.Contents(layout: SessionLayout(directory: source)) != nil {
@@ -143,23 +143,35 @@ public enum RangeExtractor {
     }
 
     /// The finished segments, each spanning (by the index) its start to its last record.
-    static func recordingParts(_ index: RecordingIndex, directory: String) -> [Part] {
-        index.segments.compactMap { segment in
+    static func recordingParts(_ index: RecordingIndex, directory: String) throws -> [Part] {
+        try index.segments.compactMap { segment in
             guard segment.state == .complete || segment.state == .recovered,
                 let start = UTCTime.parse(segment.startUtc)
             else { return nil }
             // A late cut leaves records past the scheduled end in this segment: its last one counts.
-            let last = segment.streams?.values.compactMap(\.lastCaptureNs).max()
-            guard let end = last.map({ start + ($0 &- segment.startMonotonicRawNs) }) ?? UTCTime.parse(segment.endUtc)
-            else { return nil }
+            let end: UInt64
+            if let last = segment.streams?.values.compactMap(\.lastCaptureNs).max() {
+                // The index is read from disk: its numbers may be anything, so the sum is checked.
+                guard let placed = SpanArithmetic.add(start, last, minus: segment.startMonotonicRawNs) else {
+                    throw Failure(
+                        message:
+                            "\(directory)/\(RecordingIndex.fileName): segment \(segment.directory)'s last_capture_ns \(last) cannot be placed on the wall clock (its start_monotonic_raw_ns is \(segment.startMonotonicRawNs)); validate the recording: nothing written"
+                    )
+                }
+                end = placed
+            } else if let scheduled = UTCTime.parse(segment.endUtc) {
+                end = scheduled
+            } else {
+                return nil
+            }
             return Part(
                 name: segment.directory, directory: "\(directory)/\(segment.directory)", startNs: start,
-                endNs: end + 1)
+                endNs: SpanArithmetic.after(end))
         }
     }
 
     /// A finished session, with its span from its sync point and its streams' first and last lines.
-    static func sessionPart(directory: String, name: String) -> Part? {
+    static func sessionPart(directory: String, name: String) throws -> Part? {
         guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)),
             contents.state != "recording"
         else { return nil }
@@ -173,22 +185,28 @@ public enum RangeExtractor {
         }
         guard first <= last else { return nil }
         let sync = contents.syncPoint
-        return Part(name: name, directory: directory, startNs: wall(first, sync), endNs: wall(last, sync) + 1)
+        guard let startNs = wall(first, sync), let endNs = wall(last, sync) else {
+            let bad = wall(first, sync) == nil ? first : last
+            throw Failure(
+                message:
+                    "\(directory): capture_ns \(bad) is too far from the sync point (monotonic_ns \(sync.monotonicNs)) to be placed on the wall clock; validate \(name): nothing written"
+            )
+        }
+        return Part(name: name, directory: directory, startNs: startNs, endNs: SpanArithmetic.after(endNs))
     }
 
-    static func wall(_ rawNs: UInt64, _ sync: SyncPoint) -> UInt64 {
-        UInt64(
-            max(
-                0,
-                Int64(bitPattern: sync.wallClockNs) + (Int64(bitPattern: rawNs) - Int64(bitPattern: sync.monotonicNs))))
+    /// `rawNs` (`CLOCK_MONOTONIC_RAW`) on the wall clock through the sync point, before the epoch
+    /// read as the epoch; nil past what a `UInt64` holds. Both come from disk, so nothing here
+    /// may trap: a `capture_ns` of `Int64.max` is a line `validate` passes.
+    static func wall(_ rawNs: UInt64, _ sync: SyncPoint) -> UInt64? {
+        SpanArithmetic.add(sync.wallClockNs, rawNs, minus: sync.monotonicNs)
     }
 
+    /// `wallNs` on `CLOCK_MONOTONIC_RAW` through the sync point, held to 0...UInt64.max: the
+    /// range's ends are only compared with `capture_ns`, so a bound past either end still cuts right.
     static func raw(_ wallNs: UInt64, _ sync: SyncPoint) -> UInt64 {
-        UInt64(
-            max(
-                0,
-                Int64(bitPattern: sync.monotonicNs) + (Int64(bitPattern: wallNs) - Int64(bitPattern: sync.wallClockNs)))
-        )
+        let value = Int128(sync.monotonicNs) + Int128(wallNs) - Int128(sync.wallClockNs)
+        return UInt64(clamping: value)
     }
 
     /// One stream of the extract as it is written.
@@ -404,8 +422,10 @@ public enum RangeExtractor {
             ] as [String: Any],
         ]
         if let calibration = first.document["calibration_file"] { document["calibration_file"] = calibration }
-        if let firstNs { document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(firstNs, sync)) }
-        if let lastNs { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: wall(lastNs, sync)) }
+        if let firstNs, let ns = wall(firstNs, sync) {
+            document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: ns)
+        }
+        if let lastNs, let ns = wall(lastNs, sync) { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: ns) }
         return document
     }
 }
