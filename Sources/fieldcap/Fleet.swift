@@ -57,7 +57,10 @@ func runFleetCommand(_ command: FleetCommand, controller: FleetController, deadl
     if online.isEmpty { say("warning: no rig of fleet \(controller.topics.fleet) is online") }
     try controller.send(command)
     while Date() < deadline {
-        let answered = Set(controller.replies.filter { $0.captureId == command.captureId }.map(\.host))
+        // A rig may answer the capture's other command meanwhile (a start it calls off for this stop).
+        let answered = Set(
+            controller.replies.filter { $0.captureId == command.captureId && $0.command == command.command }.map(\.host)
+        )
         if !online.isEmpty && Set(online).isSubset(of: answered) { break }
         usleep(50_000)
     }

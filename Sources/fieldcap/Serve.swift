@@ -168,6 +168,13 @@ struct Serve: ParsableCommand {
 
     @OptionGroup(title: "Fleet (many rigs, one capture, over MQTT)") var fleet: FleetArguments
 
+    @Option(
+        name: .customLong("fleet-horizon"),
+        help: ArgumentHelp(
+            "How far ahead a fleet's start or stop instant may be; one further ahead is refused (the rig would wait for it with its devices open).",
+            valueName: "DURATION"))
+    var fleetHorizon = TimeSpan(seconds: 600)
+
     /// `HOST:PORT` or `[V6]:PORT`.
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -194,6 +201,9 @@ struct Serve: ParsableCommand {
     }
 
     func validate() throws {
+        guard fleetHorizon.seconds > 0 else {
+            throw ValidationError("--fleet-horizon must be more than 0: give e.g. 10m or 1h")
+        }
         guard Self.parseListen(listen) != nil else {
             throw ValidationError(
                 "--listen '\(listen)' is not ADDR:PORT: give 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080")
@@ -353,7 +363,7 @@ extension Serve {
         guard let options = try fleet.options(clientId: host) else { return nil }
         return try FleetMember(
             options: options, fleet: fleet.fleet, host: host, version: Sidecar.fieldcapVersion,
-            rig: FleetMember.Rig(service: rig)
+            rig: FleetMember.Rig(service: rig), horizonNs: UInt64(fleetHorizon.seconds * 1e9)
         ) { say($0) }
     }
 }

@@ -606,6 +606,93 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "a fleet's start on a real mosquitto: a retained one ignored, one beyond the horizon refused, a scheduled one called off by `fleet stop` and by the API, nothing left on disk"
+    )
+    func fleetScheduledStarts() throws {
+        let broker = try MosquittoBroker()
+        let command = "fieldcap/fleet/t/command"
+        func publish(_ json: String, retain: Bool = false) throws {
+            let sent = try runTool(
+                "mosquitto_pub",
+                ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t", command, "-m", json]
+                    + (retain ? ["-r"] : []), package: "mosquitto")
+            #expect(sent.status == 0, "\(sent.output)")
+        }
+        func nowNs() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1e9) }
+        // Sent retained before the rig joins: mosquitto hands it over as the rig subscribes, with
+        // the retain flag set (MQTT 3.1.1, 3.3.1.3); a restarted rig would start from it.
+        try publish(#"{"command":"start","capture_id":"stale"}"#, retain: true)
+        let serve = try ServeProcess(
+            Self.devices + ["--mqtt", broker.url, "--fleet", "t", "--fleet-horizon", "60s", "--wall-clock", "none"])
+        func waitFor(_ text: String) -> Bool {
+            for _ in 0..<200 where !serve.stderr.contains(text) { usleep(50_000) }
+            return serve.stderr.contains(text)
+        }
+        func waitForState(_ state: String) throws -> [String: Any] {
+            for _ in 0..<200 {
+                let status = try serve.request("GET", "/api/v1/status").json
+                if status["state"] as? String == state { return status }
+                usleep(50_000)
+            }
+            return try serve.request("GET", "/api/v1/status").json
+        }
+        #expect(waitFor("fleet: ignored a retained command"), "\(serve.stderr)")
+        #expect(try waitForState("idle")["state"] as? String == "idle")
+
+        // Beyond the horizon (a day, 2^63 - 1, 2^64 - 1 ns, `fleet start --in 2h`): refused with why.
+        for (id, at) in [
+            ("day", "\(nowNs() + 86_400_000_000_000)"), ("int", "9223372036854775807"),
+            ("uint", "18446744073709551615"),
+        ] {
+            try publish(#"{"command":"start","capture_id":"\#(id)","at_wall_clock_ns":\#(at)}"#)
+            #expect(waitFor("fleet: capture \(id) refused: the start instant is"), "\(serve.stderr)")
+        }
+        let twoHours = try runTool(
+            "env",
+            [FieldcapProcess.executable.path, "fleet", "start", "--in", "2h", "--mqtt", broker.url, "--fleet", "t"])
+        #expect(twoHours.status != 0)
+        #expect(twoHours.output.contains("beyond this rig's horizon of 60.0 s"), "\(twoHours.output)")
+        #expect(try waitForState("idle")["state"] as? String == "idle")
+
+        // Scheduled 30 s ahead: the status says so, a start is refused naming it, and both
+        // `fleet stop` (which finds the capture in the rig's status) and the API's stop call it off.
+        for stopper in ["fleet stop", "POST /api/v1/recording/stop"] {
+            try publish(#"{"command":"start","capture_id":"soon","at_wall_clock_ns":\#(nowNs() + 30_000_000_000)}"#)
+            let scheduled = try waitForState("scheduled")
+            #expect((scheduled["scheduled"] as? [String: Any])?["capture_id"] as? String == "soon", "\(scheduled)")
+            let second = try serve.request("POST", "/api/v1/recording/start")
+            #expect(second.status == 409 && second.text.contains("a start is scheduled for"), "\(second.text)")
+            if stopper == "fleet stop" {
+                var stopped = (status: Int32(-1), output: "")
+                // The rig's retained status names the capture within its 2 s refresh; until then
+                // `fleet stop` finds no capture to stop (64) and sends nothing.
+                for _ in 0..<20 where stopped.status == -1 || stopped.status == 64 {
+                    stopped = try runTool(
+                        "env",
+                        [FieldcapProcess.executable.path, "fleet", "stop", "--mqtt", broker.url, "--fleet", "t"])
+                    if stopped.status == 64 { usleep(250_000) }
+                }
+                #expect(stopped.status == 0, "\(stopped.output)")
+                #expect(stopped.output.contains("called off"), "\(stopped.output)")
+            } else {
+                let stopped = try serve.request("POST", "/api/v1/recording/stop")
+                #expect(stopped.status == 200, "\(stopped.text)")
+                #expect((stopped.json["reason"] as? String ?? "").contains("called off"), "\(stopped.text)")
+            }
+            #expect(try waitForState("idle")["state"] as? String == "idle", "\(stopper)")
+            #expect(serve.sessionNames().isEmpty, "\(stopper) left \(serve.sessionNames())")
+        }
+
+        // A start a second ahead still starts, and stops.
+        try publish(#"{"command":"start","capture_id":"now","at_wall_clock_ns":\#(nowNs() + 1_000_000_000)}"#)
+        #expect(try waitForState("recording")["state"] as? String == "recording", "\(serve.stderr)")
+        #expect(try serve.request("POST", "/api/v1/recording/stop").status == 200)
+        #expect(serve.sessionNames().count == 1)
+        #expect(!serve.stderr.contains("capture stale"), "the retained start was acted on: \(serve.stderr)")
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test(
         "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
     )
     func openAPI() throws {

@@ -34,20 +34,29 @@ public final class FleetMember: Sendable {
     public let topics: FleetTopics
     /// How often the retained status is refreshed.
     public let statusEverySeconds: Double
+    /// How far ahead a start's instant may be: a later one is refused, since the rig waits for
+    /// it with its devices open and a start (a day, `UInt64.max` ahead) would hold it till then.
+    public let horizonNs: UInt64
+    /// The default horizon: ten minutes, far more than a fleet needs to get every rig ready.
+    public static let defaultHorizonNs: UInt64 = 600_000_000_000
     private let rig: Rig
     private let log: @Sendable (String) -> Void
     private let client = Mutex<MQTTClient?>(nil)
     private let running = Atomic<Bool>(false)
     /// The capture being recorded, so a stop for another capture is refused.
     private let capture = Mutex<String?>(nil)
+    /// The capture whose start waits for its instant: a stop for it calls the start off.
+    private let pending = Mutex<String?>(nil)
 
     /// `options` is the connection's (broker, login, TLS); the client id and the will are the
     /// rig's, set here.
     public init(
         options: MQTTClient.Options, fleet: String, host: String, version: String, rig: Rig,
-        statusEverySeconds: Double = 2, log: @escaping @Sendable (String) -> Void
+        statusEverySeconds: Double = 2, horizonNs: UInt64 = FleetMember.defaultHorizonNs,
+        log: @escaping @Sendable (String) -> Void
     ) throws(MQTTError) {
         self.host = host
+        self.horizonNs = horizonNs
         topics = FleetTopics(fleet: fleet)
         self.rig = rig
         self.log = log
@@ -110,7 +119,11 @@ public final class FleetMember: Sendable {
     private func publishStatus() {
         guard let client = client.withLock({ $0 }) else { return }
         var status = rig.status()
-        status.captureId = status.state == "idle" ? nil : capture.withLock { $0 }
+        switch status.state {
+        case "idle": status.captureId = nil
+        case "scheduled": status.captureId = pending.withLock { $0 }
+        default: status.captureId = capture.withLock { $0 }
+        }
         try? client.publish(
             MQTTClient.Message(topic: topics.status(host), payload: FleetJSON.encode(status), qos: 0, retain: true))
     }
@@ -121,6 +134,14 @@ public final class FleetMember: Sendable {
     }
 
     private func handle(_ message: MQTTClient.Message) {
+        // The broker hands a retained command to every rig that subscribes, long after it was
+        // sent (a restart, a rig that joins): a command is for the rigs listening when it is sent.
+        guard !message.retain else {
+            log(
+                "fleet: ignored a retained command (commands are acted on only as they are sent; clear it with `mosquitto_pub -r -n -t \(message.topic)`): \(message.text.prefix(200))"
+            )
+            return
+        }
         guard let command = FleetJSON.decode(FleetCommand.self, message.payload) else {
             log("fleet: ignored a command that is not one: \(message.text.prefix(200))")
             return
@@ -145,9 +166,21 @@ public final class FleetMember: Sendable {
             )
             return
         }
+        if let at = command.atWallClockNs, at - now > horizonNs {
+            let ahead = Double(at - now) / 1e9
+            let detail =
+                "the start instant is \(ahead) s ahead, beyond this rig's horizon of \(Double(horizonNs) / 1e9) s (serve --fleet-horizon): refused"
+            log("fleet: capture \(command.captureId) refused: \(detail)")
+            reply(
+                FleetReply(
+                    host: host, command: .start, captureId: command.captureId, result: .failed, detail: detail))
+            return
+        }
         log(
             "fleet: capture \(command.captureId) starts "
                 + (command.atWallClockNs.map { "at \(SyncPoint.isoDatetime(wallClockNs: $0))" } ?? "now"))
+        if command.atWallClockNs != nil { pending.withLock { $0 = command.captureId } }
+        defer { pending.withLock { if $0 == command.captureId { $0 = nil } } }
         do {
             let (session, syncWallNs) = try await rig.start(command.captureId, command.atWallClockNs)
             // Only once started: a start refused (already recording) leaves the running capture's id.
@@ -167,12 +200,34 @@ public final class FleetMember: Sendable {
     }
 
     private func stop(_ command: FleetCommand) async {
+        if let waiting = pending.withLock({ $0 }), waiting == command.captureId, rig.status().state == "scheduled" {
+            // Its start waits for its instant: called off at once (a stop's own instant is for
+            // a recording), leaving nothing on disk.
+            _ = try? await rig.stop("fleet stop (capture \(command.captureId))")
+            log("fleet: capture \(command.captureId) called off before its start")
+            reply(
+                FleetReply(
+                    host: host, command: .stop, captureId: command.captureId, result: .stopped,
+                    detail: "its start instant had not come: called off, nothing recorded"))
+            publishStatus()
+            return
+        }
         let current = capture.withLock { $0 }
         guard current == command.captureId else {
             reply(
                 FleetReply(
                     host: host, command: .stop, captureId: command.captureId, result: .failed,
                     detail: current.map { "recording capture \($0), not \(command.captureId)" } ?? "not recording"))
+            return
+        }
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
+        if let at = command.atWallClockNs, at > now, at - now > horizonNs {
+            reply(
+                FleetReply(
+                    host: host, command: .stop, captureId: command.captureId, result: .failed,
+                    detail:
+                        "the stop instant is \(Double(at - now) / 1e9) s ahead, beyond this rig's horizon of \(Double(horizonNs) / 1e9) s: refused"
+                ))
             return
         }
         if let at = command.atWallClockNs { await WallClock.sleep(untilNs: at) }

@@ -54,8 +54,18 @@ public struct ServiceStatus: Sendable {
     public var last: StoppedEvent?
     /// The capture server connection (`serve --server`), if there is one.
     public var server: ServerLink.Snapshot?
+    /// A start waiting for its instant (a fleet's), while idle.
+    public var scheduled: Scheduled?
 
-    public var state: String { recording == nil ? "idle" : stopping ? "stopping" : "recording" }
+    public struct Scheduled: Sendable {
+        public var atNs: UInt64
+        public var captureId: String?
+    }
+
+    public var state: String {
+        guard recording != nil else { return scheduled == nil ? "idle" : "scheduled" }
+        return stopping ? "stopping" : "recording"
+    }
 }
 
 /// How a recording ended.
@@ -66,6 +76,14 @@ public struct StoppedEvent: Sendable {
     public var streams: [Recorder.StreamSummary]
     /// The error that ended writing, or that `stop` threw.
     public var error: String?
+
+    /// A scheduled start called off before its instant: nothing was recorded, no directory left.
+    init(calledOff atNs: UInt64, why: String) {
+        directory = ""
+        reason = why
+        elapsed = 0
+        streams = []
+    }
 
     init(directory: String, outcome: Result<RecordingController.Outcome, Error>) {
         self.directory = directory

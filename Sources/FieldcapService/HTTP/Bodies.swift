@@ -114,13 +114,23 @@ struct StatusBody: Encodable {
         var lastCommand: String?
     }
 
+    /// A fleet's start waiting for its instant: `POST /api/v1/recording/stop` calls it off.
+    struct Scheduled: Encodable {
+        var atUtc: String
+        var captureId: String?
+    }
+
     var state: String
     var recording: Recording?
+    var scheduled: Scheduled?
     var last: StoppedBody?
     var server: Server?
 
     init(_ status: ServiceStatus) {
         state = status.state
+        scheduled = status.scheduled.map {
+            Scheduled(atUtc: SyncPoint.isoDatetime(wallClockNs: $0.atNs), captureId: $0.captureId)
+        }
         last = status.last.map(StoppedBody.init)
         server = status.server.map { link in
             Server(

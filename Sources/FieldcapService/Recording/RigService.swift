@@ -95,6 +95,8 @@ public final class RigService: Sendable {
         var runner: RecordingRunner?
         /// Set while a start is opening devices, so a second start is refused, not queued.
         var starting = false
+        /// A start waiting for its instant (a fleet's), with its capture id: a stop calls it off.
+        var scheduled: (start: ScheduledStart, captureId: String?)?
         var last: StoppedEvent?
         /// The cameras capturing for the preview alone (no recording runs).
         var previewCapture: PreviewCapture?
@@ -185,10 +187,12 @@ public final class RigService: Sendable {
     public var recordingSyncPoint: SyncPoint? { state.withLock { $0.runner?.controller.value.firstSyncPoint } }
 
     public var status: ServiceStatus {
-        let (runner, last) = state.withLock { ($0.runner, $0.last) }
+        let (runner, last, scheduled) = state.withLock { ($0.runner, $0.last, $0.scheduled) }
         let server = serverLink?.current
         guard let runner else {
-            return ServiceStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
+            var status = ServiceStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
+            status.scheduled = scheduled.map { .init(atNs: $0.start.atNs, captureId: $0.captureId) }
+            return status
         }
         return ServiceStatus(
             recording: runner.controller.value.directory, status: runner.status, stopping: runner.isStopping,
@@ -208,18 +212,26 @@ public final class RigService: Sendable {
             overrides.names = RecordingSettings.Names(
                 hostId: "--host-id", segment: "segment", maxStorage: "max_storage", keep: "keep")
         }
-        let busy = state.withLock { state in
-            if state.runner != nil || state.starting { return true }
+        let scheduled = request.startAtWallClockNs.map { ScheduledStart(atNs: $0) }
+        let busy = state.withLock { state -> String? in
+            if let pending = state.scheduled {
+                return "a start is scheduled for \(SyncPoint.isoDatetime(wallClockNs: pending.start.atNs))"
+                    + (pending.captureId.map { " (capture \($0))" } ?? "")
+                    + ": call it off first (POST /api/v1/recording/stop)"
+            }
+            if state.runner != nil || state.starting {
+                return "a recording is already running: stop it first (POST /api/v1/recording/stop)"
+            }
             state.starting = true
-            return false
+            state.scheduled = scheduled.map { ($0, request.captureId) }
+            return nil
         }
-        if busy {
-            throw Refusal(
-                kind: .conflict,
-                description: "a recording is already running: stop it first (POST /api/v1/recording/stop)")
-        }
+        if let busy { throw Refusal(kind: .conflict, description: busy) }
         defer {
-            state.withLock { $0.starting = false }
+            state.withLock { state in
+                state.starting = false
+                state.scheduled = nil
+            }
             // A start that failed gives the cameras back to the preview (one that worked has
             // them until it stops).
             reopenPreviewIfWatched()
@@ -236,14 +248,17 @@ public final class RigService: Sendable {
             }
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
-            controllerSettings.startAtWallClockNs = request.startAtWallClockNs
+            controllerSettings.startAt = scheduled
             controller = RecordingController(sources: sources, settings: controllerSettings)
         } catch let error as PlanError {
             throw Refusal(kind: .badRequest, description: error.message)
         }
         let runner = RecordingRunner(controller: controller, events: events)
         let directory: String
-        do { directory = try await runner.start() } catch {
+        do { directory = try await runner.start() } catch RecordingController.StartError.cancelled(let atNs) {
+            throw Refusal(
+                kind: .conflict, description: RecordingController.StartError.cancelled(atNs: atNs).description)
+        } catch {
             throw Refusal(kind: .unavailable, description: "\(error)")
         }
         state.withLock { $0.runner = runner }
@@ -267,7 +282,11 @@ public final class RigService: Sendable {
 
     /// Stops the recording (`why` becomes its stop reason) and waits until every file is finished.
     public func stop(_ why: String) async throws -> StoppedEvent {
-        guard let runner = state.withLock({ $0.runner }) else {
+        let (running, scheduled) = state.withLock { ($0.runner, $0.scheduled) }
+        if running == nil, let scheduled {
+            return await callOff(scheduled.start, why)
+        }
+        guard let runner = running else {
             throw Refusal(
                 kind: .conflict, description: "no recording is running: start one first (POST /api/v1/recording/start)")
         }
@@ -276,6 +295,20 @@ public final class RigService: Sendable {
             if state.runner === runner { state.runner = nil }
             state.last = stopped
         }
+        return stopped
+    }
+
+    /// Calls off a start waiting for its instant, and waits until `start` has taken back what it
+    /// made (its wait looks every 50 ms).
+    private func callOff(_ scheduled: ScheduledStart, _ why: String) async -> StoppedEvent {
+        scheduled.cancel()
+        while state.withLock({ $0.scheduled?.start === scheduled }) {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let stopped = StoppedEvent(
+            calledOff: scheduled.atNs,
+            why: RecordingController.StartError.cancelled(atNs: scheduled.atNs).description + " (\(why))")
+        state.withLock { $0.last = stopped }
         return stopped
     }
 

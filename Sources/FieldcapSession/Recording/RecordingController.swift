@@ -40,8 +40,9 @@ public final class RecordingController {
         /// The capture across rigs this recording belongs to, in every sidecar (`capture_id`).
         public var captureId: String?
         /// Take the sync point at this wall-clock instant (a fleet's shared start): everything
-        /// else is ready by then, and `start` waits for it by this host's own clock.
-        public var startAtWallClockNs: UInt64?
+        /// else is ready by then, and `start` waits for it by this host's own clock, unless it is
+        /// called off meanwhile (then `start` throws `StartError.cancelled` and leaves nothing).
+        public var startAt: ScheduledStart?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -104,12 +105,16 @@ public final class RecordingController {
         /// The disk where the session would go has less free space than the minimum.
         case diskBelowMinFree(free: UInt64, path: String, minFree: ByteSize)
         case directory(SessionDirectoryError)
+        /// The scheduled start was called off before its instant (a stop came first).
+        case cancelled(atNs: UInt64)
 
         public var description: String {
             switch self {
             case .diskBelowMinFree(let free, let path, let minFree):
                 "only \(ByteSize(bytes: free)) free where the session would go (\(path)), below --min-free \(minFree): free some space, record elsewhere, or lower --min-free"
             case .directory(let error): error.message
+            case .cancelled(let atNs):
+                "the start scheduled for \(SyncPoint.isoDatetime(wallClockNs: atNs)) was called off before its instant: nothing was recorded"
             }
         }
     }
@@ -217,7 +222,7 @@ public final class RecordingController {
             try beforeCapture(layout)
             segments.takeStartReports()
             // The first segment's sync point is taken as capture starts.
-            if let at = settings.startAtWallClockNs { WallClock.sleep(untilNs: at) }
+            try waitForStart(directory)
             let sink = SegmentingSink(
                 schedule: SegmentSchedule(startNs: MonotonicClock.now(), lengthNs: segmenting.lengthNs),
                 store: segments)
@@ -230,7 +235,7 @@ public final class RecordingController {
         }
         let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)
         self.session = session
-        if let at = settings.startAtWallClockNs { WallClock.sleep(untilNs: at) }
+        try waitForStart(directory)
         let syncPoint = try session.start()
         self.syncPoint = syncPoint
         // Right after the sync point, before capture: chronyc or pmc answer in milliseconds, and a
@@ -251,6 +256,22 @@ public final class RecordingController {
         try beforeCapture(layout)
         try recorder.start()
         startedNs = MonotonicClock.now()
+    }
+
+    /// Waits for the scheduled start, if there is one. Called off, it takes back what `start` made
+    /// (the directory it created, its disk reserve and lock: nothing was captured), so no
+    /// half-made session is left for `sessions rm` to refuse.
+    private func waitForStart(_ directory: String) throws {
+        guard let at = settings.startAt, !at.wait() else { return }
+        reserve?.release()
+        reserve = nil
+        lock?.release()
+        lock = nil
+        segments = nil
+        session = nil
+        layout = nil
+        try? FileManager.default.removeItem(atPath: directory)
+        throw StartError.cancelled(atNs: at.atNs)
     }
 
     /// The disk's stalls while recording, for a status line: the session's, or every segment's.
