@@ -166,6 +166,20 @@ struct Serve: ParsableCommand {
             valueName: "SIZE"))
     var serverMaxMessage: ByteSize?
 
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp(
+            "How long an HTTP connection may stay without a request in progress (one that sends nothing, half a request or garbage) before it is closed.",
+            valueName: "DURATION"))
+    var idleTimeout = TimeSpan(seconds: 15)
+
+    @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp(
+            "HTTP connections served at once; more wait to be accepted (default: a quarter of the descriptor limit, at most 512, so a flood of them cannot take the files a recording opens).",
+            valueName: "N"))
+    var maxConnections: Int?
+
     @OptionGroup(title: "Fleet (many rigs, one capture, over MQTT)") var fleet: FleetArguments
 
     @Option(
@@ -201,6 +215,12 @@ struct Serve: ParsableCommand {
     }
 
     func validate() throws {
+        guard idleTimeout.seconds >= 0.1 else {
+            throw ValidationError("--idle-timeout must be at least 100ms: give e.g. 15s")
+        }
+        if let maxConnections, maxConnections < 1 {
+            throw ValidationError("--max-connections \(maxConnections) must be at least 1")
+        }
         guard fleetHorizon.seconds > 0 else {
             throw ValidationError("--fleet-horizon must be more than 0: give e.g. 10m or 1h")
         }
@@ -299,7 +319,11 @@ struct Serve: ParsableCommand {
             try await ServiceServer.run(
                 rig: rig, host: host, port: port, token: token, scmf: scmfServer,
                 services: captureServer.map { [$0] } ?? [],
-                announce: !noAnnounce && !Self.isLoopback(host), logger: logger, notice: { say($0) },
+                announce: !noAnnounce && !Self.isLoopback(host),
+                limits: ServiceServer.Limits(
+                    idleTimeout: .nanoseconds(Int64(idleTimeout.nanoseconds)),
+                    maxConnections: maxConnections ?? ServiceServer.Limits.defaultMaxConnections()),
+                logger: logger, notice: { say($0) },
                 recordingFinished: { Self.exitIfStuck(afterSeconds: 5) }
             ) {
                 host, port in

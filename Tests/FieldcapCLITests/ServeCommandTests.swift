@@ -13,13 +13,15 @@ final class ServeProcess {
     /// Where its SCMF listener is (each test's own port: `--scmf 127.0.0.1:0` unless given).
     var scmfPort: Int?
 
-    init(_ arguments: [String], root: String? = nil, listen: String = "127.0.0.1:0") throws {
+    /// `launcher` runs it (`prlimit --nofile=...`), with the executable as its last argument.
+    init(_ arguments: [String], root: String? = nil, listen: String = "127.0.0.1:0", launcher: [String] = []) throws {
         self.root = root ?? NSTemporaryDirectory() + "/serve-\(UUID().uuidString)"
         stderrPath = NSTemporaryDirectory() + "/serve-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = FieldcapProcess.executable
+        process.executableURL = launcher.first.map { URL(fileURLWithPath: $0) } ?? FieldcapProcess.executable
         process.arguments =
-            ["serve", "--listen", listen, "--root", self.root] + arguments
+            launcher.dropFirst() + (launcher.isEmpty ? [] : [FieldcapProcess.executable.path])
+            + ["serve", "--listen", listen, "--root", self.root] + arguments
             + (arguments.contains("--scmf") ? [] : ["--scmf", "127.0.0.1:0"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -689,6 +691,48 @@ struct ServeCommandTests {
         #expect(try serve.request("POST", "/api/v1/recording/stop").status == 200)
         #expect(serve.sessionNames().count == 1)
         #expect(!serve.stderr.contains("capture stale"), "the retained start was acted on: \(serve.stderr)")
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test(
+        "hostile clients: silent, half, garbage, 100 kB URL, HTTP/9.9 connections closed; a flood past the descriptor limit leaves a segmented recording whole"
+    )
+    func hostileClients() throws {
+        // 160 descriptors: before connections were capped, a flood took them all and the next
+        // segment rotation failed ("Too many open files"), stopping the recording.
+        let serve = try ServeProcess(
+            Self.devices + ["--idle-timeout", "1s", "--wall-clock", "none"],
+            launcher: ["/usr/bin/prlimit", "--nofile=160:160"])
+        let port = try #require(serve.base.split(separator: ":").last.map(String.init))
+        let cases = try runTool(
+            "env", ["python3", Self.script("Clients/hostile_http.py"), "127.0.0.1", port, "cases", "8"])
+        let closed = try #require(
+            try JSONSerialization.jsonObject(with: Data(cases.output.utf8)) as? [String: [String: Any]],
+            "\(cases.output)")
+        #expect(closed.count == 6)
+        for (name, result) in closed {
+            #expect(result["closed"] as? Bool == true, "\(name) was held open: \(result)")
+        }
+        #expect(try serve.request("GET", "/api/health").status == 200)
+
+        let started = try serve.request("POST", "/api/v1/recording/start", body: #"{"segment":"1s"}"#)
+        #expect(started.status == 201, "\(started.text)")
+        let flood = try runTool(
+            "env", ["python3", Self.script("Clients/hostile_http.py"), "127.0.0.1", port, "flood", "400", "4.5"])
+        #expect(flood.status == 0, "\(flood.output)")
+        let stopped = try serve.request("POST", "/api/v1/recording/stop")
+        #expect(stopped.status == 200, "\(stopped.text)")
+        #expect(stopped.json["reason"] as? String == "stopped over the API", "\(stopped.text)\n\(serve.stderr)")
+        let directory = try #require(stopped.json["directory"] as? String)
+        let index =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: "\(directory)/recording.json"))) as? [String: Any]
+        let segments = index?["segments"] as? [[String: Any]] ?? []
+        #expect(segments.count >= 4, "the recording rotated through the flood: \(segments.count) segments")
+        #expect(segments.allSatisfy { $0["state"] as? String == "complete" }, "\(segments)")
+        let validate = try runTool("env", [FieldcapProcess.executable.path, "validate", directory])
+        #expect(validate.status == 0, "\(validate.output)")
+        #expect(try serve.request("GET", "/api/health").status == 200)
         #expect(serve.terminate() == 0)
     }
 

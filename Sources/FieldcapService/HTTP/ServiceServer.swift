@@ -1,7 +1,10 @@
 import FieldcapDiscovery
+import Glibc
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 
@@ -10,6 +13,36 @@ import Synchronization
 /// written) first, before any client or listener is asked to stop: no peer, however stuck,
 /// keeps the recording going.
 public enum ServiceServer {
+    /// What one client may hold of the rig: descriptors are shared with the recording, which opens
+    /// files at each segment rotation, so connections that send nothing, or too many of them,
+    /// must not take the ones it needs.
+    public struct Limits: Sendable {
+        /// A connection with no request in progress is closed after this long: one that sends
+        /// nothing, half a request line, garbage or a request NIO's parser refuses (`HTTP/9.9`,
+        /// a 100 kB URL) is answered or dropped, then closed.
+        public var idleTimeout: Duration
+        /// Connections served at once; the next wait in the listen backlog (not accepted: they
+        /// hold no descriptor of ours) until one closes.
+        public var maxConnections: Int
+
+        public init(idleTimeout: Duration = .seconds(15), maxConnections: Int = Limits.defaultMaxConnections()) {
+            self.idleTimeout = idleTimeout
+            self.maxConnections = maxConnections
+        }
+
+        /// A quarter of the descriptor limit (`RLIMIT_NOFILE`'s soft value), at most 512: the
+        /// rest is the recording's (devices, each segment's videos, timestamps, frame logs),
+        /// the previews' and the fleet's. 256 under the usual 1,024; 512 under the units'
+        /// `LimitNOFILE=65536`.
+        public static func defaultMaxConnections() -> Int {
+            var limit = rlimit()
+            guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
+                return 512
+            }
+            return max(8, Int(min(512, limit.rlim_cur / 4)))
+        }
+    }
+
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
     /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API;
     /// `services` (a capture server's connection) run beside it and end with it.
@@ -19,7 +52,8 @@ public enum ServiceServer {
     /// still running `stopTimeout` later is cancelled.
     public static func run(
         rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
-        services: [any Service] = [], announce: Bool = false, stopTimeout: Duration = .seconds(3),
+        services: [any Service] = [], announce: Bool = false, limits: Limits = Limits(),
+        stopTimeout: Duration = .seconds(3),
         logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
         recordingFinished: @escaping @Sendable () -> Void = {},
         listening: @escaping @Sendable (String, Int) -> Void
@@ -29,10 +63,19 @@ public enum ServiceServer {
         let routes = ServiceRoutes(rig: rig, token: token)
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         EventsSocket.add(to: webSocketRouter, rig: rig, token: token)
+        let webSocketResponder = webSocketRouter.buildResponder()
         let app = Application(
             router: routes.router(),
-            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter),
-            configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap"),
+            server: HTTPServerBuilder { responder in
+                FirstRequestDeadline(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder,
+                        configuration: .init(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)))),
+                    timeout: TimeAmount(limits.idleTimeout))
+            },
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "fieldcap",
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
             services: (scmf.map { [$0] } ?? []) + services,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
