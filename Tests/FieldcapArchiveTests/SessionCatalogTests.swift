@@ -108,6 +108,39 @@ struct SessionCatalogTests {
         #expect(fm.fileExists(atPath: "\(root)/crashed"))
     }
 
+    @Test("symbolic links in the root are not sessions: not listed, not deleted, their targets untouched")
+    func symbolicLinks() throws {
+        let (root, recording, segments) = try Self.root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let fm = FileManager.default
+        // A whole session outside the root, and a link to it in the root; a recording whose
+        // segment is a link to a copy of itself outside.
+        let outside = RecordingFixture.temporary("outside")
+        defer { try? fm.removeItem(atPath: outside) }
+        try fm.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try fm.copyItem(atPath: "\(root)/single", toPath: "\(outside)/kept")
+        try fm.createSymbolicLink(atPath: "\(root)/link", withDestinationPath: "\(outside)/kept")
+        let segment = "\(root)/\(recording)/\(segments[2].directory)"
+        try fm.moveItem(atPath: segment, toPath: "\(outside)/segment")
+        try fm.createSymbolicLink(atPath: segment, withDestinationPath: "\(outside)/segment")
+
+        let names = try SessionCatalog.entries(root: root).map(\.name)
+        #expect(!names.contains("link"), "\(names)")
+        #expect(names.contains("single") && names.contains(recording))
+        #expect(SessionCatalog.isSymbolicLink("\(root)/link") && !SessionCatalog.isSymbolicLink("\(root)/single"))
+
+        let plan = SessionRemoval.plan(root: root, names: ["link", "link/", "\(recording)/\(segments[2].directory)"])
+        #expect(plan.targets.isEmpty, "\(plan.targets)")
+        #expect(plan.refused.count == 3)
+        #expect(
+            plan.refused.allSatisfy { $0.contains("is a symbolic link, not a session or recording") }, "\(plan.refused)"
+        )
+        #expect(
+            try fm.contentsOfDirectory(atPath: "\(outside)/kept").sorted()
+                == fm.contentsOfDirectory(atPath: "\(root)/single").sorted())
+        #expect(fm.fileExists(atPath: "\(outside)/segment/fieldcap.json"))
+    }
+
     @Test("rm by age: old sessions and segments go, unfinished and foreign ones stay")
     func removesByAge() throws {
         let (root, recording, segments) = try Self.root()

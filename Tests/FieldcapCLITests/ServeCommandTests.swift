@@ -737,6 +737,46 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "symbolic links: one in the root is not listed, served or deleted; one inside a session makes its archive a 409"
+    )
+    func symbolicLinksOverHTTP() throws {
+        let fm = FileManager.default
+        let serve = try ServeProcess(Self.devices + ["--wall-clock", "none"])
+        let started = try serve.request("POST", "/api/v1/recording/start", body: #"{"duration":"1s"}"#)
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        usleep(1_200_000)
+        try waitUntilIdle(serve)
+        let outside = NSTemporaryDirectory() + "/outside-\(UUID().uuidString)"
+        defer { try? fm.removeItem(atPath: outside) }
+        try fm.copyItem(atPath: "\(serve.root)/\(name)", toPath: outside)
+        try fm.createSymbolicLink(atPath: "\(serve.root)/elsewhere", withDestinationPath: outside)
+
+        let listed = try serve.request("GET", "/api/v1/sessions").json["sessions"] as? [[String: Any]] ?? []
+        #expect(listed.compactMap { $0["name"] as? String } == [name])
+        for (method, path) in [
+            ("GET", "/api/v1/sessions/elsewhere"), ("GET", "/api/v1/sessions/elsewhere/archive"),
+            ("DELETE", "/api/v1/sessions/elsewhere"),
+        ] {
+            let reply = try serve.request(method, path)
+            #expect(reply.status == 404, "\(method) \(path): \(reply.status) \(reply.text)")
+            #expect(!reply.text.contains(outside), "\(reply.text)")
+        }
+        #expect(fm.fileExists(atPath: "\(outside)/fieldcap.json"))
+
+        // A session whose video is a link: its archive is refused, naming it (it was sent
+        // without the video, 200).
+        let video = try #require(
+            try fm.contentsOfDirectory(atPath: "\(serve.root)/\(name)").first { $0.hasSuffix(".mkv") })
+        try fm.removeItem(atPath: "\(serve.root)/\(name)/\(video)")
+        try fm.createSymbolicLink(atPath: "\(serve.root)/\(name)/\(video)", withDestinationPath: "\(outside)/\(video)")
+        let archive = try serve.request("GET", "/api/v1/sessions/\(name)/archive")
+        #expect(archive.status == 409, "\(archive.status)")
+        #expect(archive.text.contains("\(name)/\(video)") && archive.text.contains("symbolic links"), "\(archive.text)")
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test(
         "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
     )
     func openAPI() throws {

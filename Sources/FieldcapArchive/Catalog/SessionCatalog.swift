@@ -2,6 +2,7 @@ import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
+import Glibc
 import SyncField
 
 /// What a root holds: every session and segmented recording directly under it, read from their
@@ -10,13 +11,16 @@ import SyncField
 /// as not fieldcap's.
 public enum SessionCatalog {
     /// Every directory under `root`, newest first (by start; ones with no known start last, by name).
+    /// A symbolic link is not one, wherever it leads: listing, archiving or deleting through it
+    /// would reach outside the root.
     public static func entries(root: String) throws -> [CatalogEntry] {
         let names = try FileManager.default.contentsOfDirectory(atPath: root)
         var entries: [CatalogEntry] = []
         for name in names where !name.hasPrefix(".") {
             var isDirectory = false
             let path = "\(root)/\(name)"
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory
+            guard !isSymbolicLink(path), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+                isDirectory
             else { continue }
             entries.append(entry(directory: path, name: name))
         }
@@ -28,6 +32,12 @@ public enum SessionCatalog {
             default: a.name < b.name
             }
         }
+    }
+
+    /// Whether `path` itself is a symbolic link (not what it leads to).
+    public static func isSymbolicLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
     }
 
     /// The newest session or recording under `root` whose span overlaps [fromNs, toNs) (UTC

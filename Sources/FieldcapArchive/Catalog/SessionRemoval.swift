@@ -49,6 +49,17 @@ public enum SessionRemoval {
                 continue
             }
             let path = "\(root)/\(trimmed)"
+            // A link is deleted as a link whatever it leads to: not a session, and its target's
+            // size is not what would be freed.
+            let link = parts.indices.map { "\(root)/" + parts[...$0].joined(separator: "/") }.first {
+                SessionCatalog.isSymbolicLink($0)
+            }
+            if let link {
+                plan.refused.append(
+                    "\(name): \(link) is a symbolic link, not a session or recording: not deleted (remove the link with rm)"
+                )
+                continue
+            }
             var isDirectory = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
                 plan.refused.append("\(name): no such directory under \(root)")

@@ -7,7 +7,13 @@ public enum TarFile {
     /// Writes `directory` as `name/...` into a new file at `path`, 1 MiB at a time; returns its
     /// size. The file is removed if anything fails.
     public static func write(directory: String, name: String, to path: String) throws -> UInt64 {
-        let entries = try TarStream.entries(directory: directory, prefix: name)
+        var links: [String] = []
+        let entries = try TarStream.entries(directory: directory, prefix: name, links: &links)
+        guard links.isEmpty else {
+            throw TarStream.Failure(
+                description:
+                    "\(directory) holds symbolic links (\(links.joined(separator: ", "))), which are not archived")
+        }
         let out = FileManager.default.createFile(atPath: path, contents: nil) ? open(path, O_WRONLY | O_CLOEXEC) : -1
         guard out >= 0 else {
             throw TarStream.Failure(description: "cannot create \(path): \(String(cString: strerror(errno)))")

@@ -12,11 +12,19 @@ enum TarResponse {
     /// `done` runs once the stream has ended, sent or not (a scratch directory to remove).
     static func directory(_ path: String, name: String, done: @escaping @Sendable () -> Void = {}) throws -> Response {
         let entries: [TarStream.Entry]
+        var links: [String] = []
         do {
-            entries = try TarStream.entries(directory: path, prefix: name)
+            entries = try TarStream.entries(directory: path, prefix: name, links: &links)
         } catch {
             done()
             throw APIError(.internalServerError, "reading \(name): \(error)")
+        }
+        guard links.isEmpty else {
+            done()
+            throw APIError(
+                .conflict,
+                "\(name) holds symbolic links (\(links.prefix(5).joined(separator: ", "))\(links.count > 5 ? ", ..." : "")), which an archive does not follow: replace them with the files (cp -L) on the rig, or copy the session there"
+            )
         }
         let body = ResponseBody { writer in
             defer { done() }

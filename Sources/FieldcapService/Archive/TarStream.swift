@@ -41,7 +41,9 @@ final class TarStream {
     deinit { archive_write_free(archive) }
 
     /// Every regular file under `directory`, depth first in name order, named `prefix/relative`.
-    static func entries(directory: String, prefix: String) throws -> [Entry] {
+    /// Symbolic links are not followed (one could lead out of the root): each goes into `links`,
+    /// as `prefix/relative`, for the caller to report.
+    static func entries(directory: String, prefix: String, links: inout [String]) throws -> [Entry] {
         var entries: [Entry] = []
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         for name in names {
@@ -53,9 +55,11 @@ final class TarStream {
                 entries.append(
                     Entry(name: "\(prefix)/\(name)", path: path, size: UInt64(info.st_size), modified: info.st_mtim))
             case S_IFDIR:
-                entries += try self.entries(directory: path, prefix: "\(prefix)/\(name)")
+                entries += try self.entries(directory: path, prefix: "\(prefix)/\(name)", links: &links)
+            case S_IFLNK:
+                links.append("\(prefix)/\(name)")
             default:
-                continue  // links and devices: a session holds neither, and a link could lead out of the root
+                continue  // devices, sockets, FIFOs: fieldcap writes none, and none can be read as a file
             }
         }
         return entries

@@ -129,14 +129,17 @@ public struct ServiceRoutes: Sendable {
     func entry(_ name: String) throws -> CatalogEntry {
         var isDirectory = false
         let path = "\(root)/\(name)"
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
+        guard !SessionCatalog.isSymbolicLink(path),
+            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory
+        else {
             throw APIError(.notFound, "no session '\(name.printable)' on this rig (GET /api/v1/sessions lists them)")
         }
         return SessionCatalog.entry(directory: path, name: name)
     }
 
     func files(_ name: String) -> [FileBody] {
-        let entries = (try? TarStream.entries(directory: "\(root)/\(name)", prefix: "")) ?? []
+        var links: [String] = []
+        let entries = (try? TarStream.entries(directory: "\(root)/\(name)", prefix: "", links: &links)) ?? []
         return entries.map { FileBody(name: String($0.name.dropFirst()), bytes: $0.size) }
     }
 
