@@ -204,8 +204,10 @@ struct Serve: ParsableCommand {
         "\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
+    /// Loopback, where no token is needed: `localhost`, `::1` and `127.0.0.0/8` written as an
+    /// address (not a name that merely starts with `127.`, which DNS may send anywhere).
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        ServiceServer.isLoopback(host)
     }
 
     static var defaultTokenFile: String {

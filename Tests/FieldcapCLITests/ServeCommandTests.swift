@@ -777,6 +777,46 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "without a token: another site's page (Origin) and DNS rebinding (Host) get 403 and start nothing; the rig's own page and curl pass"
+    )
+    func originAndHost() throws {
+        let serve = try ServeProcess(Self.devices + ["--wall-clock", "none"])
+        let port = try #require(serve.base.split(separator: ":").last.map(String.init))
+        // A form's POST from another site: a CORS "simple request" the browser sends unasked.
+        for headers in [
+            ["Origin: http://evil.example", "Content-Type: text/plain"], ["Origin: null"],
+            ["Origin: http://127.0.0.1:\(port).evil.example"], ["Host: evil.example:\(port)"],
+            ["Host: 127.0.0.1.evil.example"], ["Origin: http://localhost:1", "Host: localhost:\(port)"],
+        ] {
+            let start = try serve.request("POST", "/api/v1/recording/start", headers: headers)
+            #expect(start.status == 403, "\(headers): \(start.status) \(start.text)")
+            #expect(start.json["error"] is String, "\(start.text)")
+        }
+        let rebound = try serve.request("GET", "/api/v1/sessions", headers: ["Host: attacker.example"])
+        #expect(rebound.status == 403, "\(rebound.text)")
+        let socket = try serve.request(
+            "GET", "/api/v1/events",
+            headers: [
+                "Origin: http://evil.example", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            ])
+        // Refused, not upgraded (101): hummingbird-websocket's failed upgrade is an empty 400.
+        #expect(socket.status == 400, "a cross-site WebSocket: \(socket.status) \(socket.text)")
+        #expect(try serve.request("GET", "/api/v1/status").json["state"] as? String == "idle")
+        #expect(serve.sessionNames().isEmpty)
+
+        // The rig's names, any loopback address, and the page's own origin.
+        for host in ["localhost:\(port)", "127.0.0.1:\(port)", "127.0.0.2:\(port)", "[::1]:\(port)", "LOCALHOST"] {
+            let status = try serve.request("GET", "/api/v1/status", headers: ["Host: \(host)"])
+            #expect(status.status == 200, "\(host): \(status.text)")
+        }
+        let own = ["Origin: http://127.0.0.1:\(port)"]
+        #expect(try serve.request("POST", "/api/v1/recording/start", headers: own).status == 201)
+        #expect(try serve.request("POST", "/api/v1/recording/stop", headers: own).status == 200)
+        #expect(serve.terminate() == 0)
+    }
+
+    @Test(
         "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
     )
     func openAPI() throws {

@@ -6,6 +6,7 @@ import HummingbirdWebSocket
 enum EventsSocket {
     static func add(to router: Router<BasicWebSocketRequestContext>, rig: RigService, token: BearerToken?) {
         router.add(middleware: RequireToken<BasicWebSocketRequestContext>(token: token))
+        if token == nil { router.add(middleware: LoopbackGuard<BasicWebSocketRequestContext>()) }
         router.ws("/api/v1/events") { inbound, outbound, _ in
             let events = rig.events.watch()
             try await withThrowingTaskGroup(of: Void.self) { group in

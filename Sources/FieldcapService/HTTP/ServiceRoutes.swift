@@ -28,6 +28,7 @@ public struct ServiceRoutes: Sendable {
     public func add(to router: Router<ServiceRequestContext>) {
         router.add(middleware: JSONErrors<ServiceRequestContext>())
         router.add(middleware: RequireToken<ServiceRequestContext>(token: token))
+        if token == nil { router.add(middleware: LoopbackGuard<ServiceRequestContext>()) }
         router.get("/api/health") { _, _ in health() }
         router.get("/") { _, _ in page() }
         router.get("/index.html") { _, _ in page() }

@@ -104,6 +104,12 @@ public enum ServiceServer {
 }
 
 extension ServiceServer {
+    /// Whether `--listen`'s host is loopback, where the service needs no token: `localhost`,
+    /// `::1`, or an address of `127.0.0.0/8`.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || LoopbackGuard<BasicRequestContext>.isLoopbackIPv4(host)
+    }
+
     /// What the rig announces: `fieldcap HOSTID`, type `_fieldcap._tcp`, and TXT records with
     /// its host id, the API's version, whether a token is needed, and the page's path.
     public static func announcement(rig: RigService, port: Int, tokenRequired: Bool) -> ServiceAnnouncer.Announcement {
