@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Hummingbird
+import NIOCore
 
 /// A refused request: its HTTP status and one line that says what to do, sent as
 /// `{"error":"..."}`. Thrown by handlers; nothing has been changed when one is.
@@ -52,6 +53,13 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
                 error.status == .notFound
                     ? "no such path: \(request.method) \(request.uri.path) (see GET /api/v1/rig, or openapi.yaml)"
                     : error.body ?? error.status.reasonPhrase)
+        } catch let error as NIOTooManyBytesError {
+            // A body past what the endpoint collects (the start request's 64 KiB): Hummingbird's
+            // own answer to it is an empty 413.
+            throw APIError(
+                .contentTooLarge,
+                "the request's body is larger than \(error.maxBytes.map { "\($0) bytes" } ?? "this endpoint takes"): send less"
+            )
         }
     }
 }

@@ -47,8 +47,10 @@ public struct BearerToken: Sendable {
     /// Whether `header` (an Authorization header's value) carries this token; compared in time
     /// that does not depend on where the first difference is.
     func accepts(_ header: String?) -> Bool {
-        guard let header, header.hasPrefix("Bearer ") else { return false }
-        return matches(String(header.dropFirst("Bearer ".count)))
+        // RFC 9110 11.1: the scheme is case-insensitive (`bearer`, `BEARER`), then spaces.
+        guard let header, header.count > 7, header.prefix(6).lowercased() == "bearer", header.dropFirst(6).first == " "
+        else { return false }
+        return matches(String(header.dropFirst(6).drop { $0 == " " }))
     }
 
     /// Compares in constant time: how long a wrong token takes says nothing of the right one.

@@ -147,12 +147,26 @@ public struct ServiceRoutes: Sendable {
     func delete(_ name: String) throws -> Response {
         _ = try entry(name)
         let plan = SessionRemoval.plan(root: root, names: [name])
-        if let refused = plan.refused.first { throw APIError(.conflict, refused) }
+        if let refused = plan.refused.first {
+            // A delete that raced another finds the session half gone, or gone.
+            guard FileManager.default.fileExists(atPath: "\(root)/\(name)") else {
+                throw APIError(.notFound, "no session '\(name.printable)' on this rig (deleted meanwhile)")
+            }
+            throw APIError(.conflict, refused.replacing(root, with: "the rig's root"))
+        }
         var deleted: [String] = []
         do {
             try SessionRemoval.remove(plan.targets, reason: "deleted over the API") { deleted.append($0) }
         } catch {
-            throw APIError(.internalServerError, "deleting \(name): \(error)")
+            // Two deletes of one session race: the one that lost finds it gone.
+            guard FileManager.default.fileExists(atPath: "\(root)/\(name)") else {
+                throw APIError(.notFound, "no session '\(name.printable)' on this rig (deleted meanwhile)")
+            }
+            // Foundation's error names absolute paths: the client gets what it can act on.
+            throw APIError(
+                .conflict,
+                "\(name.printable) could not be deleted whole (a file in it could not be removed): GET /api/v1/sessions/\(name) shows what is left"
+            )
         }
         return JSONBody.response(["deleted": name])
     }
@@ -185,11 +199,29 @@ public struct ServiceRoutes: Sendable {
         }
         let scratch = "\(root)/.extract-\(UUID().uuidString)"
         let name = "\(source.name)-extract"
+        // As `fieldcap extract` judges it: refused, failed (a video missing or unreadable) or not
+        // valid, a 422 saying why, and nothing is sent or kept.
         do {
-            _ = try RangeExtractor.extract(.init(source: source.path, fromNs: from, toNs: to, out: scratch))
+            let outcome = try RangeExtractor.extract(.init(source: source.path, fromNs: from, toNs: to, out: scratch))
+            guard outcome.report.isValid else {
+                try? FileManager.default.removeItem(atPath: scratch)
+                throw APIError(
+                    .unprocessableContent,
+                    "the extract of \(source.name) does not validate (run `fieldcap validate` on it): "
+                        + outcome.report.problems.prefix(3).map { "\($0)" }.joined(separator: "; ").replacing(
+                            scratch, with: name))
+            }
+        } catch let error as APIError {
+            throw error
         } catch let failure as RangeExtractor.Failure {
             try? FileManager.default.removeItem(atPath: scratch)
-            throw APIError(.unprocessableContent, failure.message)
+            throw APIError(.unprocessableContent, failure.message.replacing(scratch, with: name))
+        } catch {
+            try? FileManager.default.removeItem(atPath: scratch)
+            throw APIError(
+                .unprocessableContent,
+                "\(source.name) cannot be extracted (run `fieldcap validate` on it): \(error)".replacing(
+                    scratch, with: name))
         }
         return try TarResponse.directory(scratch, name: name) {
             try? FileManager.default.removeItem(atPath: scratch)
