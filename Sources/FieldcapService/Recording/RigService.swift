@@ -282,9 +282,13 @@ public final class RigService: Sendable {
 
     /// Stops the recording (`why` becomes its stop reason) and waits until every file is finished.
     public func stop(_ why: String) async throws -> StoppedEvent {
-        let (running, scheduled) = state.withLock { ($0.runner, $0.scheduled) }
+        let (current, scheduled) = state.withLock { ($0.runner, $0.scheduled) }
+        var running = current
         if running == nil, let scheduled {
-            return await callOff(scheduled.start, why)
+            let calledOff = await callOff(scheduled.start, why)
+            // The instant can come as the stop does: then the recording runs, and is stopped.
+            running = state.withLock { $0.runner }
+            if running == nil { return calledOff }
         }
         guard let runner = running else {
             throw Refusal(
