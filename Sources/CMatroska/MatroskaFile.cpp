@@ -12,6 +12,7 @@
 
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -308,6 +309,14 @@ extern "C" int CMatroska_open_direct(const char *path, int fd) {
     return direct;
 }
 
+extern "C" int CMatroska_filesystem_type(const char *path, uint64_t *type) {
+    struct statfs stats;
+    if (statfs(path, &stats) != 0) return -1;
+    // f_type is signed on some ABIs: the magic numbers are 32-bit patterns.
+    *type = static_cast<uint32_t>(stats.f_type);
+    return 0;
+}
+
 extern "C" CMatroska_writer *CMatroska_create(int fd, int direct_fd, const CMatroska_video_track *description,
                                               const char *writingApp, CMatroska_error *error) {
     auto writer = std::make_unique<CMatroska_writer>(fd, direct_fd);
@@ -411,6 +420,10 @@ extern "C" int CMatroska_finish(CMatroska_writer *writer, double durationMs, CMa
 }
 
 extern "C" bool CMatroska_writes_direct(const CMatroska_writer *writer) { return writer->output.writesDirect(); }
+
+extern "C" uint64_t CMatroska_position(const CMatroska_writer *writer) {
+    return const_cast<CMatroska_writer *>(writer)->output.getFilePointer();
+}
 
 extern "C" void CMatroska_free(CMatroska_writer *writer) { delete writer; }
 

@@ -1,6 +1,10 @@
 import FieldcapCore
 import SyncField
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `{id}.frames.ndjson`: one line per video frame with what SyncField has no field for, so a frame
 /// can be traced from its timestamp line to the kernel. (Not `.jsonl`: in a SyncField session
 /// every `{name}.jsonl` is a sensor stream's file.)
@@ -19,6 +23,13 @@ import SyncField
 /// Writer-thread-bound.
 public final class FrameLog {
     private let file: OutputFile
+    /// The same file opened for reading: `sync` reads the last line back from it.
+    private let readFd: Int32
+    /// Bytes written so far (where the file ends), and the last line written.
+    private var written = 0
+    private var lastLine: [UInt8] = []
+    /// Reused for the line read back.
+    private var readBack: [UInt8] = []
 
     /// The log's buffer. Each line is written as it is made; lines a full disk refused wait here
     /// for the space the recorder gives back as it stops (its disk reserve counts this).
@@ -27,12 +38,20 @@ public final class FrameLog {
     /// `watch` times the log's writes and syncs.
     public init(path: String, watch: DiskWatch? = nil) throws {
         file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: Self.batchBytes, watch: watch)
+        readFd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard readFd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
+        lastLine.reserveCapacity(512)
+        readBack.reserveCapacity(512)
     }
 
-    deinit { file.close() }
+    deinit {
+        file.close()
+        Glibc.close(readFd)
+    }
 
     public func append(_ record: CaptureRecord, frameNumber: Int) throws {
         let line = file.pending
+        let lineStart = line.count
         line.append(#"{"frame_number":"#)
         line.appendJSONNumber(frameNumber)
         line.append(#","sequence":"#)
@@ -50,13 +69,57 @@ public final class FrameLog {
         line.append(#","bytes_used":"#)
         line.appendJSONNumber(UInt64(record.bytesUsed))
         line.append("}\n")
+        lastLine.removeAll(keepingCapacity: true)
+        lastLine.append(contentsOf: line.bytes[lineStart...])
+        let pendingBytes = line.count
         file.writePending()
         if let failure = file.failure { throw failure }
+        written += pendingBytes
     }
 
+    /// Makes the lines durable, then reads the last one back: a file system that lost or zeroed
+    /// written bytes (#43) is an error while recording.
     public func sync() throws {
         file.writePending()
         file.sync()
         if let failure = file.failure { throw failure }
+        try verify()
+    }
+
+    /// Reads the last line written back and throws when the file does not hold it.
+    public func verify() throws {
+        guard !lastLine.isEmpty else { return }
+        let start = written - lastLine.count
+        readBack.removeAll(keepingCapacity: true)
+        readBack.append(contentsOf: repeatElement(0, count: lastLine.count))
+        var done = 0
+        while done < lastLine.count {
+            let got = readBack.withUnsafeMutableBytes {
+                pread(readFd, $0.baseAddress! + done, lastLine.count - done, off_t(start + done))
+            }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 {
+                throw SyncFieldError.ioFailure(path: file.path, operation: "pread (reading back)", errno: errno)
+            }
+            if got == 0 { break }
+            done += got
+        }
+        guard done == lastLine.count, readBack == lastLine else {
+            throw FrameLogLost(path: file.path, offset: start, lineBytes: lastLine.count, readBytes: done)
+        }
+    }
+}
+
+/// The frame log does not hold the line last written to it: the file system lost written data.
+public struct FrameLogLost: Error, CustomStringConvertible {
+    public var path: String
+    public var offset: Int
+    public var lineBytes: Int
+    public var readBytes: Int
+
+    public var description: String {
+        readBytes < lineBytes
+            ? "reading back \(path): the file ends before its last line (\(lineBytes) bytes at \(offset)): the file system lost written data"
+            : "reading back \(path): the last line (\(lineBytes) bytes at \(offset)) does not read back as written: the file system lost written data"
     }
 }

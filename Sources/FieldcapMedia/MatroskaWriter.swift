@@ -32,6 +32,18 @@ public final class MatroskaWriter {
     private var fd: Int32 = -1
     /// The same file opened with O_DIRECT, or -1.
     private var directFd: Int32 = -1
+    /// The same file opened for reading: what was written is read back from it (`verify`).
+    private var readFd: Int32 = -1
+    /// Where the last frame written starts, and its first and last bytes as written: `verify`
+    /// reads them back with its SimpleBlock header.
+    private var lastFrameStart: UInt64 = 0
+    private var lastFrameEnd: UInt64 = 0
+    private var lastFrameKeyframe = true
+    private var lastFrameHead = [UInt8](repeating: 0, count: MatroskaWriter.probeBytes)
+    private var lastFrameTail = [UInt8](repeating: 0, count: MatroskaWriter.probeBytes)
+    private var lastFrameProbed = 0
+    /// Reused for what `verify` reads back.
+    private var readBack = [UInt8](repeating: 0, count: MatroskaWriter.blockHeaderBytes + MatroskaWriter.probeBytes)
     /// The nominal frame period, in ticks, for the file's duration (the last frame's share).
     private let framePeriodTicks: Double
     private var firstNs: UInt64?
@@ -68,7 +80,10 @@ public final class MatroskaWriter {
         // O_NOFOLLOW: a link planted in the session directory must not send the video elsewhere.
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(errno, "open", path: path) }
-        if directIO { directFd = CMatroska_open_direct(path, fd) }
+        // Direct I/O only where it stays coherent with the page cache's writes to the same file.
+        if directIO, WritePath(path: path)?.directIOIsCoherent == true { directFd = CMatroska_open_direct(path, fd) }
+        readFd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard readFd >= 0 else { throw .system(errno, "open for reading back", path: path) }
         let codec =
             switch format.pixelFormat {
             case .mjpeg: "V_MJPEG"
@@ -93,6 +108,12 @@ public final class MatroskaWriter {
         }
         guard file != nil else { throw Self.failure(error, path: path) }
     }
+
+    /// Bytes of a frame's start and end kept to be read back.
+    static let probeBytes = 16
+    /// A SimpleBlock's header before its frame: the track number (1, one byte), the time from
+    /// the Cluster's (0: one frame per Cluster) and the flags.
+    static let blockHeaderBytes = 4
 
     /// The nominal frame period in ticks: the last frame's share of the file's duration.
     static func framePeriodTicks(nominalRate: Double) -> Double {
@@ -131,10 +152,11 @@ public final class MatroskaWriter {
         CMatroska_free(file)
         if fd >= 0 { Glibc.close(fd) }
         if directFd >= 0 { Glibc.close(directFd) }
+        if readFd >= 0 { Glibc.close(readFd) }
     }
 
     /// Makes every frame written so far durable (`fdatasync`): each frame is already written
-    /// to the file when `writeFrame` returns.
+    /// to the file when `writeFrame` returns. Then reads the last frame back (`verify`).
     public func sync() throws(MediaError) {
         guard !finished else { return }
         let started = syncTimer?.begin()
@@ -142,6 +164,59 @@ public final class MatroskaWriter {
         let code = errno
         if let started { syncTimer?.end(started) }
         if synced != 0 { throw .system(code, "fdatasync", path: path) }
+        try verify()
+    }
+
+    /// Reads back the last frame's SimpleBlock header and its first and last bytes, and throws
+    /// when the file does not hold what was written there: a file system that lost or zeroed
+    /// written bytes (#43) is an error while recording, not a surprise for the reader. Two small
+    /// reads, at each sync.
+    public func verify() throws(MediaError) {
+        guard frameCount > 0, lastFrameProbed > 0 else { return }
+        let header = Self.blockHeaderBytes
+        let headStart = lastFrameStart - UInt64(header)
+        guard try readBack(at: headStart, count: header + lastFrameProbed) else {
+            throw lost("the file ends before it")
+        }
+        let flagsOK = (readBack[3] & 0x80 != 0) == lastFrameKeyframe
+        guard readBack[0] == 0x81, readBack[1] == 0, readBack[2] == 0, flagsOK else {
+            throw lost("its SimpleBlock header reads back as \(hex(readBack[0..<header]))")
+        }
+        guard readBack[header..<(header + lastFrameProbed)].elementsEqual(lastFrameHead[0..<lastFrameProbed]) else {
+            throw lost("its first bytes read back as \(hex(readBack[header..<(header + lastFrameProbed)]))")
+        }
+        guard try readBack(at: lastFrameEnd - UInt64(lastFrameProbed), count: lastFrameProbed),
+            readBack[0..<lastFrameProbed].elementsEqual(lastFrameTail[0..<lastFrameProbed])
+        else { throw lost("its last bytes do not read back as written") }
+    }
+
+    private func lost(_ what: String) -> MediaError {
+        MediaError(
+            path: path, operation: "reading back frame \(frameCount - 1)", code: EIO,
+            message:
+                "the file does not hold what was written: \(what); the file system lost written data (see `fieldcap validate`)"
+        )
+    }
+
+    private func hex(_ bytes: ArraySlice<UInt8>) -> String {
+        bytes.map { String($0, radix: 16) }.joined(separator: " ")
+    }
+
+    /// Reads `count` bytes at `offset` into `readBack`; false when the file ends before.
+    private func readBack(at offset: UInt64, count: Int) throws(MediaError) -> Bool {
+        var done = 0
+        while done < count {
+            let got = readBack.withUnsafeMutableBytes {
+                pread(readFd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw .system(errno, "pread (reading back)", path: path)
+            }
+            if got == 0 { return false }
+            done += got
+        }
+        return true
     }
 
     /// Writes one frame captured at `captureNs` (`CLOCK_MONOTONIC_RAW`).
@@ -166,9 +241,25 @@ public final class MatroskaWriter {
         guard written == 0 else { throw Self.failure(error, path: path) }
         lastTick = tick
         frameCount += 1
+        // What `verify` reads back: the frame ends where the file does.
+        lastFrameEnd = CMatroska_position(file)
+        lastFrameStart = lastFrameEnd - UInt64(bytes.count)
+        lastFrameKeyframe = keyframe
+        let probed = min(Self.probeBytes, bytes.count)
+        lastFrameProbed = probed
+        if probed > 0 {
+            lastFrameHead.withUnsafeMutableBytes {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<probed]))
+            }
+            lastFrameTail.withUnsafeMutableBytes {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - probed)...]))
+            }
+        }
     }
 
     /// Writes the file's duration and the Segment's size, makes the file durable and closes it.
+    /// Then counts the frames the file holds, reading their headers back: fewer than were
+    /// written is an error (a file system lost written data), never a quiet success.
     public func finish() throws(MediaError) {
         guard !finished, let file else { return }
         finished = true
@@ -180,6 +271,13 @@ public final class MatroskaWriter {
         let syncError = errno
         if let started { syncTimer?.end(started) }
         if synced != 0 { throw .system(syncError, "fdatasync", path: path) }
+        let held = try MatroskaScan(path: path).frames.count
+        if held != frameCount {
+            throw MediaError(
+                path: path, operation: "counting the frames written", code: EIO,
+                message:
+                    "the file holds \(held) of the \(frameCount) frames written: the file system lost written data")
+        }
         if directFd >= 0 {
             Glibc.close(directFd)
             directFd = -1

@@ -53,6 +53,10 @@ typedef struct {
 /// it is another file.
 int CMatroska_open_direct(const char *path, int fd);
 
+/// The type of the file system holding `path` (statfs's f_type, `linux/magic.h`) in `type`.
+/// Returns 0, or -1 with errno set. (Swift's Glibc module has no statfs.)
+int CMatroska_filesystem_type(const char *path, uint64_t *type);
+
 /// Writes the EBML header, a Segment of unknown size (a file cut short still reads to its last
 /// whole frame), the segment Info (1 ms timestamps) and the track. Returns NULL with `error`
 /// filled on failure.
@@ -79,6 +83,10 @@ int CMatroska_finish(CMatroska_writer *writer, double duration_ms, CMatroska_err
 /// Whether frames are being written with direct I/O (the file's filesystem does it, and no
 /// direct write has been refused).
 bool CMatroska_writes_direct(const CMatroska_writer *writer);
+
+/// Where the next byte goes: the end of the last frame written, once `CMatroska_write_frame`
+/// returned (its frame is the last thing in its Cluster).
+uint64_t CMatroska_position(const CMatroska_writer *writer);
 
 /// Frees the writer (not the descriptors).
 void CMatroska_free(CMatroska_writer *writer);

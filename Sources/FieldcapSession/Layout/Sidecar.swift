@@ -20,6 +20,8 @@ public struct Sidecar {
     public var stopReason: String
     public var sources: [CaptureSource]
     public var summary: [Recorder.StreamSummary]
+    /// fieldcap.json's `state`: "complete", or why the recording is not (a write that failed).
+    public var state = "complete"
     /// How each video's frames went to its file (`VideoSessionSink.videoWrites`).
     public var videoWrites: [String: String] = [:]
     /// Writes and syncs that took `diskStallNs` or longer, per file (`DiskWatch.summary`).
@@ -205,7 +207,7 @@ public struct Sidecar {
         SyncPoint.isoDatetime(wallClockNs: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
     }
 
-    /// Writes the sidecar of a recording that ended (`state: complete`).
+    /// Writes the sidecar of a recording that ended (`state: complete` unless `state` says why not).
     public func write() throws {
         let streams: [[String: Any]] = zip(sources, summary).enumerated().map { index, pair in
             let (source, stream) = pair
@@ -240,7 +242,7 @@ public struct Sidecar {
             "started_utc": Self.utc(startedWall),
             "stopped_utc": Self.utc(stoppedWall),
             "stop_reason": stopReason,
-            "state": "complete",
+            "state": state,
             "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
             "streams": streams,
             "disk_stalls": diskStallsEntry,

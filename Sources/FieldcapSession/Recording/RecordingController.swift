@@ -151,6 +151,13 @@ public final class RecordingController {
 
     public var directory: String? { layout?.directory }
 
+    /// The file system the videos are written to, once started (nil without a camera).
+    public private(set) var writePath: WritePath?
+
+    /// Which path the videos take on their file system, and why (#43): for the front end to say
+    /// once, at start.
+    public var writePathLine: String? { writePath?.description(directIO: settings.directIO) }
+
     /// The session's sync point, or a segmented recording's first; nil until taken.
     public var firstSyncPoint: SyncPoint? { syncPoint ?? segments?.firstSyncPoint }
 
@@ -180,6 +187,7 @@ public final class RecordingController {
         self.layout = layout
 
         let cameras = sources.filter { $0.descriptor.kind == .video }
+        if !cameras.isEmpty { writePath = WritePath(path: directory) }
         var sessionOptions = SyncSession.Options()
         sessionOptions.syncInterval = settings.syncEvery.seconds
         reserve = DiskReserve(
@@ -318,6 +326,9 @@ public final class RecordingController {
         sidecar.encoderInputs = sink.encoderInputs
         sidecar.wallClock = wallClock
         sidecar.captureId = settings.captureId
+        // Not complete even if cutting back fails below (a video it cannot cut without losing
+        // what it holds is left as it is).
+        if stopped.writeFailure != nil { sidecar.state = "stopped: \(stopped.reason)" }
         try sidecar.write()
         if stopped.writeFailure != nil { try cutBack(layout.directory, reason: stopped.reason) }
         lock?.release()
