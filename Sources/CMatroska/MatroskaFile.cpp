@@ -522,8 +522,14 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
         EbmlStream stream(*input);
         // The sizes are sanity limits: the header is a few dozen bytes, a finished Segment is the
         // whole file (an unfinished one's size is "unknown", which passes any limit).
+        // libebml's FindNextID hands back an EbmlDummy for whatever ID it finds first: a file
+        // whose magic was damaged would then be read as an EBML header by the cast below, and
+        // libebml dereferences what it is not (#42: SIGSEGV in EbmlMaster::FindFirstElt). Only
+        // an element with the header's own ID is one.
         std::unique_ptr<EbmlElement> head(stream.FindNextID(EBML_INFO(EbmlHead), 4096));
-        if (!head || head->GetElementPosition() != 0 || !head->IsFiniteSize()) return 0;
+        if (!head || EbmlId(*head) != EBML_ID(EbmlHead) || head->GetElementPosition() != 0 || !head->IsFiniteSize()) {
+            return 0;
+        }
         auto &header = *static_cast<EbmlHead *>(head.get());
         if (readChildren(stream, header)) {
             auto docType = FindChild<EDocType>(header);
@@ -533,7 +539,9 @@ long walkFrames(const char *path, ScopeMode scope, WalkedFile &file, OnFrame onF
         if (!file.isMatroska) return 0;
         input->setFilePointer(static_cast<int64>(head->GetEndPosition()), seek_beginning);
         std::unique_ptr<EbmlElement> segment(stream.FindNextID(EBML_INFO(KaxSegment), UINT64_MAX));
-        if (!segment || segment->GetElementPosition() != head->GetEndPosition()) return 0;
+        if (!segment || EbmlId(*segment) != EBML_ID(KaxSegment) || segment->GetElementPosition() != head->GetEndPosition()) {
+            return 0;
+        }
         const auto idLength = EBML_ID_LENGTH(static_cast<const EbmlId &>(*segment));
         file.segmentSizePosition = segment->GetElementPosition() + idLength;
         file.segmentSizeLength = segment->HeadSize() - idLength;

@@ -1,0 +1,93 @@
+import FieldcapCore
+import FieldcapSession
+import Foundation
+import SyncField
+import TestSupport
+import Testing
+
+@testable import FieldcapMedia
+
+/// Damaged sessions against the readers (#42): no crash, a clear problem.
+@Suite("Damaged sessions: readers never crash, recover never destroys")
+struct DamagedSessionTests {
+    /// A killed recording: one camera (grey, 30 fps, `frames` frames) with its timestamp lines
+    /// and frame log, fieldcap.json still "recording", no manifest; written with the recorder's
+    /// own sink so the files are laid out as a rig's are.
+    private func killedSession(frames: Int = 30, width: Int = 64, height: Int = 48) throws -> String {
+        let path = NSTemporaryDirectory() + "/damaged-\(UUID().uuidString)"
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        let syncPoint = try session.start()
+        let format = VideoFormat(width: width, height: height, pixelFormat: .grey)
+        let sink = VideoSessionSink(session: session)
+        let descriptor = StreamDescriptor(
+            id: "cam", kind: .video, nominalRate: 30, device: "synthetic", videoFormat: format)
+        try sink.open(streams: [descriptor])
+        for index in 0..<frames {
+            var record = CaptureRecord()
+            record.sequence = UInt64(index)
+            record.captureNs = 9_000_000_000 + UInt64(index) * 33_333_333
+            let frame = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: width * height)
+            record.bytesUsed = UInt32(frame.count)
+            _ = try frame.withUnsafeBytes { try sink.write(record, frame: $0, stream: 0, frameNumber: index) }
+        }
+        _ = try sink.close()
+        try Sidecar.store(
+            [
+                "state": "recording", "host_id": "rig_01",
+                "streams": [
+                    [
+                        "id": "cam", "nominal_rate": 30.0, "linked_path": "\(path)/cam.mkv",
+                        "format": ["width": width, "height": height, "pixel_format": format.pixelFormat.rawValue],
+                    ] as [String: Any]
+                ],
+                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+            ], layout: SessionLayout(directory: path))
+        for name in ["manifest.json", "sync_point.json"] {
+            try? FileManager.default.removeItem(atPath: "\(path)/\(name)")
+        }
+        return path
+    }
+
+    /// Every file of the directory and its bytes.
+    private func contents(_ path: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
+        }
+        return files
+    }
+
+    private func patch(_ path: String, at offset: Int, _ bytes: [UInt8]) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: Data(bytes))
+    }
+
+    @Test("the EBML magic flipped: scan, frames, finish in place and validate say 'not Matroska', no crash")
+    func flippedMagic() throws {
+        let path = try killedSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // Finished first, so that validate has a manifest to check the video against.
+        _ = try SessionFinisher.recover(directory: path) { _ in }
+        let video = "\(path)/cam.mkv"
+        let original = try Data(contentsOf: URL(fileURLWithPath: video))
+        for variant in 0..<5 {
+            var damaged = original
+            for byte in 0..<4 where variant == 4 || byte == variant { damaged[byte] ^= 0xFF }
+            try damaged.write(to: URL(fileURLWithPath: video))
+            let scan = try MatroskaScan(path: video)
+            #expect(!scan.isMatroska && scan.frames.isEmpty, "variant \(variant)")
+            var frames = 0
+            try MatroskaFrames.forEachFrame(in: video) { _ in
+                frames += 1
+                return true
+            }
+            #expect(frames == 0)
+            #expect(try !MatroskaSalvage.finishInPlace(path: video, keeping: 0, nominalRate: 30))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: video)) == damaged)
+            let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
+            #expect(problems.contains { $0.contains("cam.mkv is not a Matroska file") }, "\(problems)")
+        }
+    }
+}
