@@ -650,12 +650,16 @@ extern "C" long CMatroska_read_frames(const char *path, CMatroska_frame_handler 
 extern "C" long CMatroska_scan_frames(const char *path, CMatroska_file_info *info, CMatroska_frame_seen handler,
                                       void *context, CMatroska_error *error) {
     WalkedFile file;
+    uint64_t framesEnd = 0;
     long frames = walkFrames(path, SCOPE_PARTIAL_DATA, file, [&](const WalkedFrame &frame) {
+        framesEnd = frame.clusterEnd;
         return handler == nullptr || handler(context, frame.size, frame.timeNs) == 0;
     }, error);
     if (info != nullptr) {
         info->is_matroska = file.isMatroska;
         info->has_video_track = file.hasVideoTrack;
+        info->frames_end = framesEnd;
+        info->file_size = file.fileSize;
     }
     return frames;
 }

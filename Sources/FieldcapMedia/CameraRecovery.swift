@@ -2,6 +2,10 @@ import FieldcapCore
 import FoundationEssentials
 import SyncField
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// How `fieldcap recover` brings a camera's video and its timestamp lines into agreement after a
 /// crash or a power cut, so that the video holds exactly one frame per line and `frame_number` is
 /// the frame's index.
@@ -120,6 +124,61 @@ public enum CameraRecovery {
 }
 
 extension CameraRecovery {
+    /// Why a camera stream was left as it was: recover cuts only what a killed recorder can
+    /// have left unfinished, never what it cannot account for (#42).
+    public struct Refusal: Error, CustomStringConvertible, Equatable {
+        public var path: String
+        public var reason: String
+
+        public var description: String {
+            "\(path): \(reason); left as it was, with its timestamps and frame log (nothing recovered for this stream)"
+        }
+    }
+
+    /// Unaccounted bytes a recorder killed or cut off can leave after its last whole frame: the
+    /// frames of two sync intervals (a second each) whose headers had not reached the disk, each
+    /// with its Cluster's headers and alignment (8 KiB at most), and 64 KiB of slack.
+    static func tailAllowance(format: VideoFormat, nominalRate: Double, largestFrame: UInt64) -> UInt64 {
+        let frame = format.pixelFormat.frameBytes(width: format.width, height: format.height).map(UInt64.init)
+        let frames = UInt64(max(2, (2 * nominalRate).rounded(.up)))
+        return (max(frame ?? 0, largestFrame) + (8 << 10)) * frames + (64 << 10)
+    }
+
+    /// `recover` asks this of every camera before it changes any file of the session.
+    ///
+    /// Throws `Refusal` when the video cannot be recovered without losing what it holds: it is
+    /// not Matroska with a video track (a damaged header), or its readable frames end long
+    /// before the file does (damage in the middle, not a tail cut short). Returns the scan, or
+    /// nil for a video that is missing or empty while there is no timestamp line to lose.
+    public static func refuseDamage(_ files: Files, format: VideoFormat, nominalRate: Double) throws -> MatroskaScan? {
+        let scan: MatroskaScan
+        do throws(MediaError) {
+            scan = try MatroskaScan(path: files.video)
+        } catch {
+            guard error.code == ENOENT else { throw Refusal(path: files.video, reason: "cannot be read (\(error))") }
+            if Lines(path: files.timestamps).count == 0 { return nil }
+            throw Refusal(path: files.video, reason: "is missing while its timestamps file has lines")
+        }
+        if scan.fileSize == 0 && Lines(path: files.timestamps).count == 0 { return nil }
+        guard scan.isMatroska, scan.hasVideoTrack else {
+            throw Refusal(
+                path: files.video,
+                reason: scan.isMatroska
+                    ? "its Tracks cannot be read (no video track)"
+                    : "is not a readable Matroska file (its EBML header is damaged or it is another format)")
+        }
+        let largest = scan.frames.map(\.size).max() ?? 0
+        let unread = scan.fileSize - min(scan.fileSize, scan.framesEnd)
+        if unread > tailAllowance(format: format, nominalRate: nominalRate, largestFrame: largest) {
+            throw Refusal(
+                path: files.video,
+                reason:
+                    "\(unread) bytes after its \(scan.frames.count) readable frames cannot be read as frames (damage, not a recording cut short)"
+            )
+        }
+        return scan
+    }
+
     /// A camera stream's three files.
     public struct Files: Sendable {
         public var video: String
@@ -158,12 +217,14 @@ extension CameraRecovery {
         _ files: Files, format: VideoFormat, nominalRate: Double, hostId: String, rewriteVideo: Bool
     ) throws -> Outcome {
         let video = files.video, stampsPath = files.timestamps, logPath = files.frameLog
+        // Before anything changes: a video recover cannot read is left as it is, with its lines.
+        let scan = try refuseDamage(files, format: format, nominalRate: nominalRate)
         // Lines a cut left half-written or unreadable go first; then the files say what survived.
         let stampsTrim = try SessionRecovery.trimJSONLines(path: stampsPath)
         let logTrim = try SessionRecovery.trimJSONLines(path: logPath)
         let stamps = Lines(path: stampsPath)
         let log = Lines(path: logPath)
-        let scanned = (try? MatroskaScan(path: video))?.frames ?? []
+        let scanned = scan?.frames ?? []
         let times = scanned.prefix { MatroskaSalvage.mayBeWhole(size: $0.size, format: format) }.map(\.timeNs)
         let plan = plan(
             videoTimesNs: times, stampedLines: stamps.count,

@@ -15,6 +15,9 @@ public struct MatroskaScan: Sendable {
     /// Each frame of the video track, in file order: its size in bytes and its time on the file's
     /// timeline in nanoseconds (whole milliseconds in fieldcap's files, the first frame at 0).
     public var frames: [(size: UInt64, timeNs: UInt64)] = []
+    /// Where the Cluster of the last frame ends (0: no frame), and the file's size.
+    public var framesEnd: UInt64 = 0
+    public var fileSize: UInt64 = 0
 
     /// Scans `path`. Throws when the file cannot be opened; a file that is not Matroska is a scan
     /// with `isMatroska` false.
@@ -34,5 +37,7 @@ public struct MatroskaScan: Sendable {
         isMatroska = info.is_matroska
         hasVideoTrack = info.has_video_track
         frames = found
+        framesEnd = info.frames_end
+        fileSize = info.file_size
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapMedia
 import FieldcapSession
 import FoundationEssentials
 import SyncField
@@ -32,7 +33,9 @@ struct Recover: ParsableCommand {
 
             Then it validates the session. A session that is already complete and valid, or a
             directory fieldcap did not record, is left untouched. Exit status: 0 when the session
-            is valid (recovered or already), 1 when it still has problems, 65 for a directory that
+            is valid (recovered or already), 1 when it still has problems or when a video cannot be
+            recovered without losing what it holds (a damaged header, damage in the middle: the
+            session is then left as it was, nothing cut or deleted), 65 for a directory that
             is not a fieldcap session, 75 for a session or recording a fieldcap is recording right
             now (nothing is changed; recover it once that recorder has stopped), 64 for a usage
             error.
@@ -53,6 +56,9 @@ struct Recover: ParsableCommand {
         do { try recover() } catch let live as RecordingLock.Failure {
             say("Error: \(live.message)")
             throw ExitCode(75)
+        } catch let refusal as CameraRecovery.Refusal {
+            say("Error: \(refusal)")
+            throw ExitCode(1)
         }
     }
 

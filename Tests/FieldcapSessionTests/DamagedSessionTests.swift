@@ -7,7 +7,8 @@ import Testing
 
 @testable import FieldcapMedia
 
-/// Damaged sessions against the readers (#42): no crash, a clear problem.
+/// Damaged sessions against the readers and `recover` (#42, items 4 to 6): no crash, a clear
+/// problem, and recover never cutting or deleting what it cannot account for.
 @Suite("Damaged sessions: readers never crash, recover never destroys")
 struct DamagedSessionTests {
     /// A killed recording: one camera (grey, 30 fps, `frames` frames) with its timestamp lines
@@ -89,5 +90,59 @@ struct DamagedSessionTests {
             let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
             #expect(problems.contains { $0.contains("cam.mkv is not a Matroska file") }, "\(problems)")
         }
+    }
+
+    @Test("recover refuses a video whose header is damaged and changes no file of the session")
+    func damagedHeaderLeftAlone() throws {
+        let path = try killedSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let video = "\(path)/cam.mkv"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: video))
+        // Inside the DocType ("matroska"): the case #42 saw shrink a video to 181 bytes.
+        let docType = try #require(bytes.firstRange(of: Data("matroska".utf8)))
+        try patch(video, at: docType.lowerBound + 3, [UInt8(ascii: "X")])
+        let before = try contents(path)
+        let error = #expect(throws: CameraRecovery.Refusal.self) {
+            try SessionFinisher.recover(directory: path) { _ in }
+        }
+        #expect(error?.description.contains("is not a readable Matroska file") == true)
+        #expect(error?.description.contains("left as it was") == true)
+        #expect(try contents(path) == before)
+    }
+
+    @Test("recover refuses damage in the middle of a video rather than cutting the frames after it")
+    func damageInTheMiddleLeftAlone() throws {
+        // 100 frames of 320x240: more than the two seconds of frames a kill can leave unreadable.
+        let path = try killedSession(frames: 100, width: 320, height: 240)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let video = "\(path)/cam.mkv"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: video))
+        var clusters: [Int] = []
+        var from = bytes.startIndex
+        while let found = bytes[from...].firstRange(of: Data([0x1F, 0x43, 0xB6, 0x75])) {
+            clusters.append(found.lowerBound)
+            from = found.upperBound
+        }
+        #expect(clusters.count == 100)
+        // The fourth Cluster's ID zeroed: the frames are read up to it, 97 whole frames before the end.
+        try patch(video, at: clusters[3], [0, 0, 0, 0])
+        let before = try contents(path)
+        let error = #expect(throws: CameraRecovery.Refusal.self) {
+            try SessionFinisher.recover(directory: path) { _ in }
+        }
+        #expect(error?.description.contains("after its 3 readable frames") == true, "\(String(describing: error))")
+        #expect(try contents(path) == before)
+    }
+
+    @Test("a killed session with a whole video still recovers (the refusal is for damage only)")
+    func killedSessionStillRecovers() throws {
+        let path = try killedSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
+            Issue.record("not recovered")
+            return
+        }
+        #expect(report.isValid, "\(report.problems)")
+        #expect(try MatroskaScan(path: "\(path)/cam.mkv").frames.count == 30)
     }
 }

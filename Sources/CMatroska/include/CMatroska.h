@@ -111,6 +111,10 @@ typedef struct {
     bool is_matroska;
     /// Its Tracks element names a video track (the one whose frames are counted).
     bool has_video_track;
+    /// Where the Cluster of the last frame seen ends (0: no frame), and the file's size: what
+    /// lies between them was not read as frames (a tail cut short, or damage).
+    uint64_t frames_end;
+    uint64_t file_size;
 } CMatroska_file_info;
 
 /// Receives one frame seen by CMatroska_scan_frames: its size and its time in nanoseconds on the

@@ -42,6 +42,16 @@ public enum SessionFinisher {
         var recorded: Set<String> = []
         var links: [String: String] = [:]
         var notes: [String: Any] = [:]
+        // Every camera's video is checked before any file changes: one that cannot be recovered
+        // without losing what it holds leaves the whole session as it was (#42).
+        for stream in start.streams {
+            guard let format = stream.format else { continue }
+            _ = try CameraRecovery.refuseDamage(
+                .init(
+                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id),
+                    frameLog: layout.frameLog(stream.id)),
+                format: format, nominalRate: stream.nominalRate)
+        }
         for stream in start.streams {
             if let format = stream.format {
                 let files = CameraRecovery.Files(
