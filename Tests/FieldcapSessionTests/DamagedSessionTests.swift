@@ -145,4 +145,25 @@ struct DamagedSessionTests {
         #expect(report.isValid, "\(report.problems)")
         #expect(try MatroskaScan(path: "\(path)/cam.mkv").frames.count == 30)
     }
+
+    @Test("a copied session is judged by its own video, not the original's its manifest names")
+    func copiedSessionUsesItsOwnFiles() throws {
+        let path = try killedSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
+            Issue.record("not recovered")
+            return
+        }
+        #expect(report.isValid)
+        let copy = path + "-copy"
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        // The copy's video cut to its header: the original, still there, must not stand in.
+        let handle = try #require(FileHandle(forUpdatingAtPath: "\(copy)/cam.mkv"))
+        try handle.truncate(atOffset: 300)
+        try handle.close()
+        let problems = SessionValidator.validateWithVideos(directory: copy).problems.map(\.description)
+        #expect(problems.contains { $0.contains("frame_count is 30 but cam.mkv holds 0 frames") }, "\(problems)")
+        #expect(SessionValidator.validateWithVideos(directory: path).isValid)
+    }
 }

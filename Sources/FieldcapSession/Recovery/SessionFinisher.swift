@@ -61,7 +61,9 @@ public enum SessionFinisher {
                     files, format: format, nominalRate: stream.nominalRate, hostId: start.syncPoint.hostId,
                     rewriteVideo: rewriteVideos)
                 counts[stream.id] = camera.frames
-                links[stream.id] = stream.linkedPath ?? layout.video(stream.id)
+                // The video recovered here, not the path recorded: a copied session's sidecar
+                // still names the original's (#42).
+                links[stream.id] = URL(fileURLWithPath: layout.video(stream.id)).standardizedFileURL.path
                 notes[stream.id] = [
                     "frames_in_video": camera.frames, "timestamp_lines": camera.frames,
                     "timestamp_lines_restored": camera.restoredLines, "frames_cut": camera.framesCut,

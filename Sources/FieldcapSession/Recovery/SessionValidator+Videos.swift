@@ -11,8 +11,8 @@ extension SessionValidator {
     /// What `fieldcap validate` and `fieldcap recover` check. It lives here rather than in
     /// `SyncField`, whose validator knows no video format and needs no C library.
     ///
-    /// A linked path that no longer exists is looked for under its file name beside
-    /// `manifest.json`, so a session copied off the rig still validates.
+    /// A linked path is looked for first under its file name beside `manifest.json`, so a session
+    /// copied off the rig is judged by its own videos, never the original's.
     public static func validateWithVideos(directory: String, progress: ((Progress) -> Void)? = nil) -> Report {
         var report = validate(directory: directory, progress: progress)
         let videos = videoProblems(directory: directory)
@@ -89,12 +89,15 @@ extension SessionValidator {
         return file.hasPrefix(base + "/") ? String(file.dropFirst(base.count + 1)) : path
     }
 
-    /// `path` as the manifest gives it (relative paths from the session directory), else its file
-    /// name in the session directory; nil when neither is a file.
-    private static func resolve(_ path: String, in directory: String) -> String? {
-        var candidates = [path.hasPrefix("/") ? path : "\(directory)/\(path)"]
+    /// The file of the linked path's name in the session directory, else `path` as the manifest
+    /// gives it (relative paths from the session directory); nil when neither is a file. The
+    /// session's own file comes first: a copied session's manifest still names the original's
+    /// absolute path, and the original must not be judged in the copy's place (#42).
+    static func resolve(_ path: String, in directory: String) -> String? {
+        var candidates: [String] = []
         let name = PathName.base(of: path)
         if path.hasPrefix("/") && !name.isEmpty { candidates.append("\(directory)/\(name)") }
+        candidates.append(path.hasPrefix("/") ? path : "\(directory)/\(path)")
         return candidates.first { candidate in
             var info = stat()
             return stat(candidate, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG

@@ -100,11 +100,13 @@ public struct SessionSource: Sendable, Equatable {
         }
     }
 
-    /// A linked path as it was when recorded, else the file of that name in the session (a
-    /// session copied off the rig keeps its files, not its absolute paths).
+    /// The file of the linked path's name in the session, else the linked path as it was when
+    /// recorded (relative: from the session). The session's own file first: a session copied off
+    /// the rig keeps its files, not its absolute paths, and must not send the original's (#42).
     static func locate(_ linked: String, in directory: String) -> String? {
-        if FileManager.default.fileExists(atPath: linked) { return linked }
         let local = "\(directory)/\(URL(fileURLWithPath: linked).lastPathComponent)"
-        return FileManager.default.fileExists(atPath: local) ? local : nil
+        if FileManager.default.fileExists(atPath: local) { return local }
+        let given = linked.hasPrefix("/") ? linked : "\(directory)/\(linked)"
+        return FileManager.default.fileExists(atPath: given) ? given : nil
     }
 }
