@@ -116,3 +116,35 @@ struct VideoValidationTests {
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
     }
 }
+
+@Suite("validate: a fieldcap session's frame numbers are the frames' indices")
+struct FrameNumberValidationTests {
+    @Test("frame_number 400 at line 5 of a fieldcap camera's timestamps is a problem naming the line (#42)")
+    func frameNumberOutOfPlace() throws {
+        let path = NSTemporaryDirectory() + "/framenumbers-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        try session.start()
+        let format = VideoFormat(width: 32, height: 24, pixelFormat: .grey)
+        let writer = try MatroskaWriter(path: "\(path)/cam.mkv", format: format, nominalRate: 30)
+        let frame = [UInt8](repeating: 0x80, count: 32 * 24)
+        for index in 0..<8 {
+            let capture = 9_000_000_000 + UInt64(index) * 33_333_333
+            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: capture) }
+            // Rising, as SyncField asks, but the fifth line's number is not its frame's index.
+            try session.stamp(
+                "cam", frameNumber: index == 4 ? 400 : index < 4 ? index : 400 + index, captureNs: capture)
+        }
+        try writer.finish()
+        session.link("cam", path: "\(path)/cam.mkv")
+        try session.stop()
+        // SyncField's rules alone accept it; another recorder's session is left to them.
+        #expect(SessionValidator.validateWithVideos(directory: path).isValid)
+        FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8))
+        let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
+        #expect(
+            problems == [
+                "cam.timestamps.jsonl:5: frame_number is 400, but in a fieldcap session it is the frame's index in cam.mkv (4)"
+            ], "\(problems)")
+    }
+}

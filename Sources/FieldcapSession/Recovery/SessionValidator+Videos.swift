@@ -78,8 +78,60 @@ extension SessionValidator {
                                 ? "`fieldcap recover` brings the video and its timestamp lines back into agreement"
                                 : "the video and its timestamp lines disagree")))
             }
+            // In fieldcap's sessions a frame_number is the frame's index in the video, which
+            // export and extract rely on; SyncField alone asks only that the numbers rise (#42).
+            if recordedByFieldcap, let problem = frameNumberProblem(directory: directory, id: id) {
+                problems.append(problem)
+            }
         }
         return (problems, warnings)
+    }
+
+    /// The first timestamp line of a video stream whose `frame_number` is not its index (line
+    /// N holds frame N - 1), read without parsing the lines' JSON; nil when all are.
+    static func frameNumberProblem(directory: String, id: String) -> Problem? {
+        let name = SyncFieldFiles.timestamps(id)
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)"), options: .alwaysMapped)
+        else { return nil }
+        let key = Array(#""frame_number":"#.utf8)
+        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Problem? in
+            var index = 0
+            var lineStart = 0
+            while lineStart < bytes.count {
+                var lineEnd = lineStart
+                while lineEnd < bytes.count && bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+                // The key, then its digits; a line without them is the SyncField rules' to report.
+                var at = lineStart
+                var found = false
+                while at + key.count <= lineEnd {
+                    if bytes[at] == key[0] && zip(key.indices, key).allSatisfy({ bytes[at + $0] == $1 }) {
+                        found = true
+                        break
+                    }
+                    at += 1
+                }
+                if found {
+                    var number = 0
+                    var digits = 0
+                    var position = at + key.count
+                    while position < lineEnd, bytes[position] >= 0x30, bytes[position] <= 0x39, digits < 19 {
+                        number = number * 10 + Int(bytes[position] - 0x30)
+                        digits += 1
+                        position += 1
+                    }
+                    if digits > 0 && number != index {
+                        return Problem(
+                            file: name, line: index + 1,
+                            message:
+                                "frame_number is \(number), but in a fieldcap session it is the frame's index in \(SessionLayout.videoName(id)) (\(index))"
+                        )
+                    }
+                }
+                index += 1
+                lineStart = lineEnd + 1
+            }
+            return nil
+        }
     }
 
     /// `path` from `directory` when it is inside it (as the validator names files), else as it is.
