@@ -1,5 +1,6 @@
 #!/bin/bash
 # rig-timeout: 180
+# rig-share: 45
 # The same short recording (vivid VGA and a synthetic IMU, 2 s) onto every file system the guest
 # has at hand: its ext4 scratch disk, tmpfs and a 9p share (cache=none), the kind of file system
 # on which a clean recording once lost most of its video (#43). Each: exit 0 and state complete,
@@ -10,8 +11,8 @@ set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 disk=${FIELDCAP_DISK_DIR:?no scratch disk in this guest}
 share=${FIELDCAP_RIG_RESULTS:?no 9p share in this guest}
-fieldcap=$FIELDCAP_REPO/.build/debug/fieldcap
-[ -x "$fieldcap" ] || { echo "no $fieldcap: run 'swift build' on the host first"; exit 1; }
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 ext4=$(mktemp -d "$disk/fs.XXXXXX")
 tmpfs=$(mktemp -d /tmp/fs.XXXXXX)
 ninep=$(mktemp -d "$share/fs.XXXXXX")
