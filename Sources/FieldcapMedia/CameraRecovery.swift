@@ -140,8 +140,14 @@ extension CameraRecovery {
     /// with its Cluster's headers and alignment (8 KiB at most), and 64 KiB of slack.
     static func tailAllowance(format: VideoFormat, nominalRate: Double, largestFrame: UInt64) -> UInt64 {
         let frame = format.pixelFormat.frameBytes(width: format.width, height: format.height).map(UInt64.init)
-        let frames = UInt64(max(2, (2 * nominalRate).rounded(.up)))
-        return (max(frame ?? 0, largestFrame) + (8 << 10)) * frames + (64 << 10)
+        // The rate and the largest frame come from the session's files: clamped, so a damaged
+        // or hostile sidecar cannot trap the arithmetic (the allowance saturates instead).
+        let rate = nominalRate.isFinite ? min(max(nominalRate, 0), 1_000_000) : 1_000_000
+        let frames = UInt64(max(2, (2 * rate).rounded(.up)))
+        let perFrame = max(frame ?? 0, largestFrame).addingReportingOverflow(8 << 10)
+        let all = perFrame.partialValue.multipliedReportingOverflow(by: frames)
+        if perFrame.overflow || all.overflow { return .max }
+        return all.partialValue.addingReportingOverflow(64 << 10).overflow ? .max : all.partialValue + (64 << 10)
     }
 
     /// `recover` asks this of every camera before it changes any file of the session.

@@ -59,6 +59,8 @@ struct ServerMessageTests {
             #"{"command":"uploadTimeRange","startTime":1700000060,"endTime":1700000000}"#,
             #"{"command":"uploadTimeRange","startTime":1700000000}"#,
             #"{"command":"uploadTimeRange","startTime":"noon","endTime":1700000060}"#,
+            // Apart in seconds, the same nanosecond once rounded: an empty range.
+            #"{"command":"uploadTimeRange","startTime":1.0,"endTime":1.0000000001}"#,
         ] {
             guard case .unusable = ServerMessage.parse(text) else {
                 Issue.record("\(text) was taken")

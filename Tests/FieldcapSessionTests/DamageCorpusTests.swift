@@ -157,3 +157,16 @@ struct DamageCorpusTests {
         print("damage corpus: \(outcomes.sorted { $0.key < $1.key })")
     }
 }
+
+extension DamageCorpusTests {
+    @Test("the tail a kill can leave, from a sidecar's absurd rate or frame size, saturates instead of trapping")
+    func tailAllowanceFromHostileNumbers() {
+        let normal = CameraRecovery.tailAllowance(format: Self.format, nominalRate: 30, largestFrame: 64 * 48)
+        #expect(normal == (64 * 48 + 8192) * 60 + 65536)
+        for rate in [Double.infinity, -Double.infinity, .nan, 1e20, -5] {
+            _ = CameraRecovery.tailAllowance(format: Self.format, nominalRate: rate, largestFrame: 64 * 48)
+        }
+        #expect(CameraRecovery.tailAllowance(format: Self.format, nominalRate: 1e20, largestFrame: .max) == .max)
+        #expect(CameraRecovery.tailAllowance(format: Self.format, nominalRate: 30, largestFrame: .max - 100) == .max)
+    }
+}

@@ -148,3 +148,36 @@ struct FrameNumberValidationTests {
             ], "\(problems)")
     }
 }
+
+extension FrameNumberValidationTests {
+    @Test("a frame_number of more digits than an Int holds is reported as written, not summed into a trap (#42)")
+    func frameNumberTooLong() throws {
+        let path = NSTemporaryDirectory() + "/framenumbers-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        try session.start()
+        let writer = try MatroskaWriter(
+            path: "\(path)/cam.mkv", format: VideoFormat(width: 32, height: 24, pixelFormat: .grey), nominalRate: 30)
+        let frame = [UInt8](repeating: 0x80, count: 32 * 24)
+        for index in 0..<8 {
+            let capture = 9_000_000_000 + UInt64(index) * 33_333_333
+            try frame.withUnsafeBytes { try writer.writeFrame($0, captureNs: capture) }
+            try session.stamp("cam", frameNumber: index, captureNs: capture)
+        }
+        try writer.finish()
+        session.link("cam", path: "\(path)/cam.mkv")
+        try session.stop()
+        FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8))
+        let timestamps = "\(path)/cam.timestamps.jsonl"
+        let huge = "99999999999999999999999"
+        let text = try String(contentsOfFile: timestamps, encoding: .utf8)
+            .replacingOccurrences(of: #""frame_number":4,"#, with: #""frame_number":\#(huge),"#)
+            .replacingOccurrences(of: #""frame_number":4}"#, with: #""frame_number":\#(huge)}"#)
+        try text.write(toFile: timestamps, atomically: true, encoding: .utf8)
+        let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
+        #expect(
+            problems.contains(
+                "cam.timestamps.jsonl:5: frame_number is \(huge), but in a fieldcap session it is the frame's index in cam.mkv (4)"
+            ), "\(problems)")
+    }
+}

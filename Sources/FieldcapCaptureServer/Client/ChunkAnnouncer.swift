@@ -48,7 +48,8 @@ final class ChunkAnnouncer: Sendable {
             else { continue }
             let message = ClientMessage.chunkSaved(
                 startTime: Double(from) / 1e9, endTime: Double(to) / 1e9, camera: camera?.id ?? "none",
-                size: Int64(segment.bytes ?? 0), format: "mkv", fps: camera?.nominalRate ?? 0, width: nil, height: nil)
+                size: Int64(clamping: segment.bytes ?? 0), format: "mkv", fps: camera?.nominalRate ?? 0, width: nil,
+                height: nil)
             do {
                 try await outbox.text(message)
                 logger.info("capture server: chunkSaved \(segment.directory) of \(index.hostId)")

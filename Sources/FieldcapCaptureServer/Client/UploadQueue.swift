@@ -181,7 +181,7 @@ final class UploadQueue: Sendable {
         switch await replies.outcome(place, timeout: policy.answerTimeout) {
         case .stored:
             remove(item.id)
-            state.withLock { $0.delivered.append(range.fromNs...(range.toNs - 1)) }
+            state.withLock { $0.delivered.append(range.fromNs...max(range.fromNs, range.toNs - 1)) }
             link.update { $0.uploads += 1 }
             logger.info(
                 "capture server stored \(staged.filename), \(staged.size) bytes: \(range.rangeText), \(staged.summary)")

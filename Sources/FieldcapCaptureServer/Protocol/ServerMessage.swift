@@ -78,7 +78,12 @@ public enum ServerMessage: Equatable, Sendable {
                 else {
                     return .unusable("uploadTimeRange needs startTime before endTime, in Unix seconds")
                 }
-                return .uploadTimeRange(startNs: UInt64((start * 1e9).rounded()), endNs: UInt64((end * 1e9).rounded()))
+                // Two instants a nanosecond apart in seconds can round to the same nanosecond.
+                let startNs = UInt64((start * 1e9).rounded()), endNs = UInt64((end * 1e9).rounded())
+                guard endNs > startNs else {
+                    return .unusable("uploadTimeRange needs startTime before endTime, in Unix seconds")
+                }
+                return .uploadTimeRange(startNs: startNs, endNs: endNs)
             case "upload":
                 return .upload
             default:

@@ -203,12 +203,21 @@ public final class FleetMember: Sendable {
         if let waiting = pending.withLock({ $0 }), waiting == command.captureId, rig.status().state == "scheduled" {
             // Its start waits for its instant: called off at once (a stop's own instant is for
             // a recording), leaving nothing on disk.
-            _ = try? await rig.stop("fleet stop (capture \(command.captureId))")
-            log("fleet: capture \(command.captureId) called off before its start")
-            reply(
-                FleetReply(
-                    host: host, command: .stop, captureId: command.captureId, result: .stopped,
-                    detail: "its start instant had not come: called off, nothing recorded"))
+            let session = try? await rig.stop("fleet stop (capture \(command.captureId))")
+            if let session, !session.isEmpty {
+                // The instant came as the stop did: the recording that started is stopped.
+                capture.withLock { $0 = nil }
+                log("fleet: capture \(command.captureId) stopped as its start came: \(session)")
+                reply(
+                    FleetReply(
+                        host: host, command: .stop, captureId: command.captureId, result: .stopped, session: session))
+            } else {
+                log("fleet: capture \(command.captureId) called off before its start")
+                reply(
+                    FleetReply(
+                        host: host, command: .stop, captureId: command.captureId, result: .stopped,
+                        detail: "its start instant had not come: called off, nothing recorded"))
+            }
             publishStatus()
             return
         }

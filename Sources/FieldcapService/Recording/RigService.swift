@@ -214,6 +214,9 @@ public final class RigService: Sendable {
         }
         let scheduled = request.startAtWallClockNs.map { ScheduledStart(atNs: $0) }
         let busy = state.withLock { state -> String? in
+            // SIGTERM came: the recording is being finished and the process ends; a start now
+            // (a fleet's, a capture server's, the API's) would be cut off unfinished.
+            if state.shutDown { return "fieldcap is shutting down: no new recording" }
             if let pending = state.scheduled {
                 return "a start is scheduled for \(SyncPoint.isoDatetime(wallClockNs: pending.start.atNs))"
                     + (pending.captureId.map { " (capture \($0))" } ?? "")
@@ -320,6 +323,11 @@ public final class RigService: Sendable {
     public func shutdown(_ why: String) async {
         state.withLock { $0.shutDown = true }
         await onCameraQueue { [self] in closePreviewCapture() }
+        // A start opening its devices as the signal came holds no runner yet, and stop would find
+        // nothing to stop: let it finish (10 s at most), then stop what it started.
+        for _ in 0..<1_000 where state.withLock({ $0.starting && $0.scheduled == nil }) {
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
         _ = try? await stop(why)
         previews.close()
     }

@@ -112,18 +112,21 @@ extension SessionValidator {
                 }
                 if found {
                     var number = 0
-                    var digits = 0
-                    var position = at + key.count
-                    while position < lineEnd, bytes[position] >= 0x30, bytes[position] <= 0x39, digits < 19 {
-                        number = number * 10 + Int(bytes[position] - 0x30)
-                        digits += 1
+                    let first = at + key.count
+                    var position = first
+                    // A number of more digits than an Int holds is no frame's index: it is not
+                    // summed (that would trap), only shown as written.
+                    while position < lineEnd, bytes[position] >= 0x30, bytes[position] <= 0x39 {
+                        if position - first < 18 { number = number * 10 + Int(bytes[position] - 0x30) }
                         position += 1
                     }
-                    if digits > 0 && number != index {
+                    let digits = position - first
+                    if digits > 0 && (digits > 18 || number != index) {
+                        let written = String(decoding: bytes[first..<position], as: UTF8.self)
                         return Problem(
                             file: name, line: index + 1,
                             message:
-                                "frame_number is \(number), but in a fieldcap session it is the frame's index in \(SessionLayout.videoName(id)) (\(index))"
+                                "frame_number is \(written), but in a fieldcap session it is the frame's index in \(SessionLayout.videoName(id)) (\(index))"
                         )
                     }
                 }
