@@ -226,7 +226,7 @@ struct Record: ParsableCommand {
         let directory = recording.directory!
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
         guard let status else { preconditionFailure("start() calls beforeCapture") }
-        if !quiet && !json, let line = recording.writePathLine { say(line) }
+        status.writePathLine = recording.writePathLine
         status.printStart()
 
         var reason: RecordingController.StopReason

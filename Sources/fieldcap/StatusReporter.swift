@@ -55,8 +55,12 @@ final class StatusReporter {
         }
     }
 
+    /// How the videos go to the disk (direct I/O or the page cache, and why), shown under the
+    /// streams: the first line stays `recording N streams into DIR`.
+    var writePathLine: String?
+
     /// `recording 2 streams into DIR`, then `  cam0  /dev/video0  <what it was granted>` per
-    /// stream (ids and devices in columns), then `  Ctrl-C stops`.
+    /// stream (ids and devices in columns), then how the videos are written, then `  Ctrl-C stops`.
     var header: String {
         let ids = sources.map(\.descriptor.id), devices = sources.map(\.descriptor.device)
         let idWidth = ids.map(\.count).max() ?? 0, deviceWidth = devices.map(\.count).max() ?? 0
@@ -67,6 +71,7 @@ final class StatusReporter {
                 + "  " + devices[index] + String(repeating: " ", count: deviceWidth - devices[index].count)
                 + "  " + startReports[index].summary + (storage(of: sources[index]).map { ", \($0)" } ?? "") + "\n"
         }
+        if let writePathLine { text += "  \(writePathLine)\n" }
         return text + "  Ctrl-C stops\n"
     }
 
