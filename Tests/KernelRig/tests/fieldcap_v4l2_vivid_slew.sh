@@ -1,6 +1,6 @@
 #!/bin/bash
 # rig-timeout: 150
-# rig-share: 20
+# rig-share: 25
 # NTP-style slewing of CLOCK_MONOTONIC after the recording started (`adjtimex -f`, +500 ppm, the
 # kernel's limit) must not bend capture_ns: the kernel's MONOTONIC timestamps are mapped into
 # MONOTONIC_RAW with a clock pair read at every dequeue, so the lag between dequeue time and
