@@ -19,45 +19,7 @@ struct DamageCorpusTests {
 
     /// The killed recording every case starts from: 40 frames, no manifest, state "recording".
     private static func killedSession() throws -> String {
-        let path = NSTemporaryDirectory() + "/corpus-base-\(UUID().uuidString)"
-        let session = SyncSession(hostId: "rig_01", outputDir: path)
-        let syncPoint = try session.start()
-        let sink = VideoSessionSink(session: session)
-        try sink.open(streams: [
-            StreamDescriptor(id: "cam", kind: .video, nominalRate: 30, device: "synthetic", videoFormat: format)
-        ])
-        for index in 0..<40 {
-            var record = CaptureRecord()
-            record.sequence = UInt64(index)
-            record.captureNs = 5_000_000_000 + UInt64(index) * 33_333_333
-            let frame = [UInt8](repeating: UInt8(index), count: 64 * 48)
-            record.bytesUsed = UInt32(frame.count)
-            _ = try frame.withUnsafeBytes { try sink.write(record, frame: $0, stream: 0, frameNumber: index) }
-        }
-        _ = try sink.close()
-        try Sidecar.store(
-            [
-                "state": "recording", "host_id": "rig_01",
-                "streams": [
-                    [
-                        "id": "cam", "nominal_rate": 30.0, "linked_path": "\(path)/cam.mkv",
-                        "format": ["width": 64, "height": 48, "pixel_format": format.pixelFormat.rawValue],
-                    ] as [String: Any]
-                ],
-                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            ], layout: SessionLayout(directory: path))
-        for name in ["manifest.json", "sync_point.json"] {
-            try? FileManager.default.removeItem(atPath: "\(path)/\(name)")
-        }
-        return path
-    }
-
-    private static func contents(_ path: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
-        }
-        return files
+        try KilledSession.make(frames: 40, firstNs: 5_000_000_000, name: "corpus-base")
     }
 
     /// One seeded damage to the session at `path`; returns what it did.
@@ -133,10 +95,10 @@ struct DamageCorpusTests {
             defer { try? FileManager.default.removeItem(atPath: path) }
             let what = try Self.damage(path, seed: seed)
             _ = SessionValidator.validateWithVideos(directory: path)
-            let before = try Self.contents(path)
+            let before = try KilledSession.contents(path)
             do {
                 _ = try SessionFinisher.recover(directory: path) { _ in }
-                let after = try Self.contents(path)
+                let after = try KilledSession.contents(path)
                 let lost = before.keys.filter { after[$0] == nil && $0 != ".fieldcap-reserve" }
                 #expect(lost.isEmpty, "seed \(seed) (\(what)): recover deleted \(lost)")
                 if let videoBefore = before["cam.mkv"], let videoAfter = after["cam.mkv"] {
@@ -145,7 +107,8 @@ struct DamageCorpusTests {
                 }
                 outcomes["recovered", default: 0] += 1
             } catch let refusal as CameraRecovery.Refusal {
-                #expect(try Self.contents(path) == before, "seed \(seed) (\(what)): refused, but changed files")
+                #expect(
+                    try KilledSession.contents(path) == before, "seed \(seed) (\(what)): refused, but changed files")
                 #expect(!"\(refusal)".contains("\n"))
                 outcomes["refused", default: 0] += 1
             } catch {

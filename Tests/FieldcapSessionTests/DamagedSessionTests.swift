@@ -11,52 +11,6 @@ import Testing
 /// problem, and recover never cutting or deleting what it cannot account for.
 @Suite("Damaged sessions: readers never crash, recover never destroys")
 struct DamagedSessionTests {
-    /// A killed recording: one camera (grey, 30 fps, `frames` frames) with its timestamp lines
-    /// and frame log, fieldcap.json still "recording", no manifest; written with the recorder's
-    /// own sink so the files are laid out as a rig's are.
-    private func killedSession(frames: Int = 30, width: Int = 64, height: Int = 48) throws -> String {
-        let path = NSTemporaryDirectory() + "/damaged-\(UUID().uuidString)"
-        let session = SyncSession(hostId: "rig_01", outputDir: path)
-        let syncPoint = try session.start()
-        let format = VideoFormat(width: width, height: height, pixelFormat: .grey)
-        let sink = VideoSessionSink(session: session)
-        let descriptor = StreamDescriptor(
-            id: "cam", kind: .video, nominalRate: 30, device: "synthetic", videoFormat: format)
-        try sink.open(streams: [descriptor])
-        for index in 0..<frames {
-            var record = CaptureRecord()
-            record.sequence = UInt64(index)
-            record.captureNs = 9_000_000_000 + UInt64(index) * 33_333_333
-            let frame = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: width * height)
-            record.bytesUsed = UInt32(frame.count)
-            _ = try frame.withUnsafeBytes { try sink.write(record, frame: $0, stream: 0, frameNumber: index) }
-        }
-        _ = try sink.close()
-        try Sidecar.store(
-            [
-                "state": "recording", "host_id": "rig_01",
-                "streams": [
-                    [
-                        "id": "cam", "nominal_rate": 30.0, "linked_path": "\(path)/cam.mkv",
-                        "format": ["width": width, "height": height, "pixel_format": format.pixelFormat.rawValue],
-                    ] as [String: Any]
-                ],
-                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            ], layout: SessionLayout(directory: path))
-        for name in ["manifest.json", "sync_point.json"] {
-            try? FileManager.default.removeItem(atPath: "\(path)/\(name)")
-        }
-        return path
-    }
-
-    /// Every file of the directory and its bytes.
-    private func contents(_ path: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
-        }
-        return files
-    }
 
     private func patch(_ path: String, at offset: Int, _ bytes: [UInt8]) throws {
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
@@ -67,7 +21,7 @@ struct DamagedSessionTests {
 
     @Test("the EBML magic flipped: scan, frames, finish in place and validate say 'not Matroska', no crash")
     func flippedMagic() throws {
-        let path = try killedSession()
+        let path = try KilledSession.make()
         defer { try? FileManager.default.removeItem(atPath: path) }
         // Finished first, so that validate has a manifest to check the video against.
         _ = try SessionFinisher.recover(directory: path) { _ in }
@@ -94,26 +48,26 @@ struct DamagedSessionTests {
 
     @Test("recover refuses a video whose header is damaged and changes no file of the session")
     func damagedHeaderLeftAlone() throws {
-        let path = try killedSession()
+        let path = try KilledSession.make()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let video = "\(path)/cam.mkv"
         let bytes = try Data(contentsOf: URL(fileURLWithPath: video))
         // Inside the DocType ("matroska"): the case #42 saw shrink a video to 181 bytes.
         let docType = try #require(bytes.firstRange(of: Data("matroska".utf8)))
         try patch(video, at: docType.lowerBound + 3, [UInt8(ascii: "X")])
-        let before = try contents(path)
+        let before = try KilledSession.contents(path)
         let error = #expect(throws: CameraRecovery.Refusal.self) {
             try SessionFinisher.recover(directory: path) { _ in }
         }
         #expect(error?.description.contains("is not a readable Matroska file") == true)
         #expect(error?.description.contains("left as it was") == true)
-        #expect(try contents(path) == before)
+        #expect(try KilledSession.contents(path) == before)
     }
 
     @Test("recover refuses damage in the middle of a video rather than cutting the frames after it")
     func damageInTheMiddleLeftAlone() throws {
         // 100 frames of 320x240: more than the two seconds of frames a kill can leave unreadable.
-        let path = try killedSession(frames: 100, width: 320, height: 240)
+        let path = try KilledSession.make(frames: 100, width: 320, height: 240)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let video = "\(path)/cam.mkv"
         let bytes = try Data(contentsOf: URL(fileURLWithPath: video))
@@ -126,17 +80,17 @@ struct DamagedSessionTests {
         #expect(clusters.count == 100)
         // The fourth Cluster's ID zeroed: the frames are read up to it, 97 whole frames before the end.
         try patch(video, at: clusters[3], [0, 0, 0, 0])
-        let before = try contents(path)
+        let before = try KilledSession.contents(path)
         let error = #expect(throws: CameraRecovery.Refusal.self) {
             try SessionFinisher.recover(directory: path) { _ in }
         }
         #expect(error?.description.contains("after its 3 readable frames") == true, "\(String(describing: error))")
-        #expect(try contents(path) == before)
+        #expect(try KilledSession.contents(path) == before)
     }
 
     @Test("a killed session with a whole video still recovers (the refusal is for damage only)")
     func killedSessionStillRecovers() throws {
-        let path = try killedSession()
+        let path = try KilledSession.make()
         defer { try? FileManager.default.removeItem(atPath: path) }
         guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
             Issue.record("not recovered")
@@ -148,7 +102,7 @@ struct DamagedSessionTests {
 
     @Test("a copied session is judged by its own video, not the original's its manifest names")
     func copiedSessionUsesItsOwnFiles() throws {
-        let path = try killedSession()
+        let path = try KilledSession.make()
         defer { try? FileManager.default.removeItem(atPath: path) }
         guard case .recovered(let report) = try SessionFinisher.recover(directory: path, say: { _ in }) else {
             Issue.record("not recovered")
@@ -165,5 +119,57 @@ struct DamagedSessionTests {
         let problems = SessionValidator.validateWithVideos(directory: copy).problems.map(\.description)
         #expect(problems.contains { $0.contains("frame_count is 30 but cam.mkv holds 0 frames") }, "\(problems)")
         #expect(SessionValidator.validateWithVideos(directory: path).isValid)
+    }
+}
+
+/// The damaged-session suites' fixture, written once for both.
+enum KilledSession {
+    /// A killed recording: one camera (grey, 30 fps, `frames` frames) with its timestamp lines
+    /// and frame log, fieldcap.json still "recording", no manifest; written with the recorder's
+    /// own sink so the files are laid out as a rig's are.
+    static func make(
+        frames: Int = 30, width: Int = 64, height: Int = 48, firstNs: UInt64 = 9_000_000_000, name: String = "damaged"
+    ) throws -> String {
+        let path = NSTemporaryDirectory() + "/\(name)-\(UUID().uuidString)"
+        let session = SyncSession(hostId: "rig_01", outputDir: path)
+        let syncPoint = try session.start()
+        let format = VideoFormat(width: width, height: height, pixelFormat: .grey)
+        let sink = VideoSessionSink(session: session)
+        let descriptor = StreamDescriptor(
+            id: "cam", kind: .video, nominalRate: 30, device: "synthetic", videoFormat: format)
+        try sink.open(streams: [descriptor])
+        for index in 0..<frames {
+            var record = CaptureRecord()
+            record.sequence = UInt64(index)
+            record.captureNs = firstNs + UInt64(index) * 33_333_333
+            let frame = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: width * height)
+            record.bytesUsed = UInt32(frame.count)
+            _ = try frame.withUnsafeBytes { try sink.write(record, frame: $0, stream: 0, frameNumber: index) }
+        }
+        _ = try sink.close()
+        try Sidecar.store(
+            [
+                "state": "recording", "host_id": "rig_01",
+                "streams": [
+                    [
+                        "id": "cam", "nominal_rate": 30.0, "linked_path": "\(path)/cam.mkv",
+                        "format": ["width": width, "height": height, "pixel_format": format.pixelFormat.rawValue],
+                    ] as [String: Any]
+                ],
+                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+            ], layout: SessionLayout(directory: path))
+        for name in ["manifest.json", "sync_point.json"] {
+            try? FileManager.default.removeItem(atPath: "\(path)/\(name)")
+        }
+        return path
+    }
+
+    /// Every file of the directory and its bytes.
+    static func contents(_ path: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
+        }
+        return files
     }
 }
