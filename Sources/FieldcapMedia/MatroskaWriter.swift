@@ -107,6 +107,11 @@ public final class MatroskaWriter {
             }
         }
         guard file != nil else { throw Self.failure(error, path: path) }
+        // The header is on the disk before the first frame: frames go straight to the device
+        // (direct I/O) while the header sits in the page cache, and a power cut in the first
+        // sync interval would otherwise leave frames behind a zeroed header, a file no reader
+        // (nor `recover`) can open. Off the hot path: segments are opened ahead of time.
+        guard fdatasync(fd) == 0 else { throw .system(errno, "fdatasync the header", path: path) }
     }
 
     /// Bytes of a frame's start and end kept to be read back.
