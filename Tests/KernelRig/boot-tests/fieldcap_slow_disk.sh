@@ -1,7 +1,8 @@
 #!/bin/bash
 # rig-timeout: 420
 # A disk slower than the video (issue 28): in one boot, QEMU throttles the scratch disk's writes
-# to 2, 8 and then 20 MB/s (disk_monitor.py, through QEMU's monitor), and at each rate fieldcap
+# to 2 and then 20 MB/s (a disk that takes a twentieth of the video, then over half of it; a
+# third rate between them, 8 MB/s, proved nothing these two do not and cost 50 s of the suite) (disk_monitor.py, through QEMU's monitor), and at each rate fieldcap
 # records two 640x480 cameras at 30 fps (36.9 MB/s of raw video) and a 1 kHz IMU for 10 s,
 # synthetic sources and then vivid with the IIO dummy (slow_disk_guest.py says what each session
 # must show). The IMU loses nothing, the cameras drop frames and count them, each video holds
@@ -28,7 +29,7 @@ monitor=$!
 trap 'kill "$monitor" 2>/dev/null || true' EXIT
 status=0
 "$rig" run --disk-throttle 2000000 --qmp "$tmp/qmp.sock" --share "$tmp" --timeout 400 -- \
-	/usr/bin/python3 "$here/slow_disk_guest.py" throttle "$tmp" "$fieldcap" 2 8 20 || status=1
+	/usr/bin/python3 "$here/slow_disk_guest.py" throttle "$tmp" "$fieldcap" 2 20 || status=1
 sed 's/^/disk monitor: /' "$tmp/monitor.log"
 [ -f "$tmp/result-throttle.json" ] || exit 1
 /usr/bin/python3 - "$tmp/result-throttle.json" <<'PY'
