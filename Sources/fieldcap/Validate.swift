@@ -53,7 +53,7 @@ struct Validate: ParsableCommand {
             }
             if !quiet {
                 print(
-                    "\(directory): valid recording, \(recording.segmentsValid) segments (each a valid SyncField 0.1 session, \(recording.lineCount) timestamp lines in all), \(recording.segmentsDeleted) deleted by its storage budget"
+                    "\(directory): valid recording, \(recording.segmentsValid) segments (each a valid SyncField 0.1 session, \(recording.lineCount) timestamp lines in all), \(recording.deletedSummary)"
                 )
             }
             return

@@ -158,13 +158,47 @@ struct RangeExtractorTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
     }
 
-    /// `file` with its last line repeated, its `capture_ns` replaced by `captureNs`.
+    /// `file` with its last line repeated, its `capture_ns` replaced by `captureNs`; for a
+    /// timestamps file, the manifest counts the line.
     static func appendLine(capturedAt captureNs: String, to file: String) throws {
         let text = try String(contentsOfFile: file, encoding: .utf8)
         let last = try #require(text.split(separator: "\n").last)
         let rest = try #require(last.firstIndex(of: ","))
         let line = #"{"capture_ns":"# + captureNs + last[rest...] + "\n"
         try Data((text + line).utf8).write(to: URL(fileURLWithPath: file))
+        let name = URL(fileURLWithPath: file).lastPathComponent
+        guard name.hasSuffix(".timestamps.jsonl") else { return }
+        let manifestPath = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(
+            "manifest.json")
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: manifestPath)) as? [String: Any])
+        var streams = try #require(manifest["streams"] as? [String: Any])
+        let id = String(name.dropLast(".timestamps.jsonl".count))
+        var stream = try #require(streams[id] as? [String: Any])
+        stream["frame_count"] = try #require(stream["frame_count"] as? Int) + 1
+        streams[id] = stream
+        manifest["streams"] = streams
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestPath)
+    }
+
+    @Test("a stream whose timestamp lines were emptied or cut is refused, naming the file, not extracted shorter (#42)")
+    func linesMissing() throws {
+        let copied = try RecordingFixture.copy()
+        defer { try? FileManager.default.removeItem(atPath: copied.root) }
+        let index = try #require(RecordingIndex.read(directory: copied.directory))
+        let segment = index.presentSegments[1]
+        let session = "\(copied.directory)/\(segment.directory)"
+        let start = try Self.start(segment)
+        try Data().write(to: URL(fileURLWithPath: "\(session)/imu.timestamps.jsonl"))
+        let out = RecordingFixture.temporary("extract-emptied")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        #expect {
+            try RangeExtractor.extract(
+                RangeExtractor.Request(source: session, fromNs: start, toNs: start + 1_000_000_000, out: out))
+        } throws: { error in
+            "\(error)".contains("imu.timestamps.jsonl holds 0 lines, but manifest.json counts")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out))
     }
 
     @Test("capture_ns at Int64.max, at UInt64.max, an index past any clock: an extract or one clear error, no trap")

@@ -133,7 +133,10 @@ struct SessionsAndExtractCommandTests {
         #expect(removed.stdout.contains("deleted short") && removed.stdout.contains("deleted \(segment)"))
         #expect(!FileManager.default.fileExists(atPath: "\(root)/short"))
         #expect(RecordingIndex.read(directory: recording)?.segments[0].state == .deleted)
-        #expect(try FieldcapProcess.run(["validate", recording]).status == 0)
+        // validate says who deleted the segment, not "its storage budget" (#42).
+        let validated = try FieldcapProcess.run(["validate", recording])
+        #expect(validated.status == 0)
+        #expect(validated.stdout.contains(", 1 deleted (1 by fieldcap sessions rm)"), "\(validated.stdout)")
         let left = try Self.entries(root).compactMap { $0["name"] as? String }
         #expect(Set(left) == ["long", "clip"])
     }

@@ -115,6 +115,43 @@ struct VideoValidationTests {
         FileManager.default.createFile(atPath: "\(path)/fieldcap.json", contents: Data("{}".utf8))
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
     }
+
+    @Test(
+        "a stream's last capture_ns 292 years after fieldcap.json's stopped_utc is a problem; a minute after is not (#42)"
+    )
+    func captureLongAfterTheStop() throws {
+        let path = try makeSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sync = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: "\(path)/sync_point.json")))
+        let point = try #require(sync as? [String: Any])
+        let monotonic = try #require((point["monotonic_ns"] as? NSNumber)?.uint64Value)
+        let wall = try #require((point["wall_clock_ns"] as? NSNumber)?.uint64Value)
+        // Stopped 3 s after the sync point, as the wall clock saw it.
+        let stopped = Date(timeIntervalSince1970: Double(wall) / 1e9 + 3)
+        let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let sidecar =
+            #"{"started_utc":"\#(format.format(Date(timeIntervalSince1970: Double(wall) / 1e9)))","stopped_utc":"\#(format.format(stopped))"}"#
+        try Data(sidecar.utf8).write(to: URL(fileURLWithPath: "\(path)/fieldcap.json"))
+        let stamps = "\(path)/cam.timestamps.jsonl"
+        let original = try String(contentsOfFile: stamps, encoding: .utf8)
+        /// The file with its last line's capture_ns set to `capture`.
+        func lastLine(at capture: UInt64) throws {
+            var lines = original.split(separator: "\n").map(String.init)
+            let last = try #require(lines.last)
+            let number = try #require(last.firstRange(of: #/"capture_ns":\d+/#))
+            lines[lines.count - 1] = last.replacingCharacters(in: number, with: #""capture_ns":\#(capture)"#)
+            try (lines.joined(separator: "\n") + "\n").write(toFile: stamps, atomically: true, encoding: .utf8)
+        }
+        try lastLine(at: monotonic + 60_000_000_000)
+        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [])
+        let jumped = monotonic + 292 * 365 * 86_400 * 1_000_000_000
+        try lastLine(at: jumped)
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: path)) == [
+                "cam.timestamps.jsonl: the last line's capture_ns \(jumped) is 291 years after the recording stopped (\(format.format(stopped)), fieldcap.json), through the sync point: a jump of the clock or damage, not a time stream cam recorded"
+            ])
+    }
 }
 
 @Suite("validate: a fieldcap session's frame numbers are the frames' indices")
@@ -180,4 +217,5 @@ extension FrameNumberValidationTests {
                 "cam.timestamps.jsonl:5: frame_number is \(huge), but in a fieldcap session it is the frame's index in cam.mkv (4)"
             ), "\(problems)")
     }
+
 }

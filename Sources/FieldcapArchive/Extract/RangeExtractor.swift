@@ -322,6 +322,13 @@ public enum RangeExtractor {
         guard let stamps = TimestampLines(path: layout.timestamps(output.id)) else {
             throw Failure(message: "\(layout.timestamps(output.id)): cannot be read")
         }
+        // Lines lost (an emptied or cut file) would otherwise extract as a valid, shorter stream.
+        if let counted = manifestFrameCount(layout, id: output.id), counted != stamps.lines.count {
+            throw Failure(
+                message:
+                    "\(layout.timestamps(output.id)) holds \(stamps.lines.count) lines, but manifest.json counts \(counted); validate \(part)"
+            )
+        }
         // capture_ns never decreases within a stream: the lines in range are one run of them.
         var lower = stamps.lines.count
         var upper = stamps.lines.count
@@ -386,6 +393,14 @@ public enum RangeExtractor {
         }
         output.count += upper - lower
         return upper - lower
+    }
+
+    /// The manifest's `frame_count` of stream `id`, if the manifest says.
+    static func manifestFrameCount(_ layout: SessionLayout, id: String) -> Int? {
+        guard let data = FileManager.default.contents(atPath: layout.manifest),
+            let count = (try? JSONTextParser.parse([UInt8](data)))?["streams"]?[id]?["frame_count"]?.integerValue
+        else { return nil }
+        return Int(exactly: count)
     }
 
     /// `fieldcap.json` of the extract: the streams as the recording described them, what each

@@ -156,7 +156,7 @@ public struct ServiceRoutes: Sendable {
         }
         var deleted: [String] = []
         do {
-            try SessionRemoval.remove(plan.targets, reason: "deleted over the API") { deleted.append($0) }
+            try SessionRemoval.remove(plan.targets, reason: "DELETE /api/v1/sessions") { deleted.append($0) }
         } catch {
             // Two deletes of one session race: the one that lost finds it gone.
             guard FileManager.default.fileExists(atPath: "\(root)/\(name)") else {

@@ -9,9 +9,18 @@ public enum RecordingValidator {
         /// `SEGMENT/FILE:LINE: MESSAGE` for a segment's problems, `recording.json: ...` for the index's.
         public var problems: [String] = []
         public var warnings: [String] = []
-        /// Segments on disk that validated, and deleted by the budget.
+        /// Segments on disk that validated, and deleted (by the storage budget or by hand).
         public var segmentsValid = 0
         public var segmentsDeleted = 0
+        /// Deleted segments by why, as the index says (`--max-storage 16G`, `fieldcap sessions rm`).
+        public var deletedBecause: [String: Int] = [:]
+
+        /// "3 deleted (2 by --max-storage 16G, 1 by fieldcap sessions rm)", or "0 deleted".
+        public var deletedSummary: String {
+            let reasons = deletedBecause.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+                .map { "\($0.value) by \($0.key)" }
+            return "\(segmentsDeleted) deleted" + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))")
+        }
         public var lineCount = 0
         public var isValid: Bool { problems.isEmpty }
     }
@@ -37,6 +46,7 @@ public enum RecordingValidator {
             switch segment.state {
             case .deleted:
                 report.segmentsDeleted += 1
+                report.deletedBecause[segment.deleted?.reason ?? "an unknown reason", default: 0] += 1
                 if exists { report.problems.append("\(segment.directory): listed as deleted, but still there") }
                 continue
             case .recording:

@@ -18,7 +18,69 @@ extension SessionValidator {
         let videos = videoProblems(directory: directory)
         report.problems += videos.problems
         report.warnings += videos.warnings
+        report.problems += spanProblems(directory: directory)
         return report
+    }
+
+    /// How long after a fieldcap session's `stopped_utc` a stream's last `capture_ns` may fall.
+    /// Generous: the wall clock at the stop may have been stepped back (by NTP) during the
+    /// recording, while `capture_ns` counts on; a day still tells a clock jump or damage (a
+    /// 292-year jump once passed, and overflowed what reads the times) from any real session.
+    static let spanSlackNs: UInt64 = 86_400 * 1_000_000_000
+
+    /// A fieldcap session records between its `started_utc` and `stopped_utc` (fieldcap.json):
+    /// each stream's last timestamp line must map, through the sync point, to no later than a
+    /// day after the stop. A session without a stop (killed, before `recover`) is not checked.
+    static func spanProblems(directory: String) -> [Problem] {
+        let layout = SessionLayout(directory: directory)
+        func object(_ path: String) -> ParsedJSON? {
+            FileManager.default.contents(atPath: path).flatMap { try? JSONTextParser.parse([UInt8]($0)) }
+        }
+        guard let sidecar = object(layout.sidecar), let stopped = sidecar["stopped_utc"]?.stringValue,
+            let stoppedSeconds = SessionValidator.epochSeconds(stopped),
+            let sync = object("\(directory)/\(SyncFieldFiles.syncPoint)"),
+            let syncMonotonic = sync["monotonic_ns"]?.unsignedValue,
+            let syncWall = sync["wall_clock_ns"]?.unsignedValue,
+            let manifest = object(layout.manifest), case .object(let streams)? = manifest["streams"]
+        else { return [] }
+        // Nanoseconds from the sync point to the stop, in the monotonic clock (0 if the wall
+        // clock says the stop came first), then the slack; saturating, for absurd sidecars.
+        let stopWallNs = stoppedSeconds * 1e9
+        let untilStop = stopWallNs > Double(syncWall) ? min(Double(UInt64.max / 4), stopWallNs - Double(syncWall)) : 0
+        let latest = syncMonotonic.addingReportingOverflow(UInt64(untilStop) + spanSlackNs)
+        if latest.overflow { return [] }
+        var problems: [Problem] = []
+        for stream in streams.sorted(by: { $0.key < $1.key }) {
+            let id = stream.key, entry = stream.value
+            // The stream's own file by its id: a path from the manifest could lead outside.
+            let name = SyncFieldFiles.timestamps(id)
+            guard entry["timestamps_path"] != nil, !id.contains("/"), id != "..",
+                let capture = lastCapture(path: "\(directory)/\(name)"), capture > latest.partialValue
+            else { continue }
+            let after = Double(capture - syncMonotonic) / 1e9 - untilStop / 1e9
+            problems.append(
+                Problem(
+                    file: name,
+                    message:
+                        "the last line's capture_ns \(capture) is \(Self.spoken(seconds: after)) after the recording stopped (\(stopped), fieldcap.json), through the sync point: a jump of the clock or damage, not a time stream \(id) recorded"
+                ))
+        }
+        return problems
+    }
+
+    /// The last line's `capture_ns` of a timestamps file, read from its end.
+    static func lastCapture(path: String) -> UInt64? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
+        let tail = [UInt8](data.suffix(4096))
+        guard let last = tail.split(separator: UInt8(ascii: "\n")).last else { return nil }
+        return (try? JSONTextParser.parse(Array(last)))?["capture_ns"]?.unsignedValue
+    }
+
+    /// "3.2 hours", "292 years": a span as a person reads it.
+    static func spoken(seconds: Double) -> String {
+        let units: [(Double, String)] = [(365.25 * 86_400, "years"), (86_400, "days"), (3_600, "hours")]
+        for (size, name) in units where seconds >= size { return "\(Int(seconds / size)) \(name)" }
+        return "\(Int(seconds)) s"
     }
 
     /// The problems (and warnings) with the videos `manifest.json` links. A manifest that cannot

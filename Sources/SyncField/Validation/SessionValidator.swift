@@ -422,7 +422,8 @@ public struct SessionValidator {
         return true
     }
 
-    static func epochSeconds(_ iso: String) -> Double? {
+    /// Seconds since the epoch of an ISO 8601 UTC time with milliseconds, as the SDK writes them.
+    public static func epochSeconds(_ iso: String) -> Double? {
         var parts = tm()
         let fields = iso.split(whereSeparator: { "-T:.Z".contains($0) }).compactMap { Int32($0) }
         guard fields.count == 7 else { return nil }
