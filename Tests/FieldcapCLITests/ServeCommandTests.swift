@@ -295,9 +295,18 @@ struct ServeCommandTests: ServeSuite {
                 "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
             ])
-        // Not upgraded: hummingbird-websocket answers every refused upgrade with an empty 400
-        // (its failed-upgrade path), whatever the router said; a 401 would need a change there.
-        #expect(socket.status == 400, "\(socket.status) \(socket.text)")
+        // Not upgraded, and told why: the refusal every other request gets (hummingbird-websocket
+        // alone would answer an empty 400).
+        #expect(socket.status == 401, "\(socket.status) \(socket.text)")
+        #expect((socket.json["error"] as? String)?.contains("needs its token") == true, "\(socket.text)")
+        // With the token, the same request is upgraded: a WebSocket client reads the status.
+        let watched = try runTool(
+            "env",
+            [
+                "python3", Self.script("Clients/events_client.py"),
+                serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events", "1.5", token,
+            ])
+        #expect(watched.status == 0 && watched.output.contains("\"event\":\"status\""), "\(watched.output)")
         serve.token = token
         #expect(try serve.request("GET", "/api/v1/rig").status == 200)
         #expect(serve.terminate() == 0)

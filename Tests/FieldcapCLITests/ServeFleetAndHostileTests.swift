@@ -204,8 +204,9 @@ struct ServeFleetAndHostileTests: ServeSuite {
                 "Origin: http://evil.example", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
             ])
-        // Refused, not upgraded (101): hummingbird-websocket's failed upgrade is an empty 400.
-        #expect(socket.status == 400, "a cross-site WebSocket: \(socket.status) \(socket.text)")
+        // Refused, not upgraded (101), with the reason as every other request gets it.
+        #expect(socket.status == 403, "a cross-site WebSocket: \(socket.status) \(socket.text)")
+        #expect((socket.json["error"] as? String)?.contains("evil.example") == true, "\(socket.text)")
         #expect(try serve.request("GET", "/api/v1/status").json["state"] as? String == "idle")
         #expect(serve.sessionNames().isEmpty)
 

@@ -2,6 +2,7 @@ import FieldcapCore
 import FoundationEssentials
 import Glibc
 import Hummingbird
+import NIOHTTP1
 import SyncField
 
 /// The token a client must send (`Authorization: Bearer TOKEN`) on every path but
@@ -69,11 +70,30 @@ public struct BearerToken: Sendable {
     /// something (POST, DELETE) needs the header, which another site's page cannot make a
     /// browser send, so a cookie alone never starts or deletes anything.
     func accepts(_ request: Request) -> Bool {
-        if accepts(request.headers[.authorization]) { return true }
-        guard request.method == .get || request.method == .head else { return false }
-        if let query = request.uri.queryParameters["token"], matches(String(query)) { return true }
-        for cookies in request.headers[values: .cookie] {
-            for cookie in cookies.split(separator: ";") {
+        accepts(
+            authorization: request.headers[.authorization],
+            safeMethod: request.method == .get || request.method == .head,
+            queryToken: request.uri.queryParameters["token"].map(String.init), cookies: request.headers[values: .cookie]
+        )
+    }
+
+    /// The same, for a request head as NIO decodes it (a WebSocket request, before Hummingbird
+    /// sees it: `RefusedUpgradesAnswered`). The open paths pass, as `RequireToken` lets them.
+    func admits(_ head: HTTPRequestHead) -> Bool {
+        let uri = URI(head.uri)
+        if RequireToken<BasicRequestContext>.open.contains(uri.path) { return true }
+        return accepts(
+            authorization: head.headers.first(name: "authorization"),
+            safeMethod: head.method == .GET || head.method == .HEAD,
+            queryToken: uri.queryParameters["token"].map(String.init), cookies: head.headers["cookie"])
+    }
+
+    private func accepts(authorization: String?, safeMethod: Bool, queryToken: String?, cookies: [String]) -> Bool {
+        if accepts(authorization) { return true }
+        guard safeMethod else { return false }
+        if let queryToken, matches(queryToken) { return true }
+        for header in cookies {
+            for cookie in header.split(separator: ";") {
                 let pair = cookie.split(separator: "=", maxSplits: 1).map { $0.trimming(\.isSpace) }
                 if pair.count == 2 && pair[0] == Self.cookieName && matches(pair[1]) { return true }
             }

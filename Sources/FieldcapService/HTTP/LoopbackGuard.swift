@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Hummingbird
+import NIOHTTP1
 
 /// Without a token (the service on loopback), the only thing between another site's page in the
 /// rig's browser and the API: a cross-origin "simple request" (a form's POST) reaches loopback,
@@ -30,23 +31,38 @@ struct LoopbackGuard<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         // HTTP/1's first Host becomes the request's authority; a second one stays a header.
-        let host = request.head.authority
-        if request.headers.contains(where: { $0.name.canonicalName == "host" }) {
-            throw APIError(.badRequest, "more than one Host header: send one")
-        }
+        let refused = refusal(
+            host: request.head.authority,
+            secondHost: request.headers.contains(where: { $0.name.canonicalName == "host" }),
+            origin: request.headers[.origin])
+        if let refused { throw refused }
+        return try await next(request, context)
+    }
+
+    /// The same checks, for a request head as NIO decodes it (a WebSocket request, before
+    /// Hummingbird sees it: `RefusedUpgradesAnswered`).
+    func admits(_ head: HTTPRequestHead) -> Bool {
+        let hosts = head.headers["host"]
+        return refusal(host: hosts.first, secondHost: hosts.count > 1, origin: head.headers.first(name: "origin"))
+            == nil
+    }
+
+    /// Why a request with this `Host` (and a second one, or not) and `Origin` is refused, or nil.
+    private func refusal(host: String?, secondHost: Bool, origin: String?) -> APIError? {
+        if secondHost { return APIError(.badRequest, "more than one Host header: send one") }
         if let host, !allows(authority: host) {
-            throw APIError(
+            return APIError(
                 .forbidden,
                 "Host '\(host.printable)' is not this rig's: without a token it answers only to localhost, 127.0.0.1 or [::1]"
             )
         }
-        if let origin = request.headers[.origin], !sameOrigin(origin, host: host) {
-            throw APIError(
+        if let origin, !sameOrigin(origin, host: host) {
+            return APIError(
                 .forbidden,
                 "a page from '\(origin.printable)' cannot use this rig's API: open the rig's own page (http://\(host ?? "127.0.0.1:8080")/)"
             )
         }
-        return try await next(request, context)
+        return nil
     }
 
     /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`, with HOST one of the rig's loopback names.

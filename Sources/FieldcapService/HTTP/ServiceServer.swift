@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
 
@@ -64,13 +65,19 @@ public enum ServiceServer {
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         EventsSocket.add(to: webSocketRouter, rig: rig, token: token)
         let webSocketResponder = webSocketRouter.buildResponder()
+        let loopbackGuard = LoopbackGuard<BasicRequestContext>()
+        let admits: @Sendable (HTTPRequestHead) -> Bool = { head in
+            token.map { $0.admits(head) } ?? loopbackGuard.admits(head)
+        }
         let app = Application(
             router: routes.router(),
             server: HTTPServerBuilder { responder in
                 FirstRequestDeadline(
-                    inner: HTTP1WebSocketUpgradeChannel(
-                        responder: responder, webSocketResponder: webSocketResponder,
-                        configuration: .init(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)))),
+                    inner: RefusedUpgradesAnswered(
+                        inner: HTTP1WebSocketUpgradeChannel(
+                            responder: responder, webSocketResponder: webSocketResponder,
+                            configuration: .init(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)))),
+                        admits: admits),
                     timeout: TimeAmount(limits.idleTimeout))
             },
             configuration: .init(
