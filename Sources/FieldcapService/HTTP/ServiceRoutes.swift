@@ -72,6 +72,14 @@ public struct ServiceRoutes: Sendable {
             return try TarResponse.directory(entry.path, name: name)
         }
         router.get("/api/v1/extract") { request, _ in try await extract(request) }
+        // The WebSocket itself is EventsSocket's (upgrades never reach this router); a plain GET
+        // lands here and is told what the path wants, not "no such path" (schemathesis, #42).
+        router.get("/api/v1/events") { (_: Request, _: ServiceRequestContext) -> Response in
+            throw APIError(
+                .upgradeRequired,
+                "/api/v1/events is a WebSocket: connect with a WebSocket client (Upgrade: websocket), as the web page does"
+            )
+        }
         router.get("/api/v1/preview/{file}") { _, context in
             let (stream, kind) = try PreviewResponses.resolve(context.parameters.get("file") ?? "", in: rig.previews)
             switch kind {
