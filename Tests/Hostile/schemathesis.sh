@@ -27,8 +27,9 @@
 # with the server where those tests had not looked (#42).
 #
 # The seed is fixed, so every run sends the same requests, and printed; SCHEMATHESIS_SEED=N runs
-# (or replays) another, SCHEMATHESIS_EXAMPLES=N (default 25) sets the examples per operation. About 40 s on 2 cores. FIELDCAP_BIN picks the binary
-# (default .build/release/fieldcap). Needs schemathesis 4 (scripts/install-deps).
+# (or replays) another, SCHEMATHESIS_EXAMPLES=N (default 25) sets the examples per operation.
+# About 45 s on 2 cores (100 examples: 80 s). FIELDCAP_BIN picks the binary (default
+# .build/release/fieldcap). Needs schemathesis 4 (scripts/install-deps).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
