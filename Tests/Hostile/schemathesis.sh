@@ -124,7 +124,9 @@ run() { # open|token
 	# The checks (here, not on the command line, so one operation can leave one out):
 	# positive_data_acceptance is off for the start, whose rules across fields (keep and
 	# max_storage need a segment, a segment holds a frame, a budget a segment) are more than
-	# OpenAPI 3.0 can say, so a body valid by the schema may rightly get a 400.
+	# OpenAPI 3.0 can say, so a body valid by the schema may rightly get a 400; and off in the
+	# stateful phase, which does not heed an operation's own checks. Extract's from and to are
+	# this run's recording (before the other, as the server wants and the schema cannot say).
 	cat >"$work/schemathesis.toml" <<-EOF
 		[checks]
 		enabled = false
@@ -134,6 +136,9 @@ run() { # open|token
 		response_schema_conformance.enabled = true
 		response_headers_conformance.enabled = true
 		positive_data_acceptance.enabled = true
+
+		[phases.stateful.checks]
+		positive_data_acceptance.enabled = false
 
 		[[operations]]
 		include-path = "/api/v1/extract"
