@@ -7,14 +7,19 @@ import NIOCore
 struct APIError: Error, HTTPResponseError {
     var status: HTTPResponse.Status
     var message: String
+    /// Sent beside the JSON's own (a 405's `Allow`).
+    var headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, _ message: String) {
+    init(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.message = message
+        self.headers = headers
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        JSONBody.response(["error": message], status: status)
+        var response = JSONBody.response(["error": message], status: status)
+        response.headers.append(contentsOf: headers)
+        return response
     }
 }
 
@@ -48,6 +53,16 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
         } catch let error as APIError {
             throw error
         } catch let error as HTTPError {
+            // A path the API serves, asked with a method it does not take: 405 with what it
+            // takes (RFC 9110 15.5.6), not "no such path" (schemathesis's unsupported_method, #42).
+            if error.status == .notFound, let allowed = ServiceRoutes.methods(at: request.uri.path),
+                !allowed.contains(request.method)
+            {
+                let list = allowed.map(\.rawValue).joined(separator: ", ")
+                throw APIError(
+                    .methodNotAllowed, "\(request.method) is not served at \(request.uri.path): it takes \(list)",
+                    headers: [.allow: list])
+            }
             throw APIError(
                 error.status,
                 error.status == .notFound

@@ -89,6 +89,31 @@ public struct ServiceRoutes: Sendable {
         }
     }
 
+    /// The methods `add(to:)` serves at `path`, or nil for a path it does not serve: what a
+    /// 405's `Allow` lists. Keep it in step with `add(to:)`: Tests/Hostile/schemathesis.sh sends
+    /// an undeclared method to every path openapi.yaml has and checks the `Allow` against it.
+    static func methods(at path: String) -> [HTTPRequest.Method]? {
+        let parts = path.split(separator: "/").map(String.init)
+        let get: [HTTPRequest.Method] = [.get]
+        switch parts.count {
+        case 0: return get
+        case 1: return parts[0] == "index.html" ? get : nil
+        case 2: return parts == ["api", "health"] ? get : nil
+        case 3 where parts[0] == "api" && parts[1] == "v1":
+            return ["openapi.yaml", "rig", "status", "sessions", "extract", "events"].contains(parts[2]) ? get : nil
+        case 4 where parts[0] == "api" && parts[1] == "v1":
+            switch parts[2] {
+            case "recording": return ["start", "stop"].contains(parts[3]) ? [.post] : nil
+            case "sessions": return [.get, .delete]
+            case "preview": return get
+            default: return nil
+            }
+        case 5 where parts[0] == "api" && parts[1] == "v1" && parts[2] == "sessions" && parts[4] == "archive":
+            return get
+        default: return nil
+        }
+    }
+
     /// The web page (Web/index.html, in the binary): no data in it, so open without the token.
     func page() -> Response {
         Response(
