@@ -6,6 +6,8 @@
 # - every status code, content type, header and body the server sends is the one openapi.yaml
 #   documents (not_a_server_error, status_code_conformance, content_type_conformance,
 #   response_schema_conformance, response_headers_conformance), refusals included;
+# - a method a path does not take gets 405 with an Allow header listing the ones openapi.yaml
+#   documents there (unsupported_method, allow_header_conformance), not 404 "no such path";
 # - what openapi.yaml says is a valid request is taken (positive_data_acceptance: a 2xx, or a
 #   404/409 where the rig has no such session or is busy), so its patterns are not looser than
 #   the server's checks;
@@ -136,6 +138,8 @@ run() { # open|token
 		response_schema_conformance.enabled = true
 		response_headers_conformance.enabled = true
 		positive_data_acceptance.enabled = true
+		unsupported_method.enabled = true
+		allow_header_conformance.enabled = true
 
 		[phases.stateful.checks]
 		positive_data_acceptance.enabled = false
