@@ -2,6 +2,7 @@ import FieldcapCore
 import FoundationEssentials
 import Glibc
 import Hummingbird
+import HummingbirdCore
 import NIOHTTP1
 import SyncField
 
