@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A file path split at its last `/`, as NSString's `deletingLastPathComponent` and
 /// `lastPathComponent` would: Foundation's (Swift 6.3 on Linux) trap on some short paths
 /// (`--out c`), so fieldcap splits its paths itself. Trailing slashes are ignored.
@@ -16,6 +20,18 @@ package enum PathName {
         if trimmed == "/" { return "/" }
         guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
         return String(trimmed[trimmed.index(after: slash)...])
+    }
+
+    /// Whether `path` itself is a symbolic link (not what it leads to).
+    package static func isSymbolicLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+    }
+
+    /// A name of one entry of a directory: not empty, not `.` or `..`, no `/` and no NUL. What
+    /// a file on disk names (a recording's segment) must be, so that it cannot lead outside.
+    package static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)
     }
 
     private static func withoutTrailingSlashes(_ path: String) -> String {

@@ -59,6 +59,9 @@ struct Recover: ParsableCommand {
         } catch let refusal as CameraRecovery.Refusal {
             say("Error: \(refusal)")
             throw ExitCode(1)
+        } catch let refusal as RecordingRecovery.Refusal {
+            say("Error: \(refusal)")
+            throw ExitCode(1)
         }
     }
 

@@ -35,10 +35,7 @@ public enum SessionCatalog {
     }
 
     /// Whether `path` itself is a symbolic link (not what it leads to).
-    public static func isSymbolicLink(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
-    }
+    public static func isSymbolicLink(_ path: String) -> Bool { PathName.isSymbolicLink(path) }
 
     /// The newest session or recording under `root` whose span overlaps [fromNs, toNs) (UTC
     /// nanoseconds), where a range with no session named is looked for.

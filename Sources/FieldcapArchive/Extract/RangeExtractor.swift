@@ -148,6 +148,13 @@ public enum RangeExtractor {
             guard segment.state == .complete || segment.state == .recovered,
                 let start = UTCTime.parse(segment.startUtc)
             else { return nil }
+            // Nothing is read through a link: it leads outside the recording (#42).
+            guard !PathName.isSymbolicLink("\(directory)/\(segment.directory)") else {
+                throw Failure(
+                    message:
+                        "\(directory)/\(segment.directory) is a symbolic link, not a directory of the recording; validate the recording: nothing written"
+                )
+            }
             // A late cut leaves records past the scheduled end in this segment: its last one counts.
             let end: UInt64
             if let last = segment.streams?.values.compactMap(\.lastCaptureNs).max() {

@@ -145,7 +145,10 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
     /// The index of the recording in `directory`, or nil when there is none or it is not one.
     public static func read(directory: String) -> RecordingIndex? {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(fileName)") else { return nil }
-        guard let index = try? JSONDecoder().decode(RecordingIndex.self, from: data), index.format == formatName
+        guard let index = try? JSONDecoder().decode(RecordingIndex.self, from: data), index.format == formatName,
+            // A segment is a directory of the recording: a name that leads elsewhere ("../x",
+            // "/etc") is damage, and nothing reads or writes through it.
+            index.segments.allSatisfy({ PathName.isPlainName($0.directory) })
         else { return nil }
         return index
     }

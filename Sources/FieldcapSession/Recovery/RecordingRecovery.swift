@@ -16,12 +16,26 @@ public enum RecordingRecovery {
         case recovered(segments: [String], removed: [String], RecordingValidator.Report)
     }
 
+    /// Why a recording was left as it was.
+    public struct Refusal: Error, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "\(path) \(reason)" }
+    }
+
     /// nil when `directory` holds no recording index.
     public static func recover(directory: String, say: (String) -> Void) throws -> Outcome? {
         guard var index = RecordingIndex.read(directory: directory) else { return nil }
         try RecordingLock.refuseIfLive(directory, doing: "recover it")
         let unfinished = index.segments.filter { $0.state == .recording }
         if unfinished.isEmpty && index.state != "recording" { return .alreadyComplete(state: index.state) }
+        // Before anything changes: a segment that is a link leads outside the recording, where
+        // recover must not cut, write or remove anything (#42).
+        for segment in unfinished where PathName.isSymbolicLink("\(directory)/\(segment.directory)") {
+            throw Refusal(
+                path: "\(directory)/\(segment.directory)",
+                reason: "is a symbolic link, not a directory of the recording; nothing recovered or changed")
+        }
         var recovered: [String] = []
         var removed: [String] = []
         for segment in unfinished {

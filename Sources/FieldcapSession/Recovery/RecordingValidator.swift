@@ -42,6 +42,11 @@ public enum RecordingValidator {
         }
         for segment in index.segments {
             let path = "\(directory)/\(segment.directory)"
+            if PathName.isSymbolicLink(path) {
+                report.problems.append(
+                    "\(segment.directory): is a symbolic link, not a directory of the recording (not followed)")
+                continue
+            }
             let exists = FileManager.default.fileExists(atPath: path)
             switch segment.state {
             case .deleted:
