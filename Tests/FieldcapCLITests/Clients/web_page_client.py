@@ -11,6 +11,7 @@ import sys
 import time
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -30,7 +31,10 @@ def main():
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     result = {"steps": []}
-    wait = WebDriverWait(driver, 30, poll_frequency=0.2)
+    # The page re-renders its status and sessions tables on every status message: an element found
+    # a moment ago may be replaced by the time it is read. A wait's condition that meets one looks
+    # again at its next poll (Selenium's idiom for a live page), within the same 30 s.
+    wait = WebDriverWait(driver, 30, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException])
 
     def step(name):
         result["steps"].append(name)
@@ -76,11 +80,17 @@ def main():
             rows = d.find_elements(By.CSS_SELECTOR, "#sessions tr[data-name]")
             states = [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows]
             return rows if rows and all(state.startswith("complete") for state in states) else None
-        rows = wait.until(finished_rows)
-        result["sessions"] = [r.get_attribute("data-name") for r in rows]
-        result["session_state"] = rows[0].find_elements(By.TAG_NAME, "td")[1].text
+        def finished(d):
+            rows = finished_rows(d)
+            return rows and ([r.get_attribute("data-name") for r in rows], rows[0].find_elements(By.TAG_NAME, "td")[1].text)
+        result["sessions"], result["session_state"] = wait.until(finished)
         driver.execute_script("window.confirm = () => true")
-        rows[0].find_element(By.CSS_SELECTOR, "button.delete").click()
+
+        def delete(d):
+            name = result["sessions"][0]
+            d.find_element(By.CSS_SELECTOR, f'#sessions tr[data-name="{name}"] button.delete').click()
+            return True
+        wait.until(delete)
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#sessions tr[data-name]"))
         step("deleted")
         result["log"] = driver.find_element(By.ID, "log").text.splitlines()
