@@ -217,9 +217,9 @@ struct RangeExtractorTests {
             }
         }
 
-        // The last IMU sample at 2^63 - 1 ns, as `validate` lets it through: it sits in the year
-        // 2318 on the wall clock, so a range of the real samples still extracts them, and a range
-        // reaching it ends without a trap either way.
+        // The last IMU sample at 2^63 - 1 ns (what a damaged file may hold; validate now calls it
+        // a jump past the stop): it sits in the year 2318 on the wall clock, so a range of the
+        // real samples still extracts them, and a range reaching it ends without a trap either way.
         try Self.appendLine(capturedAt: "9223372036854775807", to: "\(session)/imu.timestamps.jsonl")
         try Self.appendLine(capturedAt: "9223372036854775807", to: "\(session)/imu.jsonl")
         let inside = try extract(session, start + 200_000_000, start + 700_000_000).get()

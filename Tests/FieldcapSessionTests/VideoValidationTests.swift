@@ -149,7 +149,39 @@ struct VideoValidationTests {
         try lastLine(at: jumped)
         #expect(
             messages(SessionValidator.validateWithVideos(directory: path)) == [
-                "cam.timestamps.jsonl: the last line's capture_ns \(jumped) is 291 years after the recording stopped (\(format.format(stopped)), fieldcap.json), through the sync point: a jump of the clock or damage, not a time stream cam recorded"
+                "cam.timestamps.jsonl: the last line's capture_ns \(jumped) is 291 years after the recording stopped (\(format.format(stopped)), through the sync point, fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
+            ])
+    }
+
+    @Test(
+        "with the stop in the monotonic clock (stopped_monotonic_raw_ns), an hour past it is a problem, a minute is not"
+    )
+    func captureAfterTheMonotonicStop() throws {
+        let path = try makeSession()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sync = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: "\(path)/sync_point.json")))
+        let monotonic = try #require(((sync as? [String: Any])?["monotonic_ns"] as? NSNumber)?.uint64Value)
+        let stop = monotonic + 3_000_000_000
+        // The wall clock at the stop, two days before the sync point (stepped back): only the
+        // monotonic stop counts.
+        let sidecar = #"{"stopped_utc":"2001-01-01T00:00:00.000Z","stopped_monotonic_raw_ns":\#(stop)}"#
+        try Data(sidecar.utf8).write(to: URL(fileURLWithPath: "\(path)/fieldcap.json"))
+        let stamps = "\(path)/cam.timestamps.jsonl"
+        let original = try String(contentsOfFile: stamps, encoding: .utf8)
+        func lastLine(at capture: UInt64) throws {
+            var lines = original.split(separator: "\n").map(String.init)
+            let last = try #require(lines.last)
+            let number = try #require(last.firstRange(of: #/"capture_ns":\d+/#))
+            lines[lines.count - 1] = last.replacingCharacters(in: number, with: #""capture_ns":\#(capture)"#)
+            try (lines.joined(separator: "\n") + "\n").write(toFile: stamps, atomically: true, encoding: .utf8)
+        }
+        try lastLine(at: stop + 60_000_000_000)
+        #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [])
+        try lastLine(at: stop + 3_600_000_000_000)
+        #expect(
+            messages(SessionValidator.validateWithVideos(directory: path)) == [
+                "cam.timestamps.jsonl: the last line's capture_ns \(stop + 3_600_000_000_000) is 1 hour after the recording stopped (stopped_monotonic_raw_ns \(stop), fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
             ])
     }
 }

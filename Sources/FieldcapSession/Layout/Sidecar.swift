@@ -17,6 +17,9 @@ public struct Sidecar {
     public var syncPoint: SyncPoint
     public var startedWall: Date
     public var stoppedWall: Date
+    /// The stop in CLOCK_MONOTONIC_RAW, the clock of every `capture_ns`: what `validate` holds
+    /// the last lines against, whatever the wall clock did meanwhile (nil: not written).
+    public var stoppedMonotonicNs: UInt64?
     public var stopReason: String
     public var sources: [CaptureSource]
     public var summary: [Recorder.StreamSummary]
@@ -247,6 +250,7 @@ public struct Sidecar {
             "streams": streams,
             "disk_stalls": diskStallsEntry,
         ]
+        if let stoppedMonotonicNs { document["stopped_monotonic_raw_ns"] = stoppedMonotonicNs }
         if let segment { document["segment"] = Self.segmentEntry(segment) }
         if let calibration { document["calibration_file"] = calibration.sidecarEntry }
         if let wallClock {

@@ -320,6 +320,8 @@ public final class RecordingController {
             stopReason: stopped.reason.description, sources: sources, summary: stopped.summary,
             videoWrites: sink.videoWrites, diskStalls: session.diskWatch.summary(),
             diskStallNs: session.diskWatch.stallNs, layout: layout, linkDirectory: session.outputDir.path)
+        // After the recorder stopped: every record it wrote was captured before this.
+        sidecar.stoppedMonotonicNs = MonotonicClock.now()
         sidecar.calibration = settings.calibration
         sidecar.encodings = settings.encodings
         sidecar.encoderThreads = settings.encoderThreads

@@ -226,7 +226,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             stopped.append(Stopped(open: open, segment: segment))
             return counts
         }
-        try writeSidecar(open, segment, reason: "segment", stoppedWall: Self.wall(segment.endNs, open.syncPoint))
+        try writeSidecar(
+            open, segment, reason: "segment", stoppedWall: Self.wall(segment.endNs, open.syncPoint),
+            stoppedMonotonicNs: segment.endNs)
         record(segment, open: open, state: .complete)
         enforceBudget()
         try index.write(directory: directory)
@@ -250,7 +252,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             let last = position == stopped.count - 1
             do {
                 try writeSidecar(
-                    stop.open, stop.segment, reason: reason, stoppedWall: Date(), final: last ? summary : nil)
+                    stop.open, stop.segment, reason: reason, stoppedWall: Date(),
+                    stoppedMonotonicNs: MonotonicClock.now(),
+                    final: last ? summary : nil)
             } catch { firstError = firstError ?? error }
             record(stop.segment, open: stop.open, state: .complete)
         }
@@ -266,7 +270,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     public var stoppedSegmentDirectories: [String] { stopped.map(\.open.layout.directory) }
 
     private func writeSidecar(
-        _ open: Open, _ segment: FinishedSegment, reason: String, stoppedWall: Date,
+        _ open: Open, _ segment: FinishedSegment, reason: String, stoppedWall: Date, stoppedMonotonicNs: UInt64,
         final summary: [Recorder.StreamSummary]? = nil
     ) throws {
         let segmentSummary = zip(sources, segment.tallies).enumerated().map { position, pair in
@@ -291,6 +295,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             layout: open.layout, linkDirectory: open.session.outputDir.path)
         sidecar.reports = summary == nil ? startReports : nil
         sidecar.segment = segment.number
+        sidecar.stoppedMonotonicNs = stoppedMonotonicNs
         sidecar.calibration = settings.calibration
         sidecar.encodings = settings.encodings
         sidecar.encoderThreads = settings.encoderThreads

@@ -22,32 +22,48 @@ extension SessionValidator {
         return report
     }
 
-    /// How long after a fieldcap session's `stopped_utc` a stream's last `capture_ns` may fall.
-    /// Generous: the wall clock at the stop may have been stepped back (by NTP) during the
-    /// recording, while `capture_ns` counts on; a day still tells a clock jump or damage (a
-    /// 292-year jump once passed, and overflowed what reads the times) from any real session.
-    static let spanSlackNs: UInt64 = 86_400 * 1_000_000_000
+    /// How long after the stop a stream's last `capture_ns` may fall. Through the monotonic
+    /// stop (`stopped_monotonic_raw_ns`): a segment cut late by a stalled host, at most. Through
+    /// `stopped_utc` alone (sessions written before fieldcap kept the monotonic stop): a day,
+    /// because the wall clock may have been stepped back (by NTP) during the recording while
+    /// `capture_ns` counted on. Either tells a jump of the clock or damage (a 292-year jump once
+    /// passed, and overflowed what reads the times) from any real session.
+    static let monotonicSlackNs: UInt64 = 600 * 1_000_000_000
+    static let wallSlackNs: UInt64 = 86_400 * 1_000_000_000
 
-    /// A fieldcap session records between its `started_utc` and `stopped_utc` (fieldcap.json):
-    /// each stream's last timestamp line must map, through the sync point, to no later than a
-    /// day after the stop. A session without a stop (killed, before `recover`) is not checked.
+    /// A fieldcap session records until its stop (fieldcap.json): each stream's last timestamp
+    /// line must fall no later than the slack after it. A session without a stop (killed,
+    /// before `recover`) is not checked.
     static func spanProblems(directory: String) -> [Problem] {
         let layout = SessionLayout(directory: directory)
         func object(_ path: String) -> ParsedJSON? {
             FileManager.default.contents(atPath: path).flatMap { try? JSONTextParser.parse([UInt8]($0)) }
         }
-        guard let sidecar = object(layout.sidecar), let stopped = sidecar["stopped_utc"]?.stringValue,
-            let stoppedSeconds = SessionValidator.epochSeconds(stopped),
+        guard let sidecar = object(layout.sidecar),
             let sync = object("\(directory)/\(SyncFieldFiles.syncPoint)"),
             let syncMonotonic = sync["monotonic_ns"]?.unsignedValue,
-            let syncWall = sync["wall_clock_ns"]?.unsignedValue,
             let manifest = object(layout.manifest), case .object(let streams)? = manifest["streams"]
         else { return [] }
-        // Nanoseconds from the sync point to the stop, in the monotonic clock (0 if the wall
-        // clock says the stop came first), then the slack; saturating, for absurd sidecars.
-        let stopWallNs = stoppedSeconds * 1e9
-        let untilStop = stopWallNs > Double(syncWall) ? min(Double(UInt64.max / 4), stopWallNs - Double(syncWall)) : 0
-        let latest = syncMonotonic.addingReportingOverflow(UInt64(untilStop) + spanSlackNs)
+        // The stop in the monotonic clock, and how it was known.
+        let stopNs: UInt64, slackNs: UInt64, stop: String
+        if let monotonic = sidecar["stopped_monotonic_raw_ns"]?.unsignedValue {
+            (stopNs, slackNs, stop) = (monotonic, monotonicSlackNs, "stopped_monotonic_raw_ns \(monotonic)")
+        } else if let stopped = sidecar["stopped_utc"]?.stringValue,
+            let stoppedSeconds = SessionValidator.epochSeconds(stopped),
+            let syncWall = sync["wall_clock_ns"]?.unsignedValue
+        {
+            // From the sync point to the stop on the wall clock (0 if it says the stop came
+            // first); saturating, for absurd sidecars.
+            let stopWallNs = stoppedSeconds * 1e9
+            let untilStop =
+                stopWallNs > Double(syncWall) ? min(Double(UInt64.max / 4), stopWallNs - Double(syncWall)) : 0
+            let mapped = syncMonotonic.addingReportingOverflow(UInt64(untilStop))
+            if mapped.overflow { return [] }
+            (stopNs, slackNs, stop) = (mapped.partialValue, wallSlackNs, "\(stopped), through the sync point")
+        } else {
+            return []
+        }
+        let latest = stopNs.addingReportingOverflow(slackNs)
         if latest.overflow { return [] }
         var problems: [Problem] = []
         for stream in streams.sorted(by: { $0.key < $1.key }) {
@@ -57,12 +73,11 @@ extension SessionValidator {
             guard entry["timestamps_path"] != nil, !id.contains("/"), id != "..",
                 let capture = lastCapture(path: "\(directory)/\(name)"), capture > latest.partialValue
             else { continue }
-            let after = Double(capture - syncMonotonic) / 1e9 - untilStop / 1e9
             problems.append(
                 Problem(
                     file: name,
                     message:
-                        "the last line's capture_ns \(capture) is \(Self.spoken(seconds: after)) after the recording stopped (\(stopped), fieldcap.json), through the sync point: a jump of the clock or damage, not a time stream \(id) recorded"
+                        "the last line's capture_ns \(capture) is \(Self.spoken(seconds: Double(capture - stopNs) / 1e9)) after the recording stopped (\(stop), fieldcap.json): a jump of the clock or damage, not a time stream \(id) recorded"
                 ))
         }
         return problems
@@ -78,8 +93,11 @@ extension SessionValidator {
 
     /// "3.2 hours", "292 years": a span as a person reads it.
     static func spoken(seconds: Double) -> String {
-        let units: [(Double, String)] = [(365.25 * 86_400, "years"), (86_400, "days"), (3_600, "hours")]
-        for (size, name) in units where seconds >= size { return "\(Int(seconds / size)) \(name)" }
+        let units: [(Double, String)] = [(365.25 * 86_400, "year"), (86_400, "day"), (3_600, "hour")]
+        for (size, name) in units where seconds >= size {
+            let count = Int(seconds / size)
+            return "\(count) \(name)\(count == 1 ? "" : "s")"
+        }
         return "\(Int(seconds)) s"
     }
 
