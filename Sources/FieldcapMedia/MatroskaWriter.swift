@@ -107,11 +107,15 @@ public final class MatroskaWriter {
             }
         }
         guard file != nil else { throw Self.failure(error, path: path) }
-        // The header is on the disk before the first frame: frames go straight to the device
-        // (direct I/O) while the header sits in the page cache, and a power cut in the first
+        // Where frames go straight to the device (direct I/O) while the header sits in the page
+        // cache, the header is made durable before the first frame: a power cut in the first
         // sync interval would otherwise leave frames behind a zeroed header, a file no reader
-        // (nor `recover`) can open. Off the hot path: segments are opened ahead of time.
-        guard fdatasync(fd) == 0 else { throw .system(errno, "fdatasync the header", path: path) }
+        // (nor `recover`) can open. Mostly off the hot path: segments are opened ahead of time
+        // (an encoder whose CodecPrivate comes with its first frame opens its file then, on its
+        // worker); files written through the page cache alone (extracts, salvage) need none.
+        if writesDirect {
+            guard fdatasync(fd) == 0 else { throw .system(errno, "fdatasync the header", path: path) }
+        }
     }
 
     /// Bytes of a frame's start and end kept to be read back.

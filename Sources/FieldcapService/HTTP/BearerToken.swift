@@ -84,7 +84,9 @@ public struct BearerToken: Sendable {
         let uri = URI(head.uri)
         if RequireToken<BasicRequestContext>.open.contains(uri.path) { return true }
         return accepts(
-            authorization: head.headers.first(name: "authorization"),
+            // Joined as Hummingbird joins a repeated field, so both read the same value.
+            authorization: head.headers["authorization"].isEmpty
+                ? nil : head.headers["authorization"].joined(separator: ", "),
             safeMethod: head.method == .GET || head.method == .HEAD,
             queryToken: uri.queryParameters["token"].map(String.init), cookies: head.headers["cookie"])
     }

@@ -43,7 +43,9 @@ struct LoopbackGuard<Context: RequestContext>: RouterMiddleware {
     /// Hummingbird sees it: `RefusedUpgradesAnswered`).
     func admits(_ head: HTTPRequestHead) -> Bool {
         let hosts = head.headers["host"]
-        return refusal(host: hosts.first, secondHost: hosts.count > 1, origin: head.headers.first(name: "origin"))
+        return refusal(
+            host: hosts.first, secondHost: hosts.count > 1,
+            origin: head.headers["origin"].isEmpty ? nil : head.headers["origin"].joined(separator: ", "))
             == nil
     }
 
