@@ -43,6 +43,27 @@ struct VideoValidationTests {
 
     private func messages(_ report: SessionValidator.Report) -> [String] { report.problems.map(\.description) }
 
+    /// sync_point.json's two clocks.
+    private func syncClocks(_ path: String) throws -> (monotonic: UInt64, wall: UInt64) {
+        let sync = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: "\(path)/sync_point.json")))
+        let point = try #require(sync as? [String: Any])
+        return (
+            try #require((point["monotonic_ns"] as? NSNumber)?.uint64Value),
+            try #require((point["wall_clock_ns"] as? NSNumber)?.uint64Value)
+        )
+    }
+
+    /// `cam`'s timestamps as `original`, the last line's capture_ns set to `capture`.
+    private func setLastCapture(_ capture: UInt64, path: String, original: String) throws {
+        var lines = original.split(separator: "\n").map(String.init)
+        let last = try #require(lines.last)
+        let number = try #require(last.firstRange(of: #/"capture_ns":\d+/#))
+        lines[lines.count - 1] = last.replacingCharacters(in: number, with: #""capture_ns":\#(capture)"#)
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: "\(path)/cam.timestamps.jsonl", atomically: true, encoding: .utf8)
+    }
+
     @Test("a video holding 61 frames whose manifest and timestamp lines were cut to 49 fails, with the numbers")
     func frameCountMismatch() throws {
         let path = try makeSession()
@@ -122,27 +143,15 @@ struct VideoValidationTests {
     func captureLongAfterTheStop() throws {
         let path = try makeSession()
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sync = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: "\(path)/sync_point.json")))
-        let point = try #require(sync as? [String: Any])
-        let monotonic = try #require((point["monotonic_ns"] as? NSNumber)?.uint64Value)
-        let wall = try #require((point["wall_clock_ns"] as? NSNumber)?.uint64Value)
+        let (monotonic, wall) = try syncClocks(path)
         // Stopped 3 s after the sync point, as the wall clock saw it.
         let stopped = Date(timeIntervalSince1970: Double(wall) / 1e9 + 3)
         let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         let sidecar =
             #"{"started_utc":"\#(format.format(Date(timeIntervalSince1970: Double(wall) / 1e9)))","stopped_utc":"\#(format.format(stopped))"}"#
         try Data(sidecar.utf8).write(to: URL(fileURLWithPath: "\(path)/fieldcap.json"))
-        let stamps = "\(path)/cam.timestamps.jsonl"
-        let original = try String(contentsOfFile: stamps, encoding: .utf8)
-        /// The file with its last line's capture_ns set to `capture`.
-        func lastLine(at capture: UInt64) throws {
-            var lines = original.split(separator: "\n").map(String.init)
-            let last = try #require(lines.last)
-            let number = try #require(last.firstRange(of: #/"capture_ns":\d+/#))
-            lines[lines.count - 1] = last.replacingCharacters(in: number, with: #""capture_ns":\#(capture)"#)
-            try (lines.joined(separator: "\n") + "\n").write(toFile: stamps, atomically: true, encoding: .utf8)
-        }
+        let original = try String(contentsOfFile: "\(path)/cam.timestamps.jsonl", encoding: .utf8)
+        func lastLine(at capture: UInt64) throws { try setLastCapture(capture, path: path, original: original) }
         try lastLine(at: monotonic + 60_000_000_000)
         #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [])
         let jumped = monotonic + 292 * 365 * 86_400 * 1_000_000_000
@@ -159,23 +168,14 @@ struct VideoValidationTests {
     func captureAfterTheMonotonicStop() throws {
         let path = try makeSession()
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sync = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: "\(path)/sync_point.json")))
-        let monotonic = try #require(((sync as? [String: Any])?["monotonic_ns"] as? NSNumber)?.uint64Value)
+        let (monotonic, _) = try syncClocks(path)
         let stop = monotonic + 3_000_000_000
-        // The wall clock at the stop, two days before the sync point (stepped back): only the
+        // The wall clock at the stop, years before the sync point (stepped back): only the
         // monotonic stop counts.
         let sidecar = #"{"stopped_utc":"2001-01-01T00:00:00.000Z","stopped_monotonic_raw_ns":\#(stop)}"#
         try Data(sidecar.utf8).write(to: URL(fileURLWithPath: "\(path)/fieldcap.json"))
-        let stamps = "\(path)/cam.timestamps.jsonl"
-        let original = try String(contentsOfFile: stamps, encoding: .utf8)
-        func lastLine(at capture: UInt64) throws {
-            var lines = original.split(separator: "\n").map(String.init)
-            let last = try #require(lines.last)
-            let number = try #require(last.firstRange(of: #/"capture_ns":\d+/#))
-            lines[lines.count - 1] = last.replacingCharacters(in: number, with: #""capture_ns":\#(capture)"#)
-            try (lines.joined(separator: "\n") + "\n").write(toFile: stamps, atomically: true, encoding: .utf8)
-        }
+        let original = try String(contentsOfFile: "\(path)/cam.timestamps.jsonl", encoding: .utf8)
+        func lastLine(at capture: UInt64) throws { try setLastCapture(capture, path: path, original: original) }
         try lastLine(at: stop + 60_000_000_000)
         #expect(messages(SessionValidator.validateWithVideos(directory: path)) == [])
         try lastLine(at: stop + 3_600_000_000_000)
