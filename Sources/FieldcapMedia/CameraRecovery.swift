@@ -225,6 +225,13 @@ extension CameraRecovery {
         let video = files.video, stampsPath = files.timestamps, logPath = files.frameLog
         // Before anything changes: a video recover cannot read is left as it is, with its lines.
         let scan = try refuseDamage(files, format: format, nominalRate: nominalRate)
+        if scan == nil {
+            // Killed before the recorder made the video (it makes the sidecar first, and an
+            // encoder's file can wait for its first frame), or while it wrote the header: no
+            // frame and no line to lose. The stream ends as a clean stop before its first frame
+            // leaves it, an empty video with its track, so that the session validates.
+            try MatroskaWriter(path: video, format: format, nominalRate: nominalRate, directIO: false).finish()
+        }
         // Lines a cut left half-written or unreadable go first; then the files say what survived.
         let stampsTrim = try SessionRecovery.trimJSONLines(path: stampsPath)
         let logTrim = try SessionRecovery.trimJSONLines(path: logPath)

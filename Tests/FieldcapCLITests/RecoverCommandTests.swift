@@ -74,7 +74,10 @@ struct RecoverCommandTests {
                     #expect(stamps.count == frames["frames_in_video"] as! Int, "round \(round) \(id)")
                     #expect((frames["frames_cut"] as! Int) <= 1, "round \(round) \(id): \(frames)")
                     // Decoded, not just counted: a cut JPEG or FFV1 frame would show as an error (FFV1's
-                    // slice CRCs) or a missing frame.
+                    // slice CRCs) or a missing frame. A video a kill left without frames (an encoder on a
+                    // busy machine may not have written its first) is judged by the checks above:
+                    // ffprobe answers a Matroska file without a Cluster with "End of file".
+                    if stamps.isEmpty { continue }
                     let probe = try runTool(
                         "ffprobe",
                         [

@@ -100,6 +100,38 @@ struct DamagedSessionTests {
         #expect(try MatroskaScan(path: "\(path)/cam.mkv").frames.count == 30)
     }
 
+    @Test(
+        "a recorder killed before it made a camera's video (missing, or cut in its header) recovers with an empty video of the track",
+        arguments: ["missing", "empty", "cut in its header"])
+    func killedBeforeTheVideo(video state: String) throws {
+        let path = try KilledSession.make(frames: 0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let video = "\(path)/cam.mkv"
+        switch state {
+        case "missing": try FileManager.default.removeItem(atPath: video)
+        case "empty": try Data().write(to: URL(fileURLWithPath: video))
+        default:
+            try Data(try Data(contentsOf: URL(fileURLWithPath: video)).prefix(20)).write(
+                to: URL(fileURLWithPath: video))
+        }
+        for file in ["cam.timestamps.jsonl", "cam.frames.ndjson"] {
+            try? FileManager.default.removeItem(atPath: "\(path)/\(file)")
+        }
+        let recovered = Result { try SessionFinisher.recover(directory: path, say: { _ in }) }
+        if state == "cut in its header" {
+            // A header cut short is not one a kill leaves empty: bytes recover cannot read stay.
+            #expect(throws: CameraRecovery.Refusal.self) { try recovered.get() }
+            return
+        }
+        guard case .recovered(let report) = try recovered.get() else {
+            Issue.record("not recovered")
+            return
+        }
+        #expect(report.isValid, "\(report.problems)")
+        let scan = try MatroskaScan(path: video)
+        #expect(scan.isMatroska && scan.hasVideoTrack && scan.frames.isEmpty)
+    }
+
     @Test("a copied session is judged by its own video, not the original's its manifest names")
     func copiedSessionUsesItsOwnFiles() throws {
         let path = try KilledSession.make()
