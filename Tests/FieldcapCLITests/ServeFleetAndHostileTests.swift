@@ -125,6 +125,20 @@ struct ServeFleetAndHostileTests: ServeSuite {
         let session = "\(serve.root)/\(name)"
         let listed = try serve.request("GET", "/api/v1/sessions/\(name)").json
         let from = try #require(listed["start_utc"] as? String)
+        // HEAD of an extract: GET's status and headers, and no extract left behind in the root.
+        let port = try #require(serve.base.split(separator: ":").last.map(String.init))
+        let extractPath = "/api/v1/extract?from=\(from)&to=2400-01-01T00:00:00Z&session=\(name)"
+        let extractHead = try runTool(
+            "env", ["python3", Self.script("Clients/hostile_http.py"), "127.0.0.1", String(port), "head", extractPath])
+        let extractAnswer = try #require(
+            (try JSONSerialization.jsonObject(with: Data(extractHead.output.utf8)) as? [String: [String: Any]])?[
+                extractPath], "\(extractHead.output)")
+        #expect(serve.sessionNames().filter { $0.hasPrefix(".extract-") }.isEmpty, "\(serve.sessionNames())")
+        let extractGet = try serve.request("GET", extractPath)
+        #expect(extractGet.status == 200, "\(extractGet.status) \(extractGet.text.prefix(300))")
+        #expect(extractAnswer["status"] as? Int == extractGet.status, "\(extractAnswer)")
+        #expect((extractAnswer["headers"] as? [String: String])?["content-type"] == "application/x-tar")
+        #expect(extractAnswer["bytes_after_headers"] as? Int == 0, "\(extractAnswer)")
         // The IMU's last line at 2^63 - 1 ns (which validate passes): its wall clock is in 2318.
         let files = try fm.contentsOfDirectory(atPath: session)
         let imu = try #require(
@@ -262,7 +276,7 @@ struct ServeFleetAndHostileTests: ServeSuite {
     }
 
     @Test(
-        "hostile clients: silent, half, garbage, 100 kB URL, HTTP/9.9 connections closed; a flood past the descriptor limit leaves a segmented recording whole"
+        "hostile clients: silent, half, garbage, 100 kB URL, HTTP/9.9 connections closed; HEAD answered as GET without its body; a flood past the descriptor limit leaves a segmented recording whole"
     )
     func hostileClients() throws {
         // 160 descriptors: before connections were capped, a flood took them all and the next
@@ -281,6 +295,29 @@ struct ServeFleetAndHostileTests: ServeSuite {
             #expect(result["closed"] as? Bool == true, "\(name) was held open: \(result)")
         }
         #expect(try serve.request("GET", "/api/health").status == 200)
+
+        // HEAD is answered as GET, without the body: a monitoring probe's and `curl -I`'s way in.
+        let heads = try runTool(
+            "env",
+            [
+                "python3", Self.script("Clients/hostile_http.py"), "127.0.0.1", port, "head", "/api/v1/status",
+                "/api/v1/recording/start", "/api/v1/nothing-here",
+            ])
+        let answers = try #require(
+            try JSONSerialization.jsonObject(with: Data(heads.output.utf8)) as? [String: [String: Any]],
+            "\(heads.output)")
+        let status = try #require(answers["/api/v1/status"])
+        let statusHeaders = status["headers"] as? [String: String] ?? [:]
+        #expect(status["status"] as? Int == 200, "\(status)")
+        #expect(statusHeaders["content-type"]?.hasPrefix("application/json") == true, "\(status)")
+        #expect(Int(statusHeaders["content-length"] ?? "") ?? 0 > 0, "the GET's length: \(status)")
+        let start = try #require(answers["/api/v1/recording/start"])
+        #expect(start["status"] as? Int == 405, "\(start)")
+        #expect((start["headers"] as? [String: String])?["allow"] == "POST", "\(start)")
+        #expect(answers["/api/v1/nothing-here"]?["status"] as? Int == 404, "\(answers)")
+        for (path, answer) in answers {
+            #expect(answer["bytes_after_headers"] as? Int == 0, "HEAD \(path) sent a body: \(answer)")
+        }
 
         let started = try serve.request("POST", "/api/v1/recording/start", body: #"{"segment":"1s"}"#)
         #expect(started.status == 201, "\(started.text)")

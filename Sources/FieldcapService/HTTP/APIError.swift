@@ -58,7 +58,8 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
             if error.status == .notFound, let allowed = ServiceRoutes.methods(at: request.uri.path),
                 !allowed.contains(request.method)
             {
-                let list = allowed.map(\.rawValue).joined(separator: ", ")
+                let list = (allowed.contains(.get) ? allowed + [.head] : allowed).map(\.rawValue)
+                    .joined(separator: ", ")
                 throw APIError(
                     .methodNotAllowed, "\(request.method) is not served at \(request.uri.path): it takes \(list)",
                     headers: [.allow: list])

@@ -20,7 +20,9 @@ public struct ServiceRoutes: Sendable {
     var root: String { rig.settings.root }
 
     public func router() -> Router<ServiceRequestContext> {
-        let router = Router(context: ServiceRequestContext.self)
+        // HEAD wherever GET is, answered as GET without the body (RFC 9110 9.3.2: monitoring
+        // probes and `curl -I` use it); Hummingbird routes a method only where a route names it.
+        let router = Router(context: ServiceRequestContext.self, options: .autoGenerateHeadEndpoints)
         add(to: router)
         return router
     }
@@ -90,8 +92,9 @@ public struct ServiceRoutes: Sendable {
     }
 
     /// The methods `add(to:)` serves at `path`, or nil for a path it does not serve: what a
-    /// 405's `Allow` lists. Keep it in step with `add(to:)`: Tests/Hostile/schemathesis.sh sends
-    /// an undeclared method to every path openapi.yaml has and checks the `Allow` against it.
+    /// 405's `Allow` lists (with HEAD wherever GET is: `router()` answers it). Keep it in step
+    /// with `add(to:)`: Tests/Hostile/schemathesis.sh sends an undeclared method to every path
+    /// openapi.yaml has and checks the `Allow` against it.
     static func methods(at path: String) -> [HTTPRequest.Method]? {
         let parts = path.split(separator: "/").map(String.init)
         let get: [HTTPRequest.Method] = [.get]
@@ -256,9 +259,12 @@ public struct ServiceRoutes: Sendable {
                 "\(source.name) cannot be extracted (run `fieldcap validate` on it): \(error)".replacing(
                     scratch, with: name))
         }
-        return try TarResponse.directory(scratch, name: name) {
+        let response = try TarResponse.directory(scratch, name: name) {
             try? FileManager.default.removeItem(atPath: scratch)
         }
+        // HEAD: the answer GET gets, but its body, which is what removes the extract, never runs.
+        if request.method == .head { try? FileManager.default.removeItem(atPath: scratch) }
+        return response
     }
 }
 

@@ -7,6 +7,11 @@
       to close each. Prints one JSON object: per case, whether it was closed, after how long, and
       the first line the server answered (if any).
 
+  hostile_http.py HOST PORT head PATH...
+      Sends HEAD for each PATH on a connection of its own and reads until the server closes it.
+      Prints one JSON object: per path, the status, the headers (lower-case names) and how many
+      bytes came after them (a HEAD answer has none, whatever its Content-Length says).
+
   hostile_http.py HOST PORT flood COUNT SECONDS
       Opens COUNT connections that send nothing and keeps them (reopening each one the server
       closes) for SECONDS; prints how many were open at the end and how many the server closed.
@@ -65,6 +70,25 @@ def cases(host, port, wait):
     print(json.dumps(results, sort_keys=True))
 
 
+def head(host, port, paths):
+    results = {}
+    for path in paths:
+        with socket.create_connection((host, port), timeout=10) as connection:
+            connection.sendall(f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            received = bytearray()
+            while chunk := connection.recv(65536):
+                received.extend(chunk)
+        header, _, after = bytes(received).partition(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
+        fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+        results[path] = {
+            "status": int(lines[0].split(" ")[1]),
+            "headers": {name.lower(): value for name, value in fields.items()},
+            "bytes_after_headers": len(after),
+        }
+    print(json.dumps(results, sort_keys=True))
+
+
 def flood(host, port, count, seconds):
     selector = selectors.DefaultSelector()
     closed = 0
@@ -99,6 +123,8 @@ def main():
     host, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if mode == "cases":
         cases(host, port, float(sys.argv[4]))
+    elif mode == "head":
+        head(host, port, sys.argv[4:])
     else:
         flood(host, port, int(sys.argv[4]), float(sys.argv[5]))
 
