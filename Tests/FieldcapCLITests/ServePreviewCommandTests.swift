@@ -156,13 +156,20 @@ struct ServePreviewCommandTests: ServeSuite {
         #expect(serve.terminate() == 0)
     }
 
-    @Test("SCMF v1: a client written from the seed connects, leaves and comes back, and decodes every JPEG")
+    @Test(
+        "SCMF v1: a client written from the seed connects, leaves and comes back, and decodes every JPEG, while two that never read are there and are closed"
+    )
     func scmf() throws {
         let serve = try ServeProcess(Self.devices)
         let port = try #require(serve.scmfPort, "\(serve.stderr)")
         let script = Self.script("Clients/scmf_client.py")
+        // The two silent clients connect first: served one at a time, they held the preview (#42).
         let client = try runTool(
-            "env", ["python3", script, "--port", String(port), "--frames", "4", "--connections", "3"])
+            "env",
+            [
+                "python3", script, "--port", String(port), "--frames", "4", "--connections", "3", "--stalled", "2",
+                "--timeout", "4", "--stall-wait", "12",
+            ])
         #expect(client.status == 0, "\(client.output)")
         let result = try JSONSerialization.jsonObject(with: Data(client.output.utf8)) as? [String: Any]
         let connections = result?["connections"] as? [[String: Any]] ?? []
@@ -176,6 +183,9 @@ struct ServePreviewCommandTests: ServeSuite {
             let times = connection["timestamps"] as? [Double] ?? []
             #expect(times == times.sorted() && Set(times).count == times.count)
         }
+        // Closed 5 s (SCMFServer.writeDeadline) after a frame began to wait for them.
+        let stalled = result?["stalled"] as? [[String: Any]] ?? []
+        #expect(stalled.count == 2 && stalled.allSatisfy { $0["closed_by_server"] as? Bool == true }, "\(stalled)")
         #expect(serve.terminate() == 0)
     }
 

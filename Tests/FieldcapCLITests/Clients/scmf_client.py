@@ -7,6 +7,10 @@ width, height as 32-bit) and the JPEG. Decodes every JPEG with Pillow.
 Connects `--connections` times one after another; on each reads `--frames` messages, then closes.
 Prints one JSON object: per connection the frames, their timestamps, sizes, and whether every
 JPEG decoded at the header's size.
+
+With `--stalled N`, first opens N connections that never read (small receive buffers, so the
+server's writes to them stall at once) and keeps them through the reading connections; then waits
+`--stall-wait` seconds and reports, per stalled connection, whether the server had closed it.
 """
 import argparse
 import io
@@ -59,6 +63,31 @@ def one_connection(host, port, frames, timeout):
     return result
 
 
+def stalled_connection(host, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, port))
+    return sock
+
+
+def closed_by_server(sock):
+    """Drains what the kernel holds for the socket: the server closed it when the end of the
+    stream follows; a server still sending keeps the reads busy past a second instead."""
+    sock.settimeout(1.0)
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < 1.0:
+            if not sock.recv(65536):
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.close()
+    return False
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
@@ -66,7 +95,10 @@ def main():
     parser.add_argument("--frames", type=int, default=5)
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=20)
+    parser.add_argument("--stalled", type=int, default=0)
+    parser.add_argument("--stall-wait", type=float, default=7)
     arguments = parser.parse_args()
+    stalled = [stalled_connection(arguments.host, arguments.port) for _ in range(arguments.stalled)]
     connections = []
     for _ in range(arguments.connections):
         try:
@@ -74,7 +106,11 @@ def main():
         except Exception as error:  # noqa: BLE001
             connections.append({"frames": 0, "errors": [f"{type(error).__name__}: {error}"]})
         time.sleep(0.2)
-    json.dump({"connections": connections}, sys.stdout)
+    report = {"connections": connections}
+    if stalled:
+        time.sleep(arguments.stall_wait)
+        report["stalled"] = [{"closed_by_server": closed_by_server(sock)} for sock in stalled]
+    json.dump(report, sys.stdout)
     print()
 
 
