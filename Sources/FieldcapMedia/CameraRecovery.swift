@@ -124,14 +124,19 @@ public enum CameraRecovery {
 }
 
 extension CameraRecovery {
-    /// Why a camera stream was left as it was: recover cuts only what a killed recorder can
-    /// have left unfinished, never what it cannot account for (#42).
+    /// Why a session was left as it was: recover cuts only what a killed recorder can have left
+    /// unfinished, never what it cannot account for, and writes through no link (#42).
     public struct Refusal: Error, CustomStringConvertible, Equatable {
         public var path: String
         public var reason: String
 
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
         public var description: String {
-            "\(path): \(reason); left as it was, with its timestamps and frame log (nothing recovered for this stream)"
+            "\(path): \(reason); left as it was, with every other file of the session (nothing recovered)"
         }
     }
 

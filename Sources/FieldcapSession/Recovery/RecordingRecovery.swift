@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapMedia
 import FieldcapSegments
 import FoundationEssentials
 import Glibc
@@ -36,6 +37,15 @@ public enum RecordingRecovery {
                 path: "\(directory)/\(segment.directory)",
                 reason: "is a symbolic link, not a directory of the recording; nothing recovered or changed")
         }
+        // Nor does one segment change while another would be refused.
+        for segment in unfinished {
+            let path = "\(directory)/\(segment.directory)"
+            let layout = SessionLayout(directory: path)
+            guard FileManager.default.fileExists(atPath: path), !neverWritten(layout, streams: index.streams),
+                let start = Sidecar.Contents(layout: layout)
+            else { continue }
+            try SessionFinisher.refuseWhatCannotBeRecovered(directory: path, start: start)
+        }
         var recovered: [String] = []
         var removed: [String] = []
         for segment in unfinished {
@@ -72,17 +82,37 @@ public enum RecordingRecovery {
             RecordingValidator.validate(directory: directory) ?? RecordingValidator.Report())
     }
 
-    /// Whether no stream wrote anything into the segment: no timestamp or sensor line, no frame
-    /// log line (written right after each frame, before the SyncField writer's batch of lines
-    /// reaches the file).
+    /// Whether no stream wrote anything into the segment, and it holds only what the recorder
+    /// made ready there: no timestamp or sensor line, no frame log line (written right after
+    /// each frame, before the SyncField writer's batch of lines reaches the file), no frame in a
+    /// video, no other file.
     static func neverWritten(_ layout: SessionLayout, streams: [RecordingIndex.Stream]) -> Bool {
         func isEmpty(_ path: String) -> Bool {
             var info = stat()
             return stat(path, &info) != 0 || info.st_size == 0
         }
-        return streams.allSatisfy { stream in
+        let noLines = streams.allSatisfy { stream in
             isEmpty(layout.timestamps(stream.id)) && isEmpty(layout.sensor(stream.id))
                 && isEmpty(layout.frameLog(stream.id))
+        }
+        // Nor a frame in a video, nor a file the recorder does not make there: recover removes
+        // only what the recorder made ready itself; a video or a file put there stays (#42).
+        let made = Set(
+            streams.flatMap { stream in
+                [
+                    SessionLayout.videoName(stream.id), SessionLayout.frameLogName(stream.id),
+                    SessionLayout.timestampsName(stream.id), SessionLayout.sensorName(stream.id),
+                ]
+            } + [SessionLayout.sidecarName, SessionLayout.reserveName])
+        guard noLines, let names = try? FileManager.default.contentsOfDirectory(atPath: layout.directory),
+            names.allSatisfy(made.contains)
+        else { return false }
+        return streams.allSatisfy { stream in
+            let video = layout.video(stream.id)
+            if isEmpty(video) { return true }
+            // A header and its track: a few hundred bytes.
+            guard let scan = try? MatroskaScan(path: video) else { return false }
+            return scan.isMatroska && scan.frames.isEmpty && scan.fileSize <= 4096
         }
     }
 

@@ -29,6 +29,35 @@ public enum SessionFinisher {
         return .recovered(SessionValidator.validateWithVideos(directory: directory))
     }
 
+    /// Everything `finish` would refuse, asked before any file of the session changes, so that a
+    /// refusal leaves the whole session as it was (#42): a file of the session that is a symbolic
+    /// link (recover writes through no link: it may lead outside the session), a camera's video
+    /// that cannot be recovered without losing what it holds. A segmented recording asks it of
+    /// every segment it will finish before it finishes the first.
+    public static func refuseWhatCannotBeRecovered(directory: String, start: Sidecar.Contents) throws {
+        let layout = SessionLayout(directory: directory)
+        let files =
+            [layout.sidecar, layout.manifest, layout.syncPoint]
+            + start.streams.flatMap { stream in
+                [
+                    layout.video(stream.id), layout.timestamps(stream.id), layout.frameLog(stream.id),
+                    layout.sensor(stream.id),
+                ]
+            }
+        if let link = files.first(where: PathName.isSymbolicLink) {
+            throw CameraRecovery.Refusal(
+                path: link, reason: "is a symbolic link, not a file of the session (recover writes through no link)")
+        }
+        for stream in start.streams {
+            guard let format = stream.format else { continue }
+            _ = try CameraRecovery.refuseDamage(
+                .init(
+                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id),
+                    frameLog: layout.frameLog(stream.id)),
+                format: format, nominalRate: stream.nominalRate)
+        }
+    }
+
     /// - Parameters:
     ///   - rewriteVideos: a video fieldcap cannot finish in place (another writer's layout) may be
     ///     rewritten; not on a disk with no room for a copy. fieldcap's own are finished in place.
@@ -42,16 +71,7 @@ public enum SessionFinisher {
         var recorded: Set<String> = []
         var links: [String: String] = [:]
         var notes: [String: Any] = [:]
-        // Every camera's video is checked before any file changes: one that cannot be recovered
-        // without losing what it holds leaves the whole session as it was (#42).
-        for stream in start.streams {
-            guard let format = stream.format else { continue }
-            _ = try CameraRecovery.refuseDamage(
-                .init(
-                    video: layout.video(stream.id), timestamps: layout.timestamps(stream.id),
-                    frameLog: layout.frameLog(stream.id)),
-                format: format, nominalRate: stream.nominalRate)
-        }
+        try refuseWhatCannotBeRecovered(directory: directory, start: start)
         for stream in start.streams {
             if let format = stream.format {
                 let files = CameraRecovery.Files(
