@@ -5,12 +5,14 @@ import SyncField
 import TestSupport
 import Testing
 
-/// Replays the fuzzer's corpus (Fuzz/corpus/session, grown by scripts/fuzz) through validate and
-/// recover, as the fuzz target does, so whatever once crashed them stays fixed.
+/// Replays the fuzzers' corpora (Fuzz/corpus/session and Fuzz/corpus/matroska, grown by
+/// scripts/fuzz) through validate and recover, as the fuzz targets do, so whatever once crashed
+/// them stays fixed.
 @Suite("Fuzz corpus")
 struct FuzzCorpusTests {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus/session").path
+    static let corpora = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus").path
+    static let corpus = corpora + "/session"
 
     private func replay(_ name: String) throws -> (SessionFinisher.Outcome, String) {
         let directory = NSTemporaryDirectory() + "/fuzz-replay-\(UUID().uuidString)"
@@ -21,16 +23,26 @@ struct FuzzCorpusTests {
         return (try SessionFinisher.recover(directory: directory, say: { _ in }), directory)
     }
 
-    @Test("every corpus input goes through validate and recover without a crash; a refused recover changes nothing")
-    func wholeCorpus() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus).sorted()
+    @Test(
+        "every corpus input goes through validate and recover without a crash; a refused recover changes nothing",
+        arguments: ["session", "matroska"])
+    func wholeCorpus(target: String) throws {
+        let corpus = "\(Self.corpora)/\(target)"
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus).sorted()
         #expect(names.count >= 5)
         for name in names {
             let directory = NSTemporaryDirectory() + "/fuzz-replay-\(UUID().uuidString)"
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(Self.corpus)/\(name)")))
-            FuzzSession.materialize(bytes, into: directory)
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(corpus)/\(name)")))
+            if target == "session" {
+                FuzzSession.materialize(bytes, into: directory)
+            } else {
+                // As Fuzz/MatroskaFuzzer.swift reads it.
+                FuzzSession.materializeCamera(bytes, into: directory)
+                _ = try? MatroskaScan(path: "\(directory)/cam.mkv")
+                try? MatroskaFrames.forEachFrame(in: "\(directory)/cam.mkv") { _ in true }
+            }
             _ = SessionValidator.validateWithVideos(directory: directory)
             let before = try Self.contents(directory)
             do {
@@ -49,6 +61,29 @@ struct FuzzCorpusTests {
             files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
         }
         return files
+    }
+
+    @Test(
+        "the Matroska target's seeds: each recorded video in the fixed killed session recovers valid and keeps its whole frames",
+        arguments: ["complete", "killed"].flatMap { kind in
+            ["grey", "yuyv", "mjpg", "ffv1"].map { "seed-\(kind)-\($0)" }
+        })
+    func matroskaSeeds(name: String) throws {
+        let directory = NSTemporaryDirectory() + "/fuzz-seed-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(Self.corpora)/matroska/\(name)")))
+        FuzzSession.materializeCamera(bytes, into: directory)
+        let before = try MatroskaScan(path: "\(directory)/cam.mkv").frames.count
+        #expect(before > 3, "\(name): the seed holds frames")
+        guard case .recovered(let report) = try SessionFinisher.recover(directory: directory, say: { _ in }) else {
+            Issue.record("\(name): not recovered")
+            return
+        }
+        #expect(report.isValid, "\(name): \(report.problems)")
+        let after = try MatroskaScan(path: "\(directory)/cam.mkv").frames.count
+        // A killed video may end in a frame cut short; a complete one keeps every frame.
+        #expect(name.contains("complete") ? after == before : after >= before - 1, "\(name): \(before) -> \(after)")
     }
 
     @Test(
