@@ -13,45 +13,53 @@ struct Export: ParsableCommand {
         discussion: """
             FORMAT is one of:
 
-              mcap    one MCAP file with the ROS 2 profile, for Foxglove, `ros2 bag` and the Python
-                      `mcap`/`rosbags` libraries. Cameras on /ID/image_raw (sensor_msgs/msg/Image,
-                      raw bytes with their ROS encoding: yuv422_yuy2, mono8, mono16, nv12, 16UC1)
-                      or /ID/image_raw/compressed (MJPEG); IMUs on /ID/imu (sensor_msgs/msg/Imu,
-                      no orientation), other channels on /ID/channels
-                      (fieldcap_msgs/msg/SensorChannels). Stamps and log times are UTC ns mapped
-                      from capture_ns through the sync point; the metadata record `fieldcap` holds
-                      the mapping. --out names the .mcap file; with --rosbag2, a bag directory
-                      (metadata.yaml and NAME_0.mcap).
+              mcap    one MCAP file with the ROS 2 profile, for Foxglove, `ros2 bag` and
+                      the Python `mcap`/`rosbags` libraries. Cameras on /ID/image_raw
+                      (sensor_msgs/msg/Image, raw bytes with their ROS encoding:
+                      yuv422_yuy2, mono8, mono16, nv12, 16UC1) or /ID/image_raw/compressed
+                      (MJPEG); IMUs on /ID/imu (sensor_msgs/msg/Imu, no orientation),
+                      other channels on /ID/channels (fieldcap_msgs/msg/SensorChannels).
+                      Stamps and log times are UTC ns mapped from capture_ns through the
+                      sync point; the metadata record `fieldcap` holds the mapping. --out
+                      names the .mcap file; with --rosbag2, a bag directory (metadata.yaml
+                      and NAME_0.mcap).
 
-              euroc   the ASL/EuRoC folder (ORB-SLAM3, Basalt, VINS-Fusion, Kalibr) at --out:
-                      mav0/camN/data/<t_ns>.png with data.csv and sensor.yaml, mav0/imuN/data.csv
-                      (gyro, then accel) with sensor.yaml, mav0/imuN.csv for Kalibr, times.txt
-                      (cam0's times, for ORB-SLAM3). 8-bit grey PNGs (--grey, the default,
-                      as EuRoC's), RGB with --colour; 16-bit depth cameras (--depth) as 16-bit PNGs in mav0/depthN.
-                      Times are UTC ns; images outside imu0's span are left out.
-              images  one camera as an image folder in the iOS 3D Logger's layout (photogrammetry,
-                      NeRF): rgb/000000.jpg (--quality, 90), frames.jsonl (time, intrinsics, the
-                      nearest IMU sample), metadata.json; a --depth camera's nearest frame as
-                      depth/000000.png (16-bit mm), .bin (float32 m) and confidence/. --every N
-                      and --fps F thin the frames.
+              euroc   the ASL/EuRoC folder (ORB-SLAM3, Basalt, VINS-Fusion, Kalibr) at
+                      --out: mav0/camN/data/<t_ns>.png with data.csv and sensor.yaml,
+                      mav0/imuN/data.csv (gyro, then accel) with sensor.yaml,
+                      mav0/imuN.csv for Kalibr, times.txt (cam0's times, for ORB-SLAM3).
+                      8-bit grey PNGs (--grey, the default, as EuRoC's), RGB with
+                      --colour; 16-bit depth cameras (--depth) as 16-bit PNGs in
+                      mav0/depthN. Times are UTC ns; images outside imu0's span are left
+                      out.
+              images  one camera as an image folder in the iOS 3D Logger's layout
+                      (photogrammetry, NeRF): rgb/000000.jpg (--quality, 90), frames.jsonl
+                      (time, intrinsics, the nearest IMU sample), metadata.json; a --depth
+                      camera's nearest frame as depth/000000.png (16-bit mm), .bin
+                      (float32 m) and confidence/. --every N and --fps F thin the frames.
 
-            A camera's intrinsics come from the session (`fieldcap record --intrinsics`): MCAP
-            gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its matrix.
+            A camera's intrinsics come from the session (`fieldcap record --intrinsics`):
+            MCAP gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its
+            matrix.
 
-            The input is never modified. The output is written under a hidden name beside --out
-            and renamed when whole: an interrupted export (Ctrl-C) leaves nothing that looks
-            finished. An --out that exists is refused.
+            The input is never modified. The output is written under a hidden name beside
+            --out and renamed when whole: an interrupted export (Ctrl-C) leaves nothing
+            that looks finished. An --out that exists is refused.
 
               fieldcap export sessions/rig-20261123T140000Z --format mcap --out run.mcap
-              fieldcap export sessions/rig-20261123T140000Z --format mcap --rosbag2 --out run_bag
+              fieldcap export sessions/rig-20261123T140000Z --format mcap --rosbag2 \\
+                  --out run_bag
               fieldcap export sessions/rig-20261123T140000Z --format euroc --out run_euroc
-              fieldcap export sessions/rig-20261123T140000Z --format images --fps 2 --out run_images
-              fieldcap export recordings/rig-20261123T140000Z --format mcap --out clip.mcap \\
+              fieldcap export sessions/rig-20261123T140000Z --format images --fps 2 \\
+                  --out run_images
+              fieldcap export recordings/rig-20261123T140000Z --format mcap \\
+                  --out clip.mcap \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z
 
-            Exit status: 0 when written, 1 when the session cannot be exported (it does not
-            validate, is not finished, holds no data in the range) or writing failed, 64 for a
-            usage error, 130 when interrupted. Nothing is left written unless the status is 0.
+            Exit status: 0 when written, 1 when the session cannot be exported (it does
+            not validate, is not finished, holds no data in the range) or writing failed,
+            64 for a usage error, 130 when interrupted. Nothing is left written unless the
+            status is 0.
             """)
 
     @Argument(help: "A session, or a segmented recording (all of it, or --from/--to).", completion: .directory)

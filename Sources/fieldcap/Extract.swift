@@ -8,24 +8,26 @@ struct Extract: ParsableCommand {
         commandName: "extract",
         abstract: "Write one session holding a wall-clock range of a recording, across its segments.",
         discussion: """
-            Every frame and sample whose capture time falls in [--from, --to) goes into one new
-            SyncField 0.1 session: the range is mapped into CLOCK_MONOTONIC_RAW through each
-            segment's own sync point, frames are copied into the new videos byte for byte (no
-            re-encoding), timestamp and sensor lines are copied as recorded with frame_number
-            counted from 0, and the manifest, sync point and fieldcap.json (with where the
-            extract came from) are written. The result is validated.
+            Every frame and sample whose capture time falls in [--from, --to) goes into
+            one new SyncField 0.1 session: the range is mapped into CLOCK_MONOTONIC_RAW
+            through each segment's own sync point, frames are copied into the new videos
+            byte for byte (no re-encoding), timestamp and sensor lines are copied as
+            recorded with frame_number counted from 0, and the manifest, sync point and
+            fieldcap.json (with where the extract came from) are written. The result is
+            validated.
 
-            SOURCE is a segmented recording, a session, or a root: in a root, the one recording
-            or session that covers the range is used. Only finished segments are read, so a
-            range of a recording that is still going is taken from its finished segments.
+            SOURCE is a segmented recording, a session, or a root: in a root, the one
+            recording or session that covers the range is used. Only finished segments are
+            read, so a range of a recording that is still going is taken from its finished
+            segments.
 
               fieldcap extract sessions/rig-20261123T140000Z \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z --out clip-1402
 
-            Times are UTC (`Z`) or carry their offset (`+01:00`), with fractions of a second if
-            wanted. Exit status: 0 for a valid extract, 1 when nothing could be extracted (the
-            range is outside the recording or holds no data; nothing is written) or the result
-            did not validate, 64 for a usage error.
+            Times are UTC (`Z`) or carry their offset (`+01:00`), with fractions of a
+            second if wanted. Exit status: 0 for a valid extract, 1 when nothing could be
+            extracted (the range is outside the recording or holds no data; nothing is
+            written) or the result did not validate, 64 for a usage error.
             """)
 
     @Argument(help: "A segmented recording, a session, or a root of them.", completion: .directory)

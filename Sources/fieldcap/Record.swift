@@ -33,14 +33,13 @@ struct Record: ParsableCommand {
             one), the bit rate in bits/s (4M, 800k) or the driver's default; fwht is
             vicodec's, the kernel's test codec. Each encoded camera has an encoding thread
             (threads=N: N of them, for jpeg and ffv1); one that falls behind drops frames
-            (reason `encoder` in fieldcap.json); capture never waits.
-            stall=DURATION (V4L2 and IIO): a device that delivers nothing for that long
-            ends its stream (default 2s; the other streams go on).
-            IMU options: id, rate (Hz), and for IIO devices channels=A+B (kernel channel
-            ids like accel_x, or kinds: accel, anglvel, magn, temp; default: all four
-            kinds), trigger=NAME (default: the attached one, else a new hrtimer trigger),
-            clock=raw|keep (raw, the default, sets the device's timestamp clock to
-            monotonic_raw; keep maps its clock).
+            (reason `encoder` in fieldcap.json); capture never waits. stall=DURATION (V4L2
+            and IIO): a device that delivers nothing for that long ends its stream
+            (default 2s; the other streams go on). IMU options: id, rate (Hz), and for IIO
+            devices channels=A+B (kernel channel ids like accel_x, or kinds: accel,
+            anglvel, magn, temp; default: all four kinds), trigger=NAME (default: the
+            attached one, else a new hrtimer trigger), clock=raw|keep (raw, the default,
+            sets the device's timestamp clock to monotonic_raw; keep maps its clock).
             Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under

@@ -11,7 +11,7 @@ struct Sessions: ParsableCommand {
         abstract: "List the sessions and recordings under a root, or delete them (sessions rm).",
         discussion: """
             Examples:
-              fieldcap sessions                      # what ./sessions (or $FIELDCAP_ROOT) holds
+              fieldcap sessions                      # what ./sessions holds
               fieldcap sessions /data/rig --json     # one JSON array, for scripts
               fieldcap sessions rm --root /data/rig rig-20261123T140200Z
               fieldcap sessions rm --root /data/rig --older-than 7d --dry-run
@@ -28,13 +28,14 @@ struct SessionsList: ParsableCommand {
         commandName: "list",
         abstract: "List every session and recording under a root, newest first.",
         discussion: """
-            Each line: the directory's name, its start (UTC), how long it ran, its size on disk,
-            its state, and its streams with their frame or sample counts. A segmented recording
-            (--segment) shows its segments and the time they span. States: complete; recording
-            (a fieldcap is writing it now); needs recover (it was not finished: run `fieldcap
-            recover` on it); not fieldcap's (a directory with neither fieldcap.json nor
-            recording.json). Read from the sidecars, manifests and recording indexes only, so a
-            root with thousands of segments lists at once.
+            Each line: the directory's name, its start (UTC), how long it ran, its size on
+            disk, its state, and its streams with their frame or sample counts. A
+            segmented recording (--segment) shows its segments and the time they span.
+            States: complete; recording (a fieldcap is writing it now); needs recover (it
+            was not finished: run `fieldcap recover` on it); not fieldcap's (a directory
+            with neither fieldcap.json nor recording.json). Read from the sidecars,
+            manifests and recording indexes only, so a root with thousands of segments
+            lists at once.
             """)
 
     @Argument(help: "The root (default: $FIELDCAP_ROOT, else ./sessions).", completion: .directory)
@@ -135,18 +136,19 @@ struct SessionsRemove: ParsableCommand {
         commandName: "rm",
         abstract: "Delete sessions, recordings or segments, by name or by age.",
         discussion: """
-            Deletes only what fieldcap wrote: a directory holding any other file, one a fieldcap
-            is recording into right now, and (by age) one waiting for `fieldcap recover` are
-            refused, each with a line saying why. Every name is checked before anything is
-            deleted: one refused name deletes nothing. A segment deleted from a recording stays
-            listed in its recording.json as deleted, with when and why.
+            Deletes only what fieldcap wrote: a directory holding any other file, one a
+            fieldcap is recording into right now, and (by age) one waiting for `fieldcap
+            recover` are refused, each with a line saying why. Every name is checked
+            before anything is deleted: one refused name deletes nothing. A segment
+            deleted from a recording stays listed in its recording.json as deleted, with
+            when and why.
 
-            NAME is a directory under the root: a session, a recording, or RECORDING/SEGMENT.
-            --older-than deletes every session and recording that ended longer ago than that,
-            and the old segments of a recording that goes on later.
+            NAME is a directory under the root: a session, a recording, or
+            RECORDING/SEGMENT. --older-than deletes every session and recording that ended
+            longer ago than that, and the old segments of a recording that goes on later.
 
-            Exit status: 0 when everything asked for was deleted (or, with --dry-run, would be),
-            1 when something was refused, 64 for a usage error.
+            Exit status: 0 when everything asked for was deleted (or, with --dry-run,
+            would be), 1 when something was refused, 64 for a usage error.
             """)
 
     @Option(

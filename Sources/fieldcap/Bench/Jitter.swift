@@ -12,25 +12,27 @@ struct Jitter: ParsableCommand {
         commandName: "jitter",
         abstract: "Capture without writing media and report how each stream's timestamps behave.",
         discussion: """
-            Captures from the --cam and --imu devices (same SPEC syntax as recording) through the
-            same capture threads, rings and stamping as a recording, but writes no media: each
-            record is measured and its buffer handed straight back. Per stream it reports:
+            Captures from the --cam and --imu devices (same SPEC syntax as recording)
+            through the same capture threads, rings and stamping as a recording, but
+            writes no media: each record is measured and its buffer handed straight back.
+            Per stream it reports:
 
-              interval error   each interval minus the nominal period, for the dequeue times
-                               (CLOCK_MONOTONIC_RAW read right after the dequeue) and for
-                               capture_ns (the kernel's own timestamp mapped into RAW, where
-                               the device has one); min and max signed, median/p99/p99.9 of
-                               the absolute error, from an HdrHistogram
-              dequeue latency  dequeue time minus capture_ns: how late fieldcap saw each record
+              interval error   each interval minus the nominal period, for the dequeue
+                      times (CLOCK_MONOTONIC_RAW read right after the dequeue) and for
+                      capture_ns (the kernel's own timestamp mapped into RAW, where the
+                      device has one); min and max signed, median/p99/p99.9 of the
+                      absolute error, from an HdrHistogram
+              dequeue latency  dequeue time minus capture_ns: how late fieldcap saw each
+                      record
               drops            lost in the ring or skipped by the device
-              clock mapping    the clock pair's bracket width, the measured drift (ppm), the
-                               rate changes seen (NTP updates), and the widest uncertainty
-                               handed out and when
+              clock   mapping    the clock pair's bracket width, the measured drift (ppm),
+                      the rate changes seen (NTP updates), and the widest uncertainty
+                      handed out and when
               CPU              fieldcap's CPU time as a share of one core
 
-            A table goes to stdout; --report DIR gets jitter.json and jitter.svg (interval-error
-            histograms and time series, one panel per stream). --load N runs N busy threads
-            alongside, to see the timestamps under CPU pressure.
+            A table goes to stdout; --report DIR gets jitter.json and jitter.svg
+            (interval-error histograms and time series, one panel per stream). --load N
+            runs N busy threads alongside, to see the timestamps under CPU pressure.
             """)
 
     @OptionGroup var devices: DeviceArguments

@@ -7,20 +7,22 @@ struct Simulate: ParsableCommand {
         commandName: "simulate",
         abstract: "Prove the timestamp estimator in a simulation with a known truth, against peers' strategies.",
         discussion: """
-            Simulates a kernel clock slewed up to 500 ppm against CLOCK_MONOTONIC_RAW and changing
-            during the run, dequeue delays with a realistic body and rare multi-millisecond
-            stalls, and missing samples, for a 30 fps camera and a 1 kHz IMU, each under four
-            clock scenarios: steady; a +500 ppm frequency step (an NTP update, adjtimex -f);
-            chrony slewing an offset at its maximum 83,333 ppm (adjtimex -t); and the kernel PLL
-            slewing a 0.5 s offset with a rate that steps every second (adjtimex -o).
+            Simulates a kernel clock slewed up to 500 ppm against CLOCK_MONOTONIC_RAW and
+            changing during the run, dequeue delays with a realistic body and rare
+            multi-millisecond stalls, and missing samples, for a 30 fps camera and a 1 kHz
+            IMU, each under four clock scenarios: steady; a +500 ppm frequency step (an
+            NTP update, adjtimex -f); chrony slewing an offset at its maximum 83,333 ppm
+            (adjtimex -t); and the kernel PLL slewing a 0.5 s offset with a rate that
+            steps every second (adjtimex -o).
 
-            Each strategy stamps the same samples: fieldcap's (a clock pair read at every dequeue,
-            mapping the kernel timestamp), periodic clock pairs (what fieldcap did before), a
-            one-way hull estimator (for clocks that cannot be read), a one-time offset measured at
-            start (ROS usb_cam), ffmpeg's delay-locked loop (on arrival times, and on clock reads
-            as -ts mono2abs), and dequeue stamping (the SyncField iOS SDK). The tables give each
-            strategy's error against the truth, how many samples fell outside the bound it wrote
-            beside them (uncertainty_ns; the SDK writes 5 ms), and ratios to fieldcap's error.
+            Each strategy stamps the same samples: fieldcap's (a clock pair read at every
+            dequeue, mapping the kernel timestamp), periodic clock pairs (what fieldcap
+            did before), a one-way hull estimator (for clocks that cannot be read), a
+            one-time offset measured at start (ROS usb_cam), ffmpeg's delay-locked loop
+            (on arrival times, and on clock reads as -ts mono2abs), and dequeue stamping
+            (the SyncField iOS SDK). The tables give each strategy's error against the
+            truth, how many samples fell outside the bound it wrote beside them
+            (uncertainty_ns; the SDK writes 5 ms), and ratios to fieldcap's error.
             """)
 
     @Option(help: "The simulation's random seed (the same seed gives the same tables).")

@@ -11,42 +11,43 @@ struct Check: ParsableCommand {
         commandName: "check",
         abstract: "Check that a rig's devices and storage can record what its config asks, without recording.",
         discussion: """
-            Every device is opened and set up exactly as a recording would (format, size, frame
-            rate, controls; IIO channels, trigger, rate, timestamp clock), what it granted is
-            shown, and everything is put back. An intrinsics file is read and matched to the sizes
-            the cameras granted. The output root must be writable with more free
-            space than min_free. Exit status 0 when the rig is ready, 1 when something is not
-            (each problem on its own line, naming the config line), 64 for a config error.
+            Every device is opened and set up exactly as a recording would (format, size,
+            frame rate, controls; IIO channels, trigger, rate, timestamp clock), what it
+            granted is shown, and everything is put back. An intrinsics file is read and
+            matched to the sizes the cameras granted. The output root must be writable
+            with more free space than min_free. Exit status 0 when the rig is ready, 1
+            when something is not (each problem on its own line, naming the config line),
+            64 for a config error.
 
-            A rig config (YAML). Values are checked like the --cam/--imu options of the same name
-            (`fieldcap record --help`); only device is required:
+            A rig config (YAML). Values are checked like the --cam/--imu options of the
+            same name (`fieldcap record --help`); only device is required:
 
-              host_id: rig07                      # clock_domain of every line (default: hostname)
-              output: /var/lib/fieldcap/sessions  # each recording makes a new directory here
-              min_free: 2G                        # stop cleanly below this much free space (256M)
-              sync_every: 1s                      # fdatasync at least this often (1s)
-              duration: 30m                       # stop after this long (default: until stopped)
-              segment: 30s                        # record in segments this long (default: one session)
-              max_storage: 16G                    # with segment: keep the newest within this size
-              keep: 2h                            # with segment: delete segments older than this
-              intrinsics: camchain.yaml           # cameras' calibration (Kalibr, OpenCV, ROS), by id;
-                                                  # camchain.yaml,match=order by order
+              host_id: rig07             # clock_domain of every line (hostname)
+              output: /var/lib/fieldcap  # each recording: a new directory here
+              min_free: 2G               # stop cleanly below this free space (256M)
+              sync_every: 1s             # fdatasync at least this often (1s)
+              duration: 30m              # stop after this long (default: when stopped)
+              segment: 30s               # record in segments (default: one session)
+              max_storage: 16G           # with segment: keep the newest within this
+              keep: 2h                   # with segment: delete segments older than this
+              intrinsics: camchain.yaml  # cameras' calibration (Kalibr, OpenCV, ROS) by
+                                         # id; camchain.yaml,match=order by order
               cameras:
                 - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3D4-video-index0
                   id: cam_left
                   size: 1280x720
                   fps: 30
-                  format: YUYV                    # YUYV, MJPG, NV12, GREY, Y16, Z16
+                  format: YUYV           # YUYV, MJPG, NV12, GREY, Y16, Z16
                   buffers: 8
                   stall: 2s
-                  controls:                       # V4L2 controls by name (`fieldcap list`)
+                  controls:              # V4L2 controls by name (`fieldcap list`)
                     exposure_auto: 1
               imus:
-                - device: bmi160                  # iio:deviceN or the device's name
+                - device: bmi160         # iio:deviceN or the device's name
                   id: imu
                   rate: 1000
-                  channels: [accel, anglvel]      # kinds or kernel channel ids
-                  clock: raw                      # raw (default) or keep
+                  channels: [accel, anglvel]  # kinds or kernel channel ids
+                  clock: raw             # raw (default) or keep
 
             Examples:
               fieldcap check --config /etc/fieldcap/rig.yaml

@@ -10,15 +10,17 @@ struct InstallUdev: ParsableCommand {
         abstract: "Install the udev rules that let the fieldcap group record cameras and IMUs without root.",
         discussion: """
             As root: makes the system group (groupadd --system), writes the rules to
-            /etc/udev/rules.d/70-fieldcap.rules and applies them to the devices already present
-            (udevadm control --reload; udevadm trigger --action=add; udevadm settle). Then add the
-            users who record: usermod -aG fieldcap USER (they log in again).
+            /etc/udev/rules.d/70-fieldcap.rules and applies them to the devices already
+            present (udevadm control --reload; udevadm trigger --action=add; udevadm
+            settle). Then add the users who record: usermod -aG fieldcap USER (they log in
+            again).
 
             The rules give the group the camera nodes (/dev/videoN) and IIO nodes
-            (/dev/iio:deviceN), the IIO sysfs files buffered capture writes (buffer enable, length
-            and watermark, scan element enables, current trigger, sampling frequency, timestamp
-            clock) and the configfs folder hrtimer triggers are made in; they set each IIO
-            device's timestamp clock to monotonic_raw and name it /dev/iio/by-name/NAME.
+            (/dev/iio:deviceN), the IIO sysfs files buffered capture writes (buffer
+            enable, length and watermark, scan element enables, current trigger, sampling
+            frequency, timestamp clock) and the configfs folder hrtimer triggers are made
+            in; they set each IIO device's timestamp clock to monotonic_raw and name it
+            /dev/iio/by-name/NAME.
 
             --print shows the rules without installing anything.
             """
