@@ -41,32 +41,14 @@ struct DamageCorpusCommandTests {
         return out
     }
 
-    struct Run {
-        var status: Int32
-        /// Ended by a signal (a crash, or `timeout` ending a hang): GNU timeout re-raises a
-        /// child's signal on itself.
-        var signalled: Bool
-        var output: String
-    }
-
-    /// A command, killed if it runs past a minute (a hang: status 124, or SIGKILL).
-    static func run(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = ["--kill-after=5", "60", FieldcapProcess.executable.path] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
-            output: String(decoding: output, as: UTF8.self))
+    /// A command, killed if it runs past a minute (a hang: status 124, or SIGKILL). GNU timeout
+    /// re-raises a child's signal on itself, so a crash shows as `signalled`.
+    static func run(_ arguments: [String]) throws -> ExecutableRun {
+        try runExecutable("/usr/bin/timeout", ["--kill-after=5", "60", FieldcapProcess.executable.path] + arguments)
     }
 
     /// What every command must do, whatever it was given.
-    static func expectSane(_ run: Run, _ what: String) {
+    static func expectSane(_ run: ExecutableRun, _ what: String) {
         #expect(
             !run.signalled && run.status != 124, "\(what): crashed or hung (status \(run.status)): \(run.output)")
         for crash in ["Fatal error", "Stack dump", "Backtrace", "💣", "Segmentation fault"] {

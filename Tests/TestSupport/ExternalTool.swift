@@ -26,6 +26,21 @@ public func runTool(
     guard let path else {
         throw ExternalToolMissing(tool: tool, package: package ?? "ffmpeg")
     }
+    let run = try runExecutable(path, arguments)
+    return (run.status, run.output)
+}
+
+/// How a process ended: its status (the signal's number when `signalled`) and its output.
+public struct ExecutableRun: Sendable {
+    public var status: Int32
+    /// Ended by a signal: a crash, or a kill.
+    public var signalled: Bool
+    /// stdout and stderr together.
+    public var output: String
+}
+
+/// Runs the program at `path` to its end.
+public func runExecutable(_ path: String, _ arguments: [String]) throws -> ExecutableRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -35,5 +50,7 @@ public func runTool(
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return ExecutableRun(
+        status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
+        output: String(decoding: data, as: UTF8.self))
 }
