@@ -8,9 +8,19 @@ public enum SessionFiles {
     /// The first name in `path` that is not a file fieldcap writes for a session of `streams`, if
     /// any; "an unreadable directory" when it cannot be listed.
     public static func stranger(in path: String, streams: [String]) -> String? {
+        let expected = names(streams: streams)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+            return "an unreadable directory"
+        }
+        return names.sorted().first { !expected.contains($0) }
+    }
+
+    /// The names of the files fieldcap writes in a session of `streams`: the calibration
+    /// (`--intrinsics`) among them, which every segment of a calibrated recording holds.
+    public static func names(streams: [String]) -> Set<String> {
         var expected: Set<String> = [
             SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
-            SessionLayout.reserveName,
+            SessionLayout.reserveName, SessionCalibration.fileName,
         ]
         for id in streams {
             expected.formUnion([
@@ -18,10 +28,7 @@ public enum SessionFiles {
                 SessionLayout.sensorName(id),
             ])
         }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
-            return "an unreadable directory"
-        }
-        return names.sorted().first { !expected.contains($0) }
+        return expected
     }
 
     /// Bytes the files directly in `path` take on disk (allocated blocks).

@@ -97,22 +97,19 @@ public enum RecordingRecovery {
         }
         // Nor a frame in a video, nor a file the recorder does not make there: recover removes
         // only what the recorder made ready itself; a video or a file put there stays (#42).
-        let made = Set(
-            streams.flatMap { stream in
-                [
-                    SessionLayout.videoName(stream.id), SessionLayout.frameLogName(stream.id),
-                    SessionLayout.timestampsName(stream.id), SessionLayout.sensorName(stream.id),
-                ]
-            } + [SessionLayout.sidecarName, SessionLayout.reserveName])
+        let made = SessionFiles.names(streams: streams.map(\.id)).subtracting([
+            SessionLayout.manifestName, SessionLayout.syncPointName,
+        ])
         guard noLines, let names = try? FileManager.default.contentsOfDirectory(atPath: layout.directory),
             names.allSatisfy(made.contains)
         else { return false }
         return streams.allSatisfy { stream in
             let video = layout.video(stream.id)
             if isEmpty(video) { return true }
-            // A header and its track: a few hundred bytes.
+            // A header and its track, a few hundred bytes; or those bytes damaged (a power cut
+            // before the page cache reached the disk): no frame a line could account for.
             guard let scan = try? MatroskaScan(path: video) else { return false }
-            return scan.isMatroska && scan.frames.isEmpty && scan.fileSize <= 4096
+            return scan.frames.isEmpty && scan.fileSize <= 4096
         }
     }
 
