@@ -11,7 +11,7 @@ struct Sessions: ParsableCommand {
         abstract: "List the sessions and recordings under a root, or delete them (sessions rm).",
         discussion: """
             Examples:
-              fieldcap sessions                      # what ./sessions holds
+              fieldcap sessions                      # ./sessions (or $FIELDCAP_ROOT)
               fieldcap sessions /data/rig --json     # one JSON array, for scripts
               fieldcap sessions rm --root /data/rig rig-20261123T140200Z
               fieldcap sessions rm --root /data/rig --older-than 7d --dry-run

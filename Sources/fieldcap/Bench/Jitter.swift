@@ -18,16 +18,17 @@ struct Jitter: ParsableCommand {
             Per stream it reports:
 
               interval error   each interval minus the nominal period, for the dequeue
-                      times (CLOCK_MONOTONIC_RAW read right after the dequeue) and for
-                      capture_ns (the kernel's own timestamp mapped into RAW, where the
-                      device has one); min and max signed, median/p99/p99.9 of the
-                      absolute error, from an HdrHistogram
+                               times (CLOCK_MONOTONIC_RAW read right after the dequeue)
+                               and for capture_ns (the kernel's own timestamp mapped into
+                               RAW, where the device has one); min and max signed,
+                               median/p99/p99.9 of the absolute error, from an
+                               HdrHistogram
               dequeue latency  dequeue time minus capture_ns: how late fieldcap saw each
-                      record
+                               record
               drops            lost in the ring or skipped by the device
-              clock   mapping    the clock pair's bracket width, the measured drift (ppm),
-                      the rate changes seen (NTP updates), and the widest uncertainty
-                      handed out and when
+              clock mapping    the clock pair's bracket width, the measured drift (ppm),
+                               the rate changes seen (NTP updates), and the widest
+                               uncertainty handed out and when
               CPU              fieldcap's CPU time as a share of one core
 
             A table goes to stdout; --report DIR gets jitter.json and jitter.svg

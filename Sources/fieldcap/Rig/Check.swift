@@ -23,11 +23,11 @@ struct Check: ParsableCommand {
             same name (`fieldcap record --help`); only device is required:
 
               host_id: rig07             # clock_domain of every line (hostname)
-              output: /var/lib/fieldcap  # each recording: a new directory here
+              output: /var/lib/fieldcap/sessions  # a new directory for each recording
               min_free: 2G               # stop cleanly below this free space (256M)
               sync_every: 1s             # fdatasync at least this often (1s)
-              duration: 30m              # stop after this long (default: when stopped)
-              segment: 30s               # record in segments (default: one session)
+              duration: 30m              # stop after this long (default: until stopped)
+              segment: 30s               # segments this long (default: one session)
               max_storage: 16G           # with segment: keep the newest within this
               keep: 2h                   # with segment: delete segments older than this
               intrinsics: camchain.yaml  # cameras' calibration (Kalibr, OpenCV, ROS) by
