@@ -2,6 +2,7 @@ import FieldcapSegments
 import FieldcapSession
 import Foundation
 import SyncField
+import TestSupport
 import Testing
 
 @testable import FieldcapArchive
@@ -28,15 +29,6 @@ struct LinkedSegmentTests {
         return (copied, outside, segment)
     }
 
-    /// Every file under `directory` with its bytes.
-    private func contents(_ directory: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.subpathsOfDirectory(atPath: directory) {
-            if let data = FileManager.default.contents(atPath: "\(directory)/\(name)") { files[name] = data }
-        }
-        return files
-    }
-
     @Test("recover refuses before changing anything; validate and extract do not follow the link")
     func linkedSegment() throws {
         let (copied, outside, segment) = try linkedRecording()
@@ -44,7 +36,7 @@ struct LinkedSegmentTests {
             try? FileManager.default.removeItem(atPath: copied.root)
             try? FileManager.default.removeItem(atPath: outside)
         }
-        let before = try contents(outside)
+        let before = try SessionDamage.contents(outside)
         let indexBefore = FileManager.default.contents(atPath: "\(copied.directory)/\(RecordingIndex.fileName)")
         #expect {
             _ = try RecordingRecovery.recover(directory: copied.directory, say: { _ in })
@@ -52,7 +44,7 @@ struct LinkedSegmentTests {
             "\(error)".hasSuffix(
                 "\(segment) is a symbolic link, not a directory of the recording; nothing recovered or changed")
         }
-        #expect(try contents(outside) == before)
+        #expect(try SessionDamage.contents(outside) == before)
         #expect(FileManager.default.contents(atPath: "\(copied.directory)/\(RecordingIndex.fileName)") == indexBefore)
 
         let report = try #require(RecordingValidator.validate(directory: copied.directory))

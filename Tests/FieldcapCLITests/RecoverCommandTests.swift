@@ -6,15 +6,6 @@ import Testing
 
 @Suite("fieldcap recover")
 struct RecoverCommandTests {
-    /// Every file of a directory and its bytes.
-    private func contents(_ directory: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)"))
-        }
-        return files
-    }
-
     private func lines(_ path: String) -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").map {
@@ -144,19 +135,19 @@ struct RecoverCommandTests {
             "--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--duration", "1s", "--out", out, "-q",
         ])
         #expect(recorded.status == 0)
-        let before = try contents(out)
+        let before = try SessionDamage.contents(out)
         let healthy = try FieldcapProcess.run(["recover", out])
         #expect(healthy.status == 0)
         #expect(healthy.stdout.contains("nothing to recover"))
-        #expect(try contents(out) == before)
+        #expect(try SessionDamage.contents(out) == before)
 
         let foreign = try makeSession(streams: ["cam"])  // a SyncField session, not fieldcap's
         defer { try? FileManager.default.removeItem(atPath: foreign) }
-        let foreignBefore = try contents(foreign)
+        let foreignBefore = try SessionDamage.contents(foreign)
         let refused = try FieldcapProcess.run(["recover", foreign])
         #expect(refused.status == 65)
         #expect(refused.stderr.contains("is not a fieldcap session"))
-        #expect(try contents(foreign) == foreignBefore)
+        #expect(try SessionDamage.contents(foreign) == foreignBefore)
         let missing = try FieldcapProcess.run(["recover", foreign + "-missing"])
         #expect(missing.status == 64)
     }

@@ -44,10 +44,10 @@ struct DamageCorpusTests {
                 #expect((try? Data(contentsOf: URL(fileURLWithPath: outside))) == Data("not the session's".utf8))
             }
             _ = SessionValidator.validateWithVideos(directory: path)
-            let before = try KilledSession.contents(path)
+            let before = try SessionDamage.contents(path)
             do {
                 _ = try SessionFinisher.recover(directory: path) { _ in }
-                let after = try KilledSession.contents(path)
+                let after = try SessionDamage.contents(path)
                 let lost = before.keys.filter { after[$0] == nil && $0 != ".fieldcap-reserve" }
                 #expect(lost.isEmpty, "seed \(seed) (\(what)): recover deleted \(lost)")
                 if let videoBefore = before["cam.mkv"], let videoAfter = after["cam.mkv"] {
@@ -57,13 +57,13 @@ struct DamageCorpusTests {
                 outcomes["recovered", default: 0] += 1
             } catch let refusal as CameraRecovery.Refusal {
                 #expect(
-                    try KilledSession.contents(path) == before, "seed \(seed) (\(what)): refused, but changed files")
+                    try SessionDamage.contents(path) == before, "seed \(seed) (\(what)): refused, but changed files")
                 #expect(!"\(refusal)".contains("\n"))
                 outcomes["refused", default: 0] += 1
             } catch {
                 #expect(!"\(error)".contains("\n"), "seed \(seed) (\(what)): \(error)")
                 // What recover cannot do is found before it changes anything, not half-way.
-                #expect(try KilledSession.contents(path) == before, "seed \(seed) (\(what)): failed half-way: \(error)")
+                #expect(try SessionDamage.contents(path) == before, "seed \(seed) (\(what)): failed half-way: \(error)")
                 outcomes["failed: \(type(of: error))", default: 0] += 1
             }
         }

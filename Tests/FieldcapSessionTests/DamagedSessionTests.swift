@@ -55,13 +55,13 @@ struct DamagedSessionTests {
         // Inside the DocType ("matroska"): the case #42 saw shrink a video to 181 bytes.
         let docType = try #require(bytes.firstRange(of: Data("matroska".utf8)))
         try patch(video, at: docType.lowerBound + 3, [UInt8(ascii: "X")])
-        let before = try KilledSession.contents(path)
+        let before = try SessionDamage.contents(path)
         let error = #expect(throws: CameraRecovery.Refusal.self) {
             try SessionFinisher.recover(directory: path) { _ in }
         }
         #expect(error?.description.contains("is not a readable Matroska file") == true)
         #expect(error?.description.contains("left as it was") == true)
-        #expect(try KilledSession.contents(path) == before)
+        #expect(try SessionDamage.contents(path) == before)
     }
 
     @Test("recover refuses damage in the middle of a video rather than cutting the frames after it")
@@ -80,12 +80,12 @@ struct DamagedSessionTests {
         #expect(clusters.count == 100)
         // The fourth Cluster's ID zeroed: the frames are read up to it, 97 whole frames before the end.
         try patch(video, at: clusters[3], [0, 0, 0, 0])
-        let before = try KilledSession.contents(path)
+        let before = try SessionDamage.contents(path)
         let error = #expect(throws: CameraRecovery.Refusal.self) {
             try SessionFinisher.recover(directory: path) { _ in }
         }
         #expect(error?.description.contains("after its 3 readable frames") == true, "\(String(describing: error))")
-        #expect(try KilledSession.contents(path) == before)
+        #expect(try SessionDamage.contents(path) == before)
     }
 
     @Test("a killed session with a whole video still recovers (the refusal is for damage only)")
@@ -194,14 +194,5 @@ enum KilledSession {
             try? FileManager.default.removeItem(atPath: "\(path)/\(name)")
         }
         return path
-    }
-
-    /// Every file of the directory and its bytes.
-    static func contents(_ path: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
-        }
-        return files
     }
 }

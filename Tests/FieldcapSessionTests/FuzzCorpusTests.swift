@@ -44,23 +44,14 @@ struct FuzzCorpusTests {
                 try? MatroskaFrames.forEachFrame(in: "\(directory)/cam.mkv") { _ in true }
             }
             _ = SessionValidator.validateWithVideos(directory: directory)
-            let before = try Self.contents(directory)
+            let before = try SessionDamage.contents(directory)
             do {
                 _ = try SessionFinisher.recover(directory: directory, say: { _ in })
             } catch let refusal as CameraRecovery.Refusal {
                 // A video recover cannot account for: the session is left exactly as it was (#42).
-                #expect(try Self.contents(directory) == before, "\(name): \(refusal)")
+                #expect(try SessionDamage.contents(directory) == before, "\(name): \(refusal)")
             }
         }
-    }
-
-    /// Every file of the directory and its bytes.
-    static func contents(_ path: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: "\(path)/\(name)"))
-        }
-        return files
     }
 
     @Test(
