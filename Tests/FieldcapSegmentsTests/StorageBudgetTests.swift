@@ -31,6 +31,16 @@ import Testing
         #expect(deletions.allSatisfy { $0.reason == "max" })
     }
 
+    @Test func theRecordingsOwnFilesComeOnTopOfTheRoomForTheSegmentBeingWritten() {
+        let budget = StorageBudget(maxBytes: 500)
+        // A reserve of 170 beside 3 x 100 finished and 10 written of the next: 170 + 300 + room
+        // for one like them is 570, so the oldest goes (the reserve no longer stands in for the
+        // segment it will not hold).
+        let deletions = budget.deletions(
+            in: index([100, 100, 100]), openBytes: 10, ownBytes: 170, nowNs: 0, maxLabel: "max", keepLabel: "")
+        #expect(deletions.map(\.number) == [1])
+    }
+
     @Test func nothingGoesWhileWithinTheBudget() {
         let budget = StorageBudget(maxBytes: 500)
         #expect(

@@ -339,14 +339,10 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// one being written, never one whose directory holds a file fieldcap did not write there.
     private func enforceBudget() {
         guard settings.budget.isLimited else { return }
-        // The segments being written, and what the recording's directory holds itself: the
-        // index, and the disk reserve while recording.
-        let openBytes = open.values.reduce(SessionFiles.bytesOnDisk(directory)) {
-            $0 + SessionFiles.bytesOnDisk($1.layout.directory)
-        }
+        let openBytes = open.values.reduce(UInt64(0)) { $0 + SessionFiles.bytesOnDisk($1.layout.directory) }
         let deletions = settings.budget.deletions(
-            in: index, openBytes: openBytes, nowNs: MonotonicClock.now(), maxLabel: settings.maxStorageLabel,
-            keepLabel: settings.keepLabel)
+            in: index, openBytes: openBytes, ownBytes: SessionFiles.bytesOnDisk(directory), nowNs: MonotonicClock.now(),
+            maxLabel: settings.maxStorageLabel, keepLabel: settings.keepLabel)
         for deletion in deletions {
             guard let position = index.segments.firstIndex(where: { $0.number == deletion.number }) else { continue }
             let entry = index.segments[position]
