@@ -174,7 +174,7 @@ let package = Package(
             name: "FieldcapExport",
             dependencies: [
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
-                "FieldcapCalibration", "FieldcapEncode", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
+                "FieldcapCalibration", "FieldcapEncode", "CAVCodec", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
                 "CTurboJPEG",
             ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.

@@ -16,6 +16,8 @@ public enum ExportFormat: String, Sendable, CaseIterable {
     case euroc
     /// An image folder in the iOS 3D Logger's layout (photogrammetry, NeRF).
     case images
+    /// Each camera as an H.264 MP4 (browsers, phones, VLC, AllSpark's server page).
+    case mp4
 }
 
 /// `fieldcap export`: a session, or a time range of a recording, in a layout the field's tools
@@ -26,7 +28,7 @@ public enum SessionExporter {
     public struct Request: Sendable {
         public var source: String
         public var format: ExportFormat
-        /// The file (`mcap`) or directory (`--rosbag2`, `euroc`, `images`) to create.
+        /// The file (`mcap`) or directory (`--rosbag2`, `euroc`, `images`, `mp4`) to create.
         public var out: String
         /// Stream ids to export; nil: all.
         public var streams: [String]?
@@ -141,6 +143,10 @@ public enum SessionExporter {
                     quality: request.quality, every: request.every, fps: request.fps,
                     depthStreams: Set(request.depthStreams)),
                 calibration: calibration, progress: report, isCancelled: isCancelled)
+        case .mp4:
+            lines = try MP4Export.write(
+                session: session, streams: streams, directory: staging, options: .init(), progress: report,
+                isCancelled: isCancelled)
         }
         try syncAndRename(staging, to: out)
         return Outcome(out: out, lines: lines)

@@ -9,7 +9,7 @@ import Synchronization
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write a session (or a range of a recording) as MCAP, a EuRoC folder or an image folder.",
+        abstract: "Write a session (or a range of a recording) as MCAP, a EuRoC folder, an image folder or MP4s.",
         discussion: """
             FORMAT is one of:
 
@@ -37,6 +37,11 @@ struct Export: ParsableCommand {
                       (time, intrinsics, the nearest IMU sample), metadata.json; a --depth
                       camera's nearest frame as depth/000000.png (16-bit mm), .bin
                       (float32 m) and confidence/. --every N and --fps F thin the frames.
+              mp4     each camera as an H.264 MP4 that browsers, phones and VLC play:
+                      --out/ID.mp4. Lossy (libx264, CRF 23), 4:2:0 from the camera's own
+                      samples; each frame shown at its capture_ns since the camera's
+                      first, so gaps play as recorded. For people, not measurement: the
+                      session's frame logs keep the times.
 
             A camera's intrinsics come from the session (`fieldcap record --intrinsics`):
             MCAP gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its
@@ -52,6 +57,7 @@ struct Export: ParsableCommand {
               fieldcap export sessions/rig-20261123T140000Z --format euroc --out run_euroc
               fieldcap export sessions/rig-20261123T140000Z --format images --fps 2 \\
                   --out run_images
+              fieldcap export sessions/rig-20261123T140000Z --format mp4 --out run_videos
               fieldcap export recordings/rig-20261123T140000Z --format mcap \\
                   --out clip.mcap \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z
@@ -65,7 +71,7 @@ struct Export: ParsableCommand {
     @Argument(help: "A session, or a segmented recording (all of it, or --from/--to).", completion: .directory)
     var source: String
 
-    @Option(help: ArgumentHelp("mcap, euroc or images.", valueName: "FORMAT"))
+    @Option(help: ArgumentHelp("mcap, euroc, images or mp4.", valueName: "FORMAT"))
     var format: String
 
     @Option(help: ArgumentHelp("The file (mcap) or directory to create; must not exist.", valueName: "PATH"))
@@ -108,7 +114,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         guard let format = ExportFormat(rawValue: format) else {
-            throw PlanError("--format \(format) is not one fieldcap writes; use mcap, euroc or images")
+            throw PlanError("--format \(format) is not one fieldcap writes; use mcap, euroc, images or mp4")
                 .exitForCommand()
         }
         if (colour || grey) && format != .euroc {

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// `fieldcap export --format euroc` and `--format images`, judged by OpenCV and the files' own
-/// readers (Tests/FieldcapCLITests/Clients/folder_check.py), never by fieldcap's code.
-@Suite("fieldcap export: EuRoC and image folders", .serialized)
+/// `fieldcap export --format euroc`, `--format images` and `--format mp4`, judged by OpenCV,
+/// FFmpeg's tools and the files' own readers (Tests/FieldcapCLITests/Clients/folder_check.py), never by fieldcap's code.
+@Suite("fieldcap export: EuRoC, image folders and MP4", .serialized)
 struct ExportFolderTests {
     let root = NSTemporaryDirectory() + "/export-folders-\(UUID().uuidString)"
 
@@ -107,6 +107,29 @@ struct ExportFolderTests {
         let verdict = try judge(["images", session, out, "--streams", "cam1"])
         #expect(verdict.passed, "\(verdict.output)")
         #expect(!FileManager.default.fileExists(atPath: "\(out)/depth"))
+    }
+
+    @Test(
+        "MP4: every camera as H.264 High 4:2:0 that ffprobe reads and ffmpeg decodes, each frame at its capture time, its planes the camera's above the PSNR floor"
+    )
+    func mp4() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        let out = "\(root)/videos"
+        let said = try export(session, ["--format", "mp4", "--out", out])
+        #expect(said.contains("mj.mp4: 31 frames of 160x120 H.264 (from MJPG)"), "\(said)")
+        let verdict = try judge(["mp4", session, out])
+        #expect(verdict.passed, "\(verdict.output)")
+        #expect(verdict.output.components(separatedBy: "times as captured").count == 8, "\(verdict.output)")
+        // One camera, by --streams; a sensor alone has nothing to show.
+        let one = "\(root)/one"
+        _ = try export(session, ["--format", "mp4", "--streams", "bayer,imu0", "--out", one])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: one) == ["bayer.mp4"])
+        let result = try FieldcapProcess.run([
+            "export", session, "--format", "mp4", "--streams", "imu0", "--out", "\(root)/none",
+        ])
+        #expect(result.status == 64 && result.stderr.contains("--format mp4 needs a camera"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/none"))
     }
 
     @Test("bad input for the folders: one line each, the right status, nothing written")

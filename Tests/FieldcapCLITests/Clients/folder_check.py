@@ -3,6 +3,7 @@
 
     folder_check.py euroc SESSION DIR [--colour] [--depth ID ...]
     folder_check.py images SESSION DIR [--depth ID] [--every N] [--fps F]
+    folder_check.py mp4 SESSION DIR
 
 Both take --streams IDS when the export did.
 
@@ -13,8 +14,10 @@ pixels against the frame it came from (8-bit grey PNGs equal the frame's luma, 1
 samples, RGB its luma within rounding, JPEGs above a PSNR floor; an MJPEG camera's frames are
 decoded by OpenCV, and its JPEGs must be the camera's own bytes). The CSV, YAML and JSON files
 are compared with the session's times and IMU samples. For `images`, the iOS 3D Logger's Python
-loading snippet (../shared/seeds) runs on the folder as written. Prints "folder ok"; exits 1 with
-the first difference.
+loading snippet (../shared/seeds) runs on the folder as written. An `mp4` folder's videos are read
+by ffprobe (H.264 High, yuv420p, the camera's size, each packet's time the frame's capture_ns
+since the first) and decoded by ffmpeg to raw 4:2:0 planes, held to the frames' own luma and
+chroma above a PSNR floor. Prints "folder ok"; exits 1 with the first difference.
 """
 import argparse
 import json
@@ -406,9 +409,127 @@ def check_images(session, out, depth, every, fps):
               f"metres and confidence equal the nearest frame's, {holes} with holes of no depth")
 
 
+def planes420(frame, fmt):
+    """The frame's Y, U and V as 4:2:0 planes from its own samples (4:2:2's row pairs averaged;
+    no chroma for grey formats), or None for the chroma the format does not have."""
+    w, h, pix = fmt["width"], fmt["height"], fmt["pixel_format"]
+    b = np.frombuffer(frame, np.uint8)
+    if pix == "YUYV":
+        u = b[1::4].reshape(h, w // 2).astype(float)
+        v = b[3::4].reshape(h, w // 2).astype(float)
+        return luma(frame, fmt), (u[0::2] + u[1::2]) / 2, (v[0::2] + v[1::2]) / 2
+    if pix == "NV12":
+        uv = b[w * h :].reshape(h // 2, w // 2, 2)
+        return luma(frame, fmt), uv[:, :, 0], uv[:, :, 1]
+    if pix == "MJPG":
+        return mjpeg_planes([frame], fmt)[0]
+    if pix == "Z16":
+        return b[1::2].reshape(h, w), None, None  # as Y16: the high byte of each sample
+    if pix in BAYER_OPENCV:
+        # Luma from OpenCV's demosaic; chroma once a 2x2 block from its own red, blue and mean
+        # green (4:2:0 needs no more), both by BT.601's full-range equations.
+        mosaic = b.reshape(h, w).astype(float)
+        sites = {"BA81": "BGGR", "GBRG": "GBRG", "GRBG": "GRBG", "RGGB": "RGGB"}[pix]
+        at = lambda i: mosaic[i // 2 :: 2, i % 2 :: 2]
+        red = at(sites.index("R"))
+        blue = at(sites.index("B"))
+        green = (at(sites.index("G")) + at(sites.rindex("G"))) / 2
+        u = -0.168736 * red - 0.331264 * green + 0.5 * blue + 128
+        v = 0.5 * red - 0.418688 * green - 0.081312 * blue + 128
+        return luma(frame, fmt), np.clip(u, 0, 255), np.clip(v, 0, 255)
+    return luma(frame, fmt), None, None
+
+
+def mjpeg_planes(jpegs, fmt):
+    """JPEGs decoded by ffmpeg to their own YCbCr planes (no colour conversion), as 4:2:0."""
+    w, h = fmt["width"], fmt["height"]
+    stream = b"".join(jpegs)
+    native = json.loads(subprocess.run(
+        ["ffprobe", "-v", "error", "-f", "mjpeg", "-show_entries", "stream=pix_fmt", "-of", "json", "-"],
+        input=jpegs[0], check=True, capture_output=True).stdout)["streams"][0]["pix_fmt"]
+    rows = {"yuvj420p": h // 2, "yuvj422p": h, "yuvj444p": h, "gray": 0}.get(native) if native else None
+    if rows is None:
+        fail(f"an MJPEG frame decodes as {native}, which this check does not know")
+    columns = w if native == "yuvj444p" else w // 2
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-f", "mjpeg", "-i", "-", "-f", "rawvideo", "-pix_fmt", native, "-"],
+                         input=stream, check=True, capture_output=True).stdout
+    size = w * h + 2 * rows * columns
+    out = []
+    for index in range(len(jpegs)):
+        picture = np.frombuffer(raw[index * size : (index + 1) * size], np.uint8)
+        y = picture[: w * h].reshape(h, w)
+        if not rows:
+            out.append((y, None, None))
+            continue
+        planes = []
+        for c in range(2):
+            plane = picture[w * h + c * rows * columns : w * h + (c + 1) * rows * columns].reshape(rows, columns).astype(float)
+            if columns == w:
+                plane = (plane[:, 0::2] + plane[:, 1::2]) / 2
+            if rows == h:
+                plane = (plane[0::2] + plane[1::2]) / 2
+            planes.append(plane)
+        out.append((y, planes[0], planes[1]))
+    return out
+
+
+def check_mp4(session, out):
+    out = Path(out)
+    cameras = session.cameras()
+    names = sorted(p.name for p in out.iterdir())
+    if names != sorted(f"{c['id']}.mp4" for c in cameras):
+        fail(f"{out} holds {names}, expected one .mp4 a camera")
+    for camera in cameras:
+        fmt = camera["format"]
+        w, h = fmt["width"], fmt["height"]
+        path = out / f"{camera['id']}.mp4"
+        probe = json.loads(subprocess.run(
+            ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,profile,pix_fmt,width,height:format=format_name",
+             "-of", "json", str(path)], check=True, capture_output=True, text=True).stdout)
+        stream = probe["streams"][0]
+        got = (stream["codec_name"], stream["profile"], stream["pix_fmt"], stream["width"], stream["height"])
+        # JPEG's and a demosaic's samples span 0-255 and say so (yuvj420p: full range).
+        full = fmt["pixel_format"] == "MJPG" or fmt["pixel_format"] in BAYER_OPENCV
+        pix_fmt = "yuvj420p" if full else "yuv420p"
+        if got != ("h264", "High", pix_fmt, w, h) or "mp4" not in probe["format"]["format_name"]:
+            fail(f"{path}: ffprobe reads {got} in {probe['format']['format_name']}, expected h264 High {pix_fmt} {w}x{h} in mp4")
+        frames = session.frames(camera)
+        times = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time",
+                                "-of", "csv=p=0", str(path)], check=True, capture_output=True, text=True).stdout.split()
+        times = sorted(float(t) for t in times)
+        if len(times) != len(frames):
+            fail(f"{path}: {len(times)} packets, the camera has {len(frames)} frames")
+        first = frames[0][0]
+        for index, ((t, _), shown) in enumerate(zip(frames, times)):
+            if abs((t - first) / 1e9 - shown) > 2 / 90000:
+                fail(f"{path}: frame {index} shown at {shown} s, its capture_ns is {(t - first) / 1e9} s after the first")
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"],
+                             check=True, capture_output=True).stdout
+        size = w * h * 3 // 2
+        if len(raw) != size * len(frames):
+            fail(f"{path}: ffmpeg decodes {len(raw) / size} frames, expected {len(frames)}")
+        worst = 99.0
+        jpeg = mjpeg_planes([f for _, f in frames], fmt) if fmt["pixel_format"] == "MJPG" else None
+        for index, (_, frame) in enumerate(frames):
+            picture = np.frombuffer(raw[index * size : (index + 1) * size], np.uint8)
+            y = picture[: w * h].reshape(h, w)
+            u = picture[w * h : w * h + w * h // 4].reshape(h // 2, w // 2)
+            v = picture[w * h + w * h // 4 :].reshape(h // 2, w // 2)
+            want_y, want_u, want_v = jpeg[index] if jpeg else planes420(frame, fmt)
+            worst = min(worst, psnr(y, want_y))
+            if want_u is None:
+                if np.abs(u.astype(int) - 128).max() > 2 or np.abs(v.astype(int) - 128).max() > 2:
+                    fail(f"{path}: frame {index} of a grey camera has colour")
+            else:
+                worst = min(worst, psnr(u, want_u), psnr(v, want_v))
+        if worst < 30:
+            fail(f"{path}: a frame's planes are {worst:.1f} dB from the camera's (the floor is 30)")
+        print(f"mp4 {camera['id']} ({fmt['pixel_format']}): {len(frames)} frames, times as captured, planes >= {worst:.1f} dB")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["euroc", "images"])
+    parser.add_argument("kind", choices=["euroc", "images", "mp4"])
     parser.add_argument("session")
     parser.add_argument("output")
     parser.add_argument("--depth", action="append", default=[])
@@ -420,6 +541,8 @@ def main():
     session = Session(args.session, args.streams.split(",") if args.streams else None)
     if args.kind == "euroc":
         check_euroc(session, args.output, args.colour, set(args.depth))
+    elif args.kind == "mp4":
+        check_mp4(session, args.output)
     else:
         check_images(session, args.output, set(args.depth), args.every, args.fps)
     print("folder ok")
