@@ -145,7 +145,7 @@ let package = Package(
             name: "FieldcapCaptureServer",
             dependencies: [
                 "FieldcapService", "FieldcapSession", "FieldcapSegments", "FieldcapArchive", "FieldcapDiscovery",
-                "FieldcapNetworking",
+                "FieldcapNetworking", "FieldcapExport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

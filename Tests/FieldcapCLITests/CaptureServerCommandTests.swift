@@ -33,7 +33,7 @@ struct CaptureServerCommandTests {
 
         let serve = try ServeProcess(
             ServeCommandTests.devices + [
-                "--server", "ws://127.0.0.1:\(port)", "--name", "rig-test-001", "--server-max-message", "2M",
+                "--server", "ws://127.0.0.1:\(port)", "--name", "rig-test-001", "--server-max-message", "128K",
             ])
         input.fileHandleForWriting.write(Data("api \(serve.base)\n".utf8))
         let transcript = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

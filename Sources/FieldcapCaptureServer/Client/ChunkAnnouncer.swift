@@ -48,7 +48,8 @@ final class ChunkAnnouncer: Sendable {
             else { continue }
             let message = ClientMessage.chunkSaved(
                 startTime: Double(from) / 1e9, endTime: Double(to) / 1e9, camera: camera?.id ?? "none",
-                size: Int64(clamping: segment.bytes ?? 0), format: "mkv", fps: camera?.nominalRate ?? 0, width: nil,
+                // The format the chunk is uploaded in when the server asks for it (RangeUpload).
+                size: Int64(clamping: segment.bytes ?? 0), format: "mp4", fps: camera?.nominalRate ?? 0, width: nil,
                 height: nil)
             do {
                 try await outbox.text(message)

@@ -19,8 +19,9 @@ final class CommandHandler: Sendable {
     let config = Mutex(ServerMessage.ClientConfig())
     let uploads: UploadQueue
 
-    /// What fieldcap writes, by the names a capture server may give it.
-    static let writableFormats: Set<String> = ["mkv", "matroska", "video/x-matroska"]
+    /// What fieldcap uploads (each camera an H.264 MP4, `RangeUpload`), by the names a capture
+    /// server may give it.
+    static let uploadedFormats: Set<String> = ["mp4", "video/mp4", "h264", "h.264"]
     /// The AllSpark app's own default chunk: used until a clientConfig says otherwise.
     static let defaultChunk = TimeSpan(seconds: 30)
 
@@ -72,8 +73,8 @@ final class CommandHandler: Sendable {
             var text =
                 "segments of \(applied.chunkDuration ?? Self.defaultChunk), budget \(applied.bufferMax.map { "\($0)" } ?? "none")"
             if rig.recordingDirectory != nil { text += " from the next recording (one is running)" }
-            if let format = new.videoFormat, !Self.writableFormats.contains(format.lowercased()) {
-                text += "; videoFormat \(format): fieldcap records Matroska (mkv) and uploads that"
+            if let format = new.videoFormat, !Self.uploadedFormats.contains(format.lowercased()) {
+                text += "; videoFormat \(format): fieldcap uploads each camera as H.264 MP4"
             }
             note("clientConfig applied: \(text)")
         case .record(let duration):

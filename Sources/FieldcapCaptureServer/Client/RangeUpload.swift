@@ -1,27 +1,42 @@
 import FieldcapArchive
+import FieldcapExport
 import FieldcapSegments
 import FieldcapService
 import FieldcapSession
 import FoundationEssentials
+import Glibc
 
 /// `uploadTimeRange`: the wall-clock range cut from what the rig recorded (`fieldcap
-/// extract`'s own extractor, across segments), as one tar of a valid session, staged under the
-/// root's hidden scratch names and removed after each attempt, sent or not. Its name ends in
-/// `_<unix seconds of its start>`: AllSpark's server files an upload under the day that
-/// suffix gives (else the day it arrives).
+/// extract`'s own extractor, across segments), sent as files AllSpark's server can use: each
+/// camera as an H.264 MP4 (`fieldcap export --format mp4`), which it files as video and its page
+/// plays, and the rest of the session (frame logs with each frame's `capture_ns`, sensors,
+/// manifest, sync point, sidecar) as one tar it files as data. A camera that cannot become an
+/// MP4 (a hardware encoder's H.264, an odd size) goes inside the tar as recorded, and the
+/// report says why. Everything is staged under the root's hidden scratch names and removed after
+/// each attempt, sent or not. Each name ends in `_<unix seconds of the range's start>`:
+/// AllSpark's server dates an upload by that suffix (else by the day it arrives).
 struct RangeUpload: Sendable {
     let fromNs: UInt64
     let toNs: UInt64
 
     struct Staged: Sendable {
-        var tar: String
+        struct File: Sendable {
+            var path: String
+            var filename: String
+            var size: UInt64
+            var mimetype: String
+        }
+
+        /// The videos first, then the tar.
+        var files: [File]
         var scratch: String
-        var filename: String
-        var size: UInt64
         /// The recording it was cut from.
         var source: String
         /// What it holds, for the report: `cam0 45 frames, imu0 150 records from 2 segments`.
         var summary: String
+        /// Why a camera is in the tar rather than an MP4, when one is.
+        var videoProblem: String?
+        var size: UInt64 { files.reduce(0) { $0 + $1.size } }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -32,31 +47,66 @@ struct RangeUpload: Sendable {
         "\(Sidecar.utc(Date(timeIntervalSince1970: Double(fromNs) / 1e9))) to \(Sidecar.utc(Date(timeIntervalSince1970: Double(toNs) / 1e9)))"
     }
 
-    /// Extracts and archives (blocking: file work).
+    /// The name the range's files share: `rig-20261124T114252.123Z-20261124T114302.123Z`.
+    func baseName(hostId: String) -> String { "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))" }
+
+    /// Extracts, encodes and archives (blocking: file work, and libx264 on this thread).
     func stage(root: String, hostId: String) throws -> Staged {
         guard let source = try SessionCatalog.newest(overlapping: fromNs, toNs, root: root) else {
             throw Failure(description: "nothing on this rig was recorded from \(rangeText)")
         }
-        let id = UUID().uuidString
-        let scratch = "\(root)/.upload-\(id)"
-        let tar = "\(root)/.upload-\(id).tar"
-        let name = "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))_\(fromNs / 1_000_000_000)"
+        let scratch = "\(root)/.upload-\(UUID().uuidString)"
+        let session = "\(scratch)/session", videos = "\(scratch)/videos"
+        let base = baseName(hostId: hostId), dated = "_\(fromNs / 1_000_000_000)"
         do {
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
             let outcome = try RangeExtractor.extract(
-                .init(source: source.path, fromNs: fromNs, toNs: toNs, out: scratch))
-            let size = try TarFile.write(directory: scratch, name: name, to: tar)
+                .init(source: source.path, fromNs: fromNs, toNs: toNs, out: session))
+            var files: [Staged.File] = []
+            var videoProblem: String?
+            let layout = SessionLayout(directory: session)
+            let cameras = (Sidecar.Contents(layout: layout)?.streams ?? []).filter { $0.format != nil }.map(\.id)
+            if !cameras.isEmpty {
+                do {
+                    _ = try SessionExporter.export(.init(source: session, format: .mp4, out: videos))
+                    for id in cameras {
+                        let path = "\(videos)/\(id).mp4"
+                        files.append(
+                            .init(
+                                path: path, filename: "\(base)-\(id)\(dated).mp4", size: try Self.size(of: path),
+                                mimetype: "video/mp4"))
+                        // The tar keeps the frames' times; the video itself goes as the MP4.
+                        try FileManager.default.removeItem(atPath: layout.video(id))
+                    }
+                } catch let error as ExportError {
+                    videoProblem = error.message
+                    files.removeAll()
+                }
+            }
+            let tar = "\(scratch)/\(base).tar"
+            let size = try TarFile.write(directory: session, name: base, to: tar)
+            files.append(.init(path: tar, filename: "\(base)\(dated).tar", size: size, mimetype: "application/x-tar"))
             let counts = outcome.records.map { "\($0.id) \($0.count)" }.joined(separator: ", ")
             let parts = outcome.parts.count
             return Staged(
-                tar: tar, scratch: scratch, filename: "\(name).tar", size: size, source: source.path,
-                summary: "\(counts) from \(parts) segment\(parts == 1 ? "" : "s") of \(source.name)")
+                files: files, scratch: scratch, source: source.path,
+                summary: "\(counts) from \(parts) segment\(parts == 1 ? "" : "s") of \(source.name)",
+                videoProblem: videoProblem)
         } catch let failure as RangeExtractor.Failure {
-            Self.remove(scratch: scratch, tar: tar)
+            Self.remove(scratch: scratch)
             throw Failure(description: failure.message)
         } catch {
-            Self.remove(scratch: scratch, tar: tar)
+            Self.remove(scratch: scratch)
             throw Failure(description: "\(error)")
         }
+    }
+
+    private static func size(of path: String) throws -> UInt64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw Failure(description: "stat \(path): \(String(cString: strerror(errno)))")
+        }
+        return UInt64(info.st_size)
     }
 
     /// A range comes back from the server as Unix seconds in a double, off by up to a few
@@ -83,9 +133,8 @@ struct RangeUpload: Sendable {
         return parts.isEmpty ? [self] : parts
     }
 
-    static func remove(scratch: String, tar: String) {
+    static func remove(scratch: String) {
         try? FileManager.default.removeItem(atPath: scratch)
-        try? FileManager.default.removeItem(atPath: tar)
     }
 
     /// `20261124T114252.123Z`: a UTC time as a file name has it.

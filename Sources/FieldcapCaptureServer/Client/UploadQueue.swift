@@ -33,6 +33,8 @@ final class UploadQueue: Sendable {
         var range: RangeUpload
         /// Attempts so far that got no answer.
         var attempts = 0
+        /// The range's files the server said it stored (by name), not sent again on a retry.
+        var stored: Set<String> = []
         var notBefore = ContinuousClock.now
     }
 
@@ -148,8 +150,13 @@ final class UploadQueue: Sendable {
             giveUp(item, "cannot upload \(range.rangeText): \(error)")
             return
         }
-        defer { RangeUpload.remove(scratch: staged.scratch, tar: staged.tar) }
-        if staged.size > policy.maxMessageBytes {
+        defer { RangeUpload.remove(scratch: staged.scratch) }
+        if let problem = staged.videoProblem, attempt == 1 {
+            logger.warning(
+                "capture server: \(range.rangeText) goes without MP4s, its videos inside the tar as recorded: \(problem)"
+            )
+        }
+        if let large = staged.files.first(where: { $0.size > policy.maxMessageBytes }) {
             let parts = range.split(byRecordingIndexOf: staged.source)
             if parts.count > 1 {
                 state.withLock { state in
@@ -158,59 +165,72 @@ final class UploadQueue: Sendable {
                 }
                 updatePending()
                 logger.warning(
-                    "capture server: \(range.rangeText) is \(staged.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit: sent as \(parts.count) uploads, one a segment"
+                    "capture server: \(large.filename) of \(range.rangeText) is \(large.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit: sent as \(parts.count) uploads, one a segment"
                 )
             } else {
                 giveUp(
                     item,
-                    "not sent: \(staged.filename) (\(range.rangeText), one segment) is \(staged.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit (aiohttp max_msg_size); shorter segments (the server's videoChunkDurationMs) keep each under it"
+                    "not sent: \(large.filename) (\(range.rangeText), one segment) is \(large.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit (aiohttp max_msg_size); shorter segments (the server's videoChunkDurationMs) keep each under it"
                 )
             }
             return
         }
-        let place = replies.expect()
-        do {
-            try await outbox.upload(
-                metadata: ClientMessage.uploadMetadata(
-                    filename: staged.filename, filesize: Int64(staged.size), mimetype: "application/x-tar"),
-                file: staged.tar, size: staged.size)
-        } catch {
-            // The connection's end (and its close code) says what became of it.
-            logger.debug("capture server: sending \(staged.filename) failed: \(error)")
-        }
-        switch await replies.outcome(place, timeout: policy.answerTimeout) {
-        case .stored:
-            remove(item.id)
-            state.withLock { $0.delivered.append(range.fromNs...max(range.fromNs, range.toNs - 1)) }
-            link.update { $0.uploads += 1 }
-            logger.info(
-                "capture server stored \(staged.filename), \(staged.size) bytes: \(range.rangeText), \(staged.summary)")
-        case .refused(let why):
-            giveUp(item, "the server refused \(staged.filename) (\(range.rangeText)): \(why); not sent again")
-        case .tooLarge:
-            giveUp(
-                item,
-                "the server closed the connection on \(staged.filename) (\(staged.size) bytes) with 1009, message too large; not sent again"
-            )
-        case .lost(let why):
-            // Stopping (the service, or this connection's worker): it stays queued as it was.
-            if Task.isCancelled { return }
-            if attempt >= policy.maxAttempts {
-                giveUp(item, "gave up \(staged.filename) (\(range.rangeText)) after \(attempt) attempts: \(why)")
+        var stored = item.stored
+        for file in staged.files where !stored.contains(file.filename) {
+            let place = replies.expect()
+            do {
+                try await outbox.upload(
+                    metadata: ClientMessage.uploadMetadata(
+                        filename: file.filename, filesize: Int64(file.size), mimetype: file.mimetype),
+                    file: file.path, size: file.size)
+            } catch {
+                // The connection's end (and its close code) says what became of it.
+                logger.debug("capture server: sending \(file.filename) failed: \(error)")
+            }
+            switch await replies.outcome(place, timeout: policy.answerTimeout) {
+            case .stored:
+                stored.insert(file.filename)
+                state.withLock { state in
+                    guard let at = state.items.firstIndex(where: { $0.id == item.id }) else { return }
+                    state.items[at].stored = stored
+                }
+                link.update { $0.uploads += 1 }
+                logger.info(
+                    "capture server stored \(file.filename), \(file.size) bytes (\(range.rangeText))")
+            case .refused(let why):
+                giveUp(item, "the server refused \(file.filename) (\(range.rangeText)): \(why); not sent again")
                 return
+            case .tooLarge:
+                giveUp(
+                    item,
+                    "the server closed the connection on \(file.filename) (\(file.size) bytes) with 1009, message too large; not sent again"
+                )
+                return
+            case .lost(let why):
+                // Stopping (the service, or this connection's worker): it stays queued as it was.
+                if Task.isCancelled { return }
+                if attempt >= policy.maxAttempts {
+                    giveUp(item, "gave up \(file.filename) (\(range.rangeText)) after \(attempt) attempts: \(why)")
+                    return
+                }
+                let wait = policy.retryDelay(after: attempt)
+                state.withLock { state in
+                    guard let at = state.items.firstIndex(where: { $0.id == item.id }) else { return }
+                    state.items[at].attempts = attempt
+                    state.items[at].notBefore = .now + wait
+                }
+                logger.warning(
+                    "capture server: attempt \(attempt) of \(policy.maxAttempts) to upload \(file.filename) (\(range.rangeText)) failed: \(why); again in \(wait), with the files not yet stored"
+                )
+                // No answer on a connection still open: a late one could be taken for the next
+                // upload's, so this connection ends and the next starts clean.
+                throw NoAnswer(description: why)
             }
-            let wait = policy.retryDelay(after: attempt)
-            state.withLock { state in
-                guard let at = state.items.firstIndex(where: { $0.id == item.id }) else { return }
-                state.items[at].attempts = attempt
-                state.items[at].notBefore = .now + wait
-            }
-            logger.warning(
-                "capture server: attempt \(attempt) of \(policy.maxAttempts) to upload \(staged.filename) (\(range.rangeText)) failed: \(why); again in \(wait), whole"
-            )
-            // No answer on a connection still open: a late one could be taken for the next
-            // upload's, so this connection ends and the next starts clean.
-            throw NoAnswer(description: why)
         }
+        remove(item.id)
+        state.withLock { $0.delivered.append(range.fromNs...max(range.fromNs, range.toNs - 1)) }
+        logger.info(
+            "capture server has all of \(range.rangeText): \(staged.files.count) files, \(staged.size) bytes, \(staged.summary)"
+        )
     }
 }

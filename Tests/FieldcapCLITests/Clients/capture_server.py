@@ -26,19 +26,22 @@ What the real server does, and this one too:
 prints "listening PORT", reads "api URL" (fieldcap serve's HTTP API) from standard input, runs
 the steps below, printing each, and exits 0 when every one went as it should, 1 with the reason
 otherwise; it ends by itself after 150 s. The rig is expected to run with
---server-max-message 2M; this server's own limit is 1.5 MiB, under the rig's, so that the
-rig's 1009 handling is exercised too.
+--server-max-message 128K; this server's own limit is 80 KiB, under the rig's, so that the
+rig's 1009 handling is exercised too (a second of the rig's uploads is about 5 KB of MP4 and
+60 KB of tar, mostly the IMU's lines).
 
 Steps: clientInfo first and nothing answering clientConfig, commands or bad messages (each
 shown in the rig's status instead); record starts a recording in the config's 1 s segments; the
 server killed and restarted (the rig comes back by itself, recording on); a chunkSaved as each
 segment closes; "upload" (Force Sync) sends every finished segment not yet stored, the first
 attempt's connection cut after its metadata (the rig sends it again, after a back-off); each
-stored file is a tar named ..._<unix seconds>.tar of a session `fieldcap validate` accepts,
-filed under data/; with autoUpload on, chunkSaved leads to the chunk's upload; a refused upload
-is not sent again and the next one's reply is not taken for it; an uploadTimeRange over 2M
-goes as one upload a segment; an upload over this server's 1.5 MiB limit is closed with 1009
-and not sent again; nothing the rig sent drew "Unknown message type".
+range arrives as an H.264 MP4 a camera, ..._<unix seconds>.mp4 filed under video/, that ffprobe
+reads, and a tar ..._<unix seconds>.tar filed under data/ holding the rest of the session (the
+frame log with a line for each of the MP4's frames, the sensors, manifest and sidecar); with
+autoUpload on, chunkSaved leads to the chunk's upload; a refused upload is not sent again and
+the next one's reply is not taken for it; an uploadTimeRange over 128K goes as one upload a
+segment; an upload over this server's 80 KiB limit is closed with 1009 and not sent again;
+nothing the rig sent drew "Unknown message type".
 """
 import argparse
 import asyncio
@@ -62,7 +65,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--name", required=True)
 parser.add_argument("--fieldcap", required=True, help="the fieldcap binary, to validate what was uploaded")
 parser.add_argument("--uploads", required=True, help="where uploads are stored")
-parser.add_argument("--max-message", type=int, default=1536 * 1024)
+parser.add_argument("--max-message", type=int, default=80 * 1024)
 args = parser.parse_args()
 
 CONFIG = {"videoFormat": "mp4", "videoChunkDurationMs": 1000, "videoBufferMaxMB": 200}
@@ -185,15 +188,32 @@ async def accept(server, what):
     return socket
 
 
-def check_upload(path):
-    """One stored tar: a session fieldcap validate accepts."""
+def check_upload(tar_path, stored):
+    """One range's tar and its camera's MP4: the tar holds the session but its video, the MP4 is
+    H.264 that ffprobe reads, with a frame for each line of the tar's frame log."""
     folder = tempfile.mkdtemp()
-    with tarfile.open(path) as tar:
+    with tarfile.open(tar_path) as tar:
         tar.extractall(folder, filter="data")
     (name,) = os.listdir(folder)
-    checked = subprocess.run([args.fieldcap, "validate", os.path.join(folder, name)], capture_output=True, text=True)
-    if checked.returncode != 0:
-        fail(f"fieldcap validate of {path}: {checked.stdout}{checked.stderr}")
+    session = os.path.join(folder, name)
+    files = sorted(os.listdir(session))
+    for needed in ("manifest.json", "sync_point.json", "fieldcap.json", "cam0.timestamps.jsonl", "imu0.jsonl"):
+        if needed not in files:
+            fail(f"{tar_path} holds {files}, no {needed}")
+    if "cam0.mkv" in files:
+        fail(f"{tar_path} holds the camera's video beside its MP4")
+    with open(os.path.join(session, "cam0.timestamps.jsonl")) as log:
+        frames = sum(1 for line in log if line.strip())
+    stamp = os.path.basename(tar_path)[: -len(".tar")].split("_")[-1]
+    video = [p for f, p, _ in stored if f == f"{name}-cam0_{stamp}.mp4"]
+    if len(video) != 1 or f"{os.sep}video{os.sep}" not in video[0]:
+        fail(f"no MP4 of cam0 filed under video/ beside {tar_path}: {[f for f, _, _ in stored]}")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                            "stream=codec_name,nb_read_frames", "-of", "csv=p=0", video[0]],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() != f"h264,{frames}":
+        fail(f"ffprobe reads {video[0]} as {probe.stdout.strip()!r}{probe.stderr}, expected h264 with {frames} frames")
+    return f"{os.path.basename(video[0])} (H.264, {frames} frames) and {name}.tar ({len(files)} files)"
 
 
 async def main():
@@ -255,8 +275,8 @@ async def main():
     await socket.send(json.dumps({"command": "upload", "message": ""}))
     socket = await accept(server, "again after the cut upload")
     cut = server.metadata[0]
-    if cut.get("type") != "upload" or cut.get("mimetype") != "application/x-tar" \
-            or not re.fullmatch(r".+_\d{10}\.tar", cut.get("filename", "")):
+    if cut.get("type") != "upload" or cut.get("mimetype") != "video/mp4" \
+            or not re.fullmatch(r".+-cam0_\d{10}\.mp4", cut.get("filename", "")):
         fail(f"metadata {cut}")
     await wait_for(lambda: any(stored[0] == cut["filename"] for stored in server.stored),
                    "the cut upload sent again and stored", 30)
@@ -265,13 +285,18 @@ async def main():
         fail(f"Force Sync stored {len(server.stored)} files")
     print(f"ok: Force Sync stored {len(server.stored)} files, the cut one again", flush=True)
     for filename, path, size in server.stored:
-        if f"{os.sep}data{os.sep}" not in path or not path.endswith(filename):
+        kind = "video" if filename.endswith(".mp4") else "data"
+        if f"{os.sep}{kind}{os.sep}" not in path or not path.endswith(filename):
             fail(f"{filename} stored at {path}")
         day = datetime.datetime.fromtimestamp(int(filename[:-4].split("_")[-1]), tz=datetime.timezone.utc)
         if day.strftime("%Y-%m-%d") not in path:
             fail(f"{filename} not filed under its day: {path}")
-    check_upload(server.stored[0][1])
-    print(f"ok: {server.stored[0][0]} ({server.stored[0][2]} bytes) validates", flush=True)
+    tars = [p for f, p, _ in server.stored if f.endswith(".tar")]
+    if not tars:
+        fail("Force Sync stored no tar")
+    for tar in tars:
+        said = check_upload(tar, server.stored)
+    print(f"ok: each of {len(tars)} ranges stored as an MP4 ffprobe reads and its tar, e.g. {said}", flush=True)
 
     # autoUpload: the next chunkSaved brings its chunk.
     before = len(server.stored)
@@ -291,8 +316,8 @@ async def main():
                                   "endTime": now - 3.6}))
     await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 3.5,
                                   "endTime": now - 3.1}))
-    await wait_for(lambda: link()["upload_failures"] == failures + 1 and link()["uploads"] == uploads + 1,
-                   "one refused and one stored", 30)
+    await wait_for(lambda: link()["upload_failures"] == failures + 1 and link()["uploads"] == uploads + 2,
+                   "one refused and the next stored (its MP4 and tar)", 30)
     await asyncio.sleep(3)
     refused = server.refused[0]
     if sum(1 for m in server.metadata if m["filename"] == refused) != 1:
@@ -301,7 +326,7 @@ async def main():
         fail(f"last_upload_failure {link().get('last_upload_failure')}")
     print(f"ok: {refused} refused and not sent again, the next stored: {link()['last_upload_failure']}", flush=True)
 
-    # Over this server's own 1.5 MiB, under the rig's 2M: closed with 1009, given up.
+    # Over this server's own 80 KiB, under the rig's 128K: closed with 1009, given up.
     failures = link()["upload_failures"]
     now = time.time()
     await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 4.6,
@@ -317,7 +342,7 @@ async def main():
         fail(f"last_upload_failure {link().get('last_upload_failure')}")
     print(f"ok: {over[0]} closed with 1009 and not sent again: {link()['last_upload_failure']}", flush=True)
 
-    # Over the rig's 2M: one upload a segment.
+    # Over the rig's 128K: one upload a segment.
     count = len(server.metadata)
     now = time.time()
     await socket.send(json.dumps({"command": "uploadTimeRange", "message": "", "startTime": now - 5.5,
@@ -325,9 +350,9 @@ async def main():
     await wait_for(lambda: link()["uploads_pending"] == 0 and len(server.metadata) >= count + 3,
                    "the range split by segment", 40)
     sizes = [m["filesize"] for m in server.metadata[count:]]
-    if any(size > 2 << 20 for size in sizes):
-        fail(f"a message over 2M: {sizes}")
-    print(f"ok: 3 s over the rig's 2M limit went as {len(sizes)} uploads of {sizes} bytes", flush=True)
+    if any(size > 128 << 10 for size in sizes):
+        fail(f"a message over 128K: {sizes}")
+    print(f"ok: 3 s over the rig's 128K limit went as {len(sizes)} uploads of {sizes} bytes", flush=True)
 
     if server.unknown:
         fail(f"the rig sent messages the server does not know: {server.unknown}")
