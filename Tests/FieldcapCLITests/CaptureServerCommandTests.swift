@@ -350,6 +350,102 @@ struct CaptureServerCommandTests {
         #expect(serve.terminate() == 0)
     }
 
+    @Test(
+        "a recording without segments is one chunk: chunkSaved when it stops, and with autoUpload its MP4 and tar stored"
+    )
+    func unsegmentedRecordingIsOneChunk() throws {
+        let work = NSTemporaryDirectory() + "/capture-whole-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
+        // noted, each upload's file kept by its name.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = [
+            "python3", "-c",
+            """
+            import asyncio, json, os, signal, sys, websockets
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            async def rig(socket):
+                await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
+                metadata = None
+                with open(os.path.join(sys.argv[1], "messages.txt"), "a") as out:
+                    async for message in socket:
+                        if isinstance(message, bytes):
+                            with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
+                                f.write(message)
+                            await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
+                            continue
+                        data = json.loads(message)
+                        out.write(json.dumps(data) + "\\n")
+                        out.flush()
+                        if data.get("type") == "upload":
+                            metadata = data
+                        if data.get("type") == "chunkSaved":
+                            await socket.send(json.dumps({"status": "success", "message": "Chunk saved info received"}))
+                            await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": data["startTime"],
+                                                          "endTime": data["endTime"]}))
+            async def main():
+                async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
+                    print("listening", server.sockets[0].getsockname()[1], flush=True)
+                    await asyncio.sleep(60)
+            asyncio.run(main())
+            """, work,
+        ]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line += byte
+        }
+        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+        let serve = try ServeProcess(ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)"])
+        for _ in 0..<100
+        where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
+            as? String != "connected"
+        { usleep(100_000) }
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 200 || started.status == 201, "\(started.body)")
+        var link: [String: Any] = [:]
+        for _ in 0..<150 {
+            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
+            if (link["uploads"] as? Int ?? 0) >= 2 { break }
+            usleep(100_000)
+        }
+        #expect(link["uploads"] as? Int == 2, "\(link)")
+        let messages = ((try? String(contentsOfFile: "\(work)/messages.txt", encoding: .utf8)) ?? "")
+            .split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        let chunks = messages.filter { $0["type"] as? String == "chunkSaved" }
+        #expect(chunks.count == 1, "\(messages)")
+        if let chunk = chunks.first, let from = chunk["startTime"] as? Double, let to = chunk["endTime"] as? Double {
+            #expect(to - from > 1.5 && to - from < 4, "\(chunk)")
+            #expect(chunk["camera"] as? String == "cam0" && chunk["format"] as? String == "mp4", "\(chunk)")
+        }
+        let names = messages.filter { $0["type"] as? String == "upload" }.compactMap { $0["filename"] as? String }
+        #expect(names.count == 2 && names[0].hasSuffix(".mp4") && names[1].hasSuffix(".tar"), "\(names)")
+        if let video = names.first {
+            let probe = try runExecutable(
+                "/usr/bin/ffprobe",
+                [
+                    "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames", "-of",
+                    "csv=p=0",
+                    "\(work)/\(video)",
+                ])
+            let fields = probe.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+            #expect(
+                fields.first == "h264" && (fields.last.flatMap { Int($0) } ?? 0) >= 45, "\(probe.output)"
+            )
+        }
+        #expect(serve.terminate() == 0)
+    }
+
     @Test("--server refuses what is not a WebSocket URL; --name without --server is a usage error")
     func refusals() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "http://x:1"])

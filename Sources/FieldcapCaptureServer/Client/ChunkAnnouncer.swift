@@ -1,6 +1,7 @@
 import FieldcapArchive
 import FieldcapSegments
 import FieldcapService
+import FieldcapSession
 import FoundationEssentials
 import Logging
 import Synchronization
@@ -10,7 +11,7 @@ import Synchronization
 /// at once. One message a segment (the first camera's, with every camera's frames in the
 /// upload it leads to): one a camera would have the server ask for the same range once per
 /// camera. Segments that closed while the connection was down go on the next one.
-/// A recording without segments announces nothing.
+/// A recording without segments is one chunk, announced when it stops.
 final class ChunkAnnouncer: Sendable {
     let rig: RigService
     let logger: Logger
@@ -39,7 +40,9 @@ final class ChunkAnnouncer: Sendable {
 
     /// False when the connection failed a send.
     private func announce(_ directory: String, outbox: Outbox) async -> Bool {
-        guard let index = RecordingIndex.read(directory: directory) else { return true }
+        guard let index = RecordingIndex.read(directory: directory) else {
+            return await announceSession(directory, outbox: outbox)
+        }
         let camera = index.streams.first { $0.kind == "video" }
         for segment in index.segments where segment.state == .complete {
             let key = "\(directory)/\(segment.directory)"
@@ -60,5 +63,26 @@ final class ChunkAnnouncer: Sendable {
             }
         }
         return true
+    }
+
+    /// A finished recording without segments, as one chunk.
+    private func announceSession(_ directory: String, outbox: Outbox) async -> Bool {
+        guard let range = UploadQueue.finishedSession(directory),
+            let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)),
+            announced.withLock({ $0.insert(directory).inserted })
+        else { return true }
+        let camera = contents.streams.first { $0.format != nil }
+        let message = ClientMessage.chunkSaved(
+            startTime: Double(range.fromNs) / 1e9, endTime: Double(range.toNs) / 1e9, camera: camera?.id ?? "none",
+            size: Int64(clamping: SessionFiles.bytesOnDisk(directory)), format: "mp4", fps: camera?.nominalRate ?? 0,
+            width: camera?.format?.width, height: camera?.format?.height)
+        do {
+            try await outbox.text(message)
+            logger.info("capture server: chunkSaved \(URL(fileURLWithPath: directory).lastPathComponent)")
+            return true
+        } catch {
+            _ = announced.withLock { $0.remove(directory) }
+            return false
+        }
     }
 }

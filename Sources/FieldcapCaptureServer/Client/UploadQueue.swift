@@ -72,20 +72,40 @@ final class UploadQueue: Sendable {
         return added == ranges.count ? "queued" : added == 0 ? "already queued" : "\(added) queued, the rest already"
     }
 
-    /// The finished segments of the current (else the newest) recording the server has not
-    /// said it stored, each as its own range.
+    /// The finished chunks of the current (else the newest) recording the server has not said
+    /// it stored, each as its own range.
     func notYetReceived() -> [RangeUpload] {
         guard let directory = rig.recordingDirectory ?? newestRecording() else { return [] }
         let delivered = state.withLock { $0.delivered }
-        return Self.finishedSegments(of: directory).filter { range in
+        return Self.finishedChunks(of: directory).filter { range in
             !delivered.contains { range.isCovered(by: $0) }
         }
     }
 
+    /// The newest recording or session in the root (names sort by their start).
     private func newestRecording() -> String? {
         let root = rig.settings.root
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }
-        return names.sorted().reversed().map { "\(root)/\($0)" }.first { RecordingIndex.read(directory: $0) != nil }
+        return names.sorted().reversed().map { "\(root)/\($0)" }.first {
+            RecordingIndex.read(directory: $0) != nil || Self.finishedSession($0) != nil
+        }
+    }
+
+    /// What the server knows as chunks: a segmented recording's finished segments, or the
+    /// whole of a finished recording without segments.
+    static func finishedChunks(of directory: String) -> [RangeUpload] {
+        if RecordingIndex.read(directory: directory) != nil { return finishedSegments(of: directory) }
+        return finishedSession(directory).map { [$0] } ?? []
+    }
+
+    /// A session without segments, once finished, as the wall-clock range it was recorded in.
+    static func finishedSession(_ directory: String) -> RangeUpload? {
+        guard let contents = Sidecar.Contents(layout: SessionLayout(directory: directory)),
+            contents.state == "complete" || contents.state == "recovered",
+            let from = contents.startedUtc.flatMap(UTCTime.parse), let to = contents.stoppedUtc.flatMap(UTCTime.parse),
+            to > from
+        else { return nil }
+        return RangeUpload(fromNs: from, toNs: to)
     }
 
     /// A segmented recording's finished segments, as wall-clock ranges.
