@@ -56,6 +56,13 @@ public struct WritePath: Equatable, Sendable {
         return Self.coherentTypes.contains(fileSystemType)
     }
 
+    /// The largest file the file system holds, where that limit is near enough to matter: FAT's
+    /// 4 GiB less a byte (an SD card or USB stick as it comes); nil elsewhere.
+    public var largestFileBytes: UInt64? {
+        let fat = mountType.map { ["vfat", "msdos", "fat"].contains($0) } ?? (fileSystemType == 0x4D44)
+        return fat ? (1 << 32) - 1 : nil
+    }
+
     /// One line for the start of a recording: which path the videos take, and why.
     public func description(directIO requested: Bool) -> String {
         if !requested {

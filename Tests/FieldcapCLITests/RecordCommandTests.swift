@@ -1,5 +1,6 @@
 import Foundation
 import SyncField
+import TestSupport
 import Testing
 
 func freshPath(_ label: String) -> String { NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)" }
@@ -49,6 +50,27 @@ struct RecordCommandTests {
         let stalls = try #require(info["disk_stalls"] as? [String: Any])
         #expect(stalls["threshold_seconds"] as? Double == 1)
         #expect(stalls["files"] is [Any])
+    }
+
+    @Test(
+        "a file the file system will not let grow (File too large, as FAT's 4 GiB gives it) ends the recording cleanly: exit 1, why, a valid session"
+    )
+    func fileTooLarge() throws {
+        let out = freshPath("record-too-large")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // RLIMIT_FSIZE gives the same EFBIG at 16 MiB (its signal ignored, as a file system's
+        // limit sends none).
+        let run = try runExecutable(
+            "/bin/bash",
+            [
+                "-c", "trap '' XFSZ; ulimit -f 16384; exec \"$0\" \"$@\"", FieldcapProcess.executable.path,
+                "--cam", "synthetic:640x480@30,id=cam", "--imu", "synthetic:100", "--duration", "10s", "--out", out,
+            ])
+        #expect(!run.signalled && run.status == 1, "\(run.output)")
+        #expect(run.output.contains("File too large"), "\(run.output)")
+        #expect(run.output.contains("validates"), "\(run.output)")
+        let validate = try FieldcapProcess.run(["validate", out])
+        #expect(validate.status == 0, "\(validate.stdout)\(validate.stderr)")
     }
 
     @Test("SIGINT stops cleanly, and a second SIGINT while stopping changes nothing")

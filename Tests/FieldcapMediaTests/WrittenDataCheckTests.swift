@@ -124,6 +124,17 @@ struct WrittenDataCheckTests {
         #expect(WritePath(path: "/nonexistent/\(UUID().uuidString)") == nil)
     }
 
+    @Test(
+        "FAT's 4 GiB file limit is known by the mount's name or statfs's type; other file systems have none that matters"
+    )
+    func largestFile() {
+        for fat in ["vfat", "msdos"] { #expect(WritePath(mountType: fat).largestFileBytes == (1 << 32) - 1) }
+        #expect(WritePath(mountType: nil, fileSystemType: 0x4D44).largestFileBytes == (1 << 32) - 1)
+        for other in ["ext4", "exfat", "xfs", "9p", "fuse.bindfs"] {
+            #expect(WritePath(mountType: other).largestFileBytes == nil)
+        }
+    }
+
     @Test("the mount table names the file system of a device; the last mount on top wins")
     func mountTable() {
         let table = """

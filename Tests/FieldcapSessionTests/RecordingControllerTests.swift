@@ -1,8 +1,9 @@
 import FieldcapCore
-import FieldcapSession
 import Foundation
 import SyncField
 import Testing
+
+@testable import FieldcapSession
 
 /// A recording driven without the command line: what a second front end (a service) does.
 @Suite("Recording controller")
@@ -70,4 +71,24 @@ struct RecordingControllerTests {
         )
         #expect(RecordingController.StopReason.writeError("x", diskFull: true).description == "disk full (x)")
     }
+
+    @Test(
+        "FAT's 4 GiB: a warning names the camera whose video reaches it within one file's span, and a segment length under it; none when each file stays under"
+    )
+    func fileSizeWarning() throws {
+        let limit: UInt64 = (1 << 32) - 1
+        // A raw 640x480 YUYV camera at 30 fps: 18.4 MB/s, 4 GiB in about 3 min 53 s.
+        let cameras = [(id: "cam", bytesPerSecond: 640.0 * 480 * 2 * 30), (id: "small", bytesPerSecond: 1e6)]
+        let warning = try #require(
+            RecordingController.fileSizeWarning(limit: limit, fileSystem: "vfat", cameras: cameras, span: nil))
+        #expect(
+            warning.contains("vfat holds files of at most 4 GiB, which cam's video reaches after about"), "\(warning)")
+        #expect(warning.contains("--segment 3m"), "\(warning)")
+        #expect(
+            RecordingController.fileSizeWarning(limit: limit, fileSystem: "vfat", cameras: cameras, span: 600) != nil)
+        #expect(
+            RecordingController.fileSizeWarning(limit: limit, fileSystem: "vfat", cameras: cameras, span: 60) == nil)
+        #expect(RecordingController.fileSizeWarning(limit: limit, fileSystem: "vfat", cameras: [], span: nil) == nil)
+    }
+
 }

@@ -156,7 +156,45 @@ public final class RecordingController {
 
     /// Which path the videos take on their file system, and why (#43): for the front end to say
     /// once, at start.
-    public var writePathLine: String? { writePath?.description(directIO: settings.directIO) }
+    public var writePathLine: String? {
+        guard let writePath else { return nil }
+        let line = writePath.description(directIO: settings.directIO)
+        return fileSizeWarning.map { "\(line); \($0)" } ?? line
+    }
+
+    /// Where the videos' file system holds files too small for them (FAT's 4 GiB): the camera
+    /// whose video reaches the limit first, when it would within one file's span (a segment, or
+    /// the recording), and what to do. The recording then stops as a failed write does (`File
+    /// too large`), its session valid; this says so before, not after.
+    public var fileSizeWarning: String? {
+        guard let writePath, let limit = writePath.largestFileBytes else { return nil }
+        // Cameras stored as captured, whose bytes a second are known; an encoder's are smaller.
+        let rates = sources.compactMap { source -> (id: String, bytesPerSecond: Double)? in
+            let descriptor = source.descriptor
+            guard let format = descriptor.videoFormat, format.pixelFormat != .mjpeg,
+                !(settings.encodings[descriptor.id].map { $0.encodes(format) } ?? false),
+                let bytes = format.pixelFormat.frameBytes(width: format.width, height: format.height),
+                descriptor.nominalRate > 0
+            else { return nil }
+            return (descriptor.id, Double(bytes) * descriptor.nominalRate)
+        }
+        return Self.fileSizeWarning(
+            limit: limit, fileSystem: writePath.fileSystemName, cameras: rates,
+            span: settings.segments.map { Double($0.lengthNs) / 1e9 } ?? settings.duration?.seconds)
+    }
+
+    /// `fileSizeWarning` from its facts: each raw camera's bytes a second, and how long one file
+    /// of the recording runs (nil: until stopped).
+    static func fileSizeWarning(
+        limit: UInt64, fileSystem: String, cameras: [(id: String, bytesPerSecond: Double)], span: Double?
+    ) -> String? {
+        guard let fastest = cameras.max(by: { $0.bytesPerSecond < $1.bytesPerSecond }) else { return nil }
+        let secondsToLimit = Double(limit) / fastest.bytesPerSecond
+        if let span, span < secondsToLimit { return nil }
+        let minutes = max(1, Int(secondsToLimit / 60 * 0.8))
+        return
+            "\(fileSystem) holds files of at most 4 GiB, which \(fastest.id)'s video reaches after about \(TimeSpan(seconds: secondsToLimit.rounded())), and the recording then stops: record in segments shorter than that (--segment \(minutes)m)"
+    }
 
     /// The session's sync point, or a segmented recording's first; nil until taken.
     public var firstSyncPoint: SyncPoint? { syncPoint ?? segments?.firstSyncPoint }
