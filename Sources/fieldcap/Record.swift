@@ -245,7 +245,30 @@ struct Record: ParsableCommand {
             say("stopping (\(reason)): writing what was captured...")
         }
 
-        let outcome = try recording.stop(reason: reason)
+        // A disk that stopped answering (a share gone, a card that hangs) must not keep the
+        // process from ending: past the watchdog's limit it exits, the session left for recover.
+        let watchdog = StopWatchdog(diskStalls: recording.diskStalls, writeFailed: reason == .writeFailed) {
+            [directory] why in
+            // Standard error may be a file on a disk that holds every writer back too (the
+            // kernel throttles them while the share's pages cannot be written): the exit does
+            // not wait for the message.
+            let exit = DedicatedThread(name: "fc-exit") {
+                usleep(2_000_000)
+                _exit(1)
+            }
+            withExtendedLifetime(exit) {
+                say("\nError: \(why): \(directory)")
+                _exit(1)
+            }
+        }
+        let outcome: RecordingController.Outcome
+        do {
+            outcome = try recording.stop(reason: reason)
+            watchdog.finished()
+        } catch {
+            watchdog.finished()
+            throw error
+        }
         status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)
         logger.info("stopped", metadata: ["reason": "\(outcome.reason)"])
         if let writeFailure = outcome.writeFailure {
