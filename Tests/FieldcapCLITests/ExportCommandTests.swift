@@ -140,7 +140,7 @@ struct ExportCommandTests {
         let before = try listing()
         let cases: [(arguments: [String], status: Int32, says: String)] = [
             (["export", broken, "--format", "mcap", "--out", "\(root)/a.mcap"], 1, "does not validate"),
-            (["export", session, "--format", "mp4", "--out", "\(root)/a.mcap"], 64, "--format mp4"),
+            (["export", session, "--format", "avi", "--out", "\(root)/a.mcap"], 64, "--format avi"),
             (["export", session, "--format", "mcap", "--out", "\(root)/taken.mcap"], 64, "exists"),
             (
                 [
