@@ -26,7 +26,7 @@ struct StopWatchdogTests {
         let watchdog = StopWatchdog(diskStalls: Disk(Self.stall(2)), writeFailed: false, limitSeconds: 0.5) { text in
             why.withLock { $0 = text }
         }
-        for _ in 0..<40 where why.withLock({ $0 }) == nil { usleep(50_000) }
+        for _ in 0..<200 where why.withLock({ $0 }) == nil { usleep(50_000) }
         watchdog.finished()
         let said = why.withLock { $0 } ?? ""
         #expect(said.contains("sync of cam.mkv"), "\(said)")
@@ -39,20 +39,23 @@ struct StopWatchdogTests {
         let watchdog = StopWatchdog(diskStalls: Disk(nil), writeFailed: true, limitSeconds: 0.3) { text in
             why.withLock { $0 = text }
         }
-        for _ in 0..<40 where why.withLock({ $0 }) == nil { usleep(50_000) }
+        for _ in 0..<200 where why.withLock({ $0 }) == nil { usleep(50_000) }
         watchdog.finished()
         #expect(why.withLock { $0 }?.contains("after a write failed") == true)
     }
 
-    @Test("a stop on a disk that answers is never cut short, however long it runs; a finished stop ends the watch")
+    @Test("a stop on a disk that answers is cut short only past three times the limit; a finished stop ends the watch")
     func leavesAnAnsweringDiskAlone() {
         let called = Mutex(false)
         let watchdog = StopWatchdog(diskStalls: Disk(nil), writeFailed: false, limitSeconds: 0.2) { _ in
             called.withLock { $0 = true }
         }
-        usleep(800_000)
-        watchdog.finished()
+        usleep(400_000)  // twice the limit: not yet
         #expect(!called.withLock { $0 })
+        for _ in 0..<200 where !called.withLock({ $0 }) { usleep(50_000) }
+        watchdog.finished()
+        #expect(called.withLock { $0 }, "past three times the limit")
+        called.withLock { $0 = false }
         // Finished before the limit on a stalled disk: never called.
         let early = StopWatchdog(diskStalls: Disk(Self.stall(5)), writeFailed: true, limitSeconds: 5) { _ in
             called.withLock { $0 = true }

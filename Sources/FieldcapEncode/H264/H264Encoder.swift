@@ -24,6 +24,9 @@ public final class H264Encoder {
         public var preset = "veryfast"
         /// A keyframe at least this often, in frames.
         public var keyframeInterval = 60
+        /// Frames a second, nominal: x264 picks its level (what a player must decode) from it;
+        /// the frames keep their own times.
+        public var framesPerSecond = 30.0
         /// Samples span 0-255 (JPEG's, a demosaic's BT.601 full range), told to players so
         /// they do not stretch them again; else the range is left unsaid, as V4L2's YUV
         /// cameras leave it.
@@ -73,6 +76,10 @@ public final class H264Encoder {
         context.pointee.time_base = Self.timeBase
         context.pointee.thread_count = 1
         context.pointee.gop_size = Int32(settings.keyframeInterval)
+        // Without it libx264 takes the rate from the 1/90000 time base and picks the highest
+        // level, which some phones' decoders refuse.
+        let rate = max(1, min(1000, settings.framesPerSecond))
+        context.pointee.framerate = AVRational(num: Int32((rate * 1000).rounded()), den: 1000)
         if settings.fullRange { context.pointee.color_range = AVCOL_RANGE_JPEG }
         if globalHeader { context.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER) }
         var options: OpaquePointer?
@@ -82,11 +89,10 @@ public final class H264Encoder {
         }
         let opened = CAVCodec_avcodec_open2(context, codec, &options)
         guard opened == 0 else { throw LibAVCodec.failure("avcodec_open2", opened, what, codec: "H.264") }
-        guard let frame = CAVCodec_av_frame_alloc(), let packet = CAVCodec_av_packet_alloc() else {
-            throw EncodeError(.encoder, "H.264 \(what): out of memory")
-        }
-        self.frame = frame
-        self.packet = packet
+        // Kept as they come, so deinit frees whichever was made.
+        frame = CAVCodec_av_frame_alloc()
+        packet = CAVCodec_av_packet_alloc()
+        guard let frame, packet != nil else { throw EncodeError(.encoder, "H.264 \(what): out of memory") }
         frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
         frame.pointee.width = Int32(width)
         frame.pointee.height = Int32(height)

@@ -37,6 +37,7 @@ enum MP4Export {
                 // One keyframe every two seconds of the nominal rate: a player seeks within that.
                 var settings = options.settings
                 settings.keyframeInterval = max(1, Int((camera.nominalRate * 2).rounded()))
+                if camera.nominalRate > 0 { settings.framesPerSecond = camera.nominalRate }
                 settings.fullRange = format.pixelFormat == .mjpeg || format.pixelFormat.bayerPattern != nil
                 encoder = try H264Encoder(
                     width: format.width, height: format.height, settings: settings, globalHeader: true)

@@ -25,35 +25,28 @@ final class MP4Writer {
         guard allocated >= 0, let context else { throw Self.failure("avformat_alloc_output_context2", allocated, path) }
         self.context = context
         guard let stream = CAVCodec_avformat_new_stream(context, nil) else {
+            // Not every property is set yet, so deinit will not run: freed here.
             CAVCodec_avformat_free_context(context)
             throw ExportError(.output, "\(path): avformat_new_stream failed (out of memory)")
         }
         self.stream = stream
         encoderTimeBase = H264Encoder.timeBase
+        // From here every property is set: a throw runs deinit, which closes and frees.
         stream.pointee.time_base = H264Encoder.timeBase
         let copied = CAVCodec_avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context)
-        guard copied >= 0 else {
-            CAVCodec_avformat_free_context(context)
-            throw Self.failure("avcodec_parameters_from_context", copied, path)
-        }
+        guard copied >= 0 else { throw Self.failure("avcodec_parameters_from_context", copied, path) }
         let opened = CAVCodec_avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
-        guard opened >= 0 else {
-            CAVCodec_avformat_free_context(context)
-            throw Self.failure("open", opened, path)
-        }
+        guard opened >= 0 else { throw Self.failure("open", opened, path) }
         var options: OpaquePointer?
         defer { CAVCodec_av_dict_free(&options) }
         CAVCodec_av_dict_set(&options, "movflags", "+faststart", 0)
         let header = CAVCodec_avformat_write_header(context, &options)
-        guard header >= 0 else {
-            _ = CAVCodec_avio_closep(&context.pointee.pb)
-            CAVCodec_avformat_free_context(context)
-            throw Self.failure("avformat_write_header", header, path)
-        }
+        guard header >= 0 else { throw Self.failure("avformat_write_header", header, path) }
     }
 
     deinit {
         guard let context else { return }
+        // avio_closep takes a NULL pb (the file never opened).
         if !finished { _ = CAVCodec_avio_closep(&context.pointee.pb) }
         CAVCodec_avformat_free_context(context)
     }

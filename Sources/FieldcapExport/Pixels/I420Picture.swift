@@ -128,7 +128,9 @@ final class I420Picture {
             }
         }
         jpegPlanes = [y, u, v]
-        guard decoded == 0 else {
+        // A warning ("Corrupt JPEG data", which USB cameras' frames often draw) still decodes
+        // the picture: one damaged frame must not cost the whole video.
+        guard decoded == 0 || tjGetErrorCode(decoder) == Int32(TJERR_WARNING.rawValue) else {
             throw ExportError(.session, "an MJPEG frame does not decode: \(String(cString: tjGetErrorStr2(decoder)))")
         }
         let w = format.width, h = format.height

@@ -484,7 +484,7 @@ def check_mp4(session, out):
         w, h = fmt["width"], fmt["height"]
         path = out / f"{camera['id']}.mp4"
         probe = json.loads(subprocess.run(
-            ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,profile,pix_fmt,width,height:format=format_name",
+            ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,profile,pix_fmt,width,height,level:format=format_name",
              "-of", "json", str(path)], check=True, capture_output=True, text=True).stdout)
         stream = probe["streams"][0]
         got = (stream["codec_name"], stream["profile"], stream["pix_fmt"], stream["width"], stream["height"])
@@ -493,6 +493,10 @@ def check_mp4(session, out):
         pix_fmt = "yuvj420p" if full else "yuv420p"
         if got != ("h264", "High", pix_fmt, w, h) or "mp4" not in probe["format"]["format_name"]:
             fail(f"{path}: ffprobe reads {got} in {probe['format']['format_name']}, expected h264 High {pix_fmt} {w}x{h} in mp4")
+        # The level a player must decode: small pictures at camera rates need little (a level
+        # taken from a wrong frame rate, 6.2, is refused by some phones' decoders).
+        if stream.get("level", 99) > 40:
+            fail(f"{path}: H.264 level {stream.get('level')} for {w}x{h}, above 4.0")
         frames = session.frames(camera)
         times = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time",
                                 "-of", "csv=p=0", str(path)], check=True, capture_output=True, text=True).stdout.split()

@@ -104,9 +104,13 @@ PY
 done
 # On FAT32 a raw camera's video reaches the 4 GiB file limit in minutes: a recording without
 # segments says so at start, with a segment length that stays under it.
-# Until stopped (SIGINT after 2 s, as Ctrl-C).
-timeout -s INT 2 "$fieldcap" --cam "$dev,size=640x480,fps=30,id=cam" --min-free 16M --out "${dirs[vfat]}/one" \
-	2> "$images/stderr" > /dev/null || true
+# Until stopped: Ctrl-C (SIGINT) once the start lines are out, when fieldcap takes the signal.
+"$fieldcap" --cam "$dev,size=640x480,fps=30,id=cam" --min-free 16M --out "${dirs[vfat]}/one" \
+	2> "$images/stderr" > /dev/null &
+pid=$!
+for _ in $(seq 60); do grep -q "Ctrl-C stops" "$images/stderr" && break; sleep 0.5; done
+kill -INT "$pid"
+wait "$pid" || true
 grep -m1 "holds files of at most 4 GiB" "$images/stderr" | sed 's/^.*; //' \
 	|| { echo "FAIL: vfat: no warning of its 4 GiB file limit"; cat "$images/stderr"; exit 1; }
 echo "ok: ext4, XFS, f2fs (direct), btrfs, vfat, exFAT, tmpfs, 9p and FUSE: every frame the sidecars count is in the videos"
