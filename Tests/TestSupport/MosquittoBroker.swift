@@ -11,7 +11,7 @@ public final class MosquittoBroker {
     }
 
     public let directory: String
-    public let port: Int
+    public private(set) var port: Int
     public let login: Login?
     public let tls: Bool
     /// TLS brokers only: clients must show a certificate the CA signed (`require_certificate`).
@@ -27,11 +27,11 @@ public final class MosquittoBroker {
     public init(login: Login? = nil, tls: Bool = false, clientCertificates: Bool = false) throws {
         directory = "/tmp/fieldcap-mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        port = Int.random(in: 20_000...40_000)
+        port = Self.randomPort()
         self.login = login
         self.tls = tls
         self.clientCertificates = clientCertificates
-        var config = "listener \(port) 127.0.0.1\npersistence false\nlog_dest stderr\n"
+        var config = "persistence false\nlog_dest stderr\n"
         if let login {
             let passwords = "\(directory)/passwords"
             FileManager.default.createFile(atPath: passwords, contents: nil)
@@ -47,9 +47,23 @@ public final class MosquittoBroker {
             config += "cafile \(caFile)\ncertfile \(directory)/broker.crt\nkeyfile \(directory)/broker.key\n"
             if clientCertificates { config += "require_certificate true\n" }
         }
-        try config.write(toFile: "\(directory)/mosquitto.conf", atomically: true, encoding: .utf8)
-        try start()
+        self.config = config
+        // A port another process holds makes mosquitto exit at once: another port, twice more.
+        for attempt in 1...3 {
+            do {
+                try start()
+                return
+            } catch let failure as BrokerFailed where failure.portTaken && attempt < 3 {
+                port = Self.randomPort()
+            }
+        }
     }
+
+    private var config = ""
+
+    /// Below Linux's ephemeral range (32768 and up), where the system's own outgoing
+    /// connections take their ports.
+    private static func randomPort() -> Int { Int.random(in: 20_000...32_000) }
 
     deinit {
         stop()
@@ -63,6 +77,8 @@ public final class MosquittoBroker {
     }
 
     public func start() throws {
+        try ("listener \(port) 127.0.0.1\n" + config).write(
+            toFile: "\(directory)/mosquitto.conf", atomically: true, encoding: .utf8)
         let process = Process()
         guard
             let mosquitto = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"].first(
@@ -75,12 +91,19 @@ public final class MosquittoBroker {
         process.standardError = log
         try process.run()
         self.process = process
-        // Listening when a TCP connection is accepted.
-        for _ in 0..<100 {
+        // Listening when a TCP connection is accepted; a busy machine (six test processes and
+        // a build) can take seconds to start it.
+        for _ in 0..<300 {
             if Self.accepts(port: port) { return }
+            if !process.isRunning {
+                self.process = nil
+                throw BrokerFailed(
+                    message: "mosquitto exited at start on 127.0.0.1:\(port) (status \(process.terminationStatus))",
+                    portTaken: true)
+            }
             usleep(50_000)
         }
-        throw BrokerFailed(message: "mosquitto did not listen on 127.0.0.1:\(port)")
+        throw BrokerFailed(message: "mosquitto did not listen on 127.0.0.1:\(port) within 15 s")
     }
 
     /// Kills it (SIGKILL: as a broker host that dies; Foundation's Process starts it with the
@@ -173,6 +196,8 @@ public final class MosquittoBroker {
 
     public struct BrokerFailed: Error, CustomStringConvertible {
         public var message: String
+        /// mosquitto exited at once, as it does when its port is taken.
+        public var portTaken = false
         public var description: String { message }
     }
 }
