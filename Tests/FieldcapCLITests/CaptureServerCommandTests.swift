@@ -97,38 +97,27 @@ struct CaptureServerCommandTests {
             ])
         try #require(made.status == 0, "\(made.output)")
         // A wss:// server (Python's websockets over ssl) that notes each rig's first message.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = [
-            "python3", "-c",
-            """
-            import asyncio, signal, ssl, sys, websockets
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(sys.argv[1], sys.argv[2])
-            async def rig(socket):
-                with open(sys.argv[3], "a") as out:
-                    out.write(await socket.recv() + "\\n")
-                await socket.wait_closed()
-            async def main():
-                async with websockets.serve(rig, "127.0.0.1", 0, ssl=context) as server:
-                    print("listening", server.sockets[0].getsockname()[1], flush=True)
-                    await asyncio.sleep(60)
-            asyncio.run(main())
-            """, "\(work)/cert.pem", "\(work)/key.pem", "\(work)/rigs.txt",
-        ]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line += byte
-        }
-        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+        let server = try PythonPeer(
+            script:
+                """
+                import asyncio, signal, ssl, sys, websockets
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(sys.argv[1], sys.argv[2])
+                async def rig(socket):
+                    with open(sys.argv[3], "a") as out:
+                        out.write(await socket.recv() + "\\n")
+                    await socket.wait_closed()
+                async def main():
+                    async with websockets.serve(rig, "127.0.0.1", 0, ssl=context) as server:
+                        print("listening", server.sockets[0].getsockname()[1], flush=True)
+                        await asyncio.sleep(60)
+                asyncio.run(main())
+                """,
+            arguments: ["\(work)/cert.pem", "\(work)/key.pem", "\(work)/rigs.txt"])
+        // Held to the end of the test: released earlier, it would end the peer.
+        defer { withExtendedLifetime(server) {} }
+        let port = server.port
 
         // A certificate names a host: checked, the server is given by name.
         let checked = try ServeProcess(ServeCommandTests.devices + ["--server", "wss://localhost:\(port)"])
@@ -293,44 +282,33 @@ struct CaptureServerCommandTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         // A server that asks for 0.5 s of the first segment once two have closed, and notes every
         // message the rig sends.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = [
-            "python3", "-c",
-            """
-            import asyncio, json, signal, sys, time, websockets
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-            async def rig(socket):
-                await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
-                await socket.send(json.dumps({"command": "record", "message": ""}))
-                with open(sys.argv[1], "a") as out:
-                    async for message in socket:
-                        data = json.loads(message) if isinstance(message, str) else {"binary": len(message)}
-                        out.write(json.dumps(data) + "\\n")
-                        out.flush()
-                        if data.get("type") == "chunkSaved":
-                            start = data["startTime"]
-                            await socket.send(json.dumps({"command": "uploadTimeRange", "message": "",
-                                                          "startTime": start, "endTime": start + 0.5}))
-            async def main():
-                async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
-                    print("listening", server.sockets[0].getsockname()[1], flush=True)
-                    await asyncio.sleep(60)
-            asyncio.run(main())
-            """, "\(work)/messages.txt",
-        ]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line += byte
-        }
-        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+        let server = try PythonPeer(
+            script:
+                """
+                import asyncio, json, signal, sys, time, websockets
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                async def rig(socket):
+                    await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
+                    await socket.send(json.dumps({"command": "record", "message": ""}))
+                    with open(sys.argv[1], "a") as out:
+                        async for message in socket:
+                            data = json.loads(message) if isinstance(message, str) else {"binary": len(message)}
+                            out.write(json.dumps(data) + "\\n")
+                            out.flush()
+                            if data.get("type") == "chunkSaved":
+                                start = data["startTime"]
+                                await socket.send(json.dumps({"command": "uploadTimeRange", "message": "",
+                                                              "startTime": start, "endTime": start + 0.5}))
+                async def main():
+                    async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
+                        print("listening", server.sockets[0].getsockname()[1], flush=True)
+                        await asyncio.sleep(60)
+                asyncio.run(main())
+                """,
+            arguments: ["\(work)/messages.txt"])
+        // Held to the end of the test: released earlier, it would end the peer.
+        defer { withExtendedLifetime(server) {} }
+        let port = server.port
         let serve = try ServeProcess(
             ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)", "--server-max-message", "1K"])
         var link: [String: Any] = [:]
@@ -359,51 +337,40 @@ struct CaptureServerCommandTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         // As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
         // noted, each upload's file kept by its name.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = [
-            "python3", "-c",
-            """
-            import asyncio, json, os, signal, sys, websockets
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-            async def rig(socket):
-                await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
-                metadata = None
-                with open(os.path.join(sys.argv[1], "messages.txt"), "a") as out:
-                    async for message in socket:
-                        if isinstance(message, bytes):
-                            with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
-                                f.write(message)
-                            await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
-                            continue
-                        data = json.loads(message)
-                        out.write(json.dumps(data) + "\\n")
-                        out.flush()
-                        if data.get("type") == "upload":
-                            metadata = data
-                        if data.get("type") == "chunkSaved":
-                            await socket.send(json.dumps({"status": "success", "message": "Chunk saved info received"}))
-                            await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": data["startTime"],
-                                                          "endTime": data["endTime"]}))
-            async def main():
-                async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
-                    print("listening", server.sockets[0].getsockname()[1], flush=True)
-                    await asyncio.sleep(60)
-            asyncio.run(main())
-            """, work,
-        ]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line += byte
-        }
-        let port = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap { Int($0) })
+        let server = try PythonPeer(
+            script:
+                """
+                import asyncio, json, os, signal, sys, websockets
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                async def rig(socket):
+                    await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
+                    metadata = None
+                    with open(os.path.join(sys.argv[1], "messages.txt"), "a") as out:
+                        async for message in socket:
+                            if isinstance(message, bytes):
+                                with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
+                                    f.write(message)
+                                await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
+                                continue
+                            data = json.loads(message)
+                            out.write(json.dumps(data) + "\\n")
+                            out.flush()
+                            if data.get("type") == "upload":
+                                metadata = data
+                            if data.get("type") == "chunkSaved":
+                                await socket.send(json.dumps({"status": "success", "message": "Chunk saved info received"}))
+                                await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": data["startTime"],
+                                                              "endTime": data["endTime"]}))
+                async def main():
+                    async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
+                        print("listening", server.sockets[0].getsockname()[1], flush=True)
+                        await asyncio.sleep(60)
+                asyncio.run(main())
+                """,
+            arguments: [work])
+        // Held to the end of the test: released earlier, it would end the peer.
+        defer { withExtendedLifetime(server) {} }
+        let port = server.port
         let serve = try ServeProcess(ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)"])
         for _ in 0..<100
         where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
@@ -457,5 +424,36 @@ struct CaptureServerCommandTests {
         let lonely = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--name", "rig"])
         #expect(lonely.status == 64)
         #expect(lonely.stderr.contains("--insecure, --name and --server-max-message are for a capture server"))
+    }
+}
+
+/// A peer written in Python for one test (`python3 -c SCRIPT ARGUMENTS...`), whose first line of
+/// output is `listening PORT`; terminated when released.
+final class PythonPeer {
+    let process = Process()
+    let port: Int
+
+    init(script: String, arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line += byte
+        }
+        guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) }) else {
+            process.terminate()
+            process.waitUntilExit()
+            throw ServeProcess.ServeFailure(
+                description: "the Python peer did not say its port: \(String(decoding: line, as: UTF8.self))")
+        }
+        self.port = port
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
     }
 }
