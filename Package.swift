@@ -256,6 +256,7 @@ let package = Package(
             name: "FieldcapClockQualityTests", dependencies: ["FieldcapClockQuality", "SyncField", "TestSupport"],
             // What chronyc and pmc printed, read by the tests; the live ptp4l pair's script.
             exclude: ["Recorded", "Live"]),
+        .testTarget(name: "FieldcapServiceTests", dependencies: ["FieldcapService", "FieldcapSession", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

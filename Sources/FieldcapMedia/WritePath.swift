@@ -24,6 +24,8 @@ public struct WritePath: Equatable, Sendable {
     public var mountType: String?
     /// `statfs`'s `f_type` (the corresponding C constants are in `linux/magic.h`); 0 when unknown.
     public var fileSystemType: UInt64
+    /// The mount table's options of the file system itself (its super options: `hard`, `soft`...).
+    public var mountOptions: [String] = []
 
     /// The file system holding `path` (a file or a directory; for a file, its directory's), or
     /// nil when it cannot be looked at.
@@ -36,12 +38,31 @@ public struct WritePath: Equatable, Sendable {
         if directory != path, stat(directory.isEmpty ? "." : directory, &info) != 0 { return nil }
         var type: UInt64 = 0
         if CMatroska_filesystem_type(directory.isEmpty ? "." : directory, &type) != 0 { type = 0 }
-        self.init(mountType: Self.mountType(device: UInt64(info.st_dev)), fileSystemType: type)
+        let mount = Self.mount(device: UInt64(info.st_dev))
+        self.init(mountType: mount?.type, fileSystemType: type, mountOptions: mount?.options ?? [])
     }
 
-    public init(mountType: String?, fileSystemType: UInt64 = 0) {
+    public init(mountType: String?, fileSystemType: UInt64 = 0, mountOptions: [String] = []) {
         self.mountType = mountType
         self.fileSystemType = fileSystemType
+        self.mountOptions = mountOptions
+    }
+
+    /// A network share mounted `hard`: when its server goes away, the kernel retries each of its
+    /// writes for ever, and no program writing there can end (#43). NFS mounts hard unless told
+    /// `soft`; CIFS mounts soft unless told `hard`.
+    public var waitsForeverWhenGone: Bool {
+        guard let mountType else { return false }
+        if mountType.hasPrefix("nfs") { return !mountOptions.contains("soft") && !mountOptions.contains("softerr") }
+        if mountType == "cifs" || mountType == "smb3" { return mountOptions.contains("hard") }
+        return false
+    }
+
+    /// What a user recording to a hard-mounted share should know at start; nil elsewhere.
+    public var hardMountWarning: String? {
+        guard waitsForeverWhenGone else { return nil }
+        return
+            "\(fileSystemName) is mounted hard: if its server goes away, the kernel holds every program writing there until it comes back, fieldcap and its Ctrl-C included; mount it soft (NFS: -o soft,timeo=100,retrans=2) so a lost share ends the recording with an error"
     }
 
     /// The file system's name, for the start line.
@@ -86,24 +107,29 @@ public struct WritePath: Equatable, Sendable {
         0x794C_7630: "overlay", 0x4D44: "vfat", 0x2011_BAB0: "exfat",
     ]
 
-    /// The mount table's file system type of the mount whose device is `device`.
-    static func mountType(device: UInt64) -> String? {
+    /// The mount table's file system type and super options of the mount whose device is `device`.
+    static func mount(device: UInt64) -> (type: String, options: [String])? {
         // glibc's major() and minor(), which Swift cannot call.
         let major = ((device >> 8) & 0xFFF) | ((device >> 32) & ~UInt64(0xFFF))
         let minor = (device & 0xFF) | ((device >> 12) & ~UInt64(0xFF))
-        return mountType(device: "\(major):\(minor)", in: readMountInfo())
+        return mount(device: "\(major):\(minor)", in: readMountInfo())
     }
 
-    /// From `/proc/self/mountinfo`'s lines: `ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS] - TYPE SOURCE ...`.
     static func mountType(device: String, in mountInfo: String) -> String? {
-        var found: String?
+        mount(device: device, in: mountInfo)?.type
+    }
+
+    /// From `/proc/self/mountinfo`'s lines: `ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS] - TYPE SOURCE SUPER-OPTIONS`.
+    static func mount(device: String, in mountInfo: String) -> (type: String, options: [String])? {
+        var found: (type: String, options: [String])?
         for line in mountInfo.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count > 3, fields[2] == device, let dash = fields.firstIndex(of: "-"),
                 dash + 1 < fields.count
             else { continue }
             // The last mount of a device is the one on top.
-            found = String(fields[dash + 1])
+            let options = dash + 3 < fields.count ? fields[dash + 3].split(separator: ",").map(String.init) : []
+            found = (String(fields[dash + 1]), options)
         }
         return found
     }

@@ -214,7 +214,7 @@ struct Record: ParsableCommand {
                 status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
                     diskWatch: recording.diskStalls,
-                    countBytes: recording.segments.map { segments in { segments.bytesNow } },
+                    disk: recording.diskGauge.map { .gauge($0) } ?? .directory,
                     encodings: controllerSettings.encodings, encoderThreads: controllerSettings.encoderThreads)
             }
         } catch let error as RecordingController.StartError {

@@ -26,10 +26,10 @@ final class StatusReporter {
     private let line = TerminalLine()
     private let meter: RecordingStatusMeter
 
-    /// `countBytes`: see `RecordingStatusMeter`.
+    /// `disk`: see `RecordingStatusMeter`.
     init(
         directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil,
-        countBytes: (() -> UInt64)? = nil, encodings: [String: VideoEncoding] = [:],
+        disk: RecordingStatusMeter.Disk = .directory, encodings: [String: VideoEncoding] = [:],
         encoderThreads: [String: Int] = [:]
     ) {
         self.encodings = encodings
@@ -41,7 +41,7 @@ final class StatusReporter {
         self.diskWatch = diskWatch
         startReports = sources.map(\.report)
         meter = RecordingStatusMeter(
-            directory: directory, sources: sources, diskStalls: diskWatch, countBytes: countBytes)
+            directory: directory, sources: sources, diskStalls: diskWatch, disk: disk)
     }
 
     /// What each stream was granted, as recording starts: on a terminal (stderr) one line per

@@ -147,6 +147,23 @@ struct WrittenDataCheckTests {
         #expect(WritePath.mountType(device: "0:40", in: table) == "fuse.bindfs")
         #expect(WritePath.mountType(device: "0:21", in: table) == "overlay")
         #expect(WritePath.mountType(device: "8:1", in: table) == nil)
+        // Shares: the super options say how a lost server is met.
+        let shares = """
+            40 22 0:50 / /mnt/nfs rw,relatime shared:3 - nfs4 127.0.0.1:/ rw,vers=4.2,rsize=262144,hard,proto=tcp,timeo=600,retrans=2
+            41 22 0:51 / /mnt/soft rw,relatime shared:4 - nfs4 127.0.0.1:/ rw,vers=4.2,soft,proto=tcp,timeo=10,retrans=1
+            42 22 0:52 / /mnt/cifs rw,relatime shared:5 - cifs //127.0.0.1/rig rw,vers=3.1.1,cache=strict,soft,nounix
+            43 22 0:53 / /mnt/cifs-hard rw,relatime - cifs //127.0.0.1/rig rw,vers=3.1.1,hard,nounix
+            """
+        let gone = { (device: String) -> WritePath? in
+            WritePath.mount(device: device, in: shares).map { WritePath(mountType: $0.type, mountOptions: $0.options) }
+        }
+        #expect(gone("0:50")?.waitsForeverWhenGone == true)
+        #expect(gone("0:50")?.hardMountWarning?.hasPrefix("nfs4 is mounted hard: ") == true)
+        #expect(gone("0:51")?.waitsForeverWhenGone == false)
+        #expect(gone("0:52")?.waitsForeverWhenGone == false)
+        #expect(gone("0:53")?.waitsForeverWhenGone == true)
+        #expect(gone("0:51")?.hardMountWarning == nil)
+        #expect(WritePath(mountType: "ext4", mountOptions: ["rw"]).hardMountWarning == nil)
         // Where the tests run, the answer is the mount table's.
         #expect(WritePath(path: NSTemporaryDirectory())?.mountType != nil)
     }

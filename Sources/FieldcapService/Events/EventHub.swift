@@ -85,6 +85,16 @@ public struct StoppedEvent: Sendable {
         streams = []
     }
 
+    /// A stop given up on a disk that stopped answering (`StopWatchdog`): the session is left for
+    /// `fieldcap recover`, and the stop's thread waits on in the kernel.
+    init(directory: String, gaveUp why: String) {
+        self.directory = directory
+        reason = "disk not answering"
+        elapsed = 0
+        streams = []
+        error = why
+    }
+
     init(directory: String, outcome: Result<RecordingController.Outcome, Error>) {
         self.directory = directory
         switch outcome {

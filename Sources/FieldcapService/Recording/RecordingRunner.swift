@@ -30,8 +30,15 @@ final class RecordingRunner: Sendable {
         var stopping = false
     }
 
-    init(controller: RecordingController, events: EventHub) {
+    /// How long a stop may run on a disk that stopped answering (`StopWatchdog`).
+    let stopLimitSeconds: Double
+
+    init(
+        controller: RecordingController, events: EventHub,
+        stopLimitSeconds: Double = StopWatchdog.defaultLimitSeconds
+    ) {
         self.controller = Controller(controller)
+        self.stopLimitSeconds = stopLimitSeconds
         minFree = controller.settings.minFree.bytes
         self.events = events
     }
@@ -115,12 +122,29 @@ final class RecordingRunner: Sendable {
             }
         }
         state.withLock { $0.stopping = true }
+        // A stop on a disk that stopped answering is given up, as `fieldcap record` gives it up:
+        // the service answers, says why, and can be stopped; this thread waits on in the kernel.
+        let watchdog = StopWatchdog(
+            diskStalls: controller.diskStalls, writeFailed: reason == .writeFailed, limitSeconds: stopLimitSeconds
+        ) {
+            [self] why in
+            settle(StoppedEvent(directory: directory, gaveUp: why))
+        }
         let outcome = StoppedEvent(directory: directory, outcome: Result { try controller.stop(reason: reason) })
-        let waiters = state.withLock { state in
+        watchdog.finished()
+        settle(outcome)
+    }
+
+    /// The recording's end, told once: the stop's outcome, or the watchdog's giving up if that
+    /// came first.
+    private func settle(_ outcome: StoppedEvent) {
+        let waiters: [CheckedContinuation<StoppedEvent, Never>]? = state.withLock { state in
+            guard state.outcome == nil else { return nil }
             state.outcome = outcome
             defer { state.waiters = [] }
             return state.waiters
         }
+        guard let waiters else { return }
         events.send(.stopped(outcome))
         for waiter in waiters { waiter.resume(returning: outcome) }
     }

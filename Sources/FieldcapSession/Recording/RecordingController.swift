@@ -137,6 +137,9 @@ public final class RecordingController {
     private var syncPoint: SyncPoint?
     private var wallClock: ClockQuality?
     private var startedWall = Date()
+    /// The free space and the recording's bytes, read off this thread (a dead share must not hold
+    /// `checkStop` or a status): from just before capture to the stop.
+    public private(set) var diskGauge: DiskGauge?
     private var startedNs: UInt64 = 0
 
     /// What the user should hear about while recording (a segment deleted by the storage
@@ -159,7 +162,7 @@ public final class RecordingController {
     public var writePathLine: String? {
         guard let writePath else { return nil }
         let line = writePath.description(directIO: settings.directIO)
-        return fileSizeWarning.map { "\(line); \($0)" } ?? line
+        return ([line] + [fileSizeWarning, writePath.hardMountWarning].compactMap { $0 }).joined(separator: "; ")
     }
 
     /// Where the videos' file system holds files too small for them (FAT's 4 GiB): the camera
@@ -265,6 +268,7 @@ public final class RecordingController {
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
             self.segments = segments
+            diskGauge = DiskGauge(directory: directory) { segments.bytesNow }
             try beforeCapture(layout)
             segments.takeStartReports()
             // The first segment's sync point is taken as capture starts.
@@ -299,6 +303,7 @@ public final class RecordingController {
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder
+        diskGauge = DiskGauge(directory: directory) { RecordingStatusMeter.fileBytes(in: directory) }
         try beforeCapture(layout)
         try recorder.start()
         startedNs = MonotonicClock.now()
@@ -309,6 +314,8 @@ public final class RecordingController {
     /// half-made session is left for `sessions rm` to refuse.
     private func waitForStart(_ directory: String) throws {
         guard let at = settings.startAt, !at.wait() else { return }
+        diskGauge?.stop()
+        diskGauge = nil
         reserve?.release()
         reserve = nil
         lock?.release()
@@ -340,7 +347,7 @@ public final class RecordingController {
         if let duration = settings.duration, elapsed >= duration.seconds { return .duration }
         if recorder?.hasFailed == true { return .writeFailed }
         if let failure = segmentingSink?.rotationFailure { return .segmentFailed(failure) }
-        if let directory, let free = freeBytes(at: directory), free < settings.minFree.bytes {
+        if let free = diskGauge?.freeBytes, free < settings.minFree.bytes {
             return .diskNearlyFull(free: free, minFree: settings.minFree)
         }
         return nil
@@ -393,6 +400,7 @@ public final class RecordingController {
     /// stops the recorder; a write that fails while stopping becomes the reason.
     private func stopRecorder(reason: StopReason) -> Outcome {
         guard let recorder, let layout else { preconditionFailure("stop() before start()") }
+        diskGauge?.stop()
         reserve?.release()
         do {
             let summary = try recorder.stop()

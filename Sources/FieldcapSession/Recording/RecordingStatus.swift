@@ -35,38 +35,51 @@ public final class RecordingStatusMeter {
     public let directory: String
     private let sources: [CaptureSource]
     private let diskStalls: DiskStalls?
-    private let countBytes: (() -> UInt64)?
     private var previous: [Int]
     private var previousElapsed = 0.0
 
-    /// `countBytes` counts the recording's bytes where something knows better than a look at the
-    /// directory's files (a segmented recording: `SegmentedSessions.bytesNow`).
-    public init(
-        directory: String, sources: [CaptureSource], diskStalls: DiskStalls?, countBytes: (() -> UInt64)? = nil
-    ) {
+    /// Where the disk's figures come from: a running recording's gauge (read off the caller's
+    /// thread, so a dead share never holds a status), or, without one, the directory's files
+    /// read here.
+    public enum Disk: Sendable {
+        case gauge(DiskGauge)
+        case directory
+    }
+    private let disk: Disk
+
+    public init(directory: String, sources: [CaptureSource], diskStalls: DiskStalls?, disk: Disk = .directory) {
         self.directory = directory
         self.sources = sources
         self.diskStalls = diskStalls
-        self.countBytes = countBytes
+        self.disk = disk
         previous = Array(repeating: 0, count: sources.count)
     }
 
-    /// For a running controller: its directory, disk stalls and (segmented) byte count.
+    /// For a running controller: its directory, disk stalls and disk gauge.
     public convenience init(controller: RecordingController) {
-        let segments = controller.segments
         self.init(
             directory: controller.directory ?? "", sources: controller.sources, diskStalls: controller.diskStalls,
-            countBytes: segments.map { segments in { segments.bytesNow } })
+            disk: controller.diskGauge.map { .gauge($0) } ?? .directory)
     }
 
-    public var bytesWritten: UInt64 {
-        if let countBytes { return countBytes() }
+    /// The sizes of a session directory's files.
+    public static func fileBytes(in directory: String) -> UInt64 {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")
             // Essentials gives the size as UInt (full Foundation bridged it to any number type).
             return total + UInt64((attributes?[.size] as? UInt) ?? 0)
         }
+    }
+
+    private var bytes: UInt64 {
+        if case .gauge(let gauge) = disk { return gauge.recordingBytes }
+        return Self.fileBytes(in: directory)
+    }
+
+    private var diskFree: UInt64? {
+        if case .gauge(let gauge) = disk { return gauge.freeBytes }
+        return freeBytes(at: directory)
     }
 
     /// The status now. Stalls are taken at every call, so one that ended is reported once.
@@ -86,7 +99,7 @@ public final class RecordingStatusMeter {
         previous = statistics.map(\.written)
         previousElapsed = elapsed
         return RecordingStatus(
-            elapsed: elapsed, streams: streams, bytes: bytesWritten, diskFree: freeBytes(at: directory),
+            elapsed: elapsed, streams: streams, bytes: bytes, diskFree: diskFree,
             stalls: diskStalls?.takeRecentStalls() ?? [])
     }
 }

@@ -1,0 +1,61 @@
+import SyncField
+import Synchronization
+
+/// A recording's disk figures (the free space, the bytes the recording holds), read on a thread
+/// of its own every half second. On a share that went away, `statvfs` and `stat` wait out the
+/// mount's timeouts (tens of seconds on a soft NFS or CIFS mount, for ever on a hard one). The
+/// thread that takes Ctrl-C, decides when to stop and prints the status reads the last figures
+/// here instead, so a dead share never keeps it from stopping the recording (#43).
+public final class DiskGauge: Sendable {
+    private static let unknown = UInt64.max
+    /// Written by the gauge's thread, read by any.
+    private final class Figures: Sendable {
+        let free = Atomic<UInt64>(DiskGauge.unknown)
+        let bytes = Atomic<UInt64>(DiskGauge.unknown)
+        let readAtNs = Atomic<UInt64>(0)
+    }
+    private let figures = Figures()
+    private let stopped = Latch()
+
+    /// Reads once on the caller's thread (the figures exist from the start), then every
+    /// `intervalMilliseconds` on the gauge's thread until `stop`.
+    public init(
+        directory: String, intervalMilliseconds: Int = 500,
+        readFree: @escaping @Sendable (String) -> UInt64? = { FieldcapSession.freeBytes(at: $0) },
+        countBytes: @escaping @Sendable () -> UInt64
+    ) {
+        let read: @Sendable () -> Void = { [figures] in
+            figures.free.store(readFree(directory) ?? DiskGauge.unknown, ordering: .relaxed)
+            figures.bytes.store(countBytes(), ordering: .relaxed)
+            figures.readAtNs.store(MonotonicClock.now(), ordering: .releasing)
+        }
+        read()
+        let thread = DedicatedThread(name: "fc-disk-gauge") { [stopped] in
+            while !stopped.wait(milliseconds: Int32(clamping: intervalMilliseconds)) { read() }
+        }
+        // Never joined: a read held by the kernel on a dead share must not hold the stop too.
+        thread.detach()
+    }
+
+    /// Free bytes for an unprivileged writer at the last reading; nil when the file system did
+    /// not say.
+    public var freeBytes: UInt64? {
+        let value = figures.free.load(ordering: .relaxed)
+        return value == Self.unknown ? nil : value
+    }
+
+    /// The recording's bytes on disk at the last reading.
+    public var recordingBytes: UInt64 {
+        let value = figures.bytes.load(ordering: .relaxed)
+        return value == Self.unknown ? 0 : value
+    }
+
+    /// Seconds since the last reading ended: about the interval while the disk answers, growing
+    /// while a reading waits on it.
+    public var secondsSinceReading: Double {
+        Double(MonotonicClock.now() &- figures.readAtNs.load(ordering: .acquiring)) / 1e9
+    }
+
+    /// Ends the readings; returns at once, even while a reading waits on the disk.
+    public func stop() { stopped.open() }
+}

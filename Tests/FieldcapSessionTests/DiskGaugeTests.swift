@@ -1,0 +1,59 @@
+import FieldcapSession
+import Foundation
+import Synchronization
+import Testing
+
+/// The disk's figures read off the thread that stops a recording (#43): a `statvfs` held by a
+/// dead share must not hold the reader.
+@Suite("Disk gauge")
+struct DiskGaugeTests {
+    /// A file system that answers until `hang` is set, then holds every reading until `release`.
+    final class Share: Sendable {
+        let hanging = Atomic<Bool>(false)
+        let released = DispatchSemaphore(value: 0)
+        let readings = Atomic<Int>(0)
+
+        func free(_ path: String) -> UInt64? {
+            if hanging.load(ordering: .relaxed) { released.wait() }
+            readings.add(1, ordering: .relaxed)
+            return 1_000_000 - UInt64(readings.load(ordering: .relaxed))
+        }
+    }
+
+    @Test("figures exist from the start and keep being read")
+    func readsFromTheStart() throws {
+        let share = Share()
+        let gauge = DiskGauge(directory: "/unused", intervalMilliseconds: 10, readFree: share.free) { 4096 }
+        defer { gauge.stop() }
+        #expect(gauge.freeBytes == 999_999)
+        #expect(gauge.recordingBytes == 4096)
+        let deadline = Date().addingTimeInterval(5)
+        while share.readings.load(ordering: .relaxed) < 5 && Date() < deadline { usleep(5000) }
+        #expect(share.readings.load(ordering: .relaxed) >= 5)
+        #expect(try #require(gauge.freeBytes) < 999_999)
+    }
+
+    @Test("a reading the disk holds leaves the last figures readable at once, and stop returns")
+    func aHeldReadingDoesNotHoldTheReader() throws {
+        let share = Share()
+        let gauge = DiskGauge(directory: "/unused", intervalMilliseconds: 10, readFree: share.free) { 0 }
+        share.hanging.store(true, ordering: .relaxed)
+        usleep(300_000)
+        let before = Date()
+        let free = gauge.freeBytes
+        gauge.stop()
+        #expect(Date().timeIntervalSince(before) < 0.1)
+        #expect(free != nil)
+        // The gauge's thread is held: its last reading ages while the disk holds it.
+        #expect(gauge.secondsSinceReading > 0.2)
+        share.hanging.store(false, ordering: .relaxed)
+        share.released.signal()
+    }
+
+    @Test("a file system that does not say its free space gives no figure, not zero")
+    func unknownFreeSpace() {
+        let gauge = DiskGauge(directory: "/unused", readFree: { _ in nil }) { 0 }
+        defer { gauge.stop() }
+        #expect(gauge.freeBytes == nil)
+    }
+}
