@@ -507,7 +507,10 @@ def check_mp4(session, out):
         for index, ((t, _), shown) in enumerate(zip(frames, times)):
             if abs((t - first) / 1e9 - shown) > 2 / 90000:
                 fail(f"{path}: frame {index} shown at {shown} s, its capture_ns is {(t - first) / 1e9} s after the first")
-        raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"],
+        # Every decoded frame, not a constant-rate resampling of them (two frames captured close
+        # together would be one output frame).
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-fps_mode", "passthrough", "-f", "rawvideo",
+                              "-pix_fmt", pix_fmt, "-"],
                              check=True, capture_output=True).stdout
         size = w * h * 3 // 2
         if len(raw) != size * len(frames):
