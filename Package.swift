@@ -115,7 +115,8 @@ let package = Package(
             dependencies: ["CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2", "SyncField"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
-        .target(name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        .target(
+            name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
@@ -223,7 +224,8 @@ let package = Package(
         .executableTarget(
             name: "EncodeBench", dependencies: ["FieldcapEncode", "FieldcapCore"], path: "Benchmarks/EncodeBench"),
         .executableTarget(
-            name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"], path: "Benchmarks/ClockBench"),
+            name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"],
+            path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),
@@ -236,7 +238,8 @@ let package = Package(
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
         .testTarget(name: "FieldcapSegmentsTests", dependencies: ["FieldcapSegments", "FieldcapCore", "SyncField"]),
-        .testTarget(name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapSessionTests",
             dependencies: [
@@ -256,7 +259,8 @@ let package = Package(
             name: "FieldcapClockQualityTests", dependencies: ["FieldcapClockQuality", "SyncField", "TestSupport"],
             // What chronyc and pmc printed, read by the tests; the live ptp4l pair's script.
             exclude: ["Recorded", "Live"]),
-        .testTarget(name: "FieldcapServiceTests", dependencies: ["FieldcapService", "FieldcapSession", "FieldcapCore"]),
+        .testTarget(
+            name: "FieldcapServiceTests", dependencies: ["FieldcapService", "FieldcapSession", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(
@@ -287,3 +291,37 @@ let package = Package(
     ],
     cxxLanguageStandard: .cxx17
 )
+
+/// Where each module lives. `Sources/` is grouped by the data path, in order: the platform under
+/// everything, the SDK's writer, capture (device to records), storage (records to files), the rig
+/// (one recording's lifecycle), the front ends that drive it, and what reads recordings afterwards.
+/// Module names stay the products' and imports' names; only their folders are grouped.
+let layers: [(folder: String, targets: [String])] = [
+    // C shims over the system's libraries, and what every layer parses and sends with
+    (
+        "1-Platform",
+        [
+            "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
+            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
+            "FieldcapNetworking",
+        ]
+    ),
+    // SyncField: the SDK's API, its writer and its validator
+    ("2-SDK", ["SyncField"]),
+    // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, the clocks
+    ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapClockQuality"]),
+    // records to files: segments, Matroska videos, encoders
+    ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode"]),
+    // the application layer every front end drives: plans, the recording, recovery, previews
+    ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration"]),
+    // the CLI, the HTTP service, the capture-server client, the fleet, discovery
+    ("6-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet", "FieldcapDiscovery"]),
+    // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench
+    ("7-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench"]),
+]
+for target in package.targets where target.type != .test && target.path == nil {
+    guard let layer = layers.first(where: { $0.targets.contains(target.name) }) else {
+        fatalError("Package.swift: the target \(target.name) belongs to no layer: add it to `layers`")
+    }
+    target.path = "Sources/\(layer.folder)/\(target.name)"
+}

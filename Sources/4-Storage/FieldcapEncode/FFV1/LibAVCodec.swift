@@ -1,6 +1,6 @@
 import CAVCodec
 
-/// FFmpeg's libavcodec and libavformat, opened on first use (Sources/CAVCodec): their errors as
+/// FFmpeg's libavcodec and libavformat, opened on first use (Sources/1-Platform/CAVCodec): their errors as
 /// text.
 public enum LibAVCodec {
     /// Opens libavcodec, or says why it cannot be, naming the library and the Debian package.
