@@ -56,7 +56,7 @@ let package = Package(
             dependencies: ["FieldcapCore", "SyncField", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         // libmatroska (Debian: libmatroska-dev, libebml-dev) writes the Matroska video files, each
         // frame straight from the camera's mmap'd buffer in one writev, and reads a killed
-        // recording's back (Sources/CMatroska says why not FFmpeg's libavformat). A C interface
+        // recording's back (Sources/1-Platform/CMatroska says why not FFmpeg's libavformat). A C interface
         // over the C++ library, for Swift.
         .target(
             name: "CMatroska",
@@ -104,7 +104,7 @@ let package = Package(
         // FFmpeg's libavcodec for lossless FFV1 (Debian: libavcodec-dev): FFmpeg's own codec, the
         // one FFV1 is defined by (RFC 9043) and every reader decodes with. Built with its headers,
         // loaded with dlopen when an FFV1 stream is first encoded or decoded, so a rig that never
-        // asks for it does not map FFmpeg's libraries (Sources/CAVCodec/include).
+        // asks for it does not map FFmpeg's libraries (Sources/1-Platform/CAVCodec/include).
         .target(name: "CAVCodec", linkerSettings: [.linkedLibrary("dl")]),
         // Compressing frames: libjpeg-turbo's JPEG from a camera's own planes, shared by the
         // recorder's encoding workers, the live preview and the image-folder export; lossless FFV1;
@@ -294,8 +294,9 @@ let package = Package(
 
 /// Where each module lives. `Sources/` is grouped by the data path, in order: the platform under
 /// everything, the SDK's writer, capture (device to records), storage (records to files), the rig
-/// (one recording's lifecycle), the front ends that drive it, and what reads recordings afterwards.
-/// Module names stay the products' and imports' names; only their folders are grouped.
+/// (one recording's lifecycle), what reads recordings afterwards, and the front ends that drive
+/// them all. A module uses modules of its own folder and of the folders before it. Module names
+/// stay the products' and imports' names; only their folders are grouped.
 let layers: [(folder: String, targets: [String])] = [
     // C shims over the system's libraries, and what every layer parses and sends with
     (
@@ -314,10 +315,10 @@ let layers: [(folder: String, targets: [String])] = [
     ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode"]),
     // the application layer every front end drives: plans, the recording, recovery, previews
     ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration"]),
-    // the CLI, the HTTP service, the capture-server client, the fleet, discovery
-    ("6-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet", "FieldcapDiscovery"]),
     // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench
-    ("7-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench"]),
+    ("6-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench"]),
+    // the CLI, the HTTP service, the capture-server client, the fleet, discovery
+    ("7-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet", "FieldcapDiscovery"]),
 ]
 for target in package.targets where target.type != .test && target.path == nil {
     guard let layer = layers.first(where: { $0.targets.contains(target.name) }) else {

@@ -407,7 +407,7 @@ struct ServeCommandTests: ServeSuite {
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
         let serve = try ServeProcess(Self.devices + ["--token-file", tokenFile])
         let token = try Self.token(in: tokenFile)
-        let spec = Self.package.appendingPathComponent("Sources/6-Frontends/FieldcapService/Web/openapi.yaml").path
+        let spec = Self.package.appendingPathComponent("Sources/7-Frontends/FieldcapService/Web/openapi.yaml").path
         let check = try runTool(
             "env",
             [

@@ -36,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 bin=${FIELDCAP_BIN:-$PWD/.build/release/fieldcap}
-spec=$PWD/Sources/6-Frontends/FieldcapService/Web/openapi.yaml
+spec=$PWD/Sources/7-Frontends/FieldcapService/Web/openapi.yaml
 seed=${SCHEMATHESIS_SEED:-20261127}
 examples=${SCHEMATHESIS_EXAMPLES:-25}
 [ -x "$bin" ] || { echo "schemathesis.sh: no fieldcap at $bin (build it, or set FIELDCAP_BIN)" >&2; exit 1; }
