@@ -1,7 +1,6 @@
 import FieldcapCore
 import FieldcapSession
 import Foundation
-import Synchronization
 import Testing
 
 @testable import FieldcapService
@@ -47,7 +46,7 @@ struct RecordingRunnerTests {
         #expect(took >= 0.5 && took < 10, "gave up after \(took) s")
         // The stop's thread was waiting all along; once it ends, its outcome changes nothing.
         source.released.signal()
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .seconds(1))
         let later = await runner.finished()
         #expect(later.reason == "disk not answering")
     }

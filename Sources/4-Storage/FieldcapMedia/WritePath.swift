@@ -53,7 +53,9 @@ public struct WritePath: Equatable, Sendable {
     /// `soft`; CIFS mounts soft unless told `hard`.
     public var waitsForeverWhenGone: Bool {
         guard let mountType else { return false }
-        if mountType.hasPrefix("nfs") { return !mountOptions.contains("soft") && !mountOptions.contains("softerr") }
+        if mountType == "nfs" || mountType == "nfs4" {
+            return !mountOptions.contains("soft") && !mountOptions.contains("softerr")
+        }
         if mountType == "cifs" || mountType == "smb3" { return mountOptions.contains("hard") }
         return false
     }
@@ -115,11 +117,13 @@ public struct WritePath: Equatable, Sendable {
         return mount(device: "\(major):\(minor)", in: readMountInfo())
     }
 
+    /// The mount table's file system type of the mount whose device is `device`.
     static func mountType(device: String, in mountInfo: String) -> String? {
         mount(device: device, in: mountInfo)?.type
     }
 
-    /// From `/proc/self/mountinfo`'s lines: `ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS] - TYPE SOURCE SUPER-OPTIONS`.
+    /// From `/proc/self/mountinfo`'s lines:
+    /// `ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS] - TYPE SOURCE SUPER-OPTIONS`.
     static func mount(device: String, in mountInfo: String) -> (type: String, options: [String])? {
         var found: (type: String, options: [String])?
         for line in mountInfo.split(separator: "\n") {

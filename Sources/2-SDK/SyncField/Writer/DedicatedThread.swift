@@ -49,14 +49,5 @@ package final class DedicatedThread {
         pthread_join(thread, nil)
     }
 
-    /// Lets the thread end on its own, never joined: for a watcher that can be held in a call the
-    /// kernel does not return from (a stat on a share that went away), which its owner must not
-    /// wait for.
-    package func detach() {
-        guard !joined else { return }
-        joined = true
-        pthread_detach(thread)
-    }
-
     deinit { precondition(joined, "a DedicatedThread must be joined") }
 }

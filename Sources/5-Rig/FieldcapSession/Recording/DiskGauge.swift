@@ -5,7 +5,7 @@ import Synchronization
 /// of its own every half second. On a share that went away, `statvfs` and `stat` wait out the
 /// mount's timeouts (tens of seconds on a soft NFS or CIFS mount, for ever on a hard one). The
 /// thread that takes Ctrl-C, decides when to stop and prints the status reads the last figures
-/// here instead, so a dead share never keeps it from stopping the recording (#43).
+/// here instead, so a dead share never keeps it from stopping the recording (#43). Thread-safe.
 public final class DiskGauge: Sendable {
     private static let unknown = UInt64.max
     /// Written by the gauge's thread, read by any.
@@ -30,12 +30,15 @@ public final class DiskGauge: Sendable {
             figures.readAtNs.store(MonotonicClock.now(), ordering: .releasing)
         }
         read()
-        let thread = DedicatedThread(name: "fc-disk-gauge") { [stopped] in
+        // Never joined: a reading held by the kernel on a dead share must not hold the stop too.
+        detachThread(named: "fc-disk-gauge") { [stopped] in
             while !stopped.wait(milliseconds: Int32(clamping: intervalMilliseconds)) { read() }
         }
-        // Never joined: a read held by the kernel on a dead share must not hold the stop too.
-        thread.detach()
     }
+
+    // The thread holds the figures and the latch, not the gauge: a gauge dropped without `stop`
+    // (a start that failed after making it) still ends its readings.
+    deinit { stopped.open() }
 
     /// Free bytes for an unprivileged writer at the last reading; nil when the file system did
     /// not say.

@@ -85,11 +85,14 @@ public struct StoppedEvent: Sendable {
         streams = []
     }
 
+    /// The reason of a stop given up on a disk that stopped answering.
+    public static let diskNotAnswering = "disk not answering"
+
     /// A stop given up on a disk that stopped answering (`StopWatchdog`): the session is left for
     /// `fieldcap recover`, and the stop's thread waits on in the kernel.
     init(directory: String, gaveUp why: String) {
         self.directory = directory
-        reason = "disk not answering"
+        reason = Self.diskNotAnswering
         elapsed = 0
         streams = []
         error = why

@@ -49,14 +49,14 @@ public enum ServiceServer {
     /// `services` (a capture server's connection) run beside it and end with it.
     /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
     /// and `notice` hears what the announcer has to say. `recordingFinished` is called once the
-    /// signal's recording is finished (or there was none), before the rest is stopped; what is
-    /// still running `stopTimeout` later is cancelled.
+    /// signal's recording is finished, with how it ended (nil: there was none), before the rest
+    /// is stopped; what is still running `stopTimeout` later is cancelled.
     public static func run(
         rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
         services: [any Service] = [], announce: Bool = false, limits: Limits = Limits(),
         stopTimeout: Duration = .seconds(3),
         logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
-        recordingFinished: @escaping @Sendable () -> Void = {},
+        recordingFinished: @escaping @Sendable (StoppedEvent?) -> Void = { _ in },
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
         let announcer = Mutex<ServiceAnnouncer?>(nil)
@@ -132,11 +132,10 @@ extension ServiceServer {
 /// Finishes a recording in progress when the service is told to stop.
 struct RecordingShutdown: Service {
     let rig: RigService
-    let finished: @Sendable () -> Void
+    let finished: @Sendable (StoppedEvent?) -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
-        await rig.shutdown("service shutdown (SIGTERM or SIGINT)")
-        finished()
+        finished(await rig.shutdown("service shutdown (SIGTERM or SIGINT)"))
     }
 }

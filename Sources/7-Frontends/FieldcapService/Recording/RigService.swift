@@ -320,7 +320,9 @@ public final class RigService: Sendable {
     }
 
     /// Stops a recording in progress, if there is one: the service's shutdown.
-    public func shutdown(_ why: String) async {
+    /// Returns how the recording in progress ended, nil when there was none.
+    @discardableResult
+    public func shutdown(_ why: String) async -> StoppedEvent? {
         state.withLock { $0.shutDown = true }
         await onCameraQueue { [self] in closePreviewCapture() }
         // A start opening its devices as the signal came holds no runner yet, and stop would find
@@ -328,7 +330,8 @@ public final class RigService: Sendable {
         for _ in 0..<1_000 where state.withLock({ $0.starting && $0.scheduled == nil }) {
             try? await Task.sleep(nanoseconds: 10_000_000)
         }
-        _ = try? await stop(why)
+        let stopped = try? await stop(why)
         previews.close()
+        return stopped
     }
 }
