@@ -43,7 +43,10 @@ enum MP4Export {
                     width: format.width, height: format.height, settings: settings, globalHeader: true)
             } catch { throw ExportError(.output, "\(camera.id): \(error.description)") }
             let path = "\(directory)/\(camera.id).mp4"
-            let writer = try MP4Writer(path: path, encoder: encoder)
+            // The nominal frame interval (30 fps where the rate is unknown): the last frame's.
+            let ticks = Double(H264Encoder.timeBase.den) / Double(H264Encoder.timeBase.num)
+            let frameDuration = Int64((ticks / (camera.nominalRate > 0 ? camera.nominalRate : 30)).rounded())
+            let writer = try MP4Writer(path: path, encoder: encoder, frameDuration: frameDuration)
             let reader = try CameraReader(session: session, stream: camera)
             defer { reader.cancel() }
             var first: UInt64?

@@ -12,11 +12,18 @@ final class MP4Writer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let stream: UnsafeMutablePointer<AVStream>
     private let encoderTimeBase: AVRational
+    /// Each packet's duration, in the encoder's time base, where the encoder gives none.
+    private let frameDuration: Int64
     private var finished = false
 
     /// A file at `path` (which must not exist yet: the export's staging) for `encoder`'s packets.
-    init(path: String, encoder: H264Encoder) throws(ExportError) {
+    /// `frameDuration` (in `H264Encoder.timeBase`) is how long the last frame shows: the muxer
+    /// takes the others' from the times between frames, and ends the file's edit list at the last
+    /// frame's time plus its duration. Without one, players (ffmpeg, ffprobe, browsers) drop the
+    /// last frame.
+    init(path: String, encoder: H264Encoder, frameDuration: Int64) throws(ExportError) {
         self.path = path
+        self.frameDuration = max(1, frameDuration)
         do throws(EncodeError) { try LibAVCodec.loadFormat(for: "An MP4 export") } catch {
             throw ExportError(.output, error.description)
         }
@@ -55,6 +62,7 @@ final class MP4Writer {
     func write(_ packet: UnsafeMutablePointer<AVPacket>) throws(ExportError) {
         guard let context else { return }
         packet.pointee.stream_index = stream.pointee.index
+        if packet.pointee.duration <= 0 { packet.pointee.duration = frameDuration }
         CAVCodec_av_packet_rescale_ts(packet, encoderTimeBase, stream.pointee.time_base)
         let written = CAVCodec_av_interleaved_write_frame(context, packet)
         guard written >= 0 else { throw Self.failure("av_interleaved_write_frame", written, path) }
