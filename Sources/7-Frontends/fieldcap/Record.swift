@@ -249,17 +249,7 @@ struct Record: ParsableCommand {
         // process from ending: past the watchdog's limit it exits, the session left for recover.
         let watchdog = StopWatchdog(diskStalls: recording.diskStalls, writeFailed: reason == .writeFailed) {
             [directory] why in
-            // Standard error may be a file on a disk that holds every writer back too (the
-            // kernel throttles them while the share's pages cannot be written): the exit does
-            // not wait for the message.
-            let exit = DedicatedThread(name: "fc-exit") {
-                usleep(2_000_000)
-                _exit(1)
-            }
-            withExtendedLifetime(exit) {
-                say("\nError: \(why): \(directory)")
-                _exit(1)
-            }
+            exitGivingUp(saying: "\nError: \(why): \(directory)")
         }
         let outcome: RecordingController.Outcome
         do {

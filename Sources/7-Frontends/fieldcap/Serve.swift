@@ -330,7 +330,9 @@ struct Serve: ParsableCommand {
                     // A stop the disk held was given up: the session needs recover, and the
                     // process says so in its status, as `fieldcap record` does.
                     if let stopped, stopped.reason == StoppedEvent.diskNotAnswering {
-                        Self.exitGivenUp(stopped)
+                        exitGivingUp(
+                            saying:
+                                "Error: \(stopped.error ?? "the recording's stop was given up"): \(stopped.directory)")
                     }
                     Self.exitIfStuck(afterSeconds: 5)
                 }
@@ -345,18 +347,6 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         say("stopped")
-    }
-
-    /// Exits 1 at once: the recording's stop was given up on a disk that stopped answering, and
-    /// its thread waits on in the kernel. Standard error may wait on the same disk: the exit does
-    /// not wait for the message.
-    static func exitGivenUp(_ stopped: StoppedEvent) -> Never {
-        detachThread(named: "fc-exit") {
-            usleep(2_000_000)
-            _exit(1)
-        }
-        say("Error: \(stopped.error ?? "the recording's stop was given up"): \(stopped.directory)")
-        _exit(1)
     }
 
     /// The recording is finished; the rest (clients, listeners) gets `seconds` to stop, and the

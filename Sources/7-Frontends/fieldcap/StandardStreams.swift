@@ -1,4 +1,5 @@
 import Glibc
+import SyncField
 
 // Standard error and the JSON lines on standard output are written straight to their file
 // descriptors, each text in one go, past `print`'s buffer: what Foundation's `FileHandle` did
@@ -34,4 +35,17 @@ private func writeFully(_ bytes: [UInt8], to fd: Int32) {
             offset += written
         }
     }
+}
+
+/// Says `line` and exits 1 at once, for a recording whose stop was given up on a disk that
+/// stopped answering. Standard error may be a file on that disk, which holds every writer back
+/// too (the kernel throttles them while the share's pages cannot be written): the exit does not
+/// wait for the message more than 2 s.
+func exitGivingUp(saying line: String) -> Never {
+    detachThread(named: "fc-exit") {
+        usleep(2_000_000)
+        _exit(1)
+    }
+    say(line)
+    _exit(1)
 }
