@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "FieldcapExport", targets: ["FieldcapExport"]),
         // What a rig holds, for a program of one's own: listing, deleting, extracting a range.
         .library(name: "FieldcapArchive", targets: ["FieldcapArchive"]),
+        // A rig for a program of one's own: its devices, one recording at a time on command, the
+        // events of each, the preview; what `serve`, the capture-server client and the fleet drive.
+        .library(name: "FieldcapRig", targets: ["FieldcapRig"]),
         // A rig over the network, for a program of one's own: the API, the events, the recording on command.
         .library(name: "FieldcapService", targets: ["FieldcapService"]),
         // Live preview of a camera, for a program of one's own: the frame tap's JPEGs.
@@ -46,9 +49,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
-        .target(name: "SyncField"),
+        // The house's system tools, below every layer: named threads, the latch and doorbell
+        // (eventfd) that wake them, path names.
+        .target(name: "FieldcapSystem"),
+        .target(name: "SyncField", dependencies: ["FieldcapSystem"]),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
-        .target(name: "FieldcapCore", dependencies: ["SyncField"]),
+        .target(name: "FieldcapCore", dependencies: ["FieldcapSystem", "SyncField"]),
         // What `fieldcap bench` measures with: jitter statistics, the timestamp simulation and the
         // peers' strategies it compares fieldcap with. Nothing on the capture path uses it.
         .target(
@@ -61,7 +67,7 @@ let package = Package(
         .target(
             name: "CMatroska",
             linkerSettings: [.linkedLibrary("matroska"), .linkedLibrary("ebml"), .linkedLibrary("stdc++")]),
-        .target(name: "FieldcapMedia", dependencies: ["CMatroska", "FieldcapCore", "SyncField"]),
+        .target(name: "FieldcapMedia", dependencies: ["FieldcapSystem", "CMatroska", "FieldcapCore", "SyncField"]),
         // What Glibc's Swift module lacks for the capture loops (epoll): the general Linux seam.
         .target(name: "CFieldcapLinux"),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
@@ -72,7 +78,7 @@ let package = Package(
         .target(name: "FieldcapIIO", dependencies: ["CIIO", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Recording in segments: which record goes into which segment, the recording's index,
         // the storage budget. The session layer gives it the segments' files.
-        .target(name: "FieldcapSegments", dependencies: ["FieldcapCore", "SyncField"]),
+        .target(name: "FieldcapSegments", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
         .target(name: "FieldcapClockQuality", dependencies: ["SyncField"]),
@@ -81,12 +87,17 @@ let package = Package(
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Many rigs, one capture: the rigs of a fleet on an MQTT broker.
-        .target(name: "FieldcapFleet", dependencies: ["CMosquitto", "FieldcapCore", "SyncField"]),
+        .target(
+            name: "FieldcapFleet",
+            dependencies: [
+                "FieldcapSystem", "CMosquitto", "FieldcapCore", "FieldcapSession", "FieldcapRig", "SyncField",
+            ]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
         .target(
             name: "FieldcapSession",
             dependencies: [
+                "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
             ]),
@@ -94,7 +105,10 @@ let package = Package(
         // deleting by name or age, and extracting a wall-clock range across segments.
         .target(
             name: "FieldcapArchive",
-            dependencies: ["SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments", "FieldcapSession"]),
+            dependencies: [
+                "FieldcapSystem", "CArchive", "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments",
+                "FieldcapSession",
+            ]),
         // libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev): the live preview's JPEGs.
         // libjpeg-turbo is the JPEG codec the field runs (browsers, FFmpeg's mjpeg decoder via
         // libjpeg, µStreamer); its YUV-planes entry point takes a camera's 4:2:2 and 4:2:0 frames
@@ -112,16 +126,26 @@ let package = Package(
         // capture.
         .target(
             name: "FieldcapEncode",
-            dependencies: ["CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2", "SyncField"]),
+            dependencies: [
+                "FieldcapSystem", "CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2",
+                "SyncField",
+            ]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(
-            name: "FieldcapPreview", dependencies: ["FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+            name: "FieldcapPreview",
+            dependencies: ["FieldcapSystem", "FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
         // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
         .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
+        // The rig every front end drives (`serve`'s API, the capture-server client, the fleet):
+        // its devices checked once, one recording at a time on its own thread, the events of each
+        // pushed to whoever watches, the cameras' preview while idle, a stop the disk holds given up.
+        .target(
+            name: "FieldcapRig",
+            dependencies: ["FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview"]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
         // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).
         .target(
@@ -145,7 +169,7 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapService", "FieldcapSession", "FieldcapSegments", "FieldcapArchive", "FieldcapDiscovery",
+                "FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapArchive", "FieldcapDiscovery",
                 "FieldcapNetworking", "FieldcapExport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -174,6 +198,7 @@ let package = Package(
         .target(
             name: "FieldcapExport",
             dependencies: [
+                "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
                 "FieldcapCalibration", "FieldcapEncode", "CAVCodec", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
                 "CTurboJPEG",
@@ -184,8 +209,9 @@ let package = Package(
         .target(
             name: "FieldcapService",
             dependencies: [
-                "CArchive", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive", "FieldcapPreview",
-                "FieldcapDiscovery", "FieldcapFleet",
+                "FieldcapSystem",
+                "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapArchive", "FieldcapPreview",
+                "FieldcapDiscovery", "FieldcapRig",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -199,8 +225,10 @@ let package = Package(
         .executableTarget(
             name: "fieldcap",
             dependencies: [
+                "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapBench", "FieldcapSession",
-                "FieldcapSegments", "FieldcapArchive", "FieldcapService", "FieldcapPreview", "FieldcapSyncService",
+                "FieldcapSegments", "FieldcapArchive", "FieldcapRig", "FieldcapService", "FieldcapPreview",
+                "FieldcapSyncService",
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -228,7 +256,7 @@ let package = Package(
             path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "SyncFieldTests", dependencies: ["SyncField", "TestSupport"]),
+        .testTarget(name: "SyncFieldTests", dependencies: ["FieldcapSystem", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapNetworkingTests",
             dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
@@ -260,7 +288,7 @@ let package = Package(
             // What chronyc and pmc printed, read by the tests; the live ptp4l pair's script.
             exclude: ["Recorded", "Live"]),
         .testTarget(
-            name: "FieldcapServiceTests", dependencies: ["FieldcapService", "FieldcapSession", "FieldcapCore"]),
+            name: "FieldcapRigTests", dependencies: ["FieldcapRig", "FieldcapSession", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(
@@ -268,7 +296,8 @@ let package = Package(
             dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapEncodeTests", dependencies: ["FieldcapEncode", "FieldcapCore", "TestSupport"]),
         .testTarget(
-            name: "FieldcapPreviewTests", dependencies: ["FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
+            name: "FieldcapPreviewTests",
+            dependencies: ["FieldcapSystem", "FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
             dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"],
@@ -298,13 +327,13 @@ let package = Package(
 /// them all. A module uses modules of its own folder and of the folders before it. Module names
 /// stay the products' and imports' names; only their folders are grouped.
 let layers: [(folder: String, targets: [String])] = [
-    // C shims over the system's libraries, and what every layer parses and sends with
+    // C shims over the system's libraries, and what every layer parses, sends and announces with
     (
         "1-Platform",
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
             "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
-            "FieldcapNetworking",
+            "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem",
         ]
     ),
     // SyncField: the SDK's API, its writer and its validator
@@ -313,12 +342,13 @@ let layers: [(folder: String, targets: [String])] = [
     ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapClockQuality"]),
     // records to files: segments, Matroska videos, encoders
     ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode"]),
-    // the application layer every front end drives: plans, the recording, recovery, previews
-    ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration"]),
+    // the application layer every front end drives: plans, the recording, recovery, previews, the rig
+    ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration", "FieldcapRig"]),
     // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench
     ("6-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench"]),
-    // the CLI, the HTTP service, the capture-server client, the fleet, discovery
-    ("7-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet", "FieldcapDiscovery"]),
+    // the HTTP service, the capture-server client, the fleet, each a face of the rig that uses no
+    // other; and the CLI, the program that puts them together
+    ("7-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet"]),
 ]
 for target in package.targets where target.type != .test && target.path == nil {
     guard let layer = layers.first(where: { $0.targets.contains(target.name) }) else {

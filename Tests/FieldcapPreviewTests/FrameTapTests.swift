@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSystem
 import Foundation
 import SyncField
 import Testing

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Testing
 
 @testable import SyncField

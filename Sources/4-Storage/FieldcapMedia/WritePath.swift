@@ -1,4 +1,5 @@
 import CMatroska
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import FieldcapCalibration
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

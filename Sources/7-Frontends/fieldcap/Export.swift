@@ -2,6 +2,7 @@ import ArgumentParser
 import FieldcapArchive
 import FieldcapExport
 import FieldcapSession
+import FieldcapSystem
 import Glibc
 import SyncField
 import Synchronization

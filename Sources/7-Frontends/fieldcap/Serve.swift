@@ -3,8 +3,10 @@ import FieldcapCaptureServer
 import FieldcapClockQuality
 import FieldcapFleet
 import FieldcapPreview
+import FieldcapRig
 import FieldcapService
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import Logging

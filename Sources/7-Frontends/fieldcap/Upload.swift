@@ -3,6 +3,7 @@ import Dispatch
 import FieldcapCore
 import FieldcapSession
 import FieldcapSyncService
+import FieldcapSystem
 import Glibc
 import SyncField
 

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Synchronization
 
 #if canImport(Glibc)

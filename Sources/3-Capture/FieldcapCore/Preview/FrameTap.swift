@@ -1,3 +1,4 @@
+import FieldcapSystem
 import SyncField
 import Synchronization
 

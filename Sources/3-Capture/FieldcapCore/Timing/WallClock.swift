@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Glibc
 import SyncField
 

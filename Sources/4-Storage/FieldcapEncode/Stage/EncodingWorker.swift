@@ -1,6 +1,7 @@
 import CFieldcapLinux
 import Dispatch
 import FieldcapCore
+import FieldcapSystem
 import SyncField
 import Synchronization
 

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

@@ -1,6 +1,7 @@
 import CFieldcapLinux
 import FieldcapCore
 import FieldcapEncode
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 import Synchronization

@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapSegments
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

@@ -1,5 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

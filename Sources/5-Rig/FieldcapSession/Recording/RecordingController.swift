@@ -2,6 +2,7 @@ import FieldcapClockQuality
 import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

@@ -1,4 +1,5 @@
 import FieldcapSegments
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

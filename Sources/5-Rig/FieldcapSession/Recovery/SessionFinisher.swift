@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapMedia
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

@@ -1,6 +1,7 @@
 import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

@@ -2,6 +2,7 @@ import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

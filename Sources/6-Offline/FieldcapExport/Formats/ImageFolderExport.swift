@@ -1,6 +1,7 @@
 import FieldcapCalibration
 import FieldcapCore
 import FieldcapEncode
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 

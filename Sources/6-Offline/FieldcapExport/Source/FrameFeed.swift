@@ -2,6 +2,7 @@ import Dispatch
 import FieldcapCore
 import FieldcapEncode
 import FieldcapMedia
+import FieldcapSystem
 import SyncField
 import Synchronization
 

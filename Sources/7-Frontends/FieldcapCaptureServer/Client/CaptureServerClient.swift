@@ -1,6 +1,6 @@
 import FieldcapDiscovery
 import FieldcapNetworking
-import FieldcapService
+import FieldcapRig
 import FieldcapSession
 import FoundationEssentials
 import Logging

@@ -1,6 +1,6 @@
 import FieldcapArchive
+import FieldcapRig
 import FieldcapSegments
-import FieldcapService
 import FieldcapSession
 import FoundationEssentials
 import Logging

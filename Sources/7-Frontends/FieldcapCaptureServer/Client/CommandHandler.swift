@@ -1,5 +1,5 @@
 import FieldcapArchive
-import FieldcapService
+import FieldcapRig
 import FieldcapSession
 import FoundationEssentials
 import Logging

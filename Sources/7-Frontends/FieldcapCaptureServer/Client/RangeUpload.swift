@@ -1,7 +1,7 @@
 import FieldcapArchive
 import FieldcapExport
+import FieldcapRig
 import FieldcapSegments
-import FieldcapService
 import FieldcapSession
 import FoundationEssentials
 import Glibc

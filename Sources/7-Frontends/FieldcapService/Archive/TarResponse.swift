@@ -1,3 +1,4 @@
+import FieldcapArchive
 import Glibc
 import Hummingbird
 import NIOPosix
@@ -7,8 +8,6 @@ import NIOPosix
 /// long recording never holds the server's threads or more than a read buffer of memory; the
 /// client's pace sets the reads'.
 enum TarResponse {
-    static let chunkBytes = 1 << 20
-
     /// `done` runs once the stream has ended, sent or not (a scratch directory to remove).
     static func directory(_ path: String, name: String, done: @escaping @Sendable () -> Void = {}) throws -> Response {
         let entries: [TarStream.Entry]
@@ -56,7 +55,7 @@ enum TarResponse {
         defer { close(fd) }
         var offset: UInt64 = 0
         while offset < entry.size {
-            let want = Int(min(UInt64(chunkBytes), entry.size - offset))
+            let want = Int(min(UInt64(TarStream.chunkBytes), entry.size - offset))
             let at = offset
             let chunk: [UInt8] = try await NIOThreadPool.singleton.runIfActive {
                 var buffer = [UInt8](repeating: 0, count: want)

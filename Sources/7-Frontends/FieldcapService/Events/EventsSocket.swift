@@ -1,3 +1,4 @@
+import FieldcapRig
 import Hummingbird
 import HummingbirdWebSocket
 
@@ -29,7 +30,7 @@ enum EventsSocket {
         }
     }
 
-    static func text(_ event: ServiceEvent) -> String {
+    static func text(_ event: RigEvent) -> String {
         String(decoding: JSONBody.encode(EventBody(event: event)), as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import Hummingbird

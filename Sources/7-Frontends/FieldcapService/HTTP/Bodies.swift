@@ -1,7 +1,9 @@
 import FieldcapArchive
 import FieldcapCore
 import FieldcapPreview
+import FieldcapRig
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import SyncField
 
@@ -126,7 +128,7 @@ struct StatusBody: Encodable {
     var last: StoppedBody?
     var server: Server?
 
-    init(_ status: ServiceStatus) {
+    init(_ status: RigStatus) {
         state = status.state
         scheduled = status.scheduled.map {
             Scheduled(atUtc: SyncPoint.isoDatetime(wallClockNs: $0.atNs), captureId: $0.captureId)
@@ -235,7 +237,7 @@ struct SessionBody: Encodable {
 
 /// One event on `/api/v1/events`: `{"event":"status",...}` and the others.
 struct EventBody: Encodable {
-    var event: ServiceEvent
+    var event: RigEvent
 
     enum Keys: String, CodingKey {
         case event, directory, name, stream, error, freeBytes, minFreeBytes, segment

@@ -1,6 +1,8 @@
 import FieldcapArchive
 import FieldcapCore
+import FieldcapRig
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Hummingbird
 import SyncField

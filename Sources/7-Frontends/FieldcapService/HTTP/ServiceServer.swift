@@ -1,4 +1,5 @@
 import FieldcapDiscovery
+import FieldcapRig
 import Glibc
 import Hummingbird
 import HummingbirdCore

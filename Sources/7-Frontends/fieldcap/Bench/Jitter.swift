@@ -2,6 +2,7 @@ import ArgumentParser
 import FieldcapBench
 import FieldcapCore
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField

@@ -3,7 +3,7 @@ import FieldcapSession
 import Foundation
 import Testing
 
-@testable import FieldcapService
+@testable import FieldcapRig
 
 /// The service's recording thread: a stop the disk holds is given up (#43), as `fieldcap record`
 /// gives it up, so the service answers and can itself be stopped.

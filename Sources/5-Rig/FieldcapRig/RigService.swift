@@ -186,15 +186,15 @@ public final class RigService: Sendable {
     /// The recording's sync point (a segmented recording's first), once taken.
     public var recordingSyncPoint: SyncPoint? { state.withLock { $0.runner?.controller.value.firstSyncPoint } }
 
-    public var status: ServiceStatus {
+    public var status: RigStatus {
         let (runner, last, scheduled) = state.withLock { ($0.runner, $0.last, $0.scheduled) }
         let server = serverLink?.current
         guard let runner else {
-            var status = ServiceStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
+            var status = RigStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
             status.scheduled = scheduled.map { .init(atNs: $0.start.atNs, captureId: $0.captureId) }
             return status
         }
-        return ServiceStatus(
+        return RigStatus(
             recording: runner.controller.value.directory, status: runner.status, stopping: runner.isStopping,
             last: nil, server: server)
     }

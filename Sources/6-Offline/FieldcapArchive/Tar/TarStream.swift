@@ -5,24 +5,29 @@ import Glibc
 /// A directory as a POSIX tar stream (pax, so files over 8 GiB and long names stay exact),
 /// written by libarchive a piece at a time: each call returns the bytes it produced, for the
 /// caller to send before it reads on. Nothing is staged: memory stays at one read buffer.
-final class TarStream {
+public final class TarStream {
+    /// How much of a file is read and sent at a time.
+    public static let chunkBytes = 1 << 20
+
     /// A file to put in the stream, under `name`.
-    struct Entry {
-        var name: String
-        var path: String
-        var size: UInt64
-        var modified: timespec
+    public struct Entry: Sendable {
+        public var name: String
+        public var path: String
+        public var size: UInt64
+        public var modified: timespec
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
     private let archive: OpaquePointer
     /// What libarchive wrote since the last `take`.
     private var produced: [UInt8] = []
 
-    init() {
+    public init() {
         archive = archive_write_new()
         archive_write_set_format_pax_restricted(archive)
         // Unblocked: libarchive hands over each piece as it is made, instead of 10 KiB records.
@@ -43,7 +48,7 @@ final class TarStream {
     /// Every regular file under `directory`, depth first in name order, named `prefix/relative`.
     /// Symbolic links are not followed (one could lead out of the root): each goes into `links`,
     /// as `prefix/relative`, for the caller to report.
-    static func entries(directory: String, prefix: String, links: inout [String]) throws -> [Entry] {
+    public static func entries(directory: String, prefix: String, links: inout [String]) throws -> [Entry] {
         var entries: [Entry] = []
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         for name in names {
@@ -66,7 +71,7 @@ final class TarStream {
     }
 
     /// The header of a file of `entry.size` bytes; its data follows through `data`.
-    func header(_ entry: Entry) throws -> [UInt8] {
+    public func header(_ entry: Entry) throws -> [UInt8] {
         let header = archive_entry_new()
         defer { archive_entry_free(header) }
         archive_entry_set_pathname(header, entry.name)
@@ -78,7 +83,7 @@ final class TarStream {
         return take()
     }
 
-    func data(_ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
+    public func data(_ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
         guard bytes.count > 0 else { return [] }
         let written = archive_write_data(archive, bytes.baseAddress, bytes.count)
         if written < 0 { try check(Int32(written), "writing data") }
@@ -86,7 +91,7 @@ final class TarStream {
     }
 
     /// The end of the last file (its padding) and of the archive (two zero records).
-    func finish() throws -> [UInt8] {
+    public func finish() throws -> [UInt8] {
         try check(archive_write_close(archive), "finishing the archive")
         return take()
     }

@@ -1,5 +1,6 @@
-import FieldcapFleet
+import FieldcapRig
 import FieldcapSession
+import FieldcapSystem
 import SyncField
 
 extension FleetMember.Rig {

@@ -1,6 +1,7 @@
 import Dispatch
 import FieldcapCore
 import FieldcapSession
+import FieldcapSystem
 import SyncField
 import Synchronization
 

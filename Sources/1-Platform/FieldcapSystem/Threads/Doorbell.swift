@@ -12,12 +12,12 @@ import Synchronization
 ///
 /// A pipe, as `Latch` (Glibc's Swift module does not export `sys/eventfd.h`); the byte is
 /// written only by the ring that finds nothing pending, so the pipe never fills.
-package final class Doorbell: Sendable {
+public final class Doorbell: Sendable {
     private let pending = Atomic<Bool>(false)
     private let readDescriptor: Int32
     private let writeDescriptor: Int32
 
-    package init() {
+    public init() {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends {
@@ -35,7 +35,7 @@ package final class Doorbell: Sendable {
     }
 
     /// Marks work and wakes the waiting thread (once, however often it is rung before it wakes).
-    package func ring() {
+    public func ring() {
         if !pending.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
             var byte: UInt8 = 1
             _ = write(writeDescriptor, &byte, 1)
@@ -44,8 +44,8 @@ package final class Doorbell: Sendable {
 
     /// Sleeps up to `milliseconds`, until rung, or until `latch` opens. Returns whether it was
     /// rung; the ring is then taken, so a ring after this returns wakes the next `wait`.
-    package func wait(milliseconds: Int32, orUntil latch: Latch) -> Bool {
-        let deadline = MonotonicClock.now() &+ UInt64(max(0, milliseconds)) * 1_000_000
+    public func wait(milliseconds: Int32, orUntil latch: Latch) -> Bool {
+        let deadline = monotonicRawNow() &+ UInt64(max(0, milliseconds)) * 1_000_000
         // On the stack: the waiting thread allocates nothing.
         withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { pollers in
             pollers[0] = pollfd(fd: readDescriptor, events: Int16(POLLIN), revents: 0)
@@ -55,7 +55,7 @@ package final class Doorbell: Sendable {
             // wrote it was taken: such a stale byte is read away here, so it cannot keep `poll`
             // awake.
             while !pending.load(ordering: .acquiring) && !latch.isOpen {
-                let now = MonotonicClock.now()
+                let now = monotonicRawNow()
                 guard now < deadline else { return }
                 _ = poll(pollers.baseAddress, 2, Int32((deadline - now + 999_999) / 1_000_000))
                 if pollers[0].revents != 0 { while read(readDescriptor, &byte, 1) == 1 {} }

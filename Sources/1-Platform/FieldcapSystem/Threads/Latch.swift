@@ -11,14 +11,14 @@ import Synchronization
 /// that wait in `poll` on a device put `descriptor` in their poll set. Thread-safe.
 ///
 /// A pipe rather than an eventfd: Glibc's Swift module does not export `sys/eventfd.h`.
-package final class Latch: Sendable {
+public final class Latch: Sendable {
     private let opened = Atomic<Bool>(false)
     private let once = Atomic<Bool>(false)
     /// Readable once the latch is open; never read from, so it stays readable.
-    package let descriptor: Int32
+    public let descriptor: Int32
     private let writeDescriptor: Int32
 
-    package init() {
+    public init() {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -32,7 +32,7 @@ package final class Latch: Sendable {
         if writeDescriptor >= 0 { close(writeDescriptor) }
     }
 
-    package func open() {
+    public func open() {
         opened.store(true, ordering: .releasing)
         // One byte, once: the pipe stays readable and never fills.
         if !once.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
@@ -42,14 +42,14 @@ package final class Latch: Sendable {
     }
 
     @inline(__always)
-    package var isOpen: Bool { opened.load(ordering: .acquiring) }
+    public var isOpen: Bool { opened.load(ordering: .acquiring) }
 
     /// Sleeps up to `milliseconds`, or until the latch opens; `true` once it is open.
-    package func wait(milliseconds: Int32) -> Bool {
+    public func wait(milliseconds: Int32) -> Bool {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let deadline = MonotonicClock.now() &+ UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = monotonicRawNow() &+ UInt64(max(0, milliseconds)) * 1_000_000
         while !isOpen {
-            let now = MonotonicClock.now()
+            let now = monotonicRawNow()
             guard now < deadline else { return false }
             _ = poll(&poller, 1, Int32((deadline - now + 999_999) / 1_000_000))
         }
@@ -59,7 +59,7 @@ package final class Latch: Sendable {
     /// One idle turn of a loop that drains work until it is told to end: sleeps up to
     /// `nanoseconds` (at least 1 ms, at most a minute), or until the latch opens. Once it is
     /// open, 1 ms: work accepted before the opening may still be landing.
-    package func idle(nanoseconds: UInt64) {
+    public func idle(nanoseconds: UInt64) {
         if isOpen {
             var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
             nanosleep(&pause, nil)

@@ -3,7 +3,7 @@ import Glibc
 /// Runs `body` on a named thread of its own that nobody joins: a command's signal watcher or
 /// progress line, which ends by itself. Foundation's `Thread` did this and is not in
 /// FoundationEssentials; `DedicatedThread` is for threads that are joined.
-package func detachThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+public func detachThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     final class Start {
         let name: String
         let body: @Sendable () -> Void

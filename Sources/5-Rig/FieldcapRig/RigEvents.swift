@@ -5,10 +5,10 @@ import Synchronization
 
 /// What the service tells its watchers (`/api/v1/events`): the status once a second while
 /// recording, and what happens as it happens.
-public enum ServiceEvent: Sendable {
+public enum RigEvent: Sendable {
     case started(directory: String)
     case stopped(StoppedEvent)
-    case status(ServiceStatus)
+    case status(RigStatus)
     /// A stream's capture ended early (a camera unplugged); the others go on.
     case streamEnded(stream: String, error: String)
     /// The disk's free space fell below twice the minimum: the recording stops by itself at the minimum.
@@ -24,18 +24,18 @@ public enum ServiceEvent: Sendable {
 /// oldest it has not read (status lines are replaced by newer ones anyway), so one stalled
 /// browser tab never holds memory or the recording's thread.
 public final class EventHub: Sendable {
-    private let watchers = Mutex<[UUID: AsyncStream<ServiceEvent>.Continuation]>([:])
+    private let watchers = Mutex<[UUID: AsyncStream<RigEvent>.Continuation]>([:])
 
     public init() {}
 
-    public func send(_ event: ServiceEvent) {
+    public func send(_ event: RigEvent) {
         for watcher in watchers.withLock({ Array($0.values) }) { watcher.yield(event) }
     }
 
     /// The events from now on, until the stream's reader goes away.
-    public func watch() -> AsyncStream<ServiceEvent> {
+    public func watch() -> AsyncStream<RigEvent> {
         let id = UUID()
-        let (stream, continuation) = AsyncStream<ServiceEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let (stream, continuation) = AsyncStream<RigEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
         continuation.onTermination = { [weak self] _ in _ = self?.watchers.withLock { $0.removeValue(forKey: id) } }
         watchers.withLock { $0[id] = continuation }
         return stream
@@ -45,7 +45,7 @@ public final class EventHub: Sendable {
 }
 
 /// The service's state as `/api/v1/status` and the events' status show it.
-public struct ServiceStatus: Sendable {
+public struct RigStatus: Sendable {
     /// The recording's directory, nil when idle.
     public var recording: String?
     public var status: RecordingStatus?

@@ -26,7 +26,7 @@ public enum TarFile {
                 try writeFully(bytes, to: out, path: path)
                 size += UInt64(bytes.count)
             }
-            var chunk = [UInt8](repeating: 0, count: TarResponse.chunkBytes)
+            var chunk = [UInt8](repeating: 0, count: TarStream.chunkBytes)
             for entry in entries {
                 try put(try tar.header(entry))
                 let input = open(entry.path, O_RDONLY | O_CLOEXEC)

@@ -1,0 +1,63 @@
+import FieldcapCore
+import FieldcapRig
+import FieldcapSession
+import Foundation
+import SyncField
+import Testing
+
+/// The rig as a program of its own drives it, without HTTP: what `serve`, the capture-server
+/// client and the fleet each call (#45). Only the public API: this is the README's example.
+@Suite("A rig without HTTP")
+struct RigServiceTests {
+    @Test("start, the events as they happen, the status, a second start refused, stop")
+    func rigOnCommand() async throws {
+        let root = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let rig = try RigService(
+            base: .init(
+                config: nil,
+                devices: [
+                    try DeviceSpec(kind: .camera, argument: "synthetic:160x120@15"),
+                    try DeviceSpec(kind: .imu, argument: "synthetic:100"),
+                ],
+                overrides: .init(hostId: "rig_01", root: root, minFree: ByteSize(bytes: 0))))
+        #expect(rig.devices.map(\.kind) == ["video", "sensor"])
+        #expect(rig.status.state == "idle")
+
+        let events = rig.events.watch()
+        var heard = events.makeAsyncIterator()
+        let directory = try await rig.start(.init(duration: nil))
+        #expect(rig.status.state == "recording")
+        #expect(rig.recordingDirectory == directory)
+        await #expect(throws: RigService.Refusal.self) { try await rig.start(.init()) }
+
+        guard case .started(let started)? = await heard.next() else {
+            Issue.record("the first event is not `started`")
+            return
+        }
+        #expect(started == directory)
+        // The recording's thread samples the status once a second.
+        var status: RecordingStatus?
+        for _ in 0..<50 where status == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            status = rig.status.status
+        }
+        #expect(status?.streams.map(\.id).sorted() == ["cam0", "imu0"])
+
+        let stopped = try await rig.stop("test")
+        #expect(stopped.directory == directory)
+        #expect(stopped.reason == "test")
+        #expect(stopped.error == nil)
+        #expect(stopped.streams.allSatisfy { $0.written > 0 }, "\(stopped.streams)")
+        #expect(rig.status.state == "idle")
+        #expect(rig.status.last?.directory == directory)
+        while let event = await heard.next() {
+            if case .stopped(let event) = event {
+                #expect(event.directory == directory)
+                break
+            }
+        }
+        #expect(SessionValidator.validate(directory: directory).isValid)
+        await rig.shutdown("test over")
+    }
+}
