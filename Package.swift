@@ -288,7 +288,8 @@ let package = Package(
             // What chronyc and pmc printed, read by the tests; the live ptp4l pair's script.
             exclude: ["Recorded", "Live"]),
         .testTarget(
-            name: "FieldcapRigTests", dependencies: ["FieldcapRig", "FieldcapSession", "FieldcapCore"]),
+            name: "FieldcapRigTests",
+            dependencies: ["FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapCore"]),
         .testTarget(
             name: "FieldcapCaptureServerTests", dependencies: ["FieldcapCaptureServer", "FieldcapSession"]),
         .testTarget(

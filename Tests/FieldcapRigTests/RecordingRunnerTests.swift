@@ -7,7 +7,7 @@ import Testing
 
 /// The service's recording thread: a stop the disk holds is given up (#43), as `fieldcap record`
 /// gives it up, so the service answers and can itself be stopped.
-@Suite("The service's recording runner")
+@Suite("The recording runner: a stop the disk holds")
 struct RecordingRunnerTests {
     /// A sensor whose capture thread does not end when asked until `release`: what a writer held
     /// by a share that went away looks like to the thread that stops the recording.
@@ -29,7 +29,8 @@ struct RecordingRunnerTests {
         let controller = RecordingController(
             sources: [source], settings: .init(hostId: "rig", root: root, minFree: ByteSize(bytes: 0)))
         // 0.2 s on a suspect disk; this one is not seen stalling, so three times that.
-        let runner = RecordingRunner(controller: controller, events: EventHub(), stopLimitSeconds: 0.2)
+        let runner = RecordingRunner(
+            controller: controller, events: EventHub(), options: .init(stopLimitSeconds: 0.2))
         let directory = try await runner.start()
         // Without the watchdog the stop would wait for ever: let it go after 15 s, to fail below.
         let failSafe = Task {

@@ -36,6 +36,27 @@ struct DiskGaugeTests {
         #expect(try #require(gauge.freeBytes) < 999_999)
     }
 
+    @Test("a free space below the low mark is told once, on the gauge's thread, with its figure")
+    func lowIsToldOnce() {
+        let share = Share()
+        let told = Mutex<[(free: UInt64, thread: String)]>([])
+        // Each reading has one byte less: 999,999, 999,998, ... below 999,996 from the fifth on,
+        // which the gauge's thread makes (the first is made in init).
+        let gauge = DiskGauge(
+            directory: "/unused", intervalMilliseconds: 5, readFree: share.free, lowBelow: 999_996,
+            low: { free in
+                let thread = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                told.withLock { $0.append((free, thread.trimmingCharacters(in: .whitespacesAndNewlines))) }
+            }
+        ) { 0 }
+        defer { gauge.stop() }
+        let deadline = Date().addingTimeInterval(5)
+        while share.readings.load(ordering: .relaxed) < 20 && Date() < deadline { usleep(5000) }
+        #expect(share.readings.load(ordering: .relaxed) >= 20)
+        #expect(told.withLock { $0.map(\.free) } == [999_995])
+        #expect(told.withLock { $0.map(\.thread) } == ["fc-disk-gauge"])
+    }
+
     /// Were a reading made on the reader's thread, this test would wait on the held share until
     /// the suite's time limit, and fail there.
     @Test("a reading the disk holds leaves the last figures readable, and stop returns")

@@ -5,17 +5,70 @@ import FieldcapSystem
 import SyncField
 import Synchronization
 
-/// One recording of the service, driven on a thread of its own as `fieldcap record` drives one
-/// from its main thread: `RecordingController` wants one thread for `start`, `checkStop`,
-/// `statistics` and `stop`, and its `start` and `stop` block (devices, files), which the
-/// server's async tasks must not. Once a second it samples the status and tells `events` what
-/// changed (each watcher gets the status itself, once a second).
-final class RecordingRunner: Sendable {
-    let controller: Controller
-    let minFree: UInt64
-    private let events: EventHub
-    private let state = Mutex<State>(State())
-    private let wake = DispatchSemaphore(value: 0)
+/// One recording, driven on a thread of its own: the one loop every front end's recording goes
+/// through (`fieldcap record`, and `serve`'s API, capture-server client and fleet through
+/// `RigService`). `RecordingController` wants one thread for `start`, `checkStop`, `statistics`
+/// and `stop`, and its `start` and `stop` block (devices, files), which neither a server's async
+/// tasks nor a terminal's signal handling may.
+///
+/// What happens while it records is pushed to `events` as it happens (a stream that ended, a
+/// segment rotated, a low disk: `RecordingController.Event`, from the thread it happens on), and
+/// so is the stop. The loop itself only samples the status and waits for the stop: the
+/// recording's own end (`checkStop`: its duration, a failed write, the free space), or a
+/// request. A stop the disk holds is given up (`StopWatchdog`), so the front end can answer and
+/// end.
+///
+/// Thread-safe.
+public final class RecordingRunner: Sendable {
+    public struct Options: Sendable {
+        /// Seconds between two status samples (`status`, `Hooks.status`).
+        public var statusEvery = 1.0
+        /// Seconds into the recording of the first sample: 0 for a status at once (a service's),
+        /// `statusEvery` for a first rate measured over a whole interval (a status line's).
+        public var firstStatusAt = 0.0
+        /// How long a stop may run on a disk that stopped answering (`StopWatchdog`).
+        public var stopLimitSeconds = StopWatchdog.defaultLimitSeconds
+
+        public init(
+            statusEvery: Double = 1, firstStatusAt: Double = 0,
+            stopLimitSeconds: Double = StopWatchdog.defaultLimitSeconds
+        ) {
+            self.statusEvery = statusEvery
+            self.firstStatusAt = firstStatusAt
+            self.stopLimitSeconds = stopLimitSeconds
+        }
+    }
+
+    /// What a front end does on the runner's thread, in this order: the controller's
+    /// `beforeCapture` (the sources' reports), once capture runs, each status sample, and as the
+    /// stop begins. A terminal's status line lives here: it needs no lock, being on one thread.
+    public struct Hooks: @unchecked Sendable {
+        public var beforeCapture: (SessionLayout) throws -> Void
+        public var started: () -> Void
+        public var status: (RecordingStatus) -> Void
+        public var stopping: (RecordingController.StopReason) -> Void
+
+        public init(
+            beforeCapture: @escaping (SessionLayout) throws -> Void = { _ in }, started: @escaping () -> Void = {},
+            status: @escaping (RecordingStatus) -> Void = { _ in },
+            stopping: @escaping (RecordingController.StopReason) -> Void = { _ in }
+        ) {
+            self.beforeCapture = beforeCapture
+            self.started = started
+            self.status = status
+            self.stopping = stopping
+        }
+    }
+
+    /// How the recording ended.
+    public enum End: @unchecked Sendable {
+        /// `stop` returned: the outcome (its reason, each stream's summary, a write that failed),
+        /// or the error it threw.
+        case stopped(Result<RecordingController.Outcome, Error>)
+        /// The stop was given up on a disk that stopped answering: why, naming `fieldcap recover`.
+        /// The stop's thread waits on in the kernel.
+        case gaveUp(String)
+    }
 
     /// The controller, handed between the thread that starts the runner and its own.
     final class Controller: @unchecked Sendable {
@@ -26,57 +79,98 @@ final class RecordingRunner: Sendable {
     struct State {
         var stopRequest: String?
         var status: RecordingStatus?
-        var outcome: StoppedEvent?
+        var end: End?
+        var stopped: StoppedEvent?
         var waiters: [CheckedContinuation<StoppedEvent, Never>] = []
         var stopping = false
     }
 
-    /// How long a stop may run on a disk that stopped answering (`StopWatchdog`).
-    let stopLimitSeconds: Double
+    let controller: Controller
+    public let options: Options
+    private let events: EventHub
+    private let gate: EventGate?
+    private let state = Mutex<State>(State())
+    private let wake = DispatchSemaphore(value: 0)
+    /// Opened once the end is known, for the blocking `waitForEnd`.
+    private let ended = Latch()
 
-    init(
-        controller: RecordingController, events: EventHub,
-        stopLimitSeconds: Double = StopWatchdog.defaultLimitSeconds
+    /// `gate`: the recording's pushed events on their way to `events`, closed here as the stop
+    /// begins (what the stop itself does is told by `stopped`).
+    public init(
+        controller: RecordingController, events: EventHub, gate: EventGate? = nil, options: Options = Options()
     ) {
         self.controller = Controller(controller)
-        self.stopLimitSeconds = stopLimitSeconds
-        minFree = controller.settings.minFree.bytes
+        self.options = options
         self.events = events
+        self.gate = gate
     }
 
-    /// Starts the recording on its thread; returns once capture runs, or throws what `start` threw.
-    func start() async throws -> String {
-        try await withCheckedThrowingContinuation { (started: CheckedContinuation<String, Error>) in
-            detachThread(named: "fc-service-rec") { [self] in
-                do {
-                    try controller.value.start()
-                } catch {
-                    started.resume(throwing: error)
-                    return
-                }
-                started.resume(returning: controller.value.directory ?? "")
-                drive()
-            }
+    /// Starts the recording on its thread and returns its directory once capture runs, or throws
+    /// what `RecordingController.start` threw. Blocks the calling thread.
+    public func start(hooks: Hooks = Hooks()) throws -> String {
+        let started = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<String, Error>?>(nil)
+        begin(hooks) { outcome in
+            result.withLock { $0 = outcome }
+            started.signal()
+        }
+        started.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// `start` for async callers: nothing waits but the recording's own thread, which may open
+    /// devices or wait for a fleet's instant for a while.
+    public func start(hooks: Hooks = Hooks()) async throws -> String {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<String, Error>) in
+            begin(hooks) { done.resume(with: $0) }
         }
     }
 
-    /// The latest status (at most a second old), nil before the first.
-    var status: RecordingStatus? { state.withLock { $0.status } }
+    /// Starts the recording's thread, which tells `started` how the start went, then drives.
+    private func begin(_ hooks: Hooks, started: @escaping @Sendable (Result<String, Error>) -> Void) {
+        detachThread(named: "fc-recording") { [self] in
+            do {
+                try controller.value.start(beforeCapture: hooks.beforeCapture)
+            } catch {
+                started(.failure(error))
+                return
+            }
+            hooks.started()
+            started(.success(controller.value.directory ?? ""))
+            drive(hooks)
+        }
+    }
 
-    var isStopping: Bool { state.withLock { $0.stopping } }
+    /// The latest status (at most `statusEvery` old), nil before the first.
+    public var status: RecordingStatus? { state.withLock { $0.status } }
 
-    /// Asks the recording to stop (`why` becomes the sidecar's stop reason) and waits until it has.
-    func stop(_ why: String) async -> StoppedEvent {
+    /// Whether the stop has begun (asked for, or the recording's own).
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Asks the recording to stop (`why` becomes the sidecar's stop reason); returns at once.
+    /// A second request changes nothing.
+    public func requestStop(_ why: String) {
         state.withLock { if $0.stopRequest == nil { $0.stopRequest = why } }
         wake.signal()
+    }
+
+    /// Waits until the recording has ended, however it ended. Blocks the calling thread.
+    public func waitForEnd() -> End {
+        while !ended.wait(milliseconds: 60_000) {}
+        return state.withLock { $0.end! }
+    }
+
+    /// Asks the recording to stop and waits until it has.
+    public func stop(_ why: String) async -> StoppedEvent {
+        requestStop(why)
         return await finished()
     }
 
     /// Waits until the recording has stopped, however it stopped.
-    func finished() async -> StoppedEvent {
+    public func finished() async -> StoppedEvent {
         await withCheckedContinuation { waiter in
             let done: StoppedEvent? = state.withLock { state in
-                if let outcome = state.outcome { return outcome }
+                if let stopped = state.stopped { return stopped }
                 state.waiters.append(waiter)
                 return nil
             }
@@ -84,16 +178,23 @@ final class RecordingRunner: Sendable {
         }
     }
 
-    private func drive() {
+    private func drive(_ hooks: Hooks) {
         let controller = controller.value
         let meter = RecordingStatusMeter(controller: controller)
         let directory = controller.directory ?? ""
-        var endedSeen: Set<String> = []
-        var segments = controller.segments?.openSegmentDirectories ?? []
-        var diskLowSaid = false
-        var nextStatus = 0.0
+        let every = max(0.01, options.statusEvery)
+        var nextStatus = options.firstStatusAt
         var reason: RecordingController.StopReason
         while true {
+            // A sample when one is due, and one as the duration ends: the last status line shows
+            // the whole recording.
+            let elapsed = controller.elapsed
+            if elapsed >= nextStatus || controller.remaining <= 0 {
+                nextStatus = ((elapsed / every).rounded(.down) + 1) * every
+                let status = meter.sample(controller.statistics, elapsed: elapsed)
+                state.withLock { $0.status = status }
+                hooks.status(status)
+            }
             if let stop = controller.checkStop() {
                 reason = stop
                 break
@@ -102,51 +203,41 @@ final class RecordingRunner: Sendable {
                 reason = .requested(requested)
                 break
             }
-            _ = wake.wait(timeout: .now() + min(0.25, max(0.001, controller.remaining)))
-            for ended in controller.streamsEndedEarly where endedSeen.insert(ended.id).inserted {
-                events.send(.streamEnded(stream: ended.id, error: ended.error))
-            }
-            if let open = controller.segments?.openSegmentDirectories, let newest = open.last,
-                !segments.contains(newest)
-            {
-                events.send(.segmentRotated(segment: PathName.base(of: newest)))
-                segments = open
-            }
-            guard controller.elapsed >= nextStatus else { continue }
-            nextStatus = controller.elapsed.rounded(.down) + 1
-            let status = meter.sample(controller.statistics, elapsed: controller.elapsed)
-            state.withLock { $0.status = status }
-            // Twice the minimum: time to hear about it before the recording stops by itself.
-            if let free = status.diskFree, free < 2 * minFree, !diskLowSaid {
-                diskLowSaid = true
-                events.send(.diskLow(freeBytes: free, minFreeBytes: minFree))
-            }
+            // The recording's own stops (a failed write or rotation, the free space) are looked
+            // at four times a second; a request wakes the loop at once.
+            let wait = min(nextStatus - controller.elapsed, controller.remaining, 0.25)
+            _ = wake.wait(timeout: .now() + max(0.001, wait))
         }
         state.withLock { $0.stopping = true }
-        // A stop on a disk that stopped answering is given up, as `fieldcap record` gives it up:
-        // the service answers, says why, and can be stopped; this thread waits on in the kernel.
+        gate?.close()
+        hooks.stopping(reason)
+        // A stop on a disk that stopped answering is given up: the front end answers, says why,
+        // and can end; this thread waits on in the kernel.
         let watchdog = StopWatchdog(
-            diskStalls: controller.diskStalls, writeFailed: reason == .writeFailed, limitSeconds: stopLimitSeconds
+            diskStalls: controller.diskStalls, writeFailed: reason == .writeFailed,
+            limitSeconds: options.stopLimitSeconds
         ) {
             [self] why in
-            settle(StoppedEvent(directory: directory, gaveUp: why))
+            settle(.gaveUp(why), StoppedEvent(directory: directory, gaveUp: why))
         }
-        let outcome = StoppedEvent(directory: directory, outcome: Result { try controller.stop(reason: reason) })
+        let outcome = Result { try controller.stop(reason: reason) }
         watchdog.finished()
-        settle(outcome)
+        settle(.stopped(outcome), StoppedEvent(directory: directory, outcome: outcome))
     }
 
     /// The recording's end, told once: the stop's outcome, or the watchdog's giving up if that
     /// came first.
-    private func settle(_ outcome: StoppedEvent) {
+    private func settle(_ end: End, _ stopped: StoppedEvent) {
         let waiters: [CheckedContinuation<StoppedEvent, Never>]? = state.withLock { state in
-            guard state.outcome == nil else { return nil }
-            state.outcome = outcome
+            guard state.end == nil else { return nil }
+            state.end = end
+            state.stopped = stopped
             defer { state.waiters = [] }
             return state.waiters
         }
         guard let waiters else { return }
-        events.send(.stopped(outcome))
-        for waiter in waiters { waiter.resume(returning: outcome) }
+        ended.open()
+        events.send(.stopped(stopped))
+        for waiter in waiters { waiter.resume(returning: stopped) }
     }
 }

@@ -20,6 +20,56 @@ public enum RigEvent: Sendable {
     case previewUnavailable(error: String)
 }
 
+extension RigEvent {
+    /// What the recording pushed, as the rig tells it.
+    init(_ event: RecordingController.Event) {
+        switch event {
+        case .streamEnded(let stream, let error): self = .streamEnded(stream: stream, error: error)
+        case .segmentRotated(let segment): self = .segmentRotated(segment: segment)
+        case .diskLow(let free, let minFree): self = .diskLow(freeBytes: free, minFreeBytes: minFree)
+        }
+    }
+}
+
+/// A recording's pushed events (`RecordingController.Settings.onEvent`) on their way to the
+/// watchers, told only while the recording runs: those that come before `started` is sent (a
+/// disk already low at start, a stream that failed as capture began) wait for it, and those that
+/// come once the stop began are dropped (`stopped` tells the end). Thread-safe.
+public final class EventGate: Sendable {
+    private struct State {
+        var open = false
+        var closed = false
+        var held: [RigEvent] = []
+    }
+    private let hub: EventHub
+    private let state = Mutex<State>(State())
+
+    public init(hub: EventHub) { self.hub = hub }
+
+    /// From any thread.
+    public func send(_ event: RecordingController.Event) {
+        let now: Bool = state.withLock { state in
+            if state.closed { return false }
+            if !state.open { state.held.append(RigEvent(event)) }
+            return state.open
+        }
+        if now { hub.send(RigEvent(event)) }
+    }
+
+    /// Once `started` is sent: what waited goes out, in order, and the rest as it comes.
+    public func open() {
+        let held: [RigEvent] = state.withLock { state in
+            defer { state.held = [] }
+            state.open = !state.closed
+            return state.closed ? [] : state.held
+        }
+        for event in held { hub.send(event) }
+    }
+
+    /// As the stop begins.
+    public func close() { state.withLock { $0.closed = true } }
+}
+
 /// Hands every event to every watcher. A watcher that reads slower than events come loses the
 /// oldest it has not read (status lines are replaced by newer ones anyway), so one stalled
 /// browser tab never holds memory or the recording's thread.

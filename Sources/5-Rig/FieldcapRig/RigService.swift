@@ -239,6 +239,8 @@ public final class RigService: Sendable {
             // them until it stops).
             reopenPreviewIfWatched()
         }
+        // What the recording pushes reaches the watchers after `started`, and not after the stop began.
+        let gate = EventGate(hub: events)
         let controller: RecordingController
         do {
             let settings = try RecordingSettings.resolve(
@@ -252,11 +254,12 @@ public final class RigService: Sendable {
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
             controllerSettings.startAt = scheduled
+            controllerSettings.onEvent = { [gate] event in gate.send(event) }
             controller = RecordingController(sources: sources, settings: controllerSettings)
         } catch let error as PlanError {
             throw Refusal(kind: .badRequest, description: error.message)
         }
-        let runner = RecordingRunner(controller: controller, events: events)
+        let runner = RecordingRunner(controller: controller, events: events, gate: gate)
         let directory: String
         do { directory = try await runner.start() } catch RecordingController.StartError.cancelled(let atNs) {
             throw Refusal(
@@ -266,6 +269,7 @@ public final class RigService: Sendable {
         }
         state.withLock { $0.runner = runner }
         events.send(.started(directory: directory))
+        gate.open()
         Task { [self] in
             let stopped = await runner.finished()
             state.withLock { state in

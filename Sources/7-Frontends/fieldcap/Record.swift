@@ -1,6 +1,7 @@
 import ArgumentParser
 import FieldcapClockQuality
 import FieldcapCore
+import FieldcapRig
 import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
@@ -206,59 +207,56 @@ struct Record: ParsableCommand {
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in
         // one place, below; a second Ctrl-C while stopping changes nothing.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
-        // The status reporter takes each source's report before capture starts: a report reads
-        // counters the capture thread owns once it runs.
-        var status: StatusReporter?
-        do {
-            try recording.start { layout in
-                status = StatusReporter(
+        // The recording runs on the rig's runner, as `serve`'s do; the status line is drawn on
+        // the runner's thread, from its samples. The reporter takes each source's report before
+        // capture starts: a report reads counters the capture thread owns once it runs.
+        let runner = RecordingRunner(
+            controller: recording, events: EventHub(), options: .init(statusEvery: 0.5, firstStatusAt: 0.5))
+        // Made on the runner's thread before capture and used there; this thread takes it once
+        // the recording has ended (the runner's end hands it over).
+        final class Reporter { var current: StatusReporter? }
+        let reporter = Reporter()
+        let hooks = RecordingRunner.Hooks(
+            beforeCapture: { [quiet, json] layout in
+                let status = StatusReporter(
                     directory: layout.directory, sources: sources, quiet: quiet, json: json,
-                    diskWatch: recording.diskStalls,
-                    disk: recording.diskGauge.map { .gauge($0) } ?? .directory,
-                    encodings: controllerSettings.encodings, encoderThreads: controllerSettings.encoderThreads)
-            }
+                    diskWatch: recording.diskStalls, encodings: controllerSettings.encodings,
+                    encoderThreads: controllerSettings.encoderThreads)
+                reporter.current = status
+            },
+            started: {
+                guard let status = reporter.current else { preconditionFailure("start() calls beforeCapture") }
+                status.writePathLine = recording.writePathLine
+                status.printStart()
+            },
+            status: { sample in reporter.current?.report(sample) },
+            stopping: { [quiet, json] reason in
+                reporter.current?.finishLine()
+                if !quiet && !json { say("stopping (\(reason)): writing what was captured...") }
+            })
+        let directory: String
+        do {
+            directory = try runner.start(hooks: hooks)
         } catch let error as RecordingController.StartError {
             say("Error: \(error)")
             if case .diskBelowMinFree = error { throw ExitCode(4) }
             throw ExitCode(64)
         }
-        let directory = recording.directory!
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
-        guard let status else { preconditionFailure("start() calls beforeCapture") }
-        status.writePathLine = recording.writePathLine
-        status.printStart()
-
-        var reason: RecordingController.StopReason
-        while true {
-            if let stop = recording.checkStop() {
-                reason = stop
+        while !runner.isStopping {
+            if let signal = signals.wait(seconds: 0.5) {
+                runner.requestStop(signal == SIGINT ? "SIGINT" : "SIGTERM")
                 break
             }
-            if let signal = signals.wait(seconds: max(0.001, min(0.5, recording.remaining))) {
-                reason = .requested(signal == SIGINT ? "SIGINT" : "SIGTERM")
-                break
-            }
-            status.report(recording.statistics, elapsed: recording.elapsed)
         }
-        status.finishLine()
-        if !quiet && !json {
-            say("stopping (\(reason)): writing what was captured...")
-        }
-
         // A disk that stopped answering (a share gone, a card that hangs) must not keep the
         // process from ending: past the watchdog's limit it exits, the session left for recover.
-        let watchdog = StopWatchdog(diskStalls: recording.diskStalls, writeFailed: reason == .writeFailed) {
-            [directory] why in
-            exitGivingUp(saying: "\nError: \(why): \(directory)")
-        }
         let outcome: RecordingController.Outcome
-        do {
-            outcome = try recording.stop(reason: reason)
-            watchdog.finished()
-        } catch {
-            watchdog.finished()
-            throw error
+        switch runner.waitForEnd() {
+        case .gaveUp(let why): exitGivingUp(saying: "\nError: \(why): \(directory)")
+        case .stopped(let result): outcome = try result.get()
         }
+        guard let status = reporter.current else { preconditionFailure("start() calls beforeCapture") }
         status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)
         logger.info("stopped", metadata: ["reason": "\(outcome.reason)"])
         if let writeFailure = outcome.writeFailure {

@@ -24,13 +24,10 @@ final class StatusReporter {
     /// Encoding threads of the cameras with more than one.
     let encoderThreads: [String: Int]
     private let line = TerminalLine()
-    private let meter: RecordingStatusMeter
 
-    /// `disk`: see `RecordingStatusMeter`.
     init(
         directory: String, sources: [CaptureSource], quiet: Bool, json: Bool, diskWatch: DiskStalls? = nil,
-        disk: RecordingStatusMeter.Disk = .directory, encodings: [String: VideoEncoding] = [:],
-        encoderThreads: [String: Int] = [:]
+        encodings: [String: VideoEncoding] = [:], encoderThreads: [String: Int] = [:]
     ) {
         self.encodings = encodings
         self.encoderThreads = encoderThreads
@@ -40,8 +37,6 @@ final class StatusReporter {
         self.json = json
         self.diskWatch = diskWatch
         startReports = sources.map(\.report)
-        meter = RecordingStatusMeter(
-            directory: directory, sources: sources, diskStalls: diskWatch, disk: disk)
     }
 
     /// What each stream was granted, as recording starts: on a terminal (stderr) one line per
@@ -112,9 +107,10 @@ final class StatusReporter {
         if let line = PlainJSON.text(object, escapingSlashes: false) { writeStandardOutput(Array((line + "\n").utf8)) }
     }
 
-    func report(_ statistics: [Recorder.StreamProgress], elapsed: Double) {
-        // Sampled at every report, also when nothing is shown: a stall is reported once it ends.
-        let status = meter.sample(statistics, elapsed: elapsed)
+    /// A status sample (`RecordingRunner`'s, every half second): the status line redrawn, or a
+    /// progress line with `--json`.
+    func report(_ status: RecordingStatus) {
+        let elapsed = status.elapsed
         if json {
             writeLine(Self.progressLine(status))
             return

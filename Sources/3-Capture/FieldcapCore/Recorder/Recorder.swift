@@ -44,6 +44,9 @@ public final class Recorder: @unchecked Sendable {
         /// Live previews, by stream id: each video stream's writer offers every frame it wrote
         /// to its tap (`FrameTap.offer`: one atomic load unless a preview is waiting).
         public var frameTaps: [String: FrameTap] = [:]
+        /// Told on the capture thread as it ends early (its source threw): the stream's id and
+        /// why. The others go on.
+        public var captureEnded: (@Sendable (_ stream: String, _ error: String) -> Void)?
 
         public init() {}
 
@@ -170,11 +173,7 @@ public final class Recorder: @unchecked Sendable {
     /// Written by each capture thread before it finishes; read after joining.
     private var captureErrors: [String?]
     private var captureEndedNs: [UInt64?]
-    /// Each stream's error once its capture ended early, for a live view (any thread).
-    private let endedEarly: [EndedEarly]
     private let failed = Atomic<Bool>(false)
-
-    final class EndedEarly: Sendable { let error = Mutex<String?>(nil) }
 
     /// Whether writing failed (a full disk, an I/O error): capture is stopping, and the caller
     /// should call `stop()`. Any thread.
@@ -194,7 +193,6 @@ public final class Recorder: @unchecked Sendable {
         captureEndedNs = Array(repeating: nil, count: sources.count)
         writtenSoFar = sources.map { _ in Counter() }
         encoderDrops = sources.map { _ in DropCounter() }
-        endedEarly = sources.map { _ in EndedEarly() }
         lanes = Self.lanes(
             for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps)
     }
@@ -233,7 +231,7 @@ public final class Recorder: @unchecked Sendable {
                     } catch {
                         captureErrors[index] = "\(error)"
                         captureEndedNs[index] = MonotonicClock.now()
-                        endedEarly[index].error.withLock { $0 = "\(error)" }
+                        options.captureEnded?(source.descriptor.id, "\(error)")
                     }
                     capturesRunning.subtract(1, ordering: .releasing)
                 })
@@ -289,13 +287,6 @@ public final class Recorder: @unchecked Sendable {
                 id: source.descriptor.id, written: writtenSoFar[index].value.load(ordering: .relaxed),
                 queued: rings[index].count, dropped: rings[index].drops.count, encoderDropped: encoderDrops[index].count
             )
-        }
-    }
-
-    /// The streams whose capture has ended early so far, with why (any thread).
-    public var streamsEndedEarly: [(id: String, error: String)] {
-        sources.indices.compactMap { index in
-            endedEarly[index].error.withLock { $0 }.map { (sources[index].descriptor.id, $0) }
         }
     }
 

@@ -14,19 +14,29 @@ public final class DiskGauge: Sendable {
         let free = Atomic<UInt64>(DiskGauge.unknown)
         let bytes = Atomic<UInt64>(DiskGauge.unknown)
         let readAtNs = Atomic<UInt64>(0)
+        /// Whether `low` was told.
+        let lowSaid = Atomic<Bool>(false)
     }
     private let figures = Figures()
     private let stopped = Latch()
 
     /// Reads once on the caller's thread (the figures exist from the start), then every
-    /// `intervalMilliseconds` on the gauge's thread until `stop`.
+    /// `intervalMilliseconds` on the gauge's thread until `stop`. The first reading below
+    /// `lowBelow` bytes free is told to `low`, once, on the thread that read it.
     public init(
         directory: String, intervalMilliseconds: Int = 500,
         readFree: @escaping @Sendable (String) -> UInt64? = { FieldcapSession.freeBytes(at: $0) },
+        lowBelow: UInt64? = nil, low: (@Sendable (_ freeBytes: UInt64) -> Void)? = nil,
         countBytes: @escaping @Sendable () -> UInt64
     ) {
         let read: @Sendable () -> Void = { [figures] in
-            figures.free.store(readFree(directory) ?? DiskGauge.unknown, ordering: .relaxed)
+            let free = readFree(directory)
+            if let free, let lowBelow, let low, free < lowBelow,
+                !figures.lowSaid.exchange(true, ordering: .relaxed)
+            {
+                low(free)
+            }
+            figures.free.store(free ?? DiskGauge.unknown, ordering: .relaxed)
             figures.bytes.store(countBytes(), ordering: .relaxed)
             figures.readAtNs.store(MonotonicClock.now(), ordering: .releasing)
         }

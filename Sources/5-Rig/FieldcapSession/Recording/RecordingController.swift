@@ -44,6 +44,12 @@ public final class RecordingController {
         /// else is ready by then, and `start` waits for it by this host's own clock, unless it is
         /// called off meanwhile (then `start` throws `StartError.cancelled` and leaves nothing).
         public var startAt: ScheduledStart?
+        /// What happens while recording, told as it happens on the thread it happens on: a
+        /// capture thread that ended, the rotation thread (or the stopping one, for the segment
+        /// the stop finishes), the disk gauge's (or the one calling `start`, for its first
+        /// reading). See `Event`; a front end that wants them only between its start and its
+        /// stop gates them (`EventGate`).
+        public var onEvent: (@Sendable (Event) -> Void)?
 
         public init(
             hostId: String, out: String? = nil, root: String, duration: TimeSpan? = nil,
@@ -59,6 +65,19 @@ public final class RecordingController {
             self.minFree = minFree
             self.directIO = directIO
         }
+    }
+
+    /// What a front end hears while the recording runs (`Settings.onEvent`), pushed when it
+    /// happens rather than found by looking.
+    public enum Event: Sendable, Equatable {
+        /// A stream's capture ended early (a camera unplugged); the others go on.
+        case streamEnded(stream: String, error: String)
+        /// A segmented recording finished a segment and writes the next, `segment` (its
+        /// directory's name); the finished one is in the index.
+        case segmentRotated(segment: String)
+        /// The free space fell below twice the minimum (once a recording): the recording stops by
+        /// itself at the minimum.
+        case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
     }
 
     /// Why a recording stopped. Its description is the sidecar's `stop_reason`.
@@ -246,6 +265,9 @@ public final class RecordingController {
             return encoding.encodes(tap.format)
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
+        if let tell = settings.onEvent {
+            recorderOptions.captureEnded = { stream, error in tell(.streamEnded(stream: stream, error: error)) }
+        }
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
         // sleeps as long as its own streams allow (a video's while a third of its camera's
         // buffers fill, the sensors' 100 ms), the SyncField writer while a quarter of its queue
@@ -265,11 +287,14 @@ public final class RecordingController {
             segmenting.wallClock = settings.wallClock
             segmenting.captureId = settings.captureId
             segmenting.previewTaps = jpegPreviews
+            if let tell = settings.onEvent {
+                segmenting.rotated = { next in tell(.segmentRotated(segment: next)) }
+            }
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
             self.segments = segments
-            diskGauge = DiskGauge(directory: directory) { segments.bytesNow }
+            diskGauge = makeDiskGauge(directory) { segments.bytesNow }
             try beforeCapture(layout)
             segments.takeStartReports()
             // The first segment's sync point is taken as capture starts.
@@ -304,10 +329,22 @@ public final class RecordingController {
         self.sink = sink
         let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
         self.recorder = recorder
-        diskGauge = DiskGauge(directory: directory) { RecordingStatusMeter.fileBytes(in: directory) }
+        diskGauge = makeDiskGauge(directory) { RecordingStatusMeter.fileBytes(in: directory) }
         try beforeCapture(layout)
         try recorder.start()
         startedNs = MonotonicClock.now()
+    }
+
+    /// The gauge of the disk under `directory`; a free space below twice the minimum is told as
+    /// `diskLow`, in time to hear of it before the recording stops by itself.
+    private func makeDiskGauge(_ directory: String, countBytes: @escaping @Sendable () -> UInt64) -> DiskGauge {
+        let minFree = settings.minFree.bytes
+        var low: (@Sendable (UInt64) -> Void)?
+        if let tell = settings.onEvent {
+            low = { free in tell(.diskLow(freeBytes: free, minFreeBytes: minFree)) }
+        }
+        let lowBelow = minFree > UInt64.max / 2 ? UInt64.max : 2 * minFree
+        return DiskGauge(directory: directory, lowBelow: lowBelow, low: low, countBytes: countBytes)
     }
 
     /// Waits for the scheduled start, if there is one. Called off, it takes back what `start` made
@@ -339,9 +376,6 @@ public final class RecordingController {
 
     /// Each stream's records written, queued and dropped so far.
     public var statistics: [Recorder.StreamProgress] { recorder?.statistics ?? [] }
-
-    /// The streams whose capture has ended early so far, with why (the others go on).
-    public var streamsEndedEarly: [(id: String, error: String)] { recorder?.streamsEndedEarly ?? [] }
 
     /// Why the recording should stop now on its own, if it should.
     public func checkStop() -> StopReason? {

@@ -1,6 +1,7 @@
 import FieldcapClockQuality
 import FieldcapCore
 import FieldcapSegments
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import SyncField
@@ -33,6 +34,10 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         public var wallClock = ClockQualityReader()
         /// The capture across rigs, in every segment's sidecar.
         public var captureId: String?
+        /// Told once a segment is finished (its sidecar and the index written) while the next one
+        /// is being written, with the next one's directory name: on the rotation thread, or on
+        /// the stopping thread for a segment the stop finishes.
+        public var rotated: (@Sendable (_ next: String) -> Void)?
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -127,8 +132,6 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
 
     /// Takes each source's report; call it before capture starts (a report reads counters the
     /// capture thread owns once it runs).
-    /// The directories of the segments being written now (one, but two around a boundary).
-    public var openSegmentDirectories: [String] { openDirectories.withLock { $0 } }
 
     public func takeStartReports() { startReports = sources.map(\.report) }
 
@@ -232,6 +235,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         record(segment, open: open, state: .complete)
         enforceBudget()
         try index.write(directory: directory)
+        if let rotated = settings.rotated, let next = self.open[segment.number + 1] {
+            rotated(PathName.base(of: next.layout.directory))
+        }
         return counts
     }
 
