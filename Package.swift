@@ -50,7 +50,7 @@ let package = Package(
     ],
     targets: [
         // The house's system tools, below every layer: named threads, the latch and doorbell
-        // (eventfd) that wake them, path names.
+        // (pipes polled with the devices) that wake them, path names.
         .target(name: "FieldcapSystem"),
         .target(name: "SyncField", dependencies: ["FieldcapSystem"]),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.

@@ -7,9 +7,10 @@ import Testing
 
 @testable import FieldcapRig
 
-/// What happens while a recording runs is pushed to the rig's events as it happens, from the
-/// thread it happens on (#45): the runner's loop sleeps here for a minute between status samples,
-/// so an event that arrives within seconds was pushed, not found by looking.
+/// What happens while a recording runs is pushed by the controller as it happens, from the thread
+/// it happens on (#45), here straight to a hub. Nothing here looks for it: the runner's loop only
+/// samples (once a minute here) and checks the recording's own stop conditions. Then the gate
+/// that keeps the rig's events between `started` and the stop.
 @Suite("A recording's events, pushed", .timeLimit(.minutes(1)))
 struct RecordingEventsTests {
     /// A sensor that captures for `seconds`, then fails as an unplugged device does.
@@ -103,5 +104,32 @@ struct RecordingEventsTests {
         let index = try #require(RecordingIndex.read(directory: recording))
         #expect(rotations == index.segments.dropFirst().prefix(2).map(\.directory), "\(rotations)")
         #expect(completeWhenTold.withLock { Array($0.prefix(2)) } == [1, 2])
+    }
+
+    @Test("the gate holds what comes before `started`, sends what comes after, drops what comes once the stop began")
+    func gate() async {
+        let hub = EventHub()
+        let watched = hub.watch()
+        let gate = EventGate(hub: hub)
+        gate.send(.diskLow(freeBytes: 1, minFreeBytes: 1))
+        hub.send(.started(directory: "d"))
+        gate.open()
+        gate.send(.streamEnded(stream: "cam", error: "gone"))
+        gate.close()
+        gate.send(.segmentRotated(segment: "late"))
+        hub.send(.previewUnavailable(error: "end"))
+        var heard: [String] = []
+        for await event in watched {
+            switch event {
+            case .started: heard.append("started")
+            case .diskLow: heard.append("disk_low")
+            case .streamEnded: heard.append("stream_ended")
+            case .segmentRotated: heard.append("segment_rotated")
+            case .previewUnavailable: heard.append("end")
+            default: heard.append("other")
+            }
+            if heard.last == "end" { break }
+        }
+        #expect(heard == ["started", "disk_low", "stream_ended", "end"])
     }
 }

@@ -5,8 +5,8 @@ import Testing
 
 @testable import FieldcapRig
 
-/// The service's recording thread: a stop the disk holds is given up (#43), as `fieldcap record`
-/// gives it up, so the service answers and can itself be stopped.
+/// The recording's runner, which `fieldcap record` and the service share: a stop the disk holds is
+/// given up (#43), so the front end answers and can itself be stopped.
 @Suite("The recording runner: a stop the disk holds")
 struct RecordingRunnerTests {
     /// A sensor whose capture thread does not end when asked until `release`: what a writer held

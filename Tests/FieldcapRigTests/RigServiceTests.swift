@@ -9,7 +9,7 @@ import Testing
 /// client and the fleet each call (#45). Only the public API: this is the README's example.
 @Suite("A rig without HTTP")
 struct RigServiceTests {
-    @Test("start, the events as they happen, the status, a second start refused, stop")
+    @Test("start, its started and stopped events, the status, a second start refused, stop")
     func rigOnCommand() async throws {
         let root = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -58,6 +58,36 @@ struct RigServiceTests {
             }
         }
         #expect(SessionValidator.validate(directory: directory).isValid)
+        await rig.shutdown("test over")
+    }
+
+    @Test("a disk below twice the minimum free is told once, after `started`: the recording goes on")
+    func diskLow() async throws {
+        let root = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // A minimum of 60% of what is free: below twice it from the start, above it throughout.
+        let free = try #require(freeBytes(at: root))
+        let rig = try RigService(
+            base: .init(
+                config: nil, devices: [try DeviceSpec(kind: .imu, argument: "synthetic:100")],
+                overrides: .init(hostId: "rig_01", root: root, minFree: ByteSize(bytes: free / 10 * 6))))
+        let events = rig.events.watch()
+        var heard = events.makeAsyncIterator()
+        _ = try await rig.start(.init())
+        guard case .started? = await heard.next() else {
+            Issue.record("the first event is not `started`")
+            return
+        }
+        guard case .diskLow(let told, let minFree)? = await heard.next() else {
+            Issue.record("no disk_low after `started`")
+            return
+        }
+        #expect(minFree == free / 10 * 6)
+        #expect(told < 2 * minFree && told >= minFree)
+        #expect(rig.status.state == "recording")
+        let stopped = try await rig.stop("test")
+        #expect(stopped.reason == "test")
         await rig.shutdown("test over")
     }
 }

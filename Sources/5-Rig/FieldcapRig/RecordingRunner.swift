@@ -11,12 +11,13 @@ import Synchronization
 /// and `stop`, and its `start` and `stop` block (devices, files), which neither a server's async
 /// tasks nor a terminal's signal handling may.
 ///
-/// What happens while it records is pushed to `events` as it happens (a stream that ended, a
-/// segment rotated, a low disk: `RecordingController.Event`, from the thread it happens on), and
-/// so is the stop. The loop itself only samples the status and waits for the stop: the
-/// recording's own end (`checkStop`: its duration, a failed write, the free space), or a
-/// request. A stop the disk holds is given up (`StopWatchdog`), so the front end can answer and
-/// end.
+/// The runner tells `events` how the recording stopped (`stopped`). What happens while it records
+/// (a stream that ended, a segment rotated, a low disk) is pushed by the controller itself, from
+/// the thread it happens on, to whoever made it with `RecordingController.Settings.onEvent`:
+/// `RigService` sends it through an `EventGate`, which the runner closes as the stop begins. The
+/// loop only samples the status and waits for the stop: the recording's own end (`checkStop`:
+/// its duration, a failed write, the free space), or a request. A stop the disk holds is given up
+/// (`StopWatchdog`), so the front end can answer and end.
 ///
 /// Thread-safe.
 public final class RecordingRunner: Sendable {

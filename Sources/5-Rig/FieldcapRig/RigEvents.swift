@@ -3,8 +3,9 @@ import FieldcapSession
 import FoundationEssentials
 import Synchronization
 
-/// What the service tells its watchers (`/api/v1/events`): the status once a second while
-/// recording, and what happens as it happens.
+/// What the rig tells its watchers (`EventHub.watch`, `/api/v1/events`): what happens, as it
+/// happens. `status` is not sent here: a watcher that wants the status once a second reads
+/// `RigService.status` (the events WebSocket sends it so).
 public enum RigEvent: Sendable {
     case started(directory: String)
     case stopped(StoppedEvent)
@@ -13,7 +14,8 @@ public enum RigEvent: Sendable {
     case streamEnded(stream: String, error: String)
     /// The disk's free space fell below twice the minimum: the recording stops by itself at the minimum.
     case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
-    /// A segmented recording began writing a new segment.
+    /// A segmented recording finished a segment (it is in the recording's index) and writes the
+    /// next, `segment`.
     case segmentRotated(segment: String)
     /// The cameras could not be opened for a preview while no recording runs (another program
     /// has them, one was unplugged).

@@ -67,7 +67,7 @@ public final class RigService: Sendable {
         public var timeSource: String
     }
 
-    /// Why a request was refused; `status` is the HTTP status it maps to.
+    /// Why a request was refused; the service maps `kind` to an HTTP status (400, 409, 503).
     public struct Refusal: Error, CustomStringConvertible {
         public enum Kind: Sendable { case badRequest, conflict, unavailable }
         public var kind: Kind

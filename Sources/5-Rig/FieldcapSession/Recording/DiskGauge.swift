@@ -5,8 +5,9 @@ import Synchronization
 /// A recording's disk figures (the free space, the bytes the recording holds), read on a thread
 /// of its own every half second. On a share that went away, `statvfs` and `stat` wait out the
 /// mount's timeouts (tens of seconds on a soft NFS or CIFS mount, for ever on a hard one). The
-/// thread that takes Ctrl-C, decides when to stop and prints the status reads the last figures
-/// here instead, so a dead share never keeps it from stopping the recording (#43). Thread-safe.
+/// thread that decides when to stop and samples the status (`RecordingRunner`'s) reads the last
+/// figures here instead, so a dead share never keeps it from stopping the recording (#43).
+/// Thread-safe.
 public final class DiskGauge: Sendable {
     private static let unknown = UInt64.max
     /// Written by the gauge's thread, read by any.

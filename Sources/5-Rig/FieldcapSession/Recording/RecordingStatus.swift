@@ -30,7 +30,7 @@ public struct RecordingStatus: Sendable {
 }
 
 /// Turns a recording's counters into `RecordingStatus`es: rates over the time between two
-/// statuses, so it is one reader's (one status line, one service's poller).
+/// statuses, so it is one reader's (one recording's runner).
 public final class RecordingStatusMeter {
     public let directory: String
     private let sources: [CaptureSource]

@@ -132,7 +132,6 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
 
     /// Takes each source's report; call it before capture starts (a report reads counters the
     /// capture thread owns once it runs).
-
     public func takeStartReports() { startReports = sources.map(\.report) }
 
     /// About how many bytes one segment of `seconds` of these streams takes: raw frames (a
