@@ -219,16 +219,21 @@ public final class RecordingRunner: Sendable {
             limitSeconds: options.stopLimitSeconds
         ) {
             [self] why in
-            settle(.gaveUp(why), StoppedEvent(directory: directory, gaveUp: why))
+            settle(.gaveUp(why), directory: directory)
         }
         let outcome = Result { try controller.stop(reason: reason) }
         watchdog.finished()
-        settle(.stopped(outcome), StoppedEvent(directory: directory, outcome: outcome))
+        settle(.stopped(outcome), directory: directory)
     }
 
     /// The recording's end, told once: the stop's outcome, or the watchdog's giving up if that
     /// came first.
-    private func settle(_ end: End, _ stopped: StoppedEvent) {
+    private func settle(_ end: End, directory: String) {
+        let stopped =
+            switch end {
+            case .gaveUp(let why): StoppedEvent(directory: directory, gaveUp: why)
+            case .stopped(let outcome): StoppedEvent(directory: directory, outcome: outcome)
+            }
         let waiters: [CheckedContinuation<StoppedEvent, Never>]? = state.withLock { state in
             guard state.end == nil else { return nil }
             state.end = end

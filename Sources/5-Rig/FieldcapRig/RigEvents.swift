@@ -50,19 +50,19 @@ public final class EventGate: Sendable {
 
     /// From any thread.
     public func send(_ event: RecordingController.Event) {
+        let event = RigEvent(event)
         let now: Bool = state.withLock { state in
-            if state.closed { return false }
-            if !state.open { state.held.append(RigEvent(event)) }
-            return state.open
+            if !state.closed && !state.open { state.held.append(event) }
+            return state.open && !state.closed
         }
-        if now { hub.send(RigEvent(event)) }
+        if now { hub.send(event) }
     }
 
     /// Once `started` is sent: what waited goes out, in order, and the rest as it comes.
     public func open() {
         let held: [RigEvent] = state.withLock { state in
             defer { state.held = [] }
-            state.open = !state.closed
+            state.open = true
             return state.closed ? [] : state.held
         }
         for event in held { hub.send(event) }
