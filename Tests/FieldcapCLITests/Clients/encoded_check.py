@@ -355,19 +355,19 @@ def paired_with_reference(args, sequences, ref_log, ref_frames, count):
 def check_vicodec(args, streams, video, captured, width, height, sequences, count):
     """FWHT: FFmpeg finds every packet, vicodec's decoder gives every frame back; with a
     reference, each frame's luma PSNR against its raw frame is at or above the floor."""
+    # One ffprobe for the packets and the picture's size: each FFmpeg start costs a second or more
+    # in the emulated guest.
     probe = subprocess.run(
         ["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
-         "stream=nb_read_packets,codec_tag_string", "-of", "json", video], check=True, capture_output=True, text=True)
+         "stream=nb_read_packets,codec_tag_string,width,height", "-of", "json", video],
+        check=True, capture_output=True, text=True)
     info = json.loads(probe.stdout)["streams"][0]
     if info["codec_tag_string"] != "FWHT" or int(info["nb_read_packets"]) != count:
         fail(f"{args.id}: FFmpeg finds {info}, expected {count} FWHT packets")
     decoder = args.decoder_device or fail("FWHT needs --decoder-device (vicodec's stateful decoder)")
     # The picture as coded: an encoder that aligns it larger than the camera's (vicodec's
     # 640x360 at the least) codes the camera's frame top-left in it, padded.
-    size = json.loads(subprocess.run(
-        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "json",
-         video], check=True, capture_output=True, text=True).stdout)["streams"][0]
-    coded_width, coded_height = size["width"], size["height"]
+    coded_width, coded_height = info["width"], info["height"]
     if coded_width < width or coded_height < height:
         fail(f"{args.id}: the track is {coded_width}x{coded_height}, smaller than the camera's {width}x{height}")
     frames = fwht_frames_vicodec(video, decoder, captured, coded_width, coded_height)

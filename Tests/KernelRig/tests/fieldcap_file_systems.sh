@@ -1,6 +1,6 @@
 #!/bin/bash
 # rig-timeout: 480
-# rig-share: 280
+# rig-share: 240
 # The same short recording (vivid VGA, a synthetic camera encoded as JPEG and a synthetic IMU,
 # 2 s in 1 s segments) onto every file system a rig records to that the guest can make: its ext4
 # scratch disk; XFS, btrfs, f2fs, vfat (FAT32, an SD card's) and exFAT on loop devices; tmpfs;
@@ -16,9 +16,9 @@
 # server would hold it. Then the share goes away: nfsd stops under a recording to a soft mount
 # and the user stops it; fieldcap begins the stop at once, gives up what the kernel holds and
 # exits 1 naming recover, which finishes the session once the server is back.
-# Its share is long for one test (about 240 s, with a release build as without): twelve file
-# systems, seven of them made or served on the spot, each recording read back with ffprobe
-# segment by segment under TCG, and a share that takes its mount's timeouts to give up.
+# Its share is long for one test (about 205 s with the release build): twelve file systems,
+# seven of them made or served on the spot, each recording read back with ffprobe segment by
+# segment under TCG (four at a time), and a share that takes its mount's timeouts to give up.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 disk=${FIELDCAP_DISK_DIR:?no scratch disk in this guest}
@@ -147,12 +147,21 @@ for fs in ext4 xfs btrfs f2fs vfat exfat tmpfs 9p 9p-loose cifs fuse nfs; do
 	fi
 	python3 - "$dir/s" "$fs" <<'PY'
 import json, os, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
 recording, fs = sys.argv[1], sys.argv[2]
 # btrfs is coherent, but fieldcap writes directly only where statx reports the alignment
 # (STATX_DIOALIGN), which the 6.12 kernel's btrfs does not: either is right there.
 want = {"ext4": {"direct"}, "xfs": {"direct"}, "f2fs": {"direct"}, "btrfs": {"direct", "page cache"}}.get(fs, {"page cache"})
 index = json.load(open(recording + "/recording.json"))
 problems, counts, writes, zeros = [], {"cam": 0, "enc": 0}, set(), 0
+def frames(video):
+    return subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                           "stream=nb_read_frames", "-of", "csv=p=0", video], capture_output=True, text=True).stdout.strip()
+# Every video's count at once, four ffprobes at a time: each FFmpeg start takes about a second in
+# the emulated guest, mostly loading its libraries, and this runs twelve times.
+videos = [f"{recording}/{segment['directory']}/{id}.mkv" for segment in index["segments"] for id in ("cam", "enc")]
+with ThreadPoolExecutor(4) as pool:
+    probed_counts = dict(zip(videos, pool.map(frames, videos)))
 for segment in index["segments"]:
     session = f"{recording}/{segment['directory']}"
     sidecar = json.load(open(session + "/fieldcap.json"))
@@ -166,9 +175,7 @@ for segment in index["segments"]:
             if os.path.exists(lines) and os.path.getsize(lines) > 0:
                 problems.append(f"{segment['directory']}/{id}: lines in {lines}, none written")
             continue
-        probed = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
-                                 "stream=nb_read_frames", "-of", "csv=p=0", f"{session}/{id}.mkv"],
-                                capture_output=True, text=True).stdout.strip()
+        probed = probed_counts[f"{session}/{id}.mkv"]
         stamped = sum(1 for _ in open(lines, "rb"))
         if not (probed == str(stamped) and stamped == stream["written"]):
             problems.append(f"{segment['directory']}/{id}: ffprobe {probed!r}, {stamped} lines, sidecar {stream['written']}")
