@@ -5,7 +5,8 @@
 # cameras and the IIO dummy: every session is completed by `fieldcap recover` and validates, each
 # stream keeps all but the last second before the kill, each video holds exactly one frame per
 # timestamp line (at most the frame being written when the kill came is cut), every video
-# decodes, and the next recording finds the IMU usable again (the buffer the killed recorder left enabled is taken back).
+# decodes, and the next recording finds the IMU usable again (the buffer the killed recorder left
+# enabled is taken back), though not by a recording refused for bad input.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 dev2=${FIELDCAP_VIDEO_DEVICE2:?}
@@ -83,3 +84,10 @@ print(f"round {round_}: " + ", ".join(summary))
 PY
 	rm -rf "$session"
 done
+# The last recorder died with the IMU's buffer enabled. Bad input is refused before fieldcap
+# takes that buffer back: the device stays as the kill left it (exit 64, one line).
+status=0
+err=$("$fieldcap" --imu "$imu,trigger=nosuchtrigger" --duration 1s --out "$FIELDCAP_TEST_TMP/never" 2>&1 >/dev/null) || status=$?
+[ "$status" = 64 ] && grep -q "no such trigger" <<<"$err" || { echo "FAIL: a missing trigger: exit $status: $err"; exit 1; }
+[ "$(cat "$imu_sysfs/buffer/enable")" = 1 ] || { echo "FAIL: a refused recording took the stale buffer back"; exit 1; }
+echo "ok: with a stale buffer, $err"

@@ -107,6 +107,17 @@ struct IIOCaptureSetup {
         self.values = values
         timestampChannel = scan.first { $0.id == "timestamp" && $0.format?.storageBits == 64 }
 
+        // A trigger named that is not there is bad input, refused before anything on the device
+        // changes: a stale buffer below is taken back only for a capture that can go on.
+        let present = device.takesTrigger ? IIODevice.triggers() : []
+        if device.takesTrigger, let wanted = options.trigger, !present.contains(where: { $0.name == wanted }) {
+            throw IIOError(
+                code: .notFound, device: label, operation: "trigger '\(wanted)'",
+                hint: present.isEmpty
+                    ? "no triggers are present"
+                    : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
+        }
+
         if Sysfs.read("\(device.sysfsPath)/buffer/enable") == "1" {
             // Enabled: either another program is reading it (then its character device, which the
             // kernel lets one process open at a time, is busy) or a recorder died with it enabled
@@ -129,15 +140,7 @@ struct IIOCaptureSetup {
             // Trigger, then rate (an hrtimer trigger's rate is the trigger's own).
             var triggerName: String?
             if device.takesTrigger {
-                let present = IIODevice.triggers()
                 if let wanted = options.trigger {
-                    guard present.contains(where: { $0.name == wanted }) else {
-                        throw IIOError(
-                            code: .notFound, device: label, operation: "trigger '\(wanted)'",
-                            hint: present.isEmpty
-                                ? "no triggers are present"
-                                : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
-                    }
                     triggerName = wanted
                 } else if let current = device.currentTrigger {
                     triggerName = current
