@@ -10,7 +10,7 @@ struct EncodeCommandTests {
     let root = NSTemporaryDirectory() + "/encode-\(UUID().uuidString)"
 
     /// The luma PSNR every JPEG frame of the synthetic pattern reaches at the default quality
-    /// (85): measured at 40.1-40.7 dB (its sharp bars are JPEG's worst case); README documents it.
+    /// (85): measured at 40.1-40.7 dB (its sharp bars are JPEG's worst case); docs/encoding.md documents it.
     static let psnrFloor = "38"
     /// The same for a Bayer camera's demosaiced JPEGs: the mosaic's bilinear luma has a zipper
     /// along the bars' colour edges, which JPEG codes less well (measured 37.7 dB at 128x96,

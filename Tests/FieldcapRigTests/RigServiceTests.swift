@@ -6,7 +6,7 @@ import SyncField
 import Testing
 
 /// The rig as a program of its own drives it, without HTTP: what `serve`, the capture-server
-/// client and the fleet each call (#45). Only the public API: this is the README's example.
+/// client and the fleet each call (#45). Only the public API: this is docs/library.md's example.
 @Suite("A rig without HTTP")
 struct RigServiceTests {
     @Test("start, its started and stopped events, the status, a second start refused, stop")

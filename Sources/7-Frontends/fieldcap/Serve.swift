@@ -22,7 +22,7 @@ struct Serve: ParsableCommand {
             `fieldcap record` does (segments, storage budget, sidecar; `fieldcap recover` after \
             a crash). SIGTERM or Ctrl-C finishes a recording in progress, then exits.
 
-            The API (JSON; the README lists every field):
+            The API (JSON; docs/service-and-web-page.md lists every field):
               GET  /api/health                  status, timestamp, uptime; open to all
               GET  /api/v1/rig                  devices, what they were granted, storage
               POST /api/v1/recording/start      optional: {"duration":"10s"}

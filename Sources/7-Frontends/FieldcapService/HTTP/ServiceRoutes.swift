@@ -7,7 +7,7 @@ import FoundationEssentials
 import Hummingbird
 import SyncField
 
-/// The HTTP API (README, "fieldcap serve"; openapi.yaml): health, the rig, recording control,
+/// The HTTP API (docs/service-and-web-page.md; openapi.yaml): health, the rig, recording control,
 /// status, and the sessions under the root. Every request but `/api/health` needs the token when
 /// the service has one; every name in a path is a session's name, never a path.
 public struct ServiceRoutes: Sendable {
