@@ -8,6 +8,11 @@ struct HelpTextTests {
     static func help(_ command: [String]) throws -> String {
         let result = try runTool("env", ["COLUMNS=80", FieldcapProcess.executable.path] + command + ["--help"])
         #expect(result.status == 0, "\(command): \(result.output)")
+        // Nothing above the help: `record --help` without devices once printed "Error: nothing to
+        // record" first (its validation runs before ArgumentParser looks for --help).
+        #expect(
+            result.output.hasPrefix("OVERVIEW:") || result.output.hasPrefix("USAGE:"),
+            "fieldcap \(command.joined(separator: " ")) --help: \(result.output.prefix(200))")
         return result.output
     }
 

@@ -8,11 +8,11 @@ struct FieldcapProcess {
     var stdout: String
     var stderr: String
 
-    /// The `fieldcap` executable SwiftPM built next to this test bundle, or the one FIELDCAP_BIN
+    /// The `fieldcap` executable SwiftPM built next to this test bundle, or the one FIELDCAP_TEST_BIN
     /// names: scripts/test gives the release build, whose recordings cost a debug build's CPU
     /// several times over on a 2-core machine running six test processes.
     static var executable: URL {
-        if let named = ProcessInfo.processInfo.environment["FIELDCAP_BIN"], !named.isEmpty {
+        if let named = ProcessInfo.processInfo.environment["FIELDCAP_TEST_BIN"], !named.isEmpty {
             return URL(fileURLWithPath: named)
         }
         let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -51,7 +51,7 @@ extension RigConfig {
         do {
             return try load(path: path)
         } catch {
-            say("Error: \(error.message)")
+            sayValidationError(error.message)
             throw ExitCode(64)
         }
     }

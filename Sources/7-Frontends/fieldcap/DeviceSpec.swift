@@ -33,7 +33,7 @@ extension PlanError {
     /// naming the argument, and exit status 64 (a usage error). ArgumentParser's own usage
     /// errors add the usage text, which buries the one line that matters here.
     func exitForCommand() -> ExitCode {
-        say("Error: \(message)")
+        sayValidationError(message)
         return ExitCode(64)
     }
 }

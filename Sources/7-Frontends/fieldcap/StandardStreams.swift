@@ -12,6 +12,16 @@ func say(_ line: String) {
     writeStandardError(line + "\n")
 }
 
+/// A command's `Error:` line for a problem found in `validate()`, unless the user asked for help.
+/// ArgumentParser validates a command before it looks for `--help`, and shows the help when the
+/// validation fails: `fieldcap record --help` with no devices would print "nothing to record"
+/// above it.
+func sayValidationError(_ message: String) {
+    let arguments = CommandLine.arguments.dropFirst().prefix { $0 != "--" }
+    guard !arguments.contains(where: { $0 == "--help" || $0 == "-h" }) else { return }
+    say("Error: \(message)")
+}
+
 /// `text` on standard error as it is, with no newline added.
 func writeStandardError(_ text: String) {
     writeFully(Array(text.utf8), to: STDERR_FILENO)

@@ -6,7 +6,7 @@
 # stream keeps all but the last second before the kill, each video holds exactly one frame per
 # timestamp line (at most the frame being written when the kill came is cut), every video
 # decodes, and the next recording finds the IMU usable again (the buffer the killed recorder left
-# enabled is taken back), though not by a recording refused for bad input.
+# enabled is taken back), though not by a recording refused for a trigger that is not there.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 dev2=${FIELDCAP_VIDEO_DEVICE2:?}
@@ -15,8 +15,9 @@ trig=${FIELDCAP_IIO_TRIGGER:?}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
 # The last round's recorder is killed with the IMU's buffer enabled, its trigger attached and its
-# clock set: the device is left as it was found, for the tests after this one (fieldcap_iio_dummy
-# checks that fieldcap puts back what it found, and makes a trigger of its own when none is set).
+# clock set: the device is left as it was found, for the tests after this one (iio_readdev
+# cannot read a device whose buffer is enabled; fieldcap_iio_dummy, when run after it, checks
+# that fieldcap puts back what it found and makes a trigger of its own when none is set).
 imu_sysfs=${FIELDCAP_IIO_DEVICE_SYSFS:?}
 found_trigger=$(cat "$imu_sysfs/trigger/current_trigger") found_clock=$(cat "$imu_sysfs/current_timestamp_clock")
 put_back() {
@@ -84,8 +85,8 @@ print(f"round {round_}: " + ", ".join(summary))
 PY
 	rm -rf "$session"
 done
-# The last recorder died with the IMU's buffer enabled. Bad input is refused before fieldcap
-# takes that buffer back: the device stays as the kill left it (exit 64, one line).
+# The last recorder died with the IMU's buffer enabled. A trigger that is not there is refused
+# before fieldcap takes that buffer back: the device stays as the kill left it (exit 64).
 status=0
 err=$("$fieldcap" --imu "$imu,trigger=nosuchtrigger" --duration 1s --out "$FIELDCAP_TEST_TMP/never" 2>&1 >/dev/null) || status=$?
 [ "$status" = 64 ] && grep -q "no such trigger" <<<"$err" || { echo "FAIL: a missing trigger: exit $status: $err"; exit 1; }

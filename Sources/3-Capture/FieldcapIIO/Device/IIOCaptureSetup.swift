@@ -107,15 +107,23 @@ struct IIOCaptureSetup {
         self.values = values
         timestampChannel = scan.first { $0.id == "timestamp" && $0.format?.storageBits == 64 }
 
-        // A trigger named that is not there is bad input, refused before anything on the device
-        // changes: a stale buffer below is taken back only for a capture that can go on.
-        let present = device.takesTrigger ? IIODevice.triggers() : []
-        if device.takesTrigger, let wanted = options.trigger, !present.contains(where: { $0.name == wanted }) {
-            throw IIOError(
-                code: .notFound, device: label, operation: "trigger '\(wanted)'",
-                hint: present.isEmpty
-                    ? "no triggers are present"
-                    : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
+        // trigger= naming what is not there, or given to a device that takes none, is bad input
+        // refused before anything on the device changes, as the channels are. (A rate is refused
+        // later: the trigger's or the device's sampling_frequency says what it can run at.)
+        if let wanted = options.trigger {
+            guard device.takesTrigger else {
+                throw IIOError(
+                    code: .unsupported, device: label, operation: "trigger '\(wanted)'",
+                    hint: "this device takes no trigger; drop trigger=")
+            }
+            let present = IIODevice.triggers()
+            guard present.contains(where: { $0.name == wanted }) else {
+                throw IIOError(
+                    code: .notFound, device: label, operation: "trigger '\(wanted)'",
+                    hint: present.isEmpty
+                        ? "no triggers are present"
+                        : "no such trigger; present: \(present.map(\.name).joined(separator: ", "))")
+            }
         }
 
         if Sysfs.read("\(device.sysfsPath)/buffer/enable") == "1" {
@@ -153,10 +161,6 @@ struct IIOCaptureSetup {
                     restore.trigger = device.currentTrigger ?? ""
                     try Sysfs.write("\(device.sysfsPath)/trigger/current_trigger", triggerName!, device: label)
                 }
-            } else if let wanted = options.trigger {
-                throw IIOError(
-                    code: .unsupported, device: label, operation: "trigger '\(wanted)'",
-                    hint: "this device takes no trigger; drop trigger=")
             }
             trigger = triggerName
             let triggerPath = triggerName.flatMap { name in IIODevice.triggers().first { $0.name == name } }
