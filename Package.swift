@@ -24,7 +24,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // Percentiles for the benchmarks: the histogram the latency field trusts.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         // Counts malloc calls so a test can prove the fixed-shape hot path allocates nothing.
@@ -49,8 +49,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
-        // The house's system tools, below every layer: named threads, the latch and doorbell
-        // (pipes polled with the devices) that wake them, path names.
+        // The house's system tools, below every layer: the syscall seam and its EINTR policy, named
+        // threads, the latch and doorbell (pipes polled with the devices) that wake them, path names.
         .target(name: "FieldcapSystem"),
         .target(name: "SyncField", dependencies: ["FieldcapSystem"]),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
@@ -72,16 +72,18 @@ let package = Package(
         .target(name: "CFieldcapLinux"),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
-        .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "CFieldcapLinux", "FieldcapCore"]),
+        .target(name: "FieldcapV4L2", dependencies: ["CV4L2", "FieldcapSystem", "FieldcapCore"]),
         // libiio 0.24 (Debian: libiio-dev) for IIO IMUs.
         .systemLibrary(name: "CIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
-        .target(name: "FieldcapIIO", dependencies: ["CIIO", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+        .target(
+            name: "FieldcapIIO",
+            dependencies: ["CIIO", "CFieldcapLinux", "FieldcapSystem", "FieldcapCore", "SyncField"]),
         // Recording in segments: which record goes into which segment, the recording's index,
         // the storage budget. The session layer gives it the segments' files.
         .target(name: "FieldcapSegments", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
-        .target(name: "FieldcapClockQuality", dependencies: ["SyncField"]),
+        .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "SyncField"]),
         // libmosquitto (Debian: libmosquitto-dev): the MQTT client of Eclipse Mosquitto, the
         // reference broker; no Swift MQTT client is among the offline packages, and libmosquitto
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
@@ -91,6 +93,7 @@ let package = Package(
             name: "FieldcapFleet",
             dependencies: [
                 "FieldcapSystem", "CMosquitto", "FieldcapCore", "FieldcapSession", "FieldcapRig", "SyncField",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The application layer every front end drives: device plans and rig configs, the
         // recording's lifecycle, the session's layout and sidecar, finishing and recovering.
@@ -100,6 +103,7 @@ let package = Package(
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
         // deleting by name or age, and extracting a wall-clock range across segments.
@@ -139,7 +143,9 @@ let package = Package(
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Discovery: the rig announced on the local network (DNS-SD over mDNS, `_fieldcap._tcp`).
-        .target(name: "FieldcapDiscovery", dependencies: ["CAvahi"]),
+        .target(
+            name: "FieldcapDiscovery",
+            dependencies: ["CAvahi", "FieldcapSystem", .product(name: "Logging", package: "swift-log")]),
         // The rig every front end drives (`serve`'s API, the capture-server client, the fleet):
         // its devices checked once, one recording at a time on its own thread, the events of each
         // pushed to whoever watches, the cameras' preview while idle, a stop the disk holds given up.
@@ -264,7 +270,9 @@ let package = Package(
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore", "TestSupport"]),
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
-        .testTarget(name: "FieldcapV4L2Tests", dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapCore"]),
+        .testTarget(
+            name: "FieldcapV4L2Tests",
+            dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapSystem", "FieldcapCore", "SyncField"]),
         .testTarget(name: "FieldcapSegmentsTests", dependencies: ["FieldcapSegments", "FieldcapCore", "SyncField"]),
         .testTarget(
             name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),
@@ -272,6 +280,7 @@ let package = Package(
             name: "FieldcapSessionTests",
             dependencies: [
                 "FieldcapSession", "FieldcapMedia", "FieldcapEncode", "FieldcapCore", "SyncField", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "FieldcapArchiveTests",

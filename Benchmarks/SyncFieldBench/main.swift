@@ -196,7 +196,8 @@ let header = """
     """
 
 print(
-    "SyncField writer benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.seconds) s per scenario"
+    "SyncField writer benchmark: \(ProcessInfo.processInfo.activeProcessorCount) "
+        + "cores, \(options.seconds) s per scenario"
 )
 print("")
 print(
@@ -206,7 +207,8 @@ print(header)
 for result in throughput { print(row(result, among: throughput)) }
 print("")
 print(
-    "Caller latency: each thread calls record() \(Int(options.rate)) times a second, sleeping between calls as a capture thread does."
+    "Caller latency: each thread calls record() \(Int(options.rate)) "
+        + "times a second, sleeping between calls as a capture thread does."
 )
 print("")
 print(

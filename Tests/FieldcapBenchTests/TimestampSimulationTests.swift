@@ -25,7 +25,10 @@ private enum SimulatedRuns {
 @Suite("TimestampSimulation")
 struct TimestampSimulationTests {
     @Test(
-        "fieldcap's mapped kernel times stay within 1 µs of the truth at p99, do not drift, and never leave their bound"
+        """
+        fieldcap's mapped kernel times stay within 1 µs of the \
+        truth at p99, do not drift, and never leave their bound
+        """
     )
     func fieldcapAccuracy() {
         for (configuration, seed, outcome) in SimulatedRuns.all {
@@ -41,7 +44,10 @@ struct TimestampSimulationTests {
     }
 
     @Test(
-        "through frequency steps and offset slews, fieldcap stays within the aims (5 µs at 500 ppm, 100 µs beyond) and inside its bounds"
+        """
+        through frequency steps and offset slews, fieldcap stays within \
+        the aims (5 µs at 500 ppm, 100 µs beyond) and inside its bounds
+        """
     )
     func fieldcapThroughSteps() {
         for (configuration, outcome) in SimulatedRuns.stepped {
@@ -54,7 +60,10 @@ struct TimestampSimulationTests {
     }
 
     @Test(
-        "periodic clock pairs (fieldcap before) keep extrapolating an old rate through a step: errors of hundreds of µs under a bound of a few"
+        """
+        periodic clock pairs (fieldcap before) keep extrapolating an old \
+        rate through a step: errors of hundreds of µs under a bound of a few
+        """
     )
     func periodicPairsFailThroughSteps() {
         for (configuration, outcome) in SimulatedRuns.stepped where configuration.readIntervalNs == nil {
@@ -68,7 +77,10 @@ struct TimestampSimulationTests {
     }
 
     @Test(
-        "before their second pair, periodic pairs' error is bounded by the kernel's slew limit over the sampling interval"
+        """
+        before their second pair, periodic pairs' error is bounded \
+        by the kernel's slew limit over the sampling interval
+        """
     )
     func periodicWarmUp() {
         for (configuration, seed, outcome) in SimulatedRuns.all {
@@ -104,7 +116,10 @@ struct TimestampSimulationTests {
     }
 
     @Test(
-        "each peer fails the way its design predicts: an offset drifts with the slew, arrival-based stamps carry the latency"
+        """
+        each peer fails the way its design predicts: an offset \
+        drifts with the slew, arrival-based stamps carry the latency
+        """
     )
     func peersFailAsPredicted() {
         for (configuration, seed, outcome) in SimulatedRuns.all {

@@ -34,7 +34,11 @@ struct BenchJitterCommandTests {
             let records = stream["records"] as! Int
             #expect(Double(records) > rate * 1.0 && Double(records) < rate * 2.5, "\(stream)")
             let interval = stream["interval_error_dequeue"] as! [String: Any]
-            #expect(interval["count"] as! Int == records - 1)
+            // An interval for each record after the first, but none across a jump in the sequence
+            // (a record the ring dropped on a busy machine), which skips at least one record.
+            let count = interval["count"] as! Int
+            let skipped = stream["skipped_by_device"] as! Int
+            #expect(count <= records - 1 && count >= records - 1 - skipped, "\(stream)")
             // A synthetic source stamps at wake-up: its median interval error is far below a period.
             #expect(Double(interval["median_abs_ns"] as! Int) < 0.25e9 / rate, "\(interval)")
         }

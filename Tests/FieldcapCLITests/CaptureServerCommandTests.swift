@@ -8,7 +8,10 @@ struct CaptureServerCommandTests {
     /// drives the rig through that server's protocol and checks what the rig sends and what
     /// it stores; this test checks what the rig recorded meanwhile.
     @Test(
-        "AllSpark's protocol: nothing answered, chunkSaved, Force Sync and autoUpload stored under the server's limits, a refusal and a 1009 final, the server restarted: no gap"
+        """
+        AllSpark's protocol: nothing answered, chunkSaved, Force Sync and autoUpload stored \
+        under the server's limits, a refusal and a 1009 final, the server restarted: no gap
+        """
     )
     func protocolAndReconnect() throws {
         let uploads = NSTemporaryDirectory() + "/capture-uploads-\(UUID().uuidString)"
@@ -329,7 +332,10 @@ struct CaptureServerCommandTests {
     }
 
     @Test(
-        "a recording without segments is one chunk: chunkSaved when it stops, and with autoUpload its MP4 and tar stored"
+        """
+        a recording without segments is one chunk: chunkSaved \
+        when it stops, and with autoUpload its MP4 and tar stored
+        """
     )
     func unsegmentedRecordingIsOneChunk() throws {
         let work = NSTemporaryDirectory() + "/capture-whole-\(UUID().uuidString)"
@@ -350,7 +356,8 @@ struct CaptureServerCommandTests {
                             if isinstance(message, bytes):
                                 with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
                                     f.write(message)
-                                await socket.send(json.dumps({"status": "success", "message": "Video uploaded successfully"}))
+                                await socket.send(json.dumps({"status": "success", "message": "Video uploaded \
+                successfully"}))
                                 continue
                             data = json.loads(message)
                             out.write(json.dumps(data) + "\\n")
@@ -358,8 +365,10 @@ struct CaptureServerCommandTests {
                             if data.get("type") == "upload":
                                 metadata = data
                             if data.get("type") == "chunkSaved":
-                                await socket.send(json.dumps({"status": "success", "message": "Chunk saved info received"}))
-                                await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": data["startTime"],
+                                await socket.send(json.dumps({"status": "success", "message": "Chunk saved info \
+                received"}))
+                                await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": \
+                data["startTime"],
                                                               "endTime": data["endTime"]}))
                 async def main():
                     async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:

@@ -82,7 +82,10 @@ struct DamageCorpusCommandTests {
     }
 
     @Test(
-        "30 seeded damages to complete, killed and segmented recordings: validate, sessions, request, export, extract and recover never crash, hang, fail unclearly, or change what they must not"
+        """
+        30 seeded damages to complete, killed and segmented recordings: validate, sessions, request, \
+        export, extract and recover never crash, hang, fail unclearly, or change what they must not
+        """
     )
     func corpus() throws {
         let bases = try ["complete", "killed", "segmented"].map { ($0, try Self.base($0)) }

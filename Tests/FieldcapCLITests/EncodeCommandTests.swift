@@ -24,7 +24,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "YUYV, NV12, GREY and Bayer (demosaiced) encoded as JPEG at the default quality: FFmpeg and GStreamer decode every frame, each within the PSNR floor of the raw camera's, the numbers exact"
+        """
+        YUYV, NV12, GREY and Bayer (demosaiced) encoded as JPEG at the default quality: FFmpeg and \
+        GStreamer decode every frame, each within the PSNR floor of the raw camera's, the numbers exact
+        """
     )
     func jpegFromEachFormat() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -70,7 +73,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "YUYV, NV12, GREY, Bayer, Y16 and Z16 encoded as FFV1: FFmpeg and GStreamer decode every frame back to the raw camera's bytes exactly, the export reads them as raw, the numbers exact"
+        """
+        YUYV, NV12, GREY, Bayer, Y16 and Z16 encoded as FFV1: FFmpeg and GStreamer decode every \
+        frame back to the raw camera's bytes exactly, the export reads them as raw, the numbers exact
+        """
     )
     func ffv1FromEachFormat() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -112,7 +118,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "threads=3: JPEG and FFV1 cameras coded on three threads each are written in capture order, every frame exact (FFV1) or within the PSNR floor (JPEG) of its raw twin"
+        """
+        threads=3: JPEG and FFV1 cameras coded on three threads each are written in capture \
+        order, every frame exact (FFV1) or within the PSNR floor (JPEG) of its raw twin
+        """
     )
     func threads() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -143,7 +152,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "FFV1 too slow for 1920x1080 at 60 fps: capture drops nothing, the encoder's drops are counted, every frame kept decodes"
+        """
+        FFV1 too slow for 1920x1080 at 60 fps: capture drops nothing, \
+        the encoder's drops are counted, every frame kept decodes
+        """
     )
     func ffv1TooSlow() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -166,7 +178,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "segments of a recording whose encoder is behind: each segment's sidecar splits its drops by reason, its frame numbers exact"
+        """
+        segments of a recording whose encoder is behind: each segment's \
+        sidecar splits its drops by reason, its frame numbers exact
+        """
     )
     func encoderTooSlowInSegments() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -199,7 +214,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "an extract across segments of JPEG and FFV1 cameras: the files keep what they were coded with (FFV1's configuration record) and the sidecar its encoding, every frame decodes, FFV1 bit-exact"
+        """
+        an extract across segments of JPEG and FFV1 cameras: the files keep what they were coded with \
+        (FFV1's configuration record) and the sidecar its encoding, every frame decodes, FFV1 bit-exact
+        """
     )
     func extractOfEncodedCameras() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -239,7 +257,10 @@ struct EncodeCommandTests {
     }
 
     @Test(
-        "an encoder too slow for its camera (1280x720 at 300 fps, quality 100): the drops are the encoder's, counted by reason, and the session validates"
+        """
+        an encoder too slow for its camera (1280x720 at 300 fps, quality 100): \
+        the drops are the encoder's, counted by reason, and the session validates
+        """
     )
     func encoderTooSlow() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -50,7 +50,10 @@ struct ExportCommandTests {
     func listing() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: root).sorted() }
 
     @Test(
-        "MCAP in zstd, lz4 and none and a rosbag2 directory: every frame equals the Matroska file's, every IMU sample and stamp the session's, read by mcap, mcap-ros2-support and rosbags"
+        """
+        MCAP in zstd, lz4 and none and a rosbag2 directory: every frame equals the Matroska file's, \
+        every IMU sample and stamp the session's, read by mcap, mcap-ros2-support and rosbags
+        """
     )
     func mcapReadByItsReaders() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -125,7 +128,10 @@ struct ExportCommandTests {
     }
 
     @Test(
-        "bad input: a session that does not validate, an unknown format, an output that exists, a range with no data, options of another format, unknown streams: one line each, nothing written"
+        """
+        bad input: a session that does not validate, an unknown format, an output that exists, a \
+        range with no data, options of another format, unknown streams: one line each, nothing written
+        """
     )
     func badInput() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }

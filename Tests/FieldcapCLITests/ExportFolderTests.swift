@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// `fieldcap export --format euroc`, `--format images` and `--format mp4`, judged by OpenCV,
-/// FFmpeg's tools and the files' own readers (Tests/FieldcapCLITests/Clients/folder_check.py), never by fieldcap's code.
+/// FFmpeg's tools and the files' own readers (Tests/FieldcapCLITests/Clients/folder_check.py),
+/// never by fieldcap's code.
 @Suite("fieldcap export: EuRoC, image folders and MP4", .serialized)
 struct ExportFolderTests {
     let root = NSTemporaryDirectory() + "/export-folders-\(UUID().uuidString)"
@@ -38,7 +39,10 @@ struct ExportFolderTests {
     func listing() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: root).sorted() }
 
     @Test(
-        "EuRoC, grey and colour: every PNG read by OpenCV equals its frame's luma, RGB or 16-bit samples; the CSVs, times file and sensor.yaml equal the session's"
+        """
+        EuRoC, grey and colour: every PNG read by OpenCV equals its frame's luma, RGB \
+        or 16-bit samples; the CSVs, times file and sensor.yaml equal the session's
+        """
     )
     func euroc() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -68,7 +72,10 @@ struct ExportFolderTests {
     }
 
     @Test(
-        "Image folder: JPEGs read by OpenCV above the PSNR floor, the nearest IMU sample and depth frame per image, --every and --fps thin"
+        """
+        Image folder: JPEGs read by OpenCV above the PSNR floor, the \
+        nearest IMU sample and depth frame per image, --every and --fps thin
+        """
     )
     func images() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -110,7 +117,10 @@ struct ExportFolderTests {
     }
 
     @Test(
-        "MP4: every camera as H.264 High 4:2:0 that ffprobe reads and ffmpeg decodes, each frame at its capture time, its planes the camera's above the PSNR floor"
+        """
+        MP4: every camera as H.264 High 4:2:0 that ffprobe reads and ffmpeg decodes, \
+        each frame at its capture time, its planes the camera's above the PSNR floor
+        """
     )
     func mp4() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -54,7 +54,10 @@ struct IntrinsicsTests {
     }
 
     @Test(
-        "A Kalibr camchain matched by id: copied into the session, its values in the sidecar; MCAP gets CameraInfo, EuRoC the pinhole model and T_BS, the image folder the matrix, and the 3D Logger's snippet runs"
+        """
+        A Kalibr camchain matched by id: copied into the session, its values in the sidecar; MCAP gets CameraInfo, \
+        EuRoC the pinhole model and T_BS, the image folder the matrix, and the 3D Logger's snippet runs
+        """
     )
     func kalibrIntoEveryExport() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -148,7 +151,10 @@ struct IntrinsicsTests {
     }
 
     @Test(
-        "bad --intrinsics: a file that does not parse, a camera not recorded, another resolution, an unknown match: one line before recording, exit 64, nothing written"
+        """
+        bad --intrinsics: a file that does not parse, a camera not recorded, another \
+        resolution, an unknown match: one line before recording, exit 64, nothing written
+        """
     )
     func badIntrinsics() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -175,7 +181,10 @@ struct IntrinsicsTests {
     }
 
     @Test(
-        "fieldcap check --config: the config's intrinsics (beside it) read and matched to the granted sizes; another resolution fails naming the file, nothing recorded"
+        """
+        fieldcap check --config: the config's intrinsics (beside it) read and matched \
+        to the granted sizes; another resolution fails naming the file, nothing recorded
+        """
     )
     func checkReadsIntrinsics() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }

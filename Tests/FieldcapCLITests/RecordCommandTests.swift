@@ -38,9 +38,12 @@ struct RecordCommandTests {
         // The start lines: one per stream, ids and devices in columns, with what each was granted.
         for line in [
             "recording 3 streams into \(out)",
-            "  cam_left  synthetic:320x240@30  moving test pattern, YUYV 320x240, 30 fps, 8 buffers, stamped at dequeue",
-            "  cam0      synthetic:160x120@15  moving test pattern, YUYV 160x120, 15 fps, 8 buffers, stamped at dequeue",
-            "  imu0      synthetic:500         accel_x accel_y accel_z (m/s²) gyro_x gyro_y gyro_z (rad/s), 500 Hz, stamped at its due time",
+            "  cam_left  synthetic:320x240@30  moving test pattern, "
+                + "YUYV 320x240, 30 fps, 8 buffers, stamped at dequeue",
+            "  cam0      synthetic:160x120@15  moving test pattern, "
+                + "YUYV 160x120, 15 fps, 8 buffers, stamped at dequeue",
+            "  imu0      synthetic:500         accel_x accel_y accel_z (m/s²) "
+                + "gyro_x gyro_y gyro_z (rad/s), 500 Hz, stamped at its due time",
         ] {
             #expect(
                 result.stderr.split(separator: "\n").contains { $0 == line }, "no line '\(line)' in: \(result.stderr)")
@@ -53,7 +56,10 @@ struct RecordCommandTests {
     }
 
     @Test(
-        "a file the file system will not let grow (File too large, as FAT's 4 GiB gives it) ends the recording cleanly: exit 1, why, a valid session"
+        """
+        a file the file system will not let grow (File too large, as FAT's \
+        4 GiB gives it) ends the recording cleanly: exit 1, why, a valid session
+        """
     )
     func fileTooLarge() throws {
         let out = freshPath("record-too-large")

@@ -14,7 +14,11 @@ struct RecoverCommandTests {
     }
 
     @Test(
-        "SIGKILL at 20 random moments of a four-camera (YUYV, MJPEG, YUYV encoded as JPEG, Y16 as FFV1) + IMU recording: every session recovers, validates, keeps all but the last second, and ffprobe decodes every frame kept"
+        """
+        SIGKILL at 20 random moments of a four-camera (YUYV, MJPEG, YUYV encoded \
+        as JPEG, Y16 as FFV1) + IMU recording: every session recovers, validates, \
+        keeps all but the last second, and ffprobe decodes every frame kept
+        """
     )
     func killedRecordings() throws {
         var generator = SystemRandomNumberGenerator()

@@ -60,7 +60,8 @@ struct RigConfigCommandTests {
         let root = freshPath("root")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let config = try writeConfig(
-            "output: \(root)\nduration: 2500ms\nsegment: 1s\nmax_storage: 50M\nkeep: 2h\nimus:\n  - device: synthetic\n    rate: 100\n"
+            "output: \(root)\nduration: 2500ms\nsegment: 1s\nmax_storage: 50M\n"
+                + "keep: 2h\nimus:\n  - device: synthetic\n    rate: 100\n"
         )
         let result = try FieldcapProcess.run(["--config", config, "-q"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -167,7 +168,10 @@ struct RigConfigCommandTests {
     }
 
     @Test(
-        "check: every device set up as asked and shown, storage checked, no session made; a missing device fails naming its line"
+        """
+        check: every device set up as asked and shown, storage checked, \
+        no session made; a missing device fails naming its line
+        """
     )
     func check() throws {
         let root = freshPath("root")
@@ -225,7 +229,10 @@ struct RigConfigCommandTests {
     }
 
     @Test(
-        "the example config in deploy/ is one `fieldcap check` reads (its devices are a real rig's, so they are absent here)"
+        """
+        the example config in deploy/ is one `fieldcap check` reads \
+        (its devices are a real rig's, so they are absent here)
+        """
     )
     func exampleConfigParses() throws {
         let result = try FieldcapProcess.run([

@@ -400,7 +400,10 @@ struct ServeCommandTests: ServeSuite {
 
     /// The parts of a `multipart/x-mixed-replace` body: each one's headers and bytes.
     @Test(
-        "every endpoint's real responses, idle and recording, with and without the token, match openapi.yaml (openapi-core)"
+        """
+        every endpoint's real responses, idle and recording, with \
+        and without the token, match openapi.yaml (openapi-core)
+        """
     )
     func openAPI() throws {
         let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"

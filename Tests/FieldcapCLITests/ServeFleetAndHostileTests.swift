@@ -6,7 +6,10 @@ import Testing
 @Suite("fieldcap serve: the fleet, damaged sessions and hostile clients", .serialized)
 struct ServeFleetAndHostileTests: ServeSuite {
     @Test(
-        "a fleet of three rigs in network namespaces over a real mosquitto: start at one instant, a rig killed, the broker restarted, stop"
+        """
+        a fleet of three rigs in network namespaces over a real mosquitto: \
+        start at one instant, a rig killed, the broker restarted, stop
+        """
     )
     func fleet() throws {
         let work = NSTemporaryDirectory() + "/fleet-\(UUID().uuidString)"
@@ -25,7 +28,10 @@ struct ServeFleetAndHostileTests: ServeSuite {
     }
 
     @Test(
-        "a fleet's start on a real mosquitto: a retained one ignored, one beyond the horizon refused, a scheduled one called off by `fleet stop` and by the API, nothing left on disk"
+        """
+        a fleet's start on a real mosquitto: a retained one ignored, one beyond the horizon \
+        refused, a scheduled one called off by `fleet stop` and by the API, nothing left on disk
+        """
     )
     func fleetScheduledStarts() throws {
         let broker = try MosquittoBroker()
@@ -112,7 +118,10 @@ struct ServeFleetAndHostileTests: ServeSuite {
     }
 
     @Test(
-        "damaged sessions and hostile requests get one JSON error and leave serve up: capture_ns 2^63 - 1, a missing video, racing deletes, a huge body, bad offsets"
+        """
+        damaged sessions and hostile requests get one JSON error and leave serve up: \
+        capture_ns 2^63 - 1, a missing video, racing deletes, a huge body, bad offsets
+        """
     )
     func damagedSessionsAndHostileRequests() throws {
         let fm = FileManager.default
@@ -195,7 +204,10 @@ struct ServeFleetAndHostileTests: ServeSuite {
     }
 
     @Test(
-        "without a token: another site's page (Origin) and DNS rebinding (Host) get 403 and start nothing; the rig's own page and curl pass"
+        """
+        without a token: another site's page (Origin) and DNS rebinding \
+        (Host) get 403 and start nothing; the rig's own page and curl pass
+        """
     )
     func originAndHost() throws {
         let serve = try ServeProcess(Self.devices + ["--wall-clock", "none"])
@@ -276,7 +288,10 @@ struct ServeFleetAndHostileTests: ServeSuite {
     }
 
     @Test(
-        "hostile clients: silent, half, garbage, 100 kB URL, HTTP/9.9 connections closed; HEAD answered as GET without its body; a flood past the descriptor limit leaves a segmented recording whole"
+        """
+        hostile clients: silent, half, garbage, 100 kB URL, HTTP/9.9 connections closed; HEAD answered \
+        as GET without its body; a flood past the descriptor limit leaves a segmented recording whole
+        """
     )
     func hostileClients() throws {
         // 160 descriptors: before connections were capped, a flood took them all and the next

@@ -109,7 +109,10 @@ struct ServePreviewCommandTests: ServeSuite {
     }
 
     @Test(
-        "a camera recorded with encode=jpeg is previewed with the recording's own JPEGs: each preview frame during the recording is byte for byte a frame of the file"
+        """
+        a camera recorded with encode=jpeg is previewed with the recording's own JPEGs: \
+        each preview frame during the recording is byte for byte a frame of the file
+        """
     )
     func previewSharesTheRecordersJPEG() throws {
         let serve = try ServeProcess(["--cam", "synthetic:160x120@30,encode=jpeg", "--imu", "synthetic:100"])
@@ -157,7 +160,10 @@ struct ServePreviewCommandTests: ServeSuite {
     }
 
     @Test(
-        "SCMF v1: a client written from the seed connects, leaves and comes back, and decodes every JPEG, while two that never read are there and are closed"
+        """
+        SCMF v1: a client written from the seed connects, leaves and comes back, \
+        and decodes every JPEG, while two that never read are there and are closed
+        """
     )
     func scmf() throws {
         let serve = try ServeProcess(Self.devices)

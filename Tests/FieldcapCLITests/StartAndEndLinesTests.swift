@@ -56,7 +56,10 @@ struct StartAndEndLinesTests {
             Self.warning(.sensor, nominal: 200, written: 1001, gaps: 900, spanSeconds: 10, elapsed: 10))
         #expect(
             imu
-                == "recorded at 100.0 Hz, 50% of its nominal 200 Hz (from its first sample to its last): the device skipped 900 samples"
+                == """
+                recorded at 100.0 Hz, 50% of its nominal 200 Hz (from its \
+                first sample to its last): the device skipped 900 samples
+                """
         )
     }
 
@@ -114,7 +117,8 @@ struct StartAndEndLinesTests {
         #expect(
             reporter.header == """
                 recording 2 streams into /srv/s1
-                  cam0      /dev/video0  vivid (vivid, platform:vivid-000), YUYV 640x480, 30 fps (fieldcap's default; fps= to change)
+                  cam0      /dev/video0  vivid (vivid, platform:vivid-000), YUYV 640x480, 30 fps (fieldcap's default; \
+                fps= to change)
                   imu_left  dummy0       dummy0 (iio:device0), accel_x (m/s²), 100 Hz
                   Ctrl-C stops
 

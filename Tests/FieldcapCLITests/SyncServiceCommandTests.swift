@@ -130,7 +130,10 @@ struct SyncServiceCommandTests {
     }
 
     @Test(
-        "request --capture-id: the rigs' sessions of one capture, found in their roots, make one body the service accepts"
+        """
+        request --capture-id: the rigs' sessions of one capture, \
+        found in their roots, make one body the service accepts
+        """
     )
     func requestByCaptureId() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -258,7 +261,8 @@ struct SyncServiceCommandTests {
         #expect(result.stdout.isEmpty)
         #expect(
             result.stderr.contains(
-                "Error: the SyncField service answered 500 Internal Server Error: alignment worker crashed (test service told to fail)"
+                "Error: the SyncField service answered 500 Internal Server "
+                    + "Error: alignment worker crashed (test service told to fail)"
             ), "\(result.stderr)")
     }
 
@@ -275,7 +279,8 @@ struct SyncServiceCommandTests {
         let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("Error: ") }
         #expect(
             errors == [
-                "Error: cannot reach the SyncField service at http://127.0.0.1:\(port)/api/v1/sync/upload: connection refused"
+                "Error: cannot reach the SyncField service at "
+                    + "http://127.0.0.1:\(port)/api/v1/sync/upload: connection refused"
             ])
         let bad = try FieldcapProcess.run(["upload", session, "--to", "aligner:8080"])
         #expect(bad.status == 64)

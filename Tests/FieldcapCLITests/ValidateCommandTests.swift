@@ -81,7 +81,10 @@ struct ValidateCommandTests {
     }
 
     @Test(
-        "a recorded session whose video holds more frames than its manifest and timestamp lines say fails, with the numbers"
+        """
+        a recorded session whose video holds more frames than its \
+        manifest and timestamp lines say fails, with the numbers
+        """
     )
     func videoAheadOfManifest() throws {
         let out = freshPath("validate-video")

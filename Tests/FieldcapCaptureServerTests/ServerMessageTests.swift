@@ -9,7 +9,8 @@ struct ServerMessageTests {
     @Test("clientConfig: chunk in ms, buffer in MiB, format kept as given")
     func clientConfig() {
         let message = ServerMessage.parse(
-            #"{"type":"clientConfig","config":{"videoFormat":"mp4","videoChunkDurationMs":30000,"videoBufferMaxMB":16000}}"#
+            #"{"type":"clientConfig","config":{"videoFormat":"mp4","#
+                + #""videoChunkDurationMs":30000,"videoBufferMaxMB":16000}}"#
         )
         #expect(
             message
@@ -128,7 +129,10 @@ struct ReplyRouterTests {
     }
 
     @Test(
-        "acknowledgements of chunkSaved and complaints about other messages never answer an upload; a refused metadata is the reason of the binary's reply"
+        """
+        acknowledgements of chunkSaved and complaints about other messages never \
+        answer an upload; a refused metadata is the reason of the binary's reply
+        """
     )
     func notAnswers() async {
         let router = ReplyRouter()

@@ -113,7 +113,10 @@ struct ClockTrackerTests {
             for (index, result) in results.enumerated() {
                 #expect(
                     abs(result.errorNs) <= result.uncertaintyNs,
-                    "step at +\(position * 833) µs, frame \(index): error \(result.errorNs) ns above bound \(result.uncertaintyNs) ns"
+                    """
+                    step at +\(position * 833) µs, frame \(index): error \
+                    \(result.errorNs) ns above bound \(result.uncertaintyNs) ns
+                    """
                 )
                 #expect(
                     abs(result.errorNs) <= aimNs,
@@ -211,7 +214,10 @@ struct ClockTrackerTests {
     }
 
     @Test(
-        "random clocks: rates up to the kernel's limit changing at random, brackets of random width; no frame outside its bound",
+        """
+        random clocks: rates up to the kernel's limit changing at \
+        random, brackets of random width; no frame outside its bound
+        """,
         arguments: [1, 2, 3, 4, 5] as [UInt64])
     func randomClocks(seed: UInt64) {
         var random = SplitMix64(seed: seed)

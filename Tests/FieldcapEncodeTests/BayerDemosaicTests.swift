@@ -78,7 +78,10 @@ struct BayerDemosaicTests {
     }
 
     @Test(
-        "a linear ramp in each colour comes back exactly inside the picture, where the mean of two or four neighbours is the ramp's value",
+        """
+        a linear ramp in each colour comes back exactly inside the picture, \
+        where the mean of two or four neighbours is the ramp's value
+        """,
         arguments: BayerPattern.allCases)
     func ramps(pattern: BayerPattern) throws {
         let (width, height) = (16, 12)

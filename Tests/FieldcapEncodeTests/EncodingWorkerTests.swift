@@ -180,7 +180,10 @@ struct EncodingWorkerTests {
     }
 
     @Test(
-        "an encoder with input buffers of its own: the writer fills them, a buffer is offered again only once the encoder gave it back"
+        """
+        an encoder with input buffers of its own: the writer fills them, \
+        a buffer is offered again only once the encoder gave it back
+        """
     )
     func encoderBuffers() throws {
         let encoder = BufferedEncoder(slots: 3, lent: nil)
@@ -197,7 +200,9 @@ struct EncodingWorkerTests {
         encoder.giveBack.signal()
         encoder.giveBack.signal()
         encoder.giveBack.signal()
-        usleep(100_000)
+        // Waits for the encoder to hand the three back, however busy the machine.
+        let deadline = DispatchTime.now() + 20
+        while encoder.returned.load(ordering: .acquiring) < 3 && DispatchTime.now() < deadline { usleep(1_000) }
         let (record, bytes) = Self.frame(6)
         #expect(try bytes.withUnsafeBytes { try worker.offer(record, frame: $0) })
         encoder.giveAll.store(true, ordering: .releasing)
@@ -209,7 +214,10 @@ struct EncodingWorkerTests {
     }
 
     @Test(
-        "an encoder that imports the camera's buffers: no copy, each buffer back to the camera only after both the writer and the encoder let go"
+        """
+        an encoder that imports the camera's buffers: no copy, each buffer \
+        back to the camera only after both the writer and the encoder let go
+        """
     )
     func cameraBuffers() throws {
         let returned = Mutex<[Int32]>([])
@@ -254,6 +262,8 @@ final class BufferedEncoder: BufferedFrameEncoder, @unchecked Sendable {
     var inputReturned: (Int) -> Void = { _ in }
     let giveBack = DispatchSemaphore(value: 0)
     let giveAll = Atomic<Bool>(false)
+    /// Inputs handed back to the worker so far.
+    let returned = Atomic<Int>(0)
     private var buffers: [[UInt8]]
     private var held: [(slot: Int, record: CaptureRecord)] = []
     private(set) var readFromCamera: [Int] = []
@@ -282,6 +292,7 @@ final class BufferedEncoder: BufferedFrameEncoder, @unchecked Sendable {
         let bytes = importedBuffers == nil ? buffers[slot] : Self.bytes(record.sequence)
         try bytes.withUnsafeBytes { try emit(EncodedFrame(record: record, bytes: $0)) }
         inputReturned(slot)
+        returned.add(1, ordering: .releasing)
     }
 
     static func bytes(_ sequence: UInt64) -> [UInt8] { EncodingWorkerTests.frame(sequence).1 }

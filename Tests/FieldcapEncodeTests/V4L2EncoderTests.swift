@@ -35,7 +35,10 @@ struct V4L2EncoderTests {
     }
 
     @Test(
-        "a picture the encoder aligns larger (1080 lines into 1088): the frame top-left, its last pixel and line repeated into the padding, NV12's chroma after the padded luma"
+        """
+        a picture the encoder aligns larger (1080 lines into 1088): the frame top-left, its \
+        last pixel and line repeated into the padding, NV12's chroma after the padded luma
+        """
     )
     func padsIntoAnAlignedPicture() throws {
         // 6x4 NV12 into an 8x6 picture at a 10-byte stride.

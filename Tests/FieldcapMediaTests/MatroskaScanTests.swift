@@ -57,7 +57,10 @@ struct MatroskaScanTests {
     }
 
     @Test(
-        "zeros where a Cluster was (a page a power cut lost) end the frames there: none after it is numbered in its place"
+        """
+        zeros where a Cluster was (a page a power cut lost) end \
+        the frames there: none after it is numbered in its place
+        """
     )
     func gapEndsTheFrames() throws {
         let path = try makeVideo(10, finished: false)
@@ -102,7 +105,10 @@ struct MatroskaScanTests {
     }
 
     @Test(
-        "finished in place: the first frames of a finished or an unfinished file, with the Segment size and duration finish writes"
+        """
+        finished in place: the first frames of a finished or an \
+        unfinished file, with the Segment size and duration finish writes
+        """
     )
     func finishInPlace() throws {
         for finished in [true, false] {

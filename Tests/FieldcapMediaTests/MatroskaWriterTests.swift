@@ -63,7 +63,10 @@ struct MatroskaWriterTests {
     }
 
     @Test(
-        "written as a live stream: no index held until the end (no Cues), every frame a keyframe, and a seek still decodes the right frames"
+        """
+        written as a live stream: no index held until the end (no Cues), \
+        every frame a keyframe, and a seek still decodes the right frames
+        """
     )
     func keyframeEverySecond() throws {
         let path = NSTemporaryDirectory() + "/mkv-\(UUID().uuidString).mkv"
@@ -134,7 +137,10 @@ struct MatroskaWriterTests {
     }
 
     @Test(
-        "FFV1 frames are written as V_FFV1 with their configuration record, and salvage keeps it: FFmpeg decodes both files to the pixels it encoded"
+        """
+        FFV1 frames are written as V_FFV1 with their configuration record, and \
+        salvage keeps it: FFmpeg decodes both files to the pixels it encoded
+        """
     )
     func ffv1WithCodecPrivate() throws {
         let source = NSTemporaryDirectory() + "/ffv1-\(UUID().uuidString).mkv"

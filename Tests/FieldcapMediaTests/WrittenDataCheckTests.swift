@@ -105,7 +105,10 @@ struct WrittenDataCheckTests {
     }
 
     @Test(
-        "direct I/O only on file systems that keep it coherent with cached writes: never on 9p, NFS, CIFS, FUSE, overlay"
+        """
+        direct I/O only on file systems that keep it coherent \
+        with cached writes: never on 9p, NFS, CIFS, FUSE, overlay
+        """
     )
     func writePathByFileSystem() {
         for local in ["ext4", "xfs", "btrfs", "f2fs"] { #expect(WritePath(mountType: local).directIOIsCoherent) }
@@ -125,7 +128,10 @@ struct WrittenDataCheckTests {
     }
 
     @Test(
-        "FAT's 4 GiB file limit is known by the mount's name or statfs's type; other file systems have none that matters"
+        """
+        FAT's 4 GiB file limit is known by the mount's name or \
+        statfs's type; other file systems have none that matters
+        """
     )
     func largestFile() {
         for fat in ["vfat", "msdos"] { #expect(WritePath(mountType: fat).largestFileBytes == (1 << 32) - 1) }
@@ -149,7 +155,8 @@ struct WrittenDataCheckTests {
         #expect(WritePath.mountType(device: "8:1", in: table) == nil)
         // Shares: the super options say how a lost server is met.
         let shares = """
-            40 22 0:50 / /mnt/nfs rw,relatime shared:3 - nfs4 127.0.0.1:/ rw,vers=4.2,rsize=262144,hard,proto=tcp,timeo=600,retrans=2
+            40 22 0:50 / /mnt/nfs rw,relatime shared:3 - nfs4 127.0.0.1:/ \
+            rw,vers=4.2,rsize=262144,hard,proto=tcp,timeo=600,retrans=2
             41 22 0:51 / /mnt/soft rw,relatime shared:4 - nfs4 127.0.0.1:/ rw,vers=4.2,soft,proto=tcp,timeo=10,retrans=1
             42 22 0:52 / /mnt/cifs rw,relatime shared:5 - cifs //127.0.0.1/rig rw,vers=3.1.1,cache=strict,soft,nounix
             43 22 0:53 / /mnt/cifs-hard rw,relatime - cifs //127.0.0.1/rig rw,vers=3.1.1,hard,nounix

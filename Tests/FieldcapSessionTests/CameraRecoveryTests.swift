@@ -96,7 +96,10 @@ struct CameraRecoveryTests {
 @Suite("Frame log")
 struct FrameLogTests {
     @Test(
-        "each frame's log line is written right after the frame, not at the next sync: a kill leaves none of the video's frames without it"
+        """
+        each frame's log line is written right after the frame, not at \
+        the next sync: a kill leaves none of the video's frames without it
+        """
     )
     func lineFollowsItsFrame() throws {
         let path = NSTemporaryDirectory() + "/framelog-\(UUID().uuidString)"
@@ -208,7 +211,8 @@ struct PowerCutRecoveryTests {
         #expect(
             said.contains {
                 $0.contains(
-                    "cam_a: \(frames) frames in cam_a.mkv and \(frames) timestamp lines (12 restored from cam_a.frames.ndjson"
+                    "cam_a: \(frames) frames in cam_a.mkv and \(frames) "
+                        + "timestamp lines (12 restored from cam_a.frames.ndjson"
                 )
             }, "\(said)")
         #expect(

@@ -101,7 +101,10 @@ struct DamagedSessionTests {
     }
 
     @Test(
-        "a recorder killed before it made a camera's video (missing, or cut in its header) recovers with an empty video of the track",
+        """
+        a recorder killed before it made a camera's video (missing, or \
+        cut in its header) recovers with an empty video of the track
+        """,
         arguments: ["missing", "empty", "cut in its header"])
     func killedBeforeTheVideo(video state: String) throws {
         let path = try KilledSession.make(frames: 0)

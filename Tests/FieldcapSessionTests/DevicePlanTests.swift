@@ -25,7 +25,10 @@ struct DevicePlanTests {
     }
 
     @Test(
-        "a config's intrinsics: a file beside the config, read when the settings resolve, matched to the granted sizes; --intrinsics wins"
+        """
+        a config's intrinsics: a file beside the config, read when the \
+        settings resolve, matched to the granted sizes; --intrinsics wins
+        """
     )
     func configIntrinsics() throws {
         let directory = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"

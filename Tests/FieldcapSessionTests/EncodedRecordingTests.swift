@@ -77,7 +77,10 @@ struct EncodedRecordingTests {
     }
 
     @Test(
-        "an encoder slower than the camera drops frames for the reason encoder, not capture's, and the numbers stay the video's"
+        """
+        an encoder slower than the camera drops frames for the reason \
+        encoder, not capture's, and the numbers stay the video's
+        """
     )
     func slowEncoderDropsItsOwn() throws {
         // 200 frames a second against an encoder that takes 20 ms a frame: at most a quarter fit.
@@ -114,7 +117,10 @@ struct EncodedRecordingTests {
     }
 
     @Test(
-        "an encoder that fails mid-stream ends the recording as a failed write does: every frame encoded before it is kept"
+        """
+        an encoder that fails mid-stream ends the recording as a \
+        failed write does: every frame encoded before it is kept
+        """
     )
     func failingEncoderEndsTheRecording() throws {
         let recorded = try Self.record(rate: 30, seconds: 10) {

@@ -55,7 +55,10 @@ struct FuzzCorpusTests {
     }
 
     @Test(
-        "the Matroska target's seeds: each recorded video in the fixed killed session recovers valid and keeps its whole frames",
+        """
+        the Matroska target's seeds: each recorded video in the fixed \
+        killed session recovers valid and keeps its whole frames
+        """,
         arguments: ["complete", "killed"].flatMap { kind in
             ["grey", "yuyv", "mjpg", "ffv1"].map { "seed-\(kind)-\($0)" }
         })
@@ -78,7 +81,10 @@ struct FuzzCorpusTests {
     }
 
     @Test(
-        "the seeds: a complete session is left alone, killed ones recover into valid sessions, wrong types are reported, not hidden",
+        """
+        the seeds: a complete session is left alone, killed ones recover \
+        into valid sessions, wrong types are reported, not hidden
+        """,
         arguments: [
             "seed-complete", "seed-killed", "seed-killed-partial-lines", "seed-truncated-video", "seed-wrong-types",
         ])

@@ -125,7 +125,10 @@ struct HardwareCodecRecordingTests {
     }
 
     @Test(
-        "H.264 and HEVC are stored as avcC/hvcC and length-prefixed NAL units: FFmpeg decodes each frame as the encoder's own stream, keyframes where its I-frames are, GStreamer decodes all",
+        """
+        H.264 and HEVC are stored as avcC/hvcC and length-prefixed NAL units: FFmpeg decodes each \
+        frame as the encoder's own stream, keyframes where its I-frames are, GStreamer decodes all
+        """,
         arguments: [(AVCFraming.Codec.h264, false), (.h264, true), (.hevc, false)])
     func recordedStreamDecodes(codec: AVCFraming.Codec, separateHeaders: Bool) throws {
         let stream = try Self.encoded(codec)

@@ -67,13 +67,19 @@ struct RecordingControllerTests {
         #expect(
             RecordingController.StopReason.diskNearlyFull(free: 100 << 20, minFree: ByteSize(bytes: 256 << 20))
                 .description
-                == "disk nearly full (\(ByteSize(bytes: 100 << 20)) free, below --min-free \(ByteSize(bytes: 256 << 20)))"
+                    == """
+                    disk nearly full (\(ByteSize(bytes: 100 << 20)) \
+                    free, below --min-free \(ByteSize(bytes: 256 << 20)))
+                    """
         )
         #expect(RecordingController.StopReason.writeError("x", diskFull: true).description == "disk full (x)")
     }
 
     @Test(
-        "FAT's 4 GiB: a warning names the camera whose video reaches it within one file's span, and a segment length under it; none when each file stays under"
+        """
+        FAT's 4 GiB: a warning names the camera whose video reaches it within one \
+        file's span, and a segment length under it; none when each file stays under
+        """
     )
     func fileSizeWarning() throws {
         let limit: UInt64 = (1 << 32) - 1

@@ -2,6 +2,7 @@ import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import Foundation
+import Logging
 import SyncField
 import Synchronization
 import Testing
@@ -61,7 +62,7 @@ struct SegmentedRecordingTests {
                     lengthNs: UInt64(run.segmentSeconds * 1e9), budget: StorageBudget(maxBytes: budget),
                     maxStorageLabel: run.label
                 )),
-            log: { message in deletions.withLock { $0.append(message) } })
+            logger: .lines(label: "test") { message in deletions.withLock { $0.append(message) } })
         try recording.start()
         let directory = try #require(recording.directory)
         var largestSeen: UInt64 = 0

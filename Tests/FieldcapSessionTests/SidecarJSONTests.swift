@@ -44,7 +44,10 @@ struct SidecarJSONTests {
     }
 
     @Test(
-        "a document read back as recover reads it (PlainJSON: numbers as spelled, booleans) is written as JSONSerialization writes what it reads back"
+        """
+        a document read back as recover reads it (PlainJSON: numbers as spelled, \
+        booleans) is written as JSONSerialization writes what it reads back
+        """
     )
     func readBack() throws {
         let written = try Sidecar.bytes(Self.document)

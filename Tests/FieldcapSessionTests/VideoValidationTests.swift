@@ -76,7 +76,8 @@ struct VideoValidationTests {
         #expect(!report.isValid)
         #expect(
             messages(report) == [
-                "manifest.json: streams.cam.frame_count is 49 but cam.mkv holds 61 frames: `fieldcap recover` brings the video and its timestamp lines back into agreement"
+                "manifest.json: streams.cam.frame_count is 49 but cam.mkv holds 61 frames: "
+                    + "`fieldcap recover` brings the video and its timestamp lines back into agreement"
             ])
     }
 
@@ -87,7 +88,8 @@ struct VideoValidationTests {
         try Data("not a video\n".utf8).write(to: URL(fileURLWithPath: "\(path)/cam.mkv"))
         #expect(
             messages(SessionValidator.validateWithVideos(directory: path)) == [
-                "manifest.json: streams.cam.path: cam.mkv is not a Matroska file (no EBML header with DocType matroska or webm)"
+                "manifest.json: streams.cam.path: cam.mkv is not a Matroska "
+                    + "file (no EBML header with DocType matroska or webm)"
             ])
         let audio = try runTool(
             "ffmpeg",
@@ -100,7 +102,8 @@ struct VideoValidationTests {
         try FileManager.default.removeItem(atPath: "\(path)/cam.mkv")
         #expect(
             messages(SessionValidator.validateWithVideos(directory: path)) == [
-                "manifest.json: streams.cam.path: \(path)/cam.mkv does not exist (nor does cam.mkv in the session directory)"
+                "manifest.json: streams.cam.path: \(path)/cam.mkv does "
+                    + "not exist (nor does cam.mkv in the session directory)"
             ])
         try FileManager.default.createDirectory(atPath: "\(path)/cam.mkv", withIntermediateDirectories: false)
         #expect(!SessionValidator.validateWithVideos(directory: path).isValid)
@@ -138,7 +141,10 @@ struct VideoValidationTests {
     }
 
     @Test(
-        "a stream's last capture_ns 292 years after fieldcap.json's stopped_utc is a problem; a minute after is not (#42)"
+        """
+        a stream's last capture_ns 292 years after fieldcap.json's \
+        stopped_utc is a problem; a minute after is not (#42)
+        """
     )
     func captureLongAfterTheStop() throws {
         let path = try makeSession()
@@ -148,7 +154,8 @@ struct VideoValidationTests {
         let stopped = Date(timeIntervalSince1970: Double(wall) / 1e9 + 3)
         let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         let sidecar =
-            #"{"started_utc":"\#(format.format(Date(timeIntervalSince1970: Double(wall) / 1e9)))","stopped_utc":"\#(format.format(stopped))"}"#
+            #"{"started_utc":"\#(format.format(Date(timeIntervalSince1970: Double(wall) / 1e9)))","#
+            + #""stopped_utc":"\#(format.format(stopped))"}"#
         try Data(sidecar.utf8).write(to: URL(fileURLWithPath: "\(path)/fieldcap.json"))
         let original = try String(contentsOfFile: "\(path)/cam.timestamps.jsonl", encoding: .utf8)
         func lastLine(at capture: UInt64) throws { try setLastCapture(capture, path: path, original: original) }
@@ -158,7 +165,9 @@ struct VideoValidationTests {
         try lastLine(at: jumped)
         #expect(
             messages(SessionValidator.validateWithVideos(directory: path)) == [
-                "cam.timestamps.jsonl: the last line's capture_ns \(jumped) is 291 years after the recording stopped (\(format.format(stopped)), through the sync point, fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
+                "cam.timestamps.jsonl: the last line's capture_ns \(jumped) is 291 years after "
+                    + "the recording stopped (\(format.format(stopped)), through the sync point, "
+                    + "fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
             ])
     }
 
@@ -181,7 +190,9 @@ struct VideoValidationTests {
         try lastLine(at: stop + 3_600_000_000_000)
         #expect(
             messages(SessionValidator.validateWithVideos(directory: path)) == [
-                "cam.timestamps.jsonl: the last line's capture_ns \(stop + 3_600_000_000_000) is 1 hour after the recording stopped (stopped_monotonic_raw_ns \(stop), fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
+                "cam.timestamps.jsonl: the last line's capture_ns \(stop + 3_600_000_000_000) "
+                    + "is 1 hour after the recording stopped (stopped_monotonic_raw_ns \(stop), "
+                    + "fieldcap.json): a jump of the clock or damage, not a time stream cam recorded"
             ])
     }
 }
@@ -213,7 +224,8 @@ struct FrameNumberValidationTests {
         let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
         #expect(
             problems == [
-                "cam.timestamps.jsonl:5: frame_number is 400, but in a fieldcap session it is the frame's index in cam.mkv (4)"
+                "cam.timestamps.jsonl:5: frame_number is 400, but in a "
+                    + "fieldcap session it is the frame's index in cam.mkv (4)"
             ], "\(problems)")
     }
 }
@@ -246,7 +258,8 @@ extension FrameNumberValidationTests {
         let problems = SessionValidator.validateWithVideos(directory: path).problems.map(\.description)
         #expect(
             problems.contains(
-                "cam.timestamps.jsonl:5: frame_number is \(huge), but in a fieldcap session it is the frame's index in cam.mkv (4)"
+                "cam.timestamps.jsonl:5: frame_number is \(huge), but in "
+                    + "a fieldcap session it is the frame's index in cam.mkv (4)"
             ), "\(problems)")
     }
 

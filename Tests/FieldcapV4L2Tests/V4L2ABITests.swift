@@ -90,8 +90,10 @@ struct V4L2ABITests {
         for (name, shim, encoded) in expected {
             #expect(
                 shim == encoded,
-                "\(name): the shim gives 0x\(String(shim, radix: 16)), Swift's struct encodes 0x\(String(encoded, radix: 16))"
-            )
+                """
+                \(name): the shim gives 0x\(String(shim, radix: 16)), \
+                Swift's struct encodes 0x\(String(encoded, radix: 16))
+                """)
         }
     }
 

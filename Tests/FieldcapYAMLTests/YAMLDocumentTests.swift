@@ -20,7 +20,8 @@ struct YAMLDocumentTests {
     @Test("a config's blocks: entries in the file's order, each node with its line, scalars as written")
     func blocks() throws {
         let root = try parse(
-            "# a rig\nhost_id: rig_01\ncameras:\n  - device: /dev/video0\n    rate: 30\n  - device: synthetic\nmin_free: ~\n"
+            "# a rig\nhost_id: rig_01\ncameras:\n  - device: /dev/video0\n"
+                + "    rate: 30\n  - device: synthetic\nmin_free: ~\n"
         )
         guard case .mapping(let top) = root.content else { Issue.record("not a mapping: \(root)"); return }
         #expect(top.map(\.key.scalar) == ["host_id", "cameras", "min_free"])

@@ -140,7 +140,8 @@ struct SDKReadmeExamplesTests {
         let hand = try String(contentsOf: outputURL.appendingPathComponent("hand_tracker.jsonl"), encoding: .utf8)
         #expect(
             hand.contains(
-                #""channels":{"finger_angles":[12.5,45,30,15,5],"gestures":{"fist":0.02,"pinch":0.95},"joints":{"index_tip":[0.7,0.8,0.9],"thumb_tip":[0.4,0.5,0.6],"wrist":[0.1,0.2,0.3]}}"#
+                #""channels":{"finger_angles":[12.5,45,30,15,5],"gestures":{"fist":0.02,"pinch":0.95},"#
+                    + #""joints":{"index_tip":[0.7,0.8,0.9],"thumb_tip":[0.4,0.5,0.6],"wrist":[0.1,0.2,0.3]}}"#
             ))
         let tactile = try String(contentsOf: outputURL.appendingPathComponent("tactile.jsonl"), encoding: .utf8)
         #expect(

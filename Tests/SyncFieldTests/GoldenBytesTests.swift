@@ -12,7 +12,8 @@ struct GoldenBytesTests {
             .jsonLine()
         #expect(
             String(decoding: line, as: UTF8.self) == """
-                {"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}
+                {"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic",\
+                "frame_number":0,"uncertainty_ns":5000000}
 
                 """)
     }
@@ -24,7 +25,10 @@ struct GoldenBytesTests {
     ]
 
     static let docSensorLine = """
-        {"capture_ns":1234567890123456789,"channels":{"a":2,"accel_x":0.12,"accel_y":-9.8,"accel_z":12,"B":1,"ch2":2,"ch10":1,"f32":0.1,"gyro":[1e-05,1e+16,0.30000000000000004,-0,0.10000000149011612],"i":3,"joints":{"wrist":[0.1,0.2]},"x_y":1,"xy":2},"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}
+        {"capture_ns":1234567890123456789,"channels":{"a":2,"accel_x":0.12,"accel_y":-9.8,"accel_z":12,"B":1,"ch2":2,\
+        "ch10":1,"f32":0.1,"gyro":[1e-05,1e+16,0.30000000000000004,-0,0.10000000149011612],"i":3,\
+        "joints":{"wrist":[0.1,0.2]},"x_y":1,"xy":2},"clock_domain":"rig_01","clock_source":"host_monotonic",\
+        "frame_number":0,"uncertainty_ns":5000000}
         """
 
     @Test("a sensor line, through a real session")
@@ -39,7 +43,8 @@ struct GoldenBytesTests {
         #expect(directory.lines("imu.jsonl") == [Self.docSensorLine])
         #expect(
             directory.lines("imu.timestamps.jsonl") == [
-                #"{"capture_ns":1234567890123456789,"clock_domain":"rig_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
+                #"{"capture_ns":1234567890123456789,"clock_domain":"rig_01","#
+                    + #""clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
             ])
     }
 
@@ -121,12 +126,16 @@ struct GoldenBytesTests {
         try session.stop()
         #expect(
             directory.lines("cam_ego.timestamps.jsonl") == [
-                #"{"capture_ns":1234567890123456789,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#,
-                #"{"capture_ns":1234567890156789012,"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":5000000}"#,
+                #"{"capture_ns":1234567890123456789,"clock_domain":"iphone_01","#
+                    + #""clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#,
+                #"{"capture_ns":1234567890156789012,"clock_domain":"iphone_01","#
+                    + #""clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":5000000}"#,
             ])
         #expect(
             directory.lines("imu.jsonl") == [
-                #"{"capture_ns":1234567890123456789,"channels":{"accel_x":0.12,"accel_y":-9.8,"accel_z":0.05},"clock_domain":"iphone_01","clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
+                #"{"capture_ns":1234567890123456789,"channels":{"accel_x":0.12,"#
+                    + #""accel_y":-9.8,"accel_z":0.05},"clock_domain":"iphone_01","#
+                    + #""clock_source":"host_monotonic","frame_number":0,"uncertainty_ns":5000000}"#
             ])
     }
 
@@ -158,7 +167,8 @@ struct GoldenBytesTests {
         #expect(text == (try foundationPretty(reference)))
         #expect(
             text.hasPrefix(
-                "{\n  \"host_id\": \"iphone_01\",\n  \"sdk_version\": \"0.1.0\",\n  \"streams\": {\n    \"cam_ego\": {\n      \"frame_count\": 900,"
+                "{\n  \"host_id\": \"iphone_01\",\n  \"sdk_version\": \"0.1.0\",\n"
+                    + "  \"streams\": {\n    \"cam_ego\": {\n      \"frame_count\": 900,"
             ))
     }
 }

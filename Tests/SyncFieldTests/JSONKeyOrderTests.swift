@@ -81,8 +81,8 @@ struct JSONKeyOrderTests {
     /// characters outside the BMP, Cherokee (which folds to capitals), CJK.
     static let alphabets: [[String]] = [
         [
-            "a", "A", "b", "é", "É", "e\u{301}", "ß", "ss", "SS", "ẞ", "ﬁ", "fi", "1", "01", "2", "10", "_", "-", " ",
-            ".", "ö",
+            "a", "A", "b", "é", "É", "e\u{301}", "ß", "ss", "SS", "ẞ", "ﬁ", "fi", "1", "01", "2", "10", "_", "-",
+            " ", ".", "ö",
             "o\u{308}", "Ö", "ø", "æ",
         ],
         ["α", "Α", "ά", "σ", "ς", "Σ", "β", "ϐ", "ω", "ᾀ", "1", "_", "a"],
@@ -126,8 +126,8 @@ struct JSONKeyOrderTests {
         let cases: [(String, String)] = [
             ("straße", "strasse"), ("STRASSE", "straße"), ("ﬁle", "file"), ("café", "cafe\u{301}"),
             ("Σίσυφος", "ΣΊΣΥΦΟΣ"),
-            ("x2é", "x10e"), ("é01", "é1"), ("ꭰa", "Ꭰb"), ("aꭰ", "ÅİᎠ"), ("😀a", "😀b"), ("\u{1F3FB}x", "\u{1F3FB}"),
-            ("𐐀", "𐐨"), ("a\u{301}\u{327}", "a\u{327}\u{301}"), ("\u{200B}a", "a"),
+            ("x2é", "x10e"), ("é01", "é1"), ("ꭰa", "Ꭰb"), ("aꭰ", "ÅİᎠ"), ("😀a", "😀b"),
+            ("\u{1F3FB}x", "\u{1F3FB}"), ("𐐀", "𐐨"), ("a\u{301}\u{327}", "a\u{327}\u{301}"), ("\u{200B}a", "a"),
             (
                 "é" + String(repeating: "x", count: 70) + "a",
                 "é" + String(repeating: "x", count: 70) + "B"

@@ -56,7 +56,10 @@ struct SessionLifecycleTests {
         #expect(lines[0].hasPrefix("{\"capture_ns\":\(written),"))
         #expect(
             lines[1]
-                == #"{"capture_ns":99,"clock_domain":"h","clock_source":"host_monotonic","frame_number":1,"uncertainty_ns":7}"#
+                == #"""
+                {"capture_ns":99,"clock_domain":"h","clock_source":"host_monotonic",\#
+                "frame_number":1,"uncertainty_ns":7}
+                """#
         )
     }
 

@@ -179,7 +179,10 @@ struct ValidatorTests {
         }
         #expect(
             match != nil,
-            "expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") '\(breakage.expect)', got \(report.problems)"
+            """
+            expected \(breakage.file):\(breakage.line.map(String.init) ?? "-") \
+            '\(breakage.expect)', got \(report.problems)
+            """
         )
     }
 

@@ -49,7 +49,8 @@ public enum FuzzSession {
             "pixel_format":"\(format)"}}],"sync_point":{"monotonic_ns":1000000000,"wall_clock_ns":1700000000000000000}}
             """
         let lines = (0..<64).map { frame in
-            #"{"capture_ns":\#(1_000_000_000 + frame * 33_333_333),"clock_domain":"fuzz","clock_source":"host_monotonic","frame_number":\#(frame),"uncertainty_ns":1000000}"#
+            #"{"capture_ns":\#(1_000_000_000 + frame * 33_333_333),"clock_domain":"fuzz","#
+                + #""clock_source":"host_monotonic","frame_number":\#(frame),"uncertainty_ns":1000000}"#
         }
         _ = FileManager.default.createFile(atPath: "\(directory)/fieldcap.json", contents: Data(sidecar.utf8))
         _ = FileManager.default.createFile(

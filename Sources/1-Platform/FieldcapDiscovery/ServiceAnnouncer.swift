@@ -1,4 +1,5 @@
 import CAvahi
+import Logging
 import Synchronization
 
 /// Announces a service on the local network with DNS-SD over mDNS, through the system's
@@ -32,8 +33,9 @@ public final class ServiceAnnouncer: @unchecked Sendable {
     }
 
     public let announcement: Announcement
-    /// What the user should hear (once each): announced, no daemon, a failure.
-    private let log: @Sendable (String) -> Void
+    /// What the user should hear (once each): announced (notice), no daemon or a failure
+    /// (warning).
+    private let logger: Logger
     private var avahi: AvahiSession?
     private var group: OpaquePointer?
     /// The name in use: Avahi's alternative after a collision.
@@ -41,11 +43,14 @@ public final class ServiceAnnouncer: @unchecked Sendable {
     private var saidNoDaemon = false
     private var saidAnnounced = false
 
-    public init(_ announcement: Announcement, log: @escaping @Sendable (String) -> Void) {
+    public init(_ announcement: Announcement, logger: Logger) {
         self.announcement = announcement
-        self.log = log
+        self.logger = logger
         name = announcement.name
     }
+
+    /// One line for the user: a notice, or a warning when something does not work.
+    private func log(_ text: String, _ level: Logger.Level = .notice) { logger.log(level: level, "\(text)") }
 
     deinit { stop() }
 
@@ -77,13 +82,14 @@ public final class ServiceAnnouncer: @unchecked Sendable {
             if !saidNoDaemon {
                 saidNoDaemon = true
                 log(
-                    "avahi-daemon is not running: the rig is not announced on the network (it will be once avahi-daemon starts; Debian: apt install avahi-daemon)"
-                )
+                    "avahi-daemon is not running: the rig is not announced on the network "
+                        + "(it will be once avahi-daemon starts; Debian: apt install avahi-daemon)",
+                    .warning)
             }
         case AVAHI_CLIENT_FAILURE:
             log(
-                "avahi-daemon went away (\(String(cString: avahi_strerror(avahi_client_errno(client))))): the rig is no longer announced"
-            )
+                "avahi-daemon went away (\(String(cString: avahi_strerror(avahi_client_errno(client))))): "
+                    + "the rig is no longer announced", .warning)
         default:
             break
         }
@@ -101,7 +107,8 @@ public final class ServiceAnnouncer: @unchecked Sendable {
                 }, context)
         }
         guard let group else {
-            log("Avahi: \(String(cString: avahi_strerror(avahi_client_errno(client)))): the rig is not announced")
+            let why = String(cString: avahi_strerror(avahi_client_errno(client)))
+            log("Avahi: \(why): the rig is not announced", .warning)
             return
         }
         guard avahi_entry_group_is_empty(group) != 0 else { return }
@@ -121,7 +128,7 @@ public final class ServiceAnnouncer: @unchecked Sendable {
             return
         }
         guard result == 0, avahi_entry_group_commit(group) == 0 else {
-            log("Avahi could not announce \(name): \(String(cString: avahi_strerror(result)))")
+            log("Avahi could not announce \(name): \(String(cString: avahi_strerror(result)))", .warning)
             return
         }
     }
@@ -142,7 +149,9 @@ public final class ServiceAnnouncer: @unchecked Sendable {
             if let client = avahi_entry_group_get_client(group) { register(client) }
         case AVAHI_ENTRY_GROUP_FAILURE:
             let client = avahi_entry_group_get_client(group)
-            log("Avahi could not announce \(name): \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            log(
+                "Avahi could not announce \(name): \(String(cString: avahi_strerror(avahi_client_errno(client))))",
+                .warning)
         default:
             break
         }

@@ -1,4 +1,5 @@
 import CAvahi
+import Logging
 import Synchronization
 
 /// Finds the services of one DNS-SD type on the local network through the system's
@@ -18,7 +19,8 @@ public final class ServiceBrowser: @unchecked Sendable {
     }
 
     public let type: String
-    private let log: @Sendable (String) -> Void
+    /// What the user should hear: no daemon, a failure (warnings).
+    private let logger: Logger
     private let changed: @Sendable ([Found]) -> Void
     private var avahi: AvahiSession?
     private var browser: OpaquePointer?
@@ -29,12 +31,15 @@ public final class ServiceBrowser: @unchecked Sendable {
     ///   - type: `_allspark._tcp`.
     ///   - changed: every resolved service, in the order found, each time one comes or goes.
     public init(
-        type: String, log: @escaping @Sendable (String) -> Void, changed: @escaping @Sendable ([Found]) -> Void
+        type: String, logger: Logger, changed: @escaping @Sendable ([Found]) -> Void
     ) {
         self.type = type
-        self.log = log
+        self.logger = logger
         self.changed = changed
     }
+
+    /// One line for the user; every one the browser says is about something that does not work.
+    private func log(_ text: String) { logger.warning("\(text)") }
 
     deinit { stop() }
 
@@ -75,7 +80,8 @@ public final class ServiceBrowser: @unchecked Sendable {
             if !saidNoDaemon {
                 saidNoDaemon = true
                 log(
-                    "avahi-daemon is not running: no \(type) server can be found (Debian: apt install avahi-daemon); waiting for it"
+                    "avahi-daemon is not running: no \(type) server can be "
+                        + "found (Debian: apt install avahi-daemon); waiting for it"
                 )
             }
         case AVAHI_CLIENT_FAILURE:

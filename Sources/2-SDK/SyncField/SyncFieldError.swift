@@ -33,7 +33,8 @@ public enum SyncFieldError: Error, Equatable, LocalizedError, CustomStringConver
             return "stream id \(Self.quoted(id)) cannot be used: \(reason); use letters, digits, '_' or '-'"
         case .invalidChannelValue(let id, let channel, let reason):
             return
-                "stream \(Self.quoted(id)): channel \(Self.quoted(channel)) \(reason); nothing was written for this record"
+                "stream \(Self.quoted(id)): channel \(Self.quoted(channel)) "
+                + "\(reason); nothing was written for this record"
         case .invalidChannelLayout(let id, let reason):
             return "stream \(Self.quoted(id)): \(reason)"
         case .ioFailure(let path, let operation, let code):

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Glibc
 import SyncField
 
@@ -58,10 +59,13 @@ struct ToolOutput: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var timedOut = false
         while true {
-            let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
-            var poller = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
-            if ready < 0 && errno == EINTR { continue }
+            // The time left is taken again for each call: a poll a signal interrupted waits no longer
+            // than the deadline.
+            let ready = SystemCall.retryingInterrupts { () -> Int32 in
+                let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
+                var poller = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
+                return poll(&poller, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
+            }
             if ready <= 0 {
                 if MonotonicClock.now() >= deadline {
                     timedOut = true
@@ -69,14 +73,15 @@ struct ToolOutput: Sendable {
                 }
                 continue
             }
-            let count = buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = SystemCall.retryingInterrupts {
+                buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
+            }
             if count <= 0 { break }
             if bytes.count < limit { bytes += buffer[0..<min(count, limit - bytes.count)] }
         }
         if timedOut { kill(pid, SIGKILL) }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = SystemCall.retryingInterrupts { waitpid(pid, &status, 0) }
         let output = String(decoding: bytes, as: UTF8.self)
         if timedOut { return ToolOutput(stdout: output, ending: .timedOut) }
         let signal = status & 0x7f

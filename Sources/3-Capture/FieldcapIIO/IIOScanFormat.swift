@@ -29,7 +29,8 @@ public struct IIOScanFormat: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(isBigEndian ? "be" : "le"):\(isSigned ? "s" : "u")\(bits)/\(storageBits)\(repeatCount > 1 ? "X\(repeatCount)" : "")>>\(shift)"
+        "\(isBigEndian ? "be" : "le"):"
+            + "\(isSigned ? "s" : "u")\(bits)/\(storageBits)\(repeatCount > 1 ? "X\(repeatCount)" : "")>>\(shift)"
     }
 
     /// Bytes one element takes in the scan.

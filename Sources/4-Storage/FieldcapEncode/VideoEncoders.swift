@@ -6,11 +6,13 @@ public enum VideoEncoders {
     public static func problem(_ encoding: VideoEncoding, for captured: VideoFormat) -> String? {
         if encoding == .ffv1, captured.pixelFormat == .mjpeg {
             return
-                "encode=ffv1 keeps raw frames bit-exact; this camera sends MJPEG, which is stored as it comes with encode=raw (the default)"
+                "encode=ffv1 keeps raw frames bit-exact; this camera sends "
+                + "MJPEG, which is stored as it comes with encode=raw (the default)"
         }
         if case .hardware(let hardware) = encoding, captured.pixelFormat == .mjpeg {
             return
-                "encode=\(hardware.codec.rawValue) takes raw frames; this camera sends MJPEG, which is stored as it comes with encode=raw (the default)"
+                "encode=\(hardware.codec.rawValue) takes raw frames; this camera sends "
+                + "MJPEG, which is stored as it comes with encode=raw (the default)"
         }
         guard encoding.encodes(captured) else { return nil }
         switch encoding {
@@ -25,7 +27,8 @@ public enum VideoEncoders {
                 return YUVPlanes.problem(with: captured)
             case .y16, .z16:
                 return
-                    "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY, Bayer); \(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
+                    "encode=jpeg takes 8-bit frames (YUYV, NV12, GREY, Bayer); "
+                    + "\(captured.pixelFormat.rawValue) would lose its low bits: record it raw"
             case .mjpeg, .ffv1, .h264, .hevc, .fwht: return nil
             }
         case .hardware(let hardware):

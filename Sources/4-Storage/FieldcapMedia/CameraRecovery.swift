@@ -34,7 +34,11 @@ public enum CameraRecovery {
 
     /// How it is done, for fieldcap.json's `recovery` notes.
     public static let method =
-        "each video keeps the frames that have a timestamp line: lines a crash lost are written back from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); a frame with no such line is cut from the video (frames_cut), since its time in the video (1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
+        "each video keeps the frames that have a timestamp line: lines a crash lost are written back "
+        + "from the frame log ({id}.frames.ndjson), which holds the values the recorder stamped, each "
+        + "only where its capture_ns gives the frame's time in the video (timestamp_lines_restored); "
+        + "a frame with no such line is cut from the video (frames_cut), since its time in the video "
+        + "(1 ms ticks from the first frame) would give capture_ns only to about 0.5 ms"
 
     /// A frame log line's values that a timestamp line holds.
     struct LoggedFrame: Equatable {
@@ -184,7 +188,8 @@ extension CameraRecovery {
             throw Refusal(
                 path: files.video,
                 reason:
-                    "\(unread) bytes after its \(scan.frames.count) readable frames cannot be read as frames (damage, not a recording cut short)"
+                    "\(unread) bytes after its \(scan.frames.count) readable frames "
+                    + "cannot be read as frames (damage, not a recording cut short)"
             )
         }
         return scan

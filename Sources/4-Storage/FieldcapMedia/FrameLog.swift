@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)
@@ -9,7 +10,8 @@ import SyncField
 /// can be traced from its timestamp line to the kernel. (Not `.jsonl`: in a SyncField session
 /// every `{name}.jsonl` is a sensor stream's file.)
 ///
-///     {"frame_number":0,"sequence":0,"device_ns":123,"dequeue_ns":456,"capture_ns":450,"uncertainty_ns":1000,"flags":8193,"bytes_used":614400}
+///     {"frame_number":0,"sequence":0,"device_ns":123,"dequeue_ns":456,"capture_ns":450,
+///      "uncertainty_ns":1000,"flags":8193,"bytes_used":614400}
 ///
 /// It also holds every value of the frame's timestamp line (`capture_ns`, `frame_number`,
 /// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
@@ -94,10 +96,11 @@ public final class FrameLog {
         readBack.append(contentsOf: repeatElement(0, count: lastLine.count))
         var done = 0
         while done < lastLine.count {
-            let got = readBack.withUnsafeMutableBytes {
-                pread(readFd, $0.baseAddress! + done, lastLine.count - done, off_t(start + done))
+            let got = SystemCall.retryingInterrupts {
+                readBack.withUnsafeMutableBytes {
+                    pread(readFd, $0.baseAddress! + done, lastLine.count - done, off_t(start + done))
+                }
             }
-            if got < 0 && errno == EINTR { continue }
             if got < 0 {
                 throw SyncFieldError.ioFailure(path: file.path, operation: "pread (reading back)", errno: errno)
             }
@@ -119,7 +122,9 @@ public struct FrameLogLost: Error, CustomStringConvertible {
 
     public var description: String {
         readBytes < lineBytes
-            ? "reading back \(path): the file ends before its last line (\(lineBytes) bytes at \(offset)): the file system lost written data"
-            : "reading back \(path): the last line (\(lineBytes) bytes at \(offset)) does not read back as written: the file system lost written data"
+            ? "reading back \(path): the file ends before its last line "
+                + "(\(lineBytes) bytes at \(offset)): the file system lost written data"
+            : "reading back \(path): the last line (\(lineBytes) bytes at \(offset)) "
+                + "does not read back as written: the file system lost written data"
     }
 }

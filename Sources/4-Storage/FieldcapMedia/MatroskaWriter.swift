@@ -1,5 +1,6 @@
 import CMatroska
 import FieldcapCore
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)
@@ -203,7 +204,8 @@ public final class MatroskaWriter {
         MediaError(
             path: path, operation: "reading back frame \(frameCount - 1)", code: EIO,
             message:
-                "the file does not hold what was written: \(what); the file system lost written data (see `fieldcap validate`)"
+                "the file does not hold what was written: \(what); the "
+                + "file system lost written data (see `fieldcap validate`)"
         )
     }
 
@@ -215,13 +217,12 @@ public final class MatroskaWriter {
     private func readBack(at offset: UInt64, count: Int) throws(MediaError) -> Bool {
         var done = 0
         while done < count {
-            let got = readBack.withUnsafeMutableBytes {
-                pread(readFd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            let got = SystemCall.retryingInterrupts {
+                readBack.withUnsafeMutableBytes {
+                    pread(readFd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                }
             }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .system(errno, "pread (reading back)", path: path)
-            }
+            if got < 0 { throw .system(errno, "pread (reading back)", path: path) }
             if got == 0 { return false }
             done += got
         }

@@ -65,7 +65,9 @@ public struct WritePath: Equatable, Sendable {
     public var hardMountWarning: String? {
         guard waitsForeverWhenGone else { return nil }
         return
-            "\(fileSystemName) is mounted hard: if its server goes away, the kernel holds every program writing there until it comes back, fieldcap and its Ctrl-C included; mount it soft (NFS: -o soft,timeo=100,retrans=2) so a lost share ends the recording with an error"
+            "\(fileSystemName) is mounted hard: if its server goes away, the kernel holds every "
+            + "program writing there until it comes back, fieldcap and its Ctrl-C included; mount it "
+            + "soft (NFS: -o soft,timeo=100,retrans=2) so a lost share ends the recording with an error"
     }
 
     /// The file system's name, for the start line.
@@ -94,10 +96,12 @@ public struct WritePath: Equatable, Sendable {
         }
         if directIOIsCoherent {
             return
-                "videos on \(fileSystemName): large frames with direct I/O where it reports how (statx), headers and logs through the page cache"
+                "videos on \(fileSystemName): large frames with direct I/O where "
+                + "it reports how (statx), headers and logs through the page cache"
         }
         return
-            "videos and logs on \(fileSystemName) go through the page cache: direct I/O is used only on ext4, XFS, btrfs and f2fs, where it stays coherent with cached writes to the same file"
+            "videos and logs on \(fileSystemName) go through the page cache: direct I/O is used only "
+            + "on ext4, XFS, btrfs and f2fs, where it stays coherent with cached writes to the same file"
     }
 
     static let coherentMounts: Set<String> = ["ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs"]
@@ -146,8 +150,9 @@ public struct WritePath: Equatable, Sendable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if got < 0 && errno == EINTR { continue }
+            let got = SystemCall.retryingInterrupts {
+                chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            }
             if got <= 0 { break }
             bytes += chunk[0..<got]
         }

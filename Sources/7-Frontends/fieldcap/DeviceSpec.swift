@@ -25,7 +25,10 @@ extension ClockQualityReader.Source: ExpressibleByArgument {
 
 /// The one help text of `--wall-clock`, for `record` and `serve`.
 let wallClockHelp = ArgumentHelp(
-    "How the wall clock's discipline is read at each sync point, for fieldcap.json's wall_clock (the bound on its error that aligning several hosts rests on): auto asks chronyd through chronyc and ptp4l at /var/run/ptp4l through pmc; chrony[:SOCKET] and ptp[:SOCKET] ask one; none asks nothing. A daemon that is absent or silent is noted there, never an error.",
+    "How the wall clock's discipline is read at each sync point, for fieldcap.json's wall_clock "
+        + "(the bound on its error that aligning several hosts rests on): auto asks chronyd through "
+        + "chronyc and ptp4l at /var/run/ptp4l through pmc; chrony[:SOCKET] and ptp[:SOCKET] ask one; "
+        + "none asks nothing. A daemon that is absent or silent is noted there, never an error.",
     valueName: "auto|chrony[:SOCKET]|ptp[:SOCKET]|none")
 
 extension PlanError {

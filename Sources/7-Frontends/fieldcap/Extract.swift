@@ -73,7 +73,8 @@ struct Extract: ParsableCommand {
             throw ExitCode(1)
         }
         print(
-            "\(outcome.out): valid SyncField 0.1 session from \(outcome.parts.count) segment\(outcome.parts.count == 1 ? "" : "s"): \(counts)"
+            "\(outcome.out): valid SyncField 0.1 session from \(outcome.parts.count) "
+                + "segment\(outcome.parts.count == 1 ? "" : "s"): \(counts)"
         )
     }
 }

@@ -138,7 +138,8 @@ struct FleetStop: ParsableCommand {
             say(
                 recording.isEmpty
                     ? "Error: no rig of fleet \(broker.fleet) is recording a capture"
-                    : "Error: the rigs record several captures (\(recording.sorted().joined(separator: ", "))): name one with --capture-id"
+                    : "Error: the rigs record several captures "
+                        + "(\(recording.sorted().joined(separator: ", "))): name one with --capture-id"
             )
             throw ExitCode(64)
         }

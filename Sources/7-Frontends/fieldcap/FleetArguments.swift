@@ -5,7 +5,8 @@ import FieldcapFleet
 struct FleetArguments: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The MQTT broker of the fleet (mosquitto or any MQTT 3.1.1 broker), with USER:PASSWORD@ when it asks for a login; mqtts:// for TLS.",
+            "The MQTT broker of the fleet (mosquitto or any MQTT 3.1.1 broker), "
+                + "with USER:PASSWORD@ when it asks for a login; mqtts:// for TLS.",
             valueName: "mqtt[s]://[USER:PASSWORD@]HOST[:PORT]"))
     var mqtt: String?
 

@@ -57,7 +57,8 @@ struct List: ParsableCommand {
         for encoder in VideoEncoders.software {
             let missing = VideoEncoders.unavailable(encoder.codec).map { "; NOT AVAILABLE: \($0)" } ?? ""
             print(
-                "  \(encoder.codec)  \(encoder.library), software, from \(encoder.from.map(\.rawValue).joined(separator: ", "))\(missing)"
+                "  \(encoder.codec)  \(encoder.library), software, from "
+                    + "\(encoder.from.map(\.rawValue).joined(separator: ", "))\(missing)"
             )
         }
         let hardware = V4L2Encoders.all(in: devices)
@@ -67,7 +68,8 @@ struct List: ParsableCommand {
                     ?? "\(code) (not used by fieldcap)"
             }
             print(
-                "  \(codecs.joined(separator: ", "))  \(encoder.card) (\(encoder.driver)) at \(encoder.path), V4L2 hardware, from \(encoder.takes.joined(separator: ", "))"
+                "  \(codecs.joined(separator: ", "))  \(encoder.card) (\(encoder.driver)) at "
+                    + "\(encoder.path), V4L2 hardware, from \(encoder.takes.joined(separator: ", "))"
             )
         }
         if hardware.isEmpty {

@@ -67,7 +67,8 @@ enum RateWarning {
                 causes.append("the device delivered more than the rate it reports")
             } else if kind == .video {
                 causes.append(
-                    "the camera delivered fewer frames than its rate; automatic exposure lowers the rate in low light: fix the exposure with ctrl.NAME=VALUE (`fieldcap list` shows the controls)"
+                    "the camera delivered fewer frames than its rate; automatic exposure lowers the rate in "
+                        + "low light: fix the exposure with ctrl.NAME=VALUE (`fieldcap list` shows the controls)"
                 )
             } else {
                 causes.append("the device delivered fewer samples than its rate")

@@ -76,7 +76,8 @@ struct Record: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Record the rig a YAML file describes (host id, output root, devices, storage limits); options given here win over the file's. `fieldcap check --help` shows the format.",
+            "Record the rig a YAML file describes (host id, output root, devices, storage limits); "
+                + "options given here win over the file's. `fieldcap check --help` shows the format.",
             valueName: "FILE"))
     var config: String?
 
@@ -109,7 +110,8 @@ struct Record: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Record in consecutive segments this long (30s, 5m, 1h), each a complete session, in one recording directory with an index (recording.json); capture goes on across every boundary.",
+            "Record in consecutive segments this long (30s, 5m, 1h), each a complete session, in one "
+                + "recording directory with an index (recording.json); capture goes on across every boundary.",
             valueName: "DURATION"))
     var segment: Duration?
 
@@ -127,7 +129,10 @@ struct Record: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The cameras' calibration: a Kalibr camchain, or an OpenCV or ROS calibration YAML, matched to the cameras by id (the file's cam0 is the stream cam0) or with ,match=order by --cam order. Checked against the granted sizes before recording; the file is copied into the session as calibration.yaml and its values go into fieldcap.json, where `fieldcap export` finds them.",
+            "The cameras' calibration: a Kalibr camchain, or an OpenCV or ROS calibration YAML, matched to "
+                + "the cameras by id (the file's cam0 is the stream cam0) or with ,match=order by --cam order. "
+                + "Checked against the granted sizes before recording; the file is copied into the session as "
+                + "calibration.yaml and its values go into fieldcap.json, where `fieldcap export` finds them.",
             valueName: "FILE[,match=order]"))
     var intrinsics: String?
 
@@ -136,13 +141,18 @@ struct Record: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The capture across rigs this recording belongs to, written into fieldcap.json as capture_id (the rules of a host id); `fieldcap request --capture-id` gathers the rigs' sessions of one capture.",
+            "The capture across rigs this recording belongs to, written into fieldcap.json as capture_id (the "
+                + "rules of a host id); `fieldcap request --capture-id` gathers the rigs' sessions of one capture.",
             valueName: "ID"))
     var captureId: String?
 
     @Flag(
         help:
-            "Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall."
+            """
+            Write the videos through the page cache even where the disk's filesystem does direct I/O (ext4, XFS, \
+            f2fs on Linux 6.1 or later), which is the default: direct I/O saves most of the CPU raw video costs, \
+            but each frame waits for the disk, so a slow card has only the camera's buffers to ride out a stall.
+            """
     )
     var noDirectIO = false
 
@@ -179,7 +189,8 @@ struct Record: ParsableCommand {
     func validate() throws {
         if quiet && json {
             throw ValidationError(
-                "--quiet and --json contradict each other: --json prints progress on stdout, --quiet prints nothing but errors; choose one"
+                "--quiet and --json contradict each other: --json prints progress "
+                    + "on stdout, --quiet prints nothing but errors; choose one"
             )
         }
         _ = try settings()
@@ -201,7 +212,7 @@ struct Record: ParsableCommand {
         }
         let recording = RecordingController(
             sources: sources, settings: controllerSettings,
-            log: { [quiet] message in
+            logger: .lines(label: "fieldcap.record") { [quiet] message in
                 if !quiet { say("\r\u{1B}[K\(message)") }
             })
         // Signals are blocked before any thread starts (threads inherit the mask) and taken in

@@ -76,12 +76,14 @@ struct Recover: ParsableCommand {
                 for problem in report.problems { print("\(directory)/\(problem)") }
                 guard report.isValid else {
                     print(
-                        "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"), but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain"
+                        "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"), "
+                            + "but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain"
                     )
                     throw ExitCode(1)
                 }
                 print(
-                    "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"); valid recording, \(report.segmentsValid) segments, \(report.lineCount) timestamp lines"
+                    "\(directory): recovered \(segments.count) segment\(segments.count == 1 ? "" : "s"); "
+                        + "valid recording, \(report.segmentsValid) segments, \(report.lineCount) timestamp lines"
                 )
             }
             return
@@ -89,7 +91,8 @@ struct Recover: ParsableCommand {
         switch try SessionFinisher.recover(directory: directory, say: { print($0) }) {
         case .notAFieldcapSession:
             say(
-                "Error: \(directory) is not a fieldcap session (no readable fieldcap.json with its streams and sync point): nothing changed"
+                "Error: \(directory) is not a fieldcap session (no readable "
+                    + "fieldcap.json with its streams and sync point): nothing changed"
             )
             throw ExitCode(65)
         case .alreadyValid(let state):
@@ -98,11 +101,13 @@ struct Recover: ParsableCommand {
             for problem in report.problems { print("\(directory)/\(problem)") }
             if report.isValid {
                 print(
-                    "\(directory): recovered; valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines"
+                    "\(directory): recovered; valid SyncField 0.1 session, "
+                        + "\(report.streamCount) streams, \(report.lineCount) timestamp lines"
                 )
             } else {
                 print(
-                    "\(directory): recovered, but \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") remain"
+                    "\(directory): recovered, but \(report.problems.count) "
+                        + "problem\(report.problems.count == 1 ? "" : "s") remain"
                 )
                 throw ExitCode(1)
             }

@@ -56,13 +56,17 @@ struct Request: ParsableCommand {
 
     @Argument(
         help:
-            "Finished SyncField sessions (fieldcap's or the SDK's), one per host; with --capture-id, also directories that hold sessions.",
+            """
+            Finished SyncField sessions (fieldcap's or the SDK's), one per \
+            host; with --capture-id, also directories that hold sessions.
+            """,
         completion: .directory)
     var sessions: [String]
 
     @Option(
         help: ArgumentHelp(
-            "Take the sessions of this capture (capture_id in their fieldcap.json: a fleet's start, or `record --capture-id`) from the places given.",
+            "Take the sessions of this capture (capture_id in their fieldcap.json: "
+                + "a fleet's start, or `record --capture-id`) from the places given.",
             valueName: "ID"))
     var captureId: String?
 
@@ -94,7 +98,8 @@ struct Request: ParsableCommand {
         let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
         for id in request.sharedStreamIds {
             say(
-                "warning: stream id \(id) is on more than one host; the service finds timestamps files by stream id in one timestamps_dir"
+                "warning: stream id \(id) is on more than one host; the service "
+                    + "finds timestamps files by stream id in one timestamps_dir"
             )
         }
         print(request.body(dataDirectory: dataDir, timestampsDirectory: timestampsDir).json())

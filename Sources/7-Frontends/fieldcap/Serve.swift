@@ -89,13 +89,16 @@ struct Serve: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Where to listen: 127.0.0.1:8080 (the default), 0.0.0.0:8080 for every address (needs a token), [::1]:8080.",
+            "Where to listen: 127.0.0.1:8080 (the default), "
+                + "0.0.0.0:8080 for every address (needs a token), [::1]:8080.",
             valueName: "ADDR:PORT"))
     var listen = "127.0.0.1:8080"
 
     @Option(
         help: ArgumentHelp(
-            "The file holding the API token, made (0600) if absent. Needed to listen beyond loopback; on loopback, given, it is required too (default: $XDG_CONFIG_HOME/fieldcap/token or ~/.config/fieldcap/token when needed).",
+            "The file holding the API token, made (0600) if absent. Needed to listen "
+                + "beyond loopback; on loopback, given, it is required too (default: "
+                + "$XDG_CONFIG_HOME/fieldcap/token or ~/.config/fieldcap/token when needed).",
             valueName: "FILE"))
     var tokenFile: String?
 
@@ -137,7 +140,8 @@ struct Serve: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Where SCMF v1 clients get a camera's preview (TCP, no token: keep it on loopback unless the network is yours), or 'off'.",
+            "Where SCMF v1 clients get a camera's preview (TCP, no token: "
+                + "keep it on loopback unless the network is yours), or 'off'.",
             valueName: "ADDR:PORT"))
     var scmf = "127.0.0.1:\(SCMFServer.defaultPort)"
 
@@ -146,13 +150,17 @@ struct Serve: ParsableCommand {
 
     @Flag(
         help:
-            "Do not announce the rig on the local network (DNS-SD through avahi-daemon, _fieldcap._tcp); it is announced when it listens beyond loopback."
+            """
+            Do not announce the rig on the local network (DNS-SD through avahi-daemon, \
+            _fieldcap._tcp); it is announced when it listens beyond loopback.
+            """
     )
     var noAnnounce = false
 
     @Option(
         help: ArgumentHelp(
-            "An AllSpark-style capture server to keep a WebSocket connection to, and follow (clientConfig, record, uploadTimeRange); auto: the first _allspark._tcp server DNS-SD finds.",
+            "An AllSpark-style capture server to keep a WebSocket connection to, and follow "
+                + "(clientConfig, record, uploadTimeRange); auto: the first _allspark._tcp server DNS-SD finds.",
             valueName: "ws://HOST:PORT|auto"))
     var server: String?
 
@@ -164,21 +172,24 @@ struct Serve: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The capture server's largest message (300M: AllSpark's limit); a larger upload is split by segment, and a segment alone over it is not sent.",
+            "The capture server's largest message (300M: AllSpark's limit); a larger "
+                + "upload is split by segment, and a segment alone over it is not sent.",
             valueName: "SIZE"))
     var serverMaxMessage: ByteSize?
 
     @Option(
         name: .customLong("idle-timeout"),
         help: ArgumentHelp(
-            "How long an HTTP connection may stay without a request in progress (one that sends nothing, half a request or garbage) before it is closed.",
+            "How long an HTTP connection may stay without a request in progress (one "
+                + "that sends nothing, half a request or garbage) before it is closed.",
             valueName: "DURATION"))
     var idleTimeout = TimeSpan(seconds: 15)
 
     @Option(
         name: .customLong("max-connections"),
         help: ArgumentHelp(
-            "HTTP connections served at once; more wait to be accepted (default: a quarter of the descriptor limit, at most 512, so a flood of them cannot take the files a recording opens).",
+            "HTTP connections served at once; more wait to be accepted (default: a quarter of the "
+                + "descriptor limit, at most 512, so a flood of them cannot take the files a recording opens).",
             valueName: "N"))
     var maxConnections: Int?
 
@@ -187,7 +198,8 @@ struct Serve: ParsableCommand {
     @Option(
         name: .customLong("fleet-horizon"),
         help: ArgumentHelp(
-            "How far ahead a fleet's start or stop instant may be; one further ahead is refused (the rig would wait for it with its devices open).",
+            "How far ahead a fleet's start or stop instant may be; one further "
+                + "ahead is refused (the rig would wait for it with its devices open).",
             valueName: "DURATION"))
     var fleetHorizon = TimeSpan(seconds: 600)
 
@@ -341,7 +353,9 @@ struct Serve: ParsableCommand {
             ) {
                 host, port in
                 say(
-                    "serving \(rig.devices.count) device\(rig.devices.count == 1 ? "" : "s") on http://\(Self.address(host, port)) (sessions in \(rig.settings.root)\(needsToken ? ", token required" : ""))"
+                    "serving \(rig.devices.count) device\(rig.devices.count == 1 ? "" : "s") "
+                        + "on http://\(Self.address(host, port)) (sessions in "
+                        + "\(rig.settings.root)\(needsToken ? ", token required" : ""))"
                 )
             }
         } catch {
@@ -400,7 +414,7 @@ extension Serve {
         guard let options = try fleet.options(clientId: host) else { return nil }
         return try FleetMember(
             options: options, fleet: fleet.fleet, host: host, version: Sidecar.fieldcapVersion,
-            rig: FleetMember.Rig(service: rig), horizonNs: UInt64(fleetHorizon.seconds * 1e9)
-        ) { say($0) }
+            rig: FleetMember.Rig(service: rig), horizonNs: UInt64(fleetHorizon.seconds * 1e9),
+            logger: .lines(label: "fieldcap.fleet") { say($0) })
     }
 }

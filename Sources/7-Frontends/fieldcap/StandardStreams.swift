@@ -38,11 +38,8 @@ private func writeFully(_ bytes: [UInt8], to fd: Int32) {
     bytes.withUnsafeBytes { bytes in
         var offset = 0
         while offset < bytes.count {
-            let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            let written = SystemCall.retryingInterrupts { write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+            if written < 0 { return }
             offset += written
         }
     }

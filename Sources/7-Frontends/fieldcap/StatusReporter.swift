@@ -84,7 +84,8 @@ final class StatusReporter {
         case .hardware(let hardware):
             let rate = hardware.bitrate.map { " at \($0 / 1000) kbit/s" } ?? ""
             return
-                "stored as \(hardware.codec.fourcc)\(rate) (V4L2 encoder \(hardware.device ?? "found at start"), on a thread of its own)"
+                "stored as \(hardware.codec.fourcc)\(rate) (V4L2 encoder "
+                + "\(hardware.device ?? "found at start"), on a thread of its own)"
         }
     }
 

@@ -75,7 +75,8 @@ struct Upload: ParsableCommand {
                 return
             }
             say(
-                "Error: the SyncField service answered \(answer.status) \(answer.reason): \(SyncUploader.message(in: answer))"
+                "Error: the SyncField service answered \(answer.status) "
+                    + "\(answer.reason): \(SyncUploader.message(in: answer))"
             )
             throw SyncServiceExit.serviceError
         }

@@ -53,7 +53,8 @@ struct Validate: ParsableCommand {
             }
             if !quiet {
                 print(
-                    "\(directory): valid recording, \(recording.segmentsValid) segments (each a valid SyncField 0.1 session, \(recording.lineCount) timestamp lines in all), \(recording.deletedSummary)"
+                    "\(directory): valid recording, \(recording.segmentsValid) segments (each a valid SyncField "
+                        + "0.1 session, \(recording.lineCount) timestamp lines in all), \(recording.deletedSummary)"
                 )
             }
             return
@@ -65,7 +66,8 @@ struct Validate: ParsableCommand {
         if report.isValid {
             if !quiet {
                 print(
-                    "\(directory): valid SyncField 0.1 session, \(report.streamCount) streams, \(report.lineCount) timestamp lines"
+                    "\(directory): valid SyncField 0.1 session, \(report.streamCount) "
+                        + "streams, \(report.lineCount) timestamp lines"
                 )
             }
         } else {

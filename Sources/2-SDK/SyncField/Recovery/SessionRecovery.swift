@@ -1,3 +1,4 @@
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 
@@ -99,11 +100,10 @@ public enum SessionRecovery {
         defer { close(fd) }
         var offset = 0
         while offset < bytes.count {
-            let written = write(fd, bytes.bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw SyncFieldError.ioFailure(path: path, operation: "write", errno: errno)
+            let written = SystemCall.retryingInterrupts {
+                write(fd, bytes.bytes.baseAddress! + offset, bytes.count - offset)
             }
+            if written < 0 { throw SyncFieldError.ioFailure(path: path, operation: "write", errno: errno) }
             offset += written
         }
         guard fsync(fd) == 0 else { throw SyncFieldError.ioFailure(path: path, operation: "fsync", errno: errno) }

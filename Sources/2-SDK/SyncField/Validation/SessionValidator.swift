@@ -172,7 +172,8 @@ public struct SessionValidator {
             if let previousCapture, values.captureNs < previousCapture {
                 problem(
                     name, lineNumber,
-                    "capture_ns \(values.captureNs) is before the previous line's \(previousCapture); it must never decrease"
+                    "capture_ns \(values.captureNs) is before the previous "
+                        + "line's \(previousCapture); it must never decrease"
                 )
             }
             previousCapture = values.captureNs
@@ -217,7 +218,8 @@ public struct SessionValidator {
             if missing.isEmpty && unexpected.isEmpty {
                 problem(
                     file, line,
-                    "keys are in the order \(parsed.keys.joined(separator: ",")); the SDK writes \(expectedKeys.joined(separator: ","))"
+                    "keys are in the order \(parsed.keys.joined(separator: ",")); "
+                        + "the SDK writes \(expectedKeys.joined(separator: ","))"
                 )
             }
             healthy = false
@@ -279,7 +281,8 @@ public struct SessionValidator {
             } else if keys != keyOrder.sorted(keys) {
                 problem(
                     file, line,
-                    "\(path) keys are not in Foundation's sorted order (expected \(keyOrder.sorted(keys).joined(separator: ", ")))"
+                    "\(path) keys are not in Foundation's sorted order "
+                        + "(expected \(keyOrder.sorted(keys).joined(separator: ", ")))"
                 )
                 healthy = false
             }
@@ -297,7 +300,8 @@ public struct SessionValidator {
             if !CanonicalJSON.isCanonical(number: text) {
                 problem(
                     file, line,
-                    "\(path) is spelled \(text); the SDK spells that number \(CanonicalJSON.spellings(ofNumber: text).last ?? "differently")"
+                    "\(path) is spelled \(text); the SDK spells that number "
+                        + "\(CanonicalJSON.spellings(ofNumber: text).last ?? "differently")"
                 )
                 return false
             }
@@ -328,7 +332,8 @@ public struct SessionValidator {
             if cursor == timestamps.count {
                 problem(
                     "\(id).jsonl", sample.line,
-                    "has no matching line (same capture_ns \(sample.captureNs), frame_number \(sample.frameNumber), uncertainty_ns) in \(id).timestamps.jsonl"
+                    "has no matching line (same capture_ns \(sample.captureNs), frame_number "
+                        + "\(sample.frameNumber), uncertainty_ns) in \(id).timestamps.jsonl"
                 )
                 return
             }
@@ -370,7 +375,8 @@ public struct SessionValidator {
         if Set(point.keys) != Set(Self.syncPointKeys) {
             problem(
                 name, nil,
-                "has keys \(point.keys.sorted().joined(separator: ", ")); expected \(Self.syncPointKeys.joined(separator: ", "))"
+                "has keys \(point.keys.sorted().joined(separator: ", ")); "
+                    + "expected \(Self.syncPointKeys.joined(separator: ", "))"
             )
         }
         if point["sdk_version"]?.stringValue != syncFieldVersion { problem(name, nil, "sdk_version must be \"0.1.0\"") }

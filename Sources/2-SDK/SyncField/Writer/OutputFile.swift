@@ -1,3 +1,5 @@
+import FieldcapSystem
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -59,9 +61,10 @@ package final class OutputFile {
         var offset = 0
         let bytes = pending.bytes
         while offset < bytes.count {
-            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = SystemCall.retryingInterrupts {
+                Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            }
             if written < 0 {
-                if errno == EINTR { continue }
                 let code = errno
                 writeFailure = writeFailure ?? .ioFailure(path: path, operation: "write", errno: code)
                 let lineStart = truncateToWholeLines(unwritten: bytes, from: offset)

@@ -45,7 +45,8 @@ public struct SourceReport: Sendable {
     public static let dequeueTimestamps = [
         "capture_ns": "CLOCK_MONOTONIC_RAW read right after the frame or sample was dequeued",
         "uncertainty_ns":
-            "how far capture_ns may be from the moment of capture: the source's own timing (synthetic sources: the scheduler's wake-up)",
+            "how far capture_ns may be from the moment of capture: the "
+            + "source's own timing (synthetic sources: the scheduler's wake-up)",
     ]
 
     /// A rate as a person writes it: `30`, `29.97`.

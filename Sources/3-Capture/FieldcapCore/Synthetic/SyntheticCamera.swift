@@ -1,3 +1,4 @@
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)
@@ -239,7 +240,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         while !stop.isRequested {
             due += periodNs
             var wake = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
+            _ = SystemCall.retryingInterruptedCode { clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) }
             let dequeued = MonotonicClock.now()
             defer { sequence += 1 }
             guard let index = spare ?? returned.pop() else {

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
         while !stop.isRequested {
             due += periodNs
             var wake = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
+            _ = SystemCall.retryingInterruptedCode { clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) }
             let now = MonotonicClock.now()
             record.sequence = sequence
             record.dequeueNs = now

@@ -23,16 +23,21 @@ extension IIOIMU {
             timestamps = [
                 "capture_ns": "the sample's own timestamp channel, stamped by the kernel in CLOCK_MONOTONIC_RAW",
                 "uncertainty_ns":
-                    "1 µs: the kernel stamps in the trigger's interrupt; the sensor's own sampling delay is not included",
+                    "1 µs: the kernel stamps in the trigger's interrupt; "
+                    + "the sensor's own sampling delay is not included",
             ]
         case .kernelMapped(let clock):
             timeWords = "the kernel's timestamp channel, in \(clock), mapped into RAW"
             timeSource = "kernel \(clock), mapped"
             timestamps = [
                 "capture_ns":
-                    "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair taken at every read (rate changes and steps of the clock are detected; samples stamped across a rate change are placed once the next read's pair shows the new rate)",
+                    "the sample's own timestamp channel, mapped into CLOCK_MONOTONIC_RAW by a clock pair "
+                    + "taken at every read (rate changes and steps of the clock are detected; samples "
+                    + "stamped across a rate change are placed once the next read's pair shows the new rate)",
                 "uncertainty_ns":
-                    "1 µs plus the clock mapping's bound (half the read's pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider across a rate change, by what it could do)",
+                    "1 µs plus the clock mapping's bound (half the read's pair's bracket, the "
+                    + "rate's error over the distance from it, and the largest rate change that "
+                    + "could have gone unseen; wider across a rate change, by what it could do)",
             ]
         case .extrapolated:
             timeWords = "none on the device: extrapolated back from each read"
@@ -104,7 +109,8 @@ extension IIOIMU {
         var warnings: [String] = []
         if timelineGaps.count > 0 {
             warnings.append(
-                "\(timelineGaps.count) samples missing from the timeline, in \(gapEvents) gaps (the device or its trigger skipped them)"
+                "\(timelineGaps.count) samples missing from the timeline, in "
+                    + "\(gapEvents) gaps (the device or its trigger skipped them)"
             )
         }
         if nonIncreasingTimes > 0 {

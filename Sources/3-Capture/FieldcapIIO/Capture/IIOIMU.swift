@@ -1,6 +1,7 @@
 import CFieldcapLinux
 import CIIO
 import FieldcapCore
+import FieldcapSystem
 import SyncField
 
 #if canImport(Glibc)
@@ -295,10 +296,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             if !moreWaiting {
                 var ready: UInt32 = 0
                 var failed: UInt32 = 0
-                if CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed) < 0 {
-                    if errno == EINTR { continue }
-                    throw IIOError.system("epoll_wait", device: label, errno: errno)
+                let waited = SystemCall.retryingInterrupts {
+                    CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed)
                 }
+                if waited < 0 { throw IIOError.system("epoll_wait", device: label, errno: errno) }
                 if stop.isRequested { break }
                 if waitOnDevice {
                     if failed & deviceBit != 0 {

@@ -1,14 +1,16 @@
 import FieldcapCore
 
-/// What happens to a sample once its time is known: times are kept increasing, gaps in the timeline count the samples they miss, and the
-/// record goes into the ring with its sequence number. Capture-thread-bound; plain data.
+/// What happens to a sample once its time is known: times are kept increasing, gaps in the timeline
+/// count the samples they miss, and the record goes into the ring with its sequence number.
+/// Capture-thread-bound; plain data.
 ///
-/// A gap is judged by the timeline, not by one interval: a trigger tick that comes late is often followed by one that comes
-/// early (an hrtimer that fired late stays on its grid), so the interval before a late sample looks like a loss that the
-/// bunched samples after it fill again. A gap opens a window at the last sample on time; the window closes at the next
-/// interval of about one period that lands on the grid the window started on (or after `windowLimit` samples, or at the
-/// end), and only then are the periods the window spans, less the samples that came in it, counted as missing. Samples reported missing thus never exceed what the
-/// timeline has room for.
+/// A gap is judged by the timeline, not by one interval: a trigger tick that comes late is often
+/// followed by one that comes early (an hrtimer that fired late stays on its grid), so the interval
+/// before a late sample looks like a loss that the bunched samples after it fill again. A gap opens
+/// a window at the last sample on time; the window closes at the next interval of about one period
+/// that lands on the grid the window started on (or after `windowLimit` samples, or at the end),
+/// and only then are the periods the window spans, less the samples that came in it, counted as
+/// missing. Samples reported missing thus never exceed what the timeline has room for.
 struct SampleEmitter {
     var periodNs = 0.0
     var dropCounter: DropCounter?

@@ -63,7 +63,8 @@ struct IIOCaptureSetup {
                     throw IIOError(
                         code: .notFound, device: label, operation: "channel '\(want)'",
                         hint:
-                            "no such channel; it has \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", "))"
+                            "no such channel; it has "
+                            + "\(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", "))"
                     )
                 }
                 chosen += matches.filter { match in !chosen.contains { $0.id == match.id } }
@@ -74,7 +75,8 @@ struct IIOCaptureSetup {
                 throw IIOError(
                     code: .notFound, device: label, operation: "choose channels",
                     hint:
-                        "no accel, anglvel, magn or temp channel; pick from \(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", ")) with channels=A+B"
+                        "no accel, anglvel, magn or temp channel; pick from "
+                        + "\(scan.map(\.id).filter { $0 != "timestamp" }.joined(separator: ", ")) with channels=A+B"
                 )
             }
         }
@@ -100,7 +102,8 @@ struct IIOCaptureSetup {
             throw IIOError(
                 code: .unsupported, device: label, operation: "choose channels",
                 hint:
-                    "\(values.count) values per sample; at most \(CaptureRecord.valueCapacity): choose fewer with channels=A+B"
+                    "\(values.count) values per sample; at most "
+                    + "\(CaptureRecord.valueCapacity): choose fewer with channels=A+B"
             )
         }
         self.chosen = chosen
@@ -234,7 +237,8 @@ struct IIOCaptureSetup {
             throw IIOError(
                 code: .unsupported, device: label, operation: "attach a trigger",
                 hint:
-                    "none is attached and hrtimer triggers are unavailable (modprobe iio-trig-hrtimer; mount configfs at /sys/kernel/config); or name one with trigger=NAME"
+                    "none is attached and hrtimer triggers are unavailable (modprobe iio-trig-hrtimer; "
+                    + "mount configfs at /sys/kernel/config); or name one with trigger=NAME"
             )
         }
         let name = "fieldcap-\(device.id.replacingColon())"

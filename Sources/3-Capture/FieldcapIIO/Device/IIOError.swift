@@ -9,7 +9,8 @@ public typealias IIOError = DeviceError
 
 extension DeviceError {
     static let permissionHint =
-        "buffered capture writes the device's sysfs attributes: install fieldcap's udev rules (udev/README.md) and join their group, or run as root"
+        "buffered capture writes the device's sysfs attributes: install fieldcap's "
+        + "udev rules (udev/README.md) and join their group, or run as root"
 
     /// A system call or libiio call failed with `code` (a positive errno).
     static func system(_ operation: String, device: String, errno code: Int32) -> DeviceError {

@@ -64,11 +64,12 @@ extension V4L2Camera {
             var hint = ""
             if dequeueFallbacks[DequeueFallback.aheadOfDequeue.rawValue] > 0 && stamps.source == "end of frame" {
                 hint =
-                    "; a start-of-exposure timestamp source, where the camera has one, gives kernel times (vivid: ctrl.timestamp_source=1)"
+                    "; a start-of-exposure timestamp source, where the camera has one, gives kernel times"
+                    + " (vivid: ctrl.timestamp_source=1)"
             }
             warnings.append(
-                "\(untrustedTimestamps) of \(framesDequeued) frames were stamped at dequeue, not with the kernel's time (\(why.joined(separator: "; ")))\(hint)"
-            )
+                "\(untrustedTimestamps) of \(framesDequeued) frames were stamped at dequeue, not with the kernel's time"
+                    + " (\(why.joined(separator: "; ")))\(hint)")
         }
         if sequenceGaps.count > 0 {
             warnings.append(
@@ -85,9 +86,16 @@ extension V4L2Camera {
                 ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
             timestamps: [
                 "capture_ns":
-                    "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed once the next pair shows the new rate); the dequeue time for frames whose timestamp could not be trusted (counted in frames_stamped_at_dequeue)",
+                    "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs"
+                    + " read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed"
+                    + " once the next pair shows the new rate); the dequeue time for frames whose timestamp could"
+                    + " not be trusted (counted in frames_stamped_at_dequeue)",
                 "uncertainty_ns":
-                    "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate change that could have gone unseen; wider for a frame whose interval held a rate change, by what the change could do); the driver's own stamping latency is not included. Frames stamped at dequeue: one frame period",
+                    "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the"
+                    + " dequeue pair's bracket, the rate's error over the distance from it, and the largest rate"
+                    + " change that could have gone unseen; wider for a frame whose interval held a rate change, by"
+                    + " what the change could do); the driver's own stamping latency is not included. Frames"
+                    + " stamped at dequeue: one frame period",
             ],
             details: details, clockTracker: clockTracker, warnings: warnings)
     }

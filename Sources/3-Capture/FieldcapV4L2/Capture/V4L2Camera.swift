@@ -1,6 +1,6 @@
-import CFieldcapLinux
 import CV4L2
 import FieldcapCore
+import FieldcapSystem
 import SyncField
 import Synchronization
 
@@ -12,7 +12,7 @@ import Synchronization
 /// buffer timestamps mapped into `CLOCK_MONOTONIC_RAW`, frames handed to the writer in place.
 ///
 /// The device is opened and its format, rate and buffers set up in `init`, so a problem is
-/// reported before recording starts. `run` streams on the capture thread: wait (epoll), `DQBUF`,
+/// reported before recording starts. `run` streams on the capture thread: wait (poll), `DQBUF`,
 /// read `CLOCK_MONOTONIC_RAW` at once, push the buffer's index; the writer writes the frame from
 /// the mmap'd buffer and calls `releaseBuffer`, which queues it again (`QBUF`). A frame that does
 /// not fit in the ring is queued again at once and counted as dropped.
@@ -121,13 +121,16 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// Set by the writer when the device refuses a buffer back (gone, or broken).
     private let requeueFailure = Atomic<Int32>(0)
 
-    /// Opens `path` and sets it up as `options` ask.
+    /// Opens `path` through `calls` (libv4l2 unless a test plays the driver) and sets it up as
+    /// `options` ask.
     ///
     /// - Throws: `DeviceError` naming the device, the step and what to do.
-    public init(id: String, path: String, options: Options = Options()) throws(V4L2Error) {
+    public init(
+        id: String, path: String, options: Options = Options(), calls: any DeviceCalls = LibV4L2Calls()
+    ) throws(V4L2Error) {
         let (size, rate, pixelFormat) = (options.size, options.rate, options.pixelFormat)
         stallTimeoutNs = options.stallTimeoutNs
-        let device = try V4L2Device(path: path)
+        let device = try V4L2Device(path: path, calls: calls)
         self.device = device
         identity = device.identity
         grantedFormat = try device.setFormat(pixelFormat, size: size)
@@ -157,7 +160,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
 
     deinit {
         for descriptor in shared.exportedDescriptors ?? [] { close(descriptor) }
-        for buffer in buffers { _ = CV4L2_munmap(buffer.start, buffer.length) }
+        for buffer in buffers { device.node.munmap(buffer.start, length: buffer.length) }
     }
 
     /// The camera's buffers as a device may read them in place (`descriptor.sharedBuffers`).
@@ -178,21 +181,21 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         return device.exportBuffers(count: buffers.count)
     }
 
-    private func queue(_ index: Int32) -> Int32 {
+    private func queue(_ index: Int32) -> Errno? {
         var buffer = V4L2Device.buffer(UInt32(index))
-        return V4L2Device.ioctl(device.fd, CV4L2_VIDIOC_QBUF(), &buffer)
+        return device.node.ioctl(CV4L2_VIDIOC_QBUF(), &buffer)
     }
 
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
-        let fd = device.fd
-        for index in buffers.indices where queue(Int32(index)) != 0 {
-            throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: errno)
+        let node = device.node
+        for index in buffers.indices {
+            if let error = queue(Int32(index)) {
+                throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: error.rawValue)
+            }
         }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-        guard V4L2Device.ioctl(fd, CV4L2_VIDIOC_STREAMON(), &type) == 0 else {
-            throw V4L2Error.ioctl("VIDIOC_STREAMON", device: device.path, errno: errno)
-        }
-        defer { _ = V4L2Device.ioctl(fd, CV4L2_VIDIOC_STREAMOFF(), &type) }
+        try device.call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON(), &type)
+        defer { _ = node.ioctl(CV4L2_VIDIOC_STREAMOFF(), &type) }
 
         // Every dequeue reads a clock pair a few ms after the kernel stamped the frame, so a
         // change of CLOCK_MONOTONIC's rate (an NTP update) is seen at the next frame. A frame
@@ -210,16 +213,6 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
         lastCapture = 0
-        // The camera and the stop signal's pipe, registered once: a stop wakes the wait at once.
-        let waitSet = CFieldcapLinux_wait_set_create()
-        guard waitSet >= 0 else { throw V4L2Error.ioctl("epoll_create1", device: device.path, errno: errno) }
-        defer { close(waitSet) }
-        let cameraBit: UInt32 = 1
-        guard CFieldcapLinux_wait_set_add(waitSet, fd, cameraBit) == 0,
-            CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0
-        else {
-            throw V4L2Error.ioctl("epoll_ctl", device: device.path, errno: errno)
-        }
         var lastFrame = MonotonicClock.now()
         while !stop.isRequested {
             let failure = requeueFailure.load(ordering: .relaxed)
@@ -234,32 +227,25 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     throw DeviceError.stalled(device: device.path, timeoutNs: stallTimeoutNs, what: "frame")
                 }
             }
-            var ready: UInt32 = 0
-            var failed: UInt32 = 0
-            let count = CFieldcapLinux_wait_set_wait(waitSet, 200, &ready, &failed)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw V4L2Error.ioctl("epoll_wait", device: device.path, errno: errno)
+            // The camera and the stop signal's pipe: a stop wakes the wait at once. poll(2) rather
+            // than epoll: it asks the driver at every wait, so a device that went away without
+            // waking its queue is still seen (POLLERR, POLLHUP) within one timeout.
+            let cameraEvents: Int16
+            switch node.poll(events: Int16(POLLIN), orReadable: stop.wakeDescriptor, timeoutMs: 200) {
+            case .success(let ready): cameraEvents = ready.node
+            case .failure(let error): throw V4L2Error.ioctl("poll", device: device.path, errno: error.rawValue)
             }
-            // epoll looks at the camera again only when its driver wakes the queue, which a driver
-            // going away normally does; a quiet 200 ms asks the device directly, in case it did not.
-            if count == 0 {
-                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                    failed = cameraBit
-                }
-            }
-            if failed & cameraBit != 0 {
+            if cameraEvents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                 throw DeviceError(
                     code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
             }
-            if ready & cameraBit == 0 { continue }
-            // One buffer per wake-up: when another is done too, the level-triggered wait returns
-            // at once, and when none is, it sleeps without the DQBUF that would say EAGAIN.
+            if cameraEvents & Int16(POLLIN) == 0 { continue }
+            // One buffer per wake-up: when another is done too, the wait returns at once, and when
+            // none is, it sleeps without the DQBUF that would say EAGAIN.
             var buffer = V4L2Device.buffer(0)
-            if V4L2Device.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer) != 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                throw V4L2Error.ioctl("VIDIOC_DQBUF", device: device.path, errno: errno)
+            if let error = node.ioctl(CV4L2_VIDIOC_DQBUF(), &buffer) {
+                guard let failure = Self.streamEnd(dequeueFailed: error, device: device.path) else { continue }
+                throw failure
             }
             let dequeued = MonotonicClock.now()
             lastFrame = dequeued
@@ -319,6 +305,28 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             case nil:
                 stampAtDequeue(&record, .notMonotonic, into: ring)
             }
+        }
+    }
+
+    /// What a refused `VIDIOC_DQBUF` means: nil when there was no frame after all (EAGAIN: the
+    /// wait and the dequeue raced another reader of the queue), else the error that ends the
+    /// stream. ENODEV is a device unplugged or unbound; EIO is what vb2 answers once a driver
+    /// has declared its queue broken, which uvcvideo does when the camera is disconnected; EPIPE
+    /// follows a buffer the driver flagged as its last.
+    static func streamEnd(dequeueFailed error: Errno, device: String) -> DeviceError? {
+        switch error {
+        case .wouldBlock:
+            return nil
+        case .noDevice, .ioError:
+            return DeviceError(
+                code: .gone, device: device, operation: "VIDIOC_DQBUF", errno: error.rawValue,
+                hint: DeviceError.goneHint)
+        case .brokenPipe:
+            return DeviceError(
+                code: .other, device: device, operation: "VIDIOC_DQBUF", errno: error.rawValue,
+                hint: "the driver ended the stream (it flagged its last buffer)")
+        default:
+            return .ioctl("VIDIOC_DQBUF", device: device, errno: error.rawValue)
         }
     }
 
@@ -392,8 +400,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         // QBUF from the writer's or an encoder's thread: the kernel's vb2 queue takes its own
         // lock. A refusal ends the stream (the capture thread sees it); after a stop it does not
         // matter.
-        if queue(index) != 0 && errno != EINVAL {
-            requeueFailure.store(errno, ordering: .relaxed)
+        if let error = queue(index), error.rawValue != EINVAL {
+            requeueFailure.store(error.rawValue, ordering: .relaxed)
         }
     }
 }

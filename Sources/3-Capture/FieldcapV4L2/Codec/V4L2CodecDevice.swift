@@ -1,5 +1,6 @@
 import CV4L2
 import FieldcapCore
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -63,7 +64,9 @@ public final class V4L2CodecDevice {
     public let identity: V4L2Device.Identity
     /// The node uses the multi-planar buffer API.
     public let multiplanar: Bool
-    let fd: Int32
+    /// The open node and the calls that reach it: the kernel's (libv4l2 only converts capture
+    /// formats), or a test's script.
+    let node: DeviceNode
     private var mapped: [Queue: [Mapped]] = [:]
     /// Queues whose buffers are imported DMABUFs rather than mmap'd.
     private var importing: Set<Queue> = []
@@ -74,16 +77,18 @@ public final class V4L2CodecDevice {
     }
 
     /// Opens `path` and checks it is a memory-to-memory device that can stream.
-    public init(path: String) throws(V4L2Error) {
+    public init(path: String, calls: any DeviceCalls = KernelDeviceCalls()) throws(V4L2Error) {
         self.path = path
-        let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw .open(device: path, errno: errno) }
-        self.fd = fd
+        let node: DeviceNode
+        switch DeviceNode.open(path, flags: O_RDWR | O_NONBLOCK, calls: calls) {
+        case .success(let opened): node = opened
+        case .failure(let error): throw .open(device: path, errno: error.rawValue)
+        }
+        self.node = node
         var capability = v4l2_capability()
-        if Self.ioctl(fd, CV4L2_VIDIOC_QUERYCAP(), &capability) != 0 {
-            let code = errno
-            Glibc.close(fd)
-            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: code)
+        if let error = node.ioctl(CV4L2_VIDIOC_QUERYCAP(), &capability) {
+            node.close()
+            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: error.rawValue)
         }
         let caps =
             capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
@@ -93,27 +98,22 @@ public final class V4L2CodecDevice {
             bus: V4L2Device.string(capability.bus_info), capabilities: caps)
         multiplanar = caps & UInt32(V4L2_CAP_VIDEO_M2M_MPLANE) != 0
         guard Self.isMemoryToMemory(caps), identity.canStream else {
-            Glibc.close(fd)
+            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
-                hint:
-                    "\(identity.card) (\(identity.driver)) is not a memory-to-memory codec; `fieldcap list` shows the encoders"
-            )
+                hint: "\(identity.card) (\(identity.driver)) is not a memory-to-memory codec;"
+                    + " `fieldcap list` shows the encoders")
         }
     }
 
     deinit {
-        for (_, buffers) in mapped { for buffer in buffers { munmap(buffer.start, buffer.length) } }
-        Glibc.close(fd)
+        for (_, buffers) in mapped { for buffer in buffers { node.munmap(buffer.start, length: buffer.length) } }
+        node.close()
     }
 
-    /// `ioctl(2)`, retried when a signal interrupts it.
-    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ argument: inout T) -> Int32 {
-        while true {
-            let result = withUnsafeMutablePointer(to: &argument) { CV4L2_codec_ioctl(fd, request, $0) }
-            if result == -1 && errno == EINTR { continue }
-            return result
-        }
+    /// `request` on the node: 0, or -1 with `errno` set (as `failure` reads it).
+    func ioctl<T>(_ request: UInt, _ argument: inout T) -> Int32 {
+        node.ioctl(request, &argument) == nil ? 0 : -1
     }
 
     private func failure(_ operation: String, _ queue: Queue? = nil) -> V4L2Error {
@@ -134,7 +134,7 @@ public final class V4L2CodecDevice {
         var formats: [Format] = []
         var description = v4l2_fmtdesc()
         description.type = bufferType(queue)
-        while Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 {
+        while ioctl(CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 {
             formats.append(
                 Format(
                     fourcc: V4L2Device.fourcc(description.pixelformat),
@@ -167,7 +167,7 @@ public final class V4L2CodecDevice {
             format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
             format.fmt.pix.sizeimage = UInt32(sizeImage)
         }
-        guard Self.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else { throw failure("VIDIOC_S_FMT", queue) }
+        guard ioctl(CV4L2_VIDIOC_S_FMT(), &format) == 0 else { throw failure("VIDIOC_S_FMT", queue) }
         if multiplanar {
             let pix = format.fmt.pix_mp
             guard pix.num_planes == 1 else {
@@ -195,8 +195,8 @@ public final class V4L2CodecDevice {
         selection.type = V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue
         selection.target = UInt32(V4L2_SEL_TGT_CROP)
         selection.r = v4l2_rect(left: 0, top: 0, width: UInt32(width), height: UInt32(height))
-        guard Self.ioctl(fd, CV4L2_VIDIOC_S_SELECTION(), &selection) == 0 else { return nil }
-        guard Self.ioctl(fd, CV4L2_VIDIOC_G_SELECTION(), &selection) == 0 else { return nil }
+        guard ioctl(CV4L2_VIDIOC_S_SELECTION(), &selection) == 0 else { return nil }
+        guard ioctl(CV4L2_VIDIOC_G_SELECTION(), &selection) == 0 else { return nil }
         return (Int(selection.r.width), Int(selection.r.height))
     }
 
@@ -208,7 +208,7 @@ public final class V4L2CodecDevice {
         var parameters = v4l2_streamparm()
         parameters.type = bufferType(.output)
         parameters.parm.output.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
-        return Self.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0
+        return ioctl(CV4L2_VIDIOC_S_PARM(), &parameters) == 0
     }
 
     /// The codec controls fieldcap sets.
@@ -258,7 +258,7 @@ public final class V4L2CodecDevice {
             controls.which = UInt32(V4L2_CTRL_WHICH_CUR_VAL)
             controls.count = 1
             controls.controls = pointer
-            return Self.ioctl(fd, CV4L2_VIDIOC_S_EXT_CTRLS(), &controls) == 0
+            return ioctl(CV4L2_VIDIOC_S_EXT_CTRLS(), &controls) == 0
         }
     }
 
@@ -269,7 +269,7 @@ public final class V4L2CodecDevice {
         request.count = UInt32(count)
         request.type = bufferType(queue)
         request.memory = V4L2_MEMORY_MMAP.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0 else { throw failure("VIDIOC_REQBUFS", queue) }
+        guard ioctl(CV4L2_VIDIOC_REQBUFS(), &request) == 0 else { throw failure("VIDIOC_REQBUFS", queue) }
         guard request.count > 0 else {
             throw V4L2Error(
                 code: .other, device: path, operation: "VIDIOC_REQBUFS (\(queue.rawValue))",
@@ -285,11 +285,11 @@ public final class V4L2CodecDevice {
                     buffer.m.planes = planePointer
                     buffer.length = 1
                 }
-                return Self.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer)
+                return ioctl(CV4L2_VIDIOC_QUERYBUF(), &buffer)
             }
             guard queried == 0 else {
                 let error = failure("VIDIOC_QUERYBUF", queue)
-                for mapped in buffers { munmap(mapped.start, mapped.length) }
+                for mapped in buffers { node.munmap(mapped.start, length: mapped.length) }
                 throw error
             }
             if multiplanar {
@@ -297,14 +297,14 @@ public final class V4L2CodecDevice {
             } else {
                 (length, offset) = (Int(buffer.length), Int(buffer.m.offset))
             }
-            guard let start = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset),
-                start != MAP_FAILED
-            else {
-                let code = errno
-                for mapped in buffers { munmap(mapped.start, mapped.length) }
-                throw V4L2Error(code: .other, device: path, operation: "mmap (\(queue.rawValue))", errno: code)
+            switch node.mmap(length: length, offset: Int64(offset)) {
+            case .success(let start):
+                buffers.append(Mapped(start: start, length: length))
+            case .failure(let error):
+                for mapped in buffers { node.munmap(mapped.start, length: mapped.length) }
+                throw V4L2Error(
+                    code: .other, device: path, operation: "mmap (\(queue.rawValue))", errno: error.rawValue)
             }
-            buffers.append(Mapped(start: start, length: length))
         }
         mapped[queue] = buffers
         return buffers
@@ -318,7 +318,7 @@ public final class V4L2CodecDevice {
         request.count = UInt32(count)
         request.type = bufferType(queue)
         request.memory = V4L2_MEMORY_DMABUF.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0 else {
+        guard ioctl(CV4L2_VIDIOC_REQBUFS(), &request) == 0 else {
             throw failure("VIDIOC_REQBUFS DMABUF", queue)
         }
         importing.insert(queue)
@@ -331,7 +331,7 @@ public final class V4L2CodecDevice {
         var request = v4l2_requestbuffers()
         request.type = bufferType(queue)
         request.memory = importing.contains(queue) ? V4L2_MEMORY_DMABUF.rawValue : V4L2_MEMORY_MMAP.rawValue
-        _ = Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request)
+        _ = ioctl(CV4L2_VIDIOC_REQBUFS(), &request)
         importing.remove(queue)
     }
 
@@ -345,14 +345,14 @@ public final class V4L2CodecDevice {
 
     public func streamOn(_ queue: Queue) throws(V4L2Error) {
         var type = Int32(bitPattern: bufferType(queue))
-        guard Self.ioctl(fd, CV4L2_VIDIOC_STREAMON(), &type) == 0 else { throw failure("VIDIOC_STREAMON", queue) }
+        guard ioctl(CV4L2_VIDIOC_STREAMON(), &type) == 0 else { throw failure("VIDIOC_STREAMON", queue) }
     }
 
     /// Stops `queue`, taking every buffer back from the driver. Errors are ignored: it is the
     /// way out, and a device that is gone has stopped anyway.
     public func streamOff(_ queue: Queue) {
         var type = Int32(bitPattern: bufferType(queue))
-        _ = Self.ioctl(fd, CV4L2_VIDIOC_STREAMOFF(), &type)
+        _ = ioctl(CV4L2_VIDIOC_STREAMOFF(), &type)
     }
 
     /// A DMABUF to queue in place of a buffer's own memory: its descriptor and length.
@@ -390,7 +390,7 @@ public final class V4L2CodecDevice {
                 buffer.length = UInt32(length)
                 if let dmabuf { buffer.m.fd = dmabuf.descriptor }
             }
-            return Self.ioctl(fd, CV4L2_VIDIOC_QBUF(), &buffer)
+            return ioctl(CV4L2_VIDIOC_QBUF(), &buffer)
         }
         guard result == 0 else { throw failure("VIDIOC_QBUF", queue) }
     }
@@ -413,7 +413,7 @@ public final class V4L2CodecDevice {
                 buffer.m.planes = planePointer
                 buffer.length = 1
             }
-            return Self.ioctl(fd, CV4L2_VIDIOC_DQBUF(), &buffer)
+            return ioctl(CV4L2_VIDIOC_DQBUF(), &buffer)
         }
         if result != 0 {
             if errno == EAGAIN { return .none }
@@ -441,14 +441,14 @@ public final class V4L2CodecDevice {
         for type in [V4L2_EVENT_EOS, V4L2_EVENT_SOURCE_CHANGE] {
             var subscription = v4l2_event_subscription()
             subscription.type = UInt32(type)
-            _ = Self.ioctl(fd, CV4L2_VIDIOC_SUBSCRIBE_EVENT(), &subscription)
+            _ = ioctl(CV4L2_VIDIOC_SUBSCRIBE_EVENT(), &subscription)
         }
     }
 
     /// The next pending event (`VIDIOC_DQEVENT`), or nil when none is pending.
     public func dequeueEvent() -> Event? {
         var event = v4l2_event()
-        guard Self.ioctl(fd, CV4L2_VIDIOC_DQEVENT(), &event) == 0 else { return nil }
+        guard ioctl(CV4L2_VIDIOC_DQEVENT(), &event) == 0 else { return nil }
         switch event.type {
         case UInt32(V4L2_EVENT_EOS): return .endOfStream
         case UInt32(V4L2_EVENT_SOURCE_CHANGE): return .sourceChange
@@ -461,7 +461,7 @@ public final class V4L2CodecDevice {
     public func startDrain() throws(V4L2Error) {
         var command = v4l2_encoder_cmd()
         command.cmd = UInt32(V4L2_ENC_CMD_STOP)
-        guard Self.ioctl(fd, CV4L2_VIDIOC_ENCODER_CMD(), &command) == 0 else {
+        guard ioctl(CV4L2_VIDIOC_ENCODER_CMD(), &command) == 0 else {
             throw failure("VIDIOC_ENCODER_CMD STOP")
         }
     }
@@ -479,9 +479,9 @@ public final class V4L2CodecDevice {
     }
 
     public func wait(timeoutMs: Int32) -> Readiness {
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN | POLLOUT | POLLPRI), revents: 0)
-        while poll(&descriptor, 1, timeoutMs) < 0 && errno == EINTR {}
-        let events = Int32(descriptor.revents)
+        // A failed wait reports nothing ready; the caller's next call says what went wrong.
+        let ready = try? node.poll(events: Int16(POLLIN | POLLOUT | POLLPRI), timeoutMs: timeoutMs).get()
+        let events = Int32(ready?.node ?? 0)
         return Readiness(
             capture: events & Int32(POLLIN) != 0, output: events & Int32(POLLOUT) != 0,
             event: events & Int32(POLLPRI) != 0, error: events & Int32(POLLERR) != 0)

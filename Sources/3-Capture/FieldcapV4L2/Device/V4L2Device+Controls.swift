@@ -43,7 +43,7 @@ extension V4L2Device {
         var controls: [Control] = []
         var query = v4l2_queryctrl()
         query.id = CV4L2_CTRL_FLAG_NEXT_CTRL()
-        while Self.ioctl(fd, CV4L2_VIDIOC_QUERYCTRL(), &query) == 0 {
+        while succeeds(CV4L2_VIDIOC_QUERYCTRL(), &query) {
             let type = query.type
             let simple =
                 type == V4L2_CTRL_TYPE_INTEGER.rawValue || type == V4L2_CTRL_TYPE_BOOLEAN.rawValue
@@ -80,13 +80,9 @@ extension V4L2Device {
                 hint: "\(name)=\(value) is outside \(control.minimum)...\(control.maximum)")
         }
         var setting = v4l2_control(id: control.id, value: Int32(value))
-        guard Self.ioctl(fd, CV4L2_VIDIOC_S_CTRL(), &setting) == 0 else {
-            throw .ioctl("VIDIOC_S_CTRL \(name)", device: path, errno: errno)
-        }
+        try call("VIDIOC_S_CTRL \(name)", CV4L2_VIDIOC_S_CTRL(), &setting)
         var reading = v4l2_control(id: control.id, value: 0)
-        guard Self.ioctl(fd, CV4L2_VIDIOC_G_CTRL(), &reading) == 0 else {
-            throw .ioctl("VIDIOC_G_CTRL \(name)", device: path, errno: errno)
-        }
+        try call("VIDIOC_G_CTRL \(name)", CV4L2_VIDIOC_G_CTRL(), &reading)
         return Int64(reading.value)
     }
 }

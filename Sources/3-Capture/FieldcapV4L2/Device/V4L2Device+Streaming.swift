@@ -1,5 +1,6 @@
 import CV4L2
 import FieldcapCore
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -21,9 +22,8 @@ extension V4L2Device {
         guard offered.contains(pixelFormat.rawValue) else {
             throw V4L2Error(
                 code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
-                hint:
-                    "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", ")) (`fieldcap list`)"
-            )
+                hint: "the camera has no \(pixelFormat.rawValue); it offers \(offered.joined(separator: ", "))"
+                    + " (`fieldcap list`)")
         }
         var format = v4l2_format()
         format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -31,9 +31,7 @@ extension V4L2Device {
         format.fmt.pix.width = UInt32(size?.width ?? 640)
         format.fmt.pix.height = UInt32(size?.height ?? 480)
         format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_S_FMT(), &format) == 0 else {
-            throw .ioctl("VIDIOC_S_FMT", device: path, errno: errno)
-        }
+        try call("VIDIOC_S_FMT", CV4L2_VIDIOC_S_FMT(), &format)
         guard format.fmt.pix.pixelformat == fourcc else {
             throw V4L2Error(
                 code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
@@ -44,9 +42,8 @@ extension V4L2Device {
         if let size, size.width != granted.width || size.height != granted.height {
             throw V4L2Error(
                 code: .unsupported, device: path, operation: "VIDIOC_S_FMT",
-                hint:
-                    "asked for \(size.width)x\(size.height), the driver granted \(granted.width)x\(granted.height); pick a size `fieldcap list` shows"
-            )
+                hint: "asked for \(size.width)x\(size.height), the driver granted \(granted.width)x\(granted.height);"
+                    + " pick a size `fieldcap list` shows")
         }
         return granted
     }
@@ -83,11 +80,9 @@ extension V4L2Device {
         if let rate {
             parameters.parm.capture.timeperframe = v4l2_fract(
                 numerator: 1000, denominator: UInt32((rate * 1000).rounded()))
-            guard Self.ioctl(fd, CV4L2_VIDIOC_S_PARM(), &parameters) == 0 else {
-                throw .ioctl("VIDIOC_S_PARM", device: path, errno: errno)
-            }
-        } else if Self.ioctl(fd, CV4L2_VIDIOC_G_PARM(), &parameters) != 0 {
-            throw .ioctl("VIDIOC_G_PARM", device: path, errno: errno)
+            try call("VIDIOC_S_PARM", CV4L2_VIDIOC_S_PARM(), &parameters)
+        } else {
+            try call("VIDIOC_G_PARM", CV4L2_VIDIOC_G_PARM(), &parameters)
         }
         let frame = parameters.parm.capture.timeperframe
         return frame.numerator > 0 ? Double(frame.denominator) / Double(frame.numerator) : (rate ?? 0)
@@ -104,26 +99,26 @@ extension V4L2Device {
         request.count = UInt32(count)
         request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         request.memory = V4L2_MEMORY_MMAP.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_REQBUFS(), &request) == 0, request.count > 0 else {
-            throw .ioctl("VIDIOC_REQBUFS", device: path, errno: errno)
+        try call("VIDIOC_REQBUFS", CV4L2_VIDIOC_REQBUFS(), &request)
+        guard request.count > 0 else {
+            throw V4L2Error(
+                code: .unsupported, device: path, operation: "VIDIOC_REQBUFS", hint: "the driver granted no buffers")
         }
         var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
         var flags: UInt32 = 0
         for index in 0..<request.count {
             var buffer = Self.buffer(index)
-            guard Self.ioctl(fd, CV4L2_VIDIOC_QUERYBUF(), &buffer) == 0 else {
-                let code = errno
-                for mapped in buffers { _ = CV4L2_munmap(mapped.start, mapped.length) }
-                throw .ioctl("VIDIOC_QUERYBUF", device: path, errno: code)
+            if let error = node.ioctl(CV4L2_VIDIOC_QUERYBUF(), &buffer) {
+                for mapped in buffers { node.munmap(mapped.start, length: mapped.length) }
+                throw .ioctl("VIDIOC_QUERYBUF", device: path, errno: error.rawValue)
             }
-            guard let start = CV4L2_mmap(fd, Int(buffer.length), Int64(buffer.m.offset)),
-                start != UnsafeMutableRawPointer(bitPattern: -1)
-            else {
-                let code = errno
-                for mapped in buffers { _ = CV4L2_munmap(mapped.start, mapped.length) }
-                throw V4L2Error(code: .other, device: path, operation: "mmap", errno: code)
+            switch node.mmap(length: Int(buffer.length), offset: Int64(buffer.m.offset)) {
+            case .success(let start):
+                buffers.append((start, Int(buffer.length)))
+            case .failure(let error):
+                for mapped in buffers { node.munmap(mapped.start, length: mapped.length) }
+                throw V4L2Error(code: .other, device: path, operation: "mmap", errno: error.rawValue)
             }
-            buffers.append((start, Int(buffer.length)))
             flags = buffer.flags
         }
         return (buffers, flags)
@@ -134,7 +129,7 @@ extension V4L2Device {
     func layout() -> (bytesPerLine: Int, sizeImage: Int)? {
         var format = v4l2_format()
         format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        guard Self.ioctl(fd, CV4L2_VIDIOC_G_FMT(), &format) == 0 else { return nil }
+        guard succeeds(CV4L2_VIDIOC_G_FMT(), &format) else { return nil }
         return (Int(format.fmt.pix.bytesperline), Int(format.fmt.pix.sizeimage))
     }
 
@@ -148,10 +143,7 @@ extension V4L2Device {
             export.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             export.index = UInt32(index)
             export.flags = UInt32(O_CLOEXEC | O_RDONLY)
-            // The kernel's own ioctl: libv4l2 has nothing to add to an export.
-            var result: Int32
-            repeat { result = CV4L2_codec_ioctl(fd, CV4L2_VIDIOC_EXPBUF(), &export) } while result < 0 && errno == EINTR
-            guard result == 0 else {
+            guard succeeds(CV4L2_VIDIOC_EXPBUF(), &export) else {
                 for descriptor in descriptors { Glibc.close(descriptor) }
                 return nil
             }

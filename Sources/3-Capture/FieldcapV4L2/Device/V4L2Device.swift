@@ -1,5 +1,6 @@
 import CV4L2
 import FieldcapCore
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -49,12 +50,14 @@ public final class V4L2Device {
 
     public let path: String
     public let identity: Identity
-    let fd: Int32
+    /// The open node and the calls that reach it: libv4l2's, or a test's script.
+    let node: DeviceNode
 
-    /// Opens `path` and checks it is a V4L2 capture device that can stream.
+    /// Opens `path` through `calls` (libv4l2 unless a test plays the driver) and checks it is a
+    /// V4L2 capture device that can stream.
     ///
     /// - Throws: `V4L2Error` naming the device, the operation and what to do.
-    public init(path: String) throws(V4L2Error) {
+    public init(path: String, calls: any DeviceCalls = LibV4L2Calls()) throws(V4L2Error) {
         self.path = path
         var info = stat()
         if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFCHR {
@@ -63,14 +66,16 @@ public final class V4L2Device {
                 code: .notADevice, device: path, operation: "open", errno: 0,
                 hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
         }
-        let fd = CV4L2_open(path, O_RDWR | O_NONBLOCK)
-        guard fd >= 0 else { throw .open(device: path, errno: errno) }
-        self.fd = fd
+        let node: DeviceNode
+        switch DeviceNode.open(path, flags: O_RDWR | O_NONBLOCK, calls: calls) {
+        case .success(let opened): node = opened
+        case .failure(let error): throw .open(device: path, errno: error.rawValue)
+        }
+        self.node = node
         var capability = v4l2_capability()
-        if Self.ioctl(fd, CV4L2_VIDIOC_QUERYCAP(), &capability) != 0 {
-            let code = errno
-            _ = CV4L2_close(fd)
-            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: code)
+        if let error = node.ioctl(CV4L2_VIDIOC_QUERYCAP(), &capability) {
+            node.close()
+            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: error.rawValue)
         }
         let caps =
             capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
@@ -80,15 +85,14 @@ public final class V4L2Device {
             bus: Self.string(capability.bus_info),
             capabilities: caps)
         guard identity.canCapture else {
-            _ = CV4L2_close(fd)
+            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
-                hint:
-                    "\(identity.card) (\(identity.driver)) has no video capture on this node; cameras are listed by `fieldcap list`"
-            )
+                hint: "\(identity.card) (\(identity.driver)) has no video capture on this node;"
+                    + " cameras are listed by `fieldcap list`")
         }
         guard identity.canStream else {
-            _ = CV4L2_close(fd)
+            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                 hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
@@ -96,17 +100,17 @@ public final class V4L2Device {
     }
 
     deinit {
-        // close is never retried: the descriptor is gone even when it reports EINTR.
-        _ = CV4L2_close(fd)
+        node.close()
     }
 
-    /// `v4l2_ioctl`, retried when a signal interrupts it.
-    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ argument: inout T) -> Int32 {
-        while true {
-            let result = withUnsafeMutablePointer(to: &argument) { CV4L2_ioctl(fd, request, $0) }
-            if result == -1 && errno == EINTR { continue }
-            return result
-        }
+    /// `request` on the node; a failure is an error naming the device and `name`.
+    func call<Argument>(_ name: String, _ request: UInt, _ argument: inout Argument) throws(V4L2Error) {
+        if let error = node.ioctl(request, &argument) { throw .ioctl(name, device: path, errno: error.rawValue) }
+    }
+
+    /// `request` on the node, for the calls whose failure only ends an enumeration.
+    func succeeds<Argument>(_ request: UInt, _ argument: inout Argument) -> Bool {
+        node.ioctl(request, &argument) == nil
     }
 
     static func string<T>(_ tuple: T) -> String {
@@ -131,7 +135,7 @@ public final class V4L2Device {
         var descriptions: [v4l2_fmtdesc] = []
         var description = v4l2_fmtdesc()
         description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        while Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT(), &description) == 0 {
+        while succeeds(CV4L2_VIDIOC_ENUM_FMT(), &description) {
             descriptions.append(description)
             description.index += 1
         }
@@ -156,7 +160,7 @@ public final class V4L2Device {
             var size = v4l2_frmsizeenum()
             size.index = index
             size.pixel_format = pixelFormat
-            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FRAMESIZES(), &size) == 0 else { break }
+            guard succeeds(CV4L2_VIDIOC_ENUM_FRAMESIZES(), &size) else { break }
             if size.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
                 let width = Int(size.discrete.width), height = Int(size.discrete.height)
                 sizes.append(.discrete(width: width, height: height, rates: rates(pixelFormat, width, height)))
@@ -182,7 +186,7 @@ public final class V4L2Device {
             interval.pixel_format = pixelFormat
             interval.width = UInt32(width)
             interval.height = UInt32(height)
-            guard Self.ioctl(fd, CV4L2_VIDIOC_ENUM_FRAMEINTERVALS(), &interval) == 0,
+            guard succeeds(CV4L2_VIDIOC_ENUM_FRAMEINTERVALS(), &interval),
                 interval.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
             else { break }
             let fraction = interval.discrete

@@ -83,7 +83,8 @@ public final class FFV1Decoder {
         else {
             throw EncodeError(
                 .encoder,
-                "FFV1 \(format): a frame decodes to \(frame.pointee.width)x\(frame.pointee.height) in libavcodec's format \(frame.pointee.format), not the captured format's planes"
+                "FFV1 \(format): a frame decodes to \(frame.pointee.width)x\(frame.pointee.height) "
+                    + "in libavcodec's format \(frame.pointee.format), not the captured format's planes"
             )
         }
         return [UInt8](unsafeUninitializedCapacity: planes.frameBytes) { buffer, initialized in

@@ -18,7 +18,8 @@ struct FFV1Planes {
         case .yuyv, .nv12, .grey, .y16, .z16, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB: break
         case .mjpeg, .ffv1, .h264, .hevc, .fwht:
             return
-                "encode=ffv1 takes raw frames (YUYV, NV12, GREY, Bayer, Y16, Z16); \(format.pixelFormat.rawValue) is compressed already"
+                "encode=ffv1 takes raw frames (YUYV, NV12, GREY, Bayer, Y16, "
+                + "Z16); \(format.pixelFormat.rawValue) is compressed already"
         }
         guard format.width > 0, format.height > 0 else { return "\(format): no pixels" }
         if format.pixelFormat == .yuyv || format.pixelFormat == .nv12, format.width % 2 != 0 {

@@ -10,7 +10,8 @@ public enum LibAVCodec {
         let library = String(cString: CAVCodec_library_name())
         throw EncodeError(
             .unavailable,
-            "\(purpose) needs FFmpeg's \(library) (Debian: the libavcodec package of that version, e.g. apt install libavcodec59): \(String(cString: problem))"
+            "\(purpose) needs FFmpeg's \(library) (Debian: the libavcodec package of "
+                + "that version, e.g. apt install libavcodec59): \(String(cString: problem))"
         )
     }
 
@@ -21,7 +22,8 @@ public enum LibAVCodec {
         let library = String(cString: CAVFormat_library_name())
         throw EncodeError(
             .unavailable,
-            "\(purpose) needs FFmpeg's \(library) (Debian: the libavformat package of that version, e.g. apt install libavformat59): \(String(cString: problem))"
+            "\(purpose) needs FFmpeg's \(library) (Debian: the libavformat package of "
+                + "that version, e.g. apt install libavformat59): \(String(cString: problem))"
         )
     }
 

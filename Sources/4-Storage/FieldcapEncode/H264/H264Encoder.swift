@@ -62,7 +62,8 @@ public final class H264Encoder {
         guard let codec = CAVCodec_avcodec_find_encoder_by_name("libx264") else {
             throw EncodeError(
                 .unavailable,
-                "H.264 needs libavcodec's libx264 encoder, which \(String(cString: CAVCodec_library_name())) lacks (Debian's has it: apt install libavcodec59)"
+                "H.264 needs libavcodec's libx264 encoder, which \(String(cString: CAVCodec_library_name())) "
+                    + "lacks (Debian's has it: apt install libavcodec59)"
             )
         }
         guard let context = CAVCodec_avcodec_alloc_context3(codec) else {

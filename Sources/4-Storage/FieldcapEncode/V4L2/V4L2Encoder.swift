@@ -101,7 +101,8 @@ public final class V4L2Encoder: BufferedFrameEncoder {
         else {
             throw EncodeError(
                 .unsupportedFormat,
-                "\(path): the encoder would take \(raw.width)x\(raw.height) \(raw.fourcc) for the camera's \(captured); pick a size it takes (`fieldcap list`)"
+                "\(path): the encoder would take \(raw.width)x\(raw.height) \(raw.fourcc) "
+                    + "for the camera's \(captured); pick a size it takes (`fieldcap list`)"
             )
         }
         guard
@@ -111,7 +112,8 @@ public final class V4L2Encoder: BufferedFrameEncoder {
         else {
             throw EncodeError(
                 .unsupportedFormat,
-                "\(path): the encoder lays \(captured) out in \(raw.sizeImage) bytes, \(raw.bytesPerLine) a line: fieldcap cannot pack frames so"
+                "\(path): the encoder lays \(captured) out in \(raw.sizeImage) "
+                    + "bytes, \(raw.bytesPerLine) a line: fieldcap cannot pack frames so"
             )
         }
         self.packing = packing
@@ -195,14 +197,16 @@ public final class V4L2Encoder: BufferedFrameEncoder {
                 coded.isEmpty ? "it makes no coded format (a decoder?)" : "it makes \(coded.joined(separator: ", "))"
             throw EncodeError(
                 .unsupportedFormat,
-                "\(device.path): \(device.identity.card) (\(device.identity.driver)) does not encode \(codec.fourcc); \(makes); `fieldcap list` shows the encoders"
+                "\(device.path): \(device.identity.card) (\(device.identity.driver)) does "
+                    + "not encode \(codec.fourcc); \(makes); `fieldcap list` shows the encoders"
             )
         }
         let taken = device.formats(.output).map(\.fourcc)
         guard taken.contains(pixelFormat.rawValue) else {
             throw EncodeError(
                 .unsupportedFormat,
-                "\(device.path): \(device.identity.card) does not take \(pixelFormat.rawValue) frames; it takes \(taken.joined(separator: ", "))"
+                "\(device.path): \(device.identity.card) does not take "
+                    + "\(pixelFormat.rawValue) frames; it takes \(taken.joined(separator: ", "))"
             )
         }
     }
@@ -306,7 +310,8 @@ public final class V4L2Encoder: BufferedFrameEncoder {
             guard idle < Self.stallLimitMs else {
                 throw EncodeError(
                     .encoder,
-                    "\(device.path): the encoder did not finish its drain within \(Self.stallLimitMs) ms (\(inside.count) frames still inside)"
+                    "\(device.path): the encoder did not finish its drain within "
+                        + "\(Self.stallLimitMs) ms (\(inside.count) frames still inside)"
                 )
             }
             let ready = device.wait(timeoutMs: 100)
@@ -339,7 +344,8 @@ public final class V4L2Encoder: BufferedFrameEncoder {
                 if coded.isError {
                     throw EncodeError(
                         .encoder,
-                        "\(device.path): the encoder failed a frame (record \(record.map { String($0.sequence) } ?? "unknown"), V4L2_BUF_FLAG_ERROR)"
+                        "\(device.path): the encoder failed a frame (record "
+                            + "\(record.map { String($0.sequence) } ?? "unknown"), V4L2_BUF_FLAG_ERROR)"
                     )
                 }
                 if let record, coded.bytesUsed > 0 {

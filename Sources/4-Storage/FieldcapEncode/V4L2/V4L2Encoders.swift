@@ -37,14 +37,18 @@ public enum V4L2Encoders {
         let encoders = all()
         guard !encoders.isEmpty else {
             return
-                "encode=\(codec.rawValue): this machine has no V4L2 encoder (no memory-to-memory node makes a coded format); use encode=jpeg or encode=ffv1"
+                "encode=\(codec.rawValue): this machine has no V4L2 encoder (no "
+                + "memory-to-memory node makes a coded format); use encode=jpeg or encode=ffv1"
         }
         let makers = encoders.filter { $0.codes.contains(codec.fourcc) }
         guard !makers.isEmpty else {
             return
-                "encode=\(codec.rawValue): no V4L2 encoder makes \(codec.fourcc); this machine's make \(Set(encoders.flatMap(\.codes)).sorted().joined(separator: ", ")) (`fieldcap list`)"
+                "encode=\(codec.rawValue): no V4L2 encoder makes \(codec.fourcc); this machine's make "
+                + "\(Set(encoders.flatMap(\.codes)).sorted().joined(separator: ", ")) (`fieldcap list`)"
         }
         return
-            "encode=\(codec.rawValue): no \(codec.fourcc) encoder takes \(pixelFormat.rawValue) frames (\(makers.map { "\($0.path) takes \($0.takes.joined(separator: ", "))" }.joined(separator: "; "))): pick the camera's format=accordingly"
+            "encode=\(codec.rawValue): no \(codec.fourcc) encoder takes \(pixelFormat.rawValue) frames "
+            + "(\(makers.map { "\($0.path) takes \($0.takes.joined(separator: ", "))" }.joined(separator: "; "))): "
+            + "pick the camera's format=accordingly"
     }
 }

@@ -35,9 +35,8 @@ public final class RecordingLock {
             throw Failure(
                 message: "\(directory): cannot open it to lock it: \(String(cString: strerror(code))) (errno \(code))")
         }
-        while flock(fd, LOCK_EX) != 0 {
+        if SystemCall.retryingInterrupts({ flock(fd, LOCK_EX) }) != 0 {
             let code = errno
-            if code == EINTR { continue }
             Glibc.close(fd)
             fd = -1
             throw Failure(message: "\(directory): cannot lock it: \(String(cString: strerror(code))) (errno \(code))")

@@ -61,7 +61,8 @@ public struct DeviceSpec: Equatable, Sendable {
         let parts = argument.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let first = parts.first, !first.isEmpty else {
             throw PlanError(
-                "\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")"
+                "\(kind.rawValue) '\(argument)': name a device first, e.g. "
+                    + "\(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")"
             )
         }
         var options: [String: String] = [:]
@@ -70,13 +71,15 @@ public struct DeviceSpec: Equatable, Sendable {
             let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
                 throw PlanError(
-                    "\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; keys: \(allowed.sorted().joined(separator: ", "))"
+                    "\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; "
+                        + "keys: \(allowed.sorted().joined(separator: ", "))"
                 )
             }
             guard allowed.contains(pair[0]) || (kind == .camera && pair[0].hasPrefix("ctrl.") && pair[0].count > 5)
             else {
                 throw PlanError(
-                    "\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; keys: \(allowed.sorted().joined(separator: ", "))"
+                    "\(kind.rawValue) '\(argument)': unknown option '\(pair[0])'; "
+                        + "keys: \(allowed.sorted().joined(separator: ", "))"
                 )
             }
             guard options[pair[0]] == nil else {
@@ -134,7 +137,9 @@ public struct DeviceSpec: Equatable, Sendable {
         guard let chosen = VideoFormat.PixelFormat.named(name), VideoFormat.PixelFormat.captured.contains(chosen)
         else {
             throw problem(
-                "format '\(name)' is not one fieldcap records\(Self.storedOnlyHint(name)); use \(VideoFormat.PixelFormat.captured.map(\.rawValue).joined(separator: ", ")) (BA81, GBRG, GRBG and RGGB are the 8-bit Bayer patterns; BGGR names BA81)"
+                "format '\(name)' is not one fieldcap records\(Self.storedOnlyHint(name)); use "
+                    + "\(VideoFormat.PixelFormat.captured.map(\.rawValue).joined(separator: ", ")) "
+                    + "(BA81, GBRG, GRBG and RGGB are the 8-bit Bayer patterns; BGGR names BA81)"
             )
         }
         return chosen
@@ -156,7 +161,8 @@ public struct DeviceSpec: Equatable, Sendable {
         if case .hardware = encoding {
         } else if let node = options["encoder"] {
             throw problem(
-                "encoder=\(node) names a hardware encoder, used with encode=h264, hevc or fwht; this camera is \(encoding.description == "raw" ? "stored raw" : "encode=\(encoding)")"
+                "encoder=\(node) names a hardware encoder, used with encode=h264, hevc or fwht; this "
+                    + "camera is \(encoding.description == "raw" ? "stored raw" : "encode=\(encoding)")"
             )
         }
         return encoding
@@ -192,7 +198,8 @@ public struct DeviceSpec: Equatable, Sendable {
                 }
                 guard let value = Self.bitrate(parts[1]) else {
                     throw problem(
-                        "encode '\(text)': a bit rate is bits per second from 100k to 100M, e.g. encode=\(codec.rawValue):4M or encode=\(codec.rawValue):4000000"
+                        "encode '\(text)': a bit rate is bits per second from 100k to 100M, "
+                            + "e.g. encode=\(codec.rawValue):4M or encode=\(codec.rawValue):4000000"
                     )
                 }
                 bitrate = value
@@ -200,7 +207,9 @@ public struct DeviceSpec: Equatable, Sendable {
             return .hardware(HardwareEncoding(codec: codec, bitrate: bitrate, device: try encoderNode()))
         default:
             throw problem(
-                "encode '\(text)' is not an encoding; use raw (the default, lossless), ffv1 (lossless, compressed), jpeg[:QUALITY] (e.g. encode=jpeg:90) or h264[:BITRATE] (a V4L2 hardware encoder, e.g. encode=h264:4M)"
+                "encode '\(text)' is not an encoding; use raw (the default, lossless), "
+                    + "ffv1 (lossless, compressed), jpeg[:QUALITY] (e.g. encode=jpeg:90) or "
+                    + "h264[:BITRATE] (a V4L2 hardware encoder, e.g. encode=h264:4M)"
             )
         }
     }
@@ -218,7 +227,8 @@ public struct DeviceSpec: Equatable, Sendable {
         case .hardware:
             guard threads == 1 else {
                 throw problem(
-                    "threads=\(threads): encode=\(encoding) runs one stream through one hardware encoder; only jpeg and ffv1 take more threads"
+                    "threads=\(threads): encode=\(encoding) runs one stream through "
+                        + "one hardware encoder; only jpeg and ffv1 take more threads"
                 )
             }
             return 1
@@ -265,7 +275,8 @@ public struct DeviceSpec: Equatable, Sendable {
         let names = list.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
         guard !names.contains(where: \.isEmpty) else {
             throw problem(
-                "channels '\(list)' must be names joined by '+', e.g. channels=accel_x+accel_y or channels=accel+anglvel"
+                "channels '\(list)' must be names joined by '+', e.g. "
+                    + "channels=accel_x+accel_y or channels=accel+anglvel"
             )
         }
         return names
@@ -278,7 +289,8 @@ public struct DeviceSpec: Equatable, Sendable {
         case "keep": return true
         case let other?:
             throw problem(
-                "clock '\(other)' must be raw (set the device's timestamp clock to monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)"
+                "clock '\(other)' must be raw (set the device's timestamp clock to "
+                    + "monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)"
             )
         }
     }

@@ -30,7 +30,8 @@ public struct IntrinsicsSetting: Sendable {
             let value = String(text[text.index(comma, offsetBy: 7)...])
             guard let parsed = CalibrationMatch(rawValue: value) else {
                 throw PlanError(
-                    "\(name) \(text.printable): match=\(value.printable) is not id or order (id: the file's camera names are stream ids; order: the file's cameras in --cam order)"
+                    "\(name) \(text.printable): match=\(value.printable) is not id or order (id: the "
+                        + "file's camera names are stream ids; order: the file's cameras in --cam order)"
                 )
             }
             match = parsed

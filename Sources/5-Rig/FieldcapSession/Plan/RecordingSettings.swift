@@ -135,12 +135,14 @@ public struct RecordingSettings: Sendable {
         if settings.segment == nil {
             if overrides.maxStorage != nil {
                 throw PlanError(
-                    "\(names.maxStorage) needs \(names.segment): the budget deletes whole finished segments (add \(names.segment) 30s, for one)"
+                    "\(names.maxStorage) needs \(names.segment): the budget deletes "
+                        + "whole finished segments (add \(names.segment) 30s, for one)"
                 )
             }
             if overrides.keep != nil {
                 throw PlanError(
-                    "\(names.keep) needs \(names.segment): old footage goes one finished segment at a time (add \(names.segment) 30s, for one)"
+                    "\(names.keep) needs \(names.segment): old footage goes one "
+                        + "finished segment at a time (add \(names.segment) 30s, for one)"
                 )
             }
         }
@@ -159,14 +161,17 @@ public struct RecordingSettings: Sendable {
             let period = 1 / stream.nominalRate
             if segment.seconds < period {
                 throw PlanError(
-                    "\(segmentName) \(segment) is shorter than one \(stream.kind == .video ? "frame" : "sample") of \(stream.id) (\(SourceReport.rate(stream.nominalRate)) per second): give at least \(TimeSpan(seconds: period))"
+                    "\(segmentName) \(segment) is shorter than one \(stream.kind == .video ? "frame" : "sample") "
+                        + "of \(stream.id) (\(SourceReport.rate(stream.nominalRate)) per second): give at least "
+                        + "\(TimeSpan(seconds: period))"
                 )
             }
         }
         let estimate = SegmentedSessions.estimatedBytes(streams: streams, seconds: segment.seconds)
         if let maxStorage, maxStorage.bytes < estimate {
             throw PlanError(
-                "\(maxStorageName) \(maxStorage) is less than one \(segment) segment of these streams (about \(ByteSize(bytes: estimate))): raise \(maxStorageName) or shorten \(segmentName)"
+                "\(maxStorageName) \(maxStorage) is less than one \(segment) segment of these streams "
+                    + "(about \(ByteSize(bytes: estimate))): raise \(maxStorageName) or shorten \(segmentName)"
             )
         }
         return SegmentedSessions.Settings(

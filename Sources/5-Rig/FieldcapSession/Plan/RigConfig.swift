@@ -83,13 +83,15 @@ public struct RigConfig: Sendable {
         if config.segment == nil {
             for key in ["max_storage", "keep"] where top.fields[key] != nil {
                 throw RigConfigError(
-                    "\(name):\(top.line(of: key)): \(key) needs segment: old footage goes one finished segment at a time (add segment: 30s, for one)"
+                    "\(name):\(top.line(of: key)): \(key) needs segment: old footage "
+                        + "goes one finished segment at a time (add segment: 30s, for one)"
                 )
             }
         }
         if config.maxStorage?.bytes == 0 {
             throw RigConfigError(
-                "\(name):\(top.line(of: "max_storage")): max_storage 0 would keep nothing; give a size that holds a few segments (16G)"
+                "\(name):\(top.line(of: "max_storage")): max_storage 0 would "
+                    + "keep nothing; give a size that holds a few segments (16G)"
             )
         }
         if let host = config.hostId, let problem = StreamID.problem(with: host) {
@@ -121,9 +123,9 @@ public struct RigConfig: Sendable {
         let keys = ["device"] + optionKeys + (kind == .camera ? ["controls"] : [])
         let entry = try Entry(node, name: name, what: what, keys: keys)
         guard let device = try entry.text("device") else {
-            throw RigConfigError(
-                "\(name):\(entry.line): \(what) needs 'device:' (e.g. \(kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"))"
-            )
+            let examples =
+                kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"
+            throw RigConfigError("\(name):\(entry.line): \(what) needs 'device:' (e.g. \(examples))")
         }
         var spec = DeviceSpec(kind: kind, device: device, options: [:], origin: "\(name):\(entry.line(of: "device"))")
         var optionLines: [String: Int] = [:]
@@ -177,7 +179,8 @@ public struct RigConfigError: Error, CustomStringConvertible {
         switch error {
         case .duplicateKeys(let keys, let line):
             message =
-                "\(name):\(line): \(keys.map { "'\($0.printable)'" }.joined(separator: ", ")) given twice in the same block"
+                "\(name):\(line): \(keys.map { "'\($0.printable)'" }.joined(separator: ", ")) "
+                + "given twice in the same block"
         default:
             message = "\(name):\(error.line): not valid YAML: \(error.problem)"
         }
@@ -212,7 +215,9 @@ private struct Entry {
                     $0.1 < $1.1
                 }?.0
                 throw RigConfigError(
-                    "\(name):\(keyLine): unknown key '\(key.printable)' in \(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); keys: \(keys.joined(separator: ", "))"
+                    "\(name):\(keyLine): unknown key '\(key.printable)' in "
+                        + "\(what)\(near.map { "; did you mean '\($0)'?" } ?? ""); "
+                        + "keys: \(keys.joined(separator: ", "))"
                 )
             }
             fields[key] = Field(node: entry.value, line: keyLine)

@@ -48,13 +48,16 @@ public struct SyntheticSourceFactory: SourceFactory {
             let pixelFormat: VideoFormat.PixelFormat
             do throws(PlanError) { pixelFormat = try spec.pixelFormat() } catch {
                 throw PlanError(
-                    "\(spec.label) synthetic: format '\(spec.options["format"] ?? "")' is not available\(DeviceSpec.storedOnlyHint(spec.options["format"] ?? "")); the synthetic camera makes \(known)"
+                    "\(spec.label) synthetic: format '\(spec.options["format"] ?? "")' is not "
+                        + "available\(DeviceSpec.storedOnlyHint(spec.options["format"] ?? "")); the "
+                        + "synthetic camera makes \(known)"
                 )
             }
             let size = try spec.size() ?? (640, 480)
             guard size.width % 2 == 0, size.height % 2 == 0 else {
                 throw PlanError(
-                    "\(spec.label) synthetic: \(size.width)x\(size.height) has an odd side; give an even width and height"
+                    "\(spec.label) synthetic: \(size.width)x\(size.height) "
+                        + "has an odd side; give an even width and height"
                 )
             }
             let rate = try spec.positiveNumber("fps", limit: 1000) ?? 30
@@ -75,7 +78,8 @@ public struct SyntheticSourceFactory: SourceFactory {
         case .imu:
             if ["channels", "trigger", "clock", "stall"].contains(where: { spec.options[$0] != nil }) {
                 throw PlanError(
-                    "\(spec.label) synthetic: channels, trigger, clock and stall are for IIO devices; the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))"
+                    "\(spec.label) synthetic: channels, trigger, clock and stall are for IIO devices; "
+                        + "the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))"
                 )
             }
             return SyntheticIMU(id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200)

@@ -4,6 +4,7 @@ import FieldcapMedia
 import FieldcapSegments
 import FieldcapSystem
 import FoundationEssentials
+import Logging
 import SyncField
 
 /// One recording's lifecycle, for any front end: `start` makes the session directory and starts
@@ -131,10 +132,12 @@ public final class RecordingController {
         public var description: String {
             switch self {
             case .diskBelowMinFree(let free, let path, let minFree):
-                "only \(ByteSize(bytes: free)) free where the session would go (\(path)), below --min-free \(minFree): free some space, record elsewhere, or lower --min-free"
+                "only \(ByteSize(bytes: free)) free where the session would go (\(path)), below "
+                    + "--min-free \(minFree): free some space, record elsewhere, or lower --min-free"
             case .directory(let error): error.message
             case .cancelled(let atNs):
-                "the start scheduled for \(SyncPoint.isoDatetime(wallClockNs: atNs)) was called off before its instant: nothing was recorded"
+                "the start scheduled for \(SyncPoint.isoDatetime(wallClockNs: atNs)) "
+                    + "was called off before its instant: nothing was recorded"
             }
         }
     }
@@ -163,13 +166,15 @@ public final class RecordingController {
     private var startedNs: UInt64 = 0
 
     /// What the user should hear about while recording (a segment deleted by the storage
-    /// budget): the front end's logger. Called from a recording thread.
-    private let log: @Sendable (String) -> Void
+    /// budget): the front end's logger, used from a recording thread. Silent unless handed one.
+    private let logger: Logger
 
-    public init(sources: [CaptureSource], settings: Settings, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        sources: [CaptureSource], settings: Settings, logger: Logger = .silent(label: "fieldcap.recording")
+    ) {
         self.sources = sources
         self.settings = settings
-        self.log = log
+        self.logger = logger
     }
 
     public var directory: String? { layout?.directory }
@@ -216,7 +221,9 @@ public final class RecordingController {
         if let span, span < secondsToLimit { return nil }
         let minutes = max(1, Int(secondsToLimit / 60 * 0.8))
         return
-            "\(fileSystem) holds files of at most 4 GiB, which \(fastest.id)'s video reaches after about \(TimeSpan(seconds: secondsToLimit.rounded())), and the recording then stops: record in segments shorter than that (--segment \(minutes)m)"
+            "\(fileSystem) holds files of at most 4 GiB, which \(fastest.id)'s video reaches "
+            + "after about \(TimeSpan(seconds: secondsToLimit.rounded())), and the recording "
+            + "then stops: record in segments shorter than that (--segment \(minutes)m)"
     }
 
     /// The session's sync point, or a segmented recording's first; nil until taken.
@@ -292,21 +299,23 @@ public final class RecordingController {
             }
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
-                sessionOptions: sessionOptions, directIO: settings.directIO, log: log)
+                sessionOptions: sessionOptions, directIO: settings.directIO, logger: logger)
             self.segments = segments
             diskGauge = makeDiskGauge(directory) { segments.bytesNow }
             try beforeCapture(layout)
             segments.takeStartReports()
             // The first segment's sync point is taken as capture starts.
             try waitForStart(directory)
+            // The segments' boundaries and the duration count from one instant: a start slowed by
+            // a busy machine must not push the last records past the last boundary asked for.
+            let origin = MonotonicClock.now()
             let sink = SegmentingSink(
-                schedule: SegmentSchedule(startNs: MonotonicClock.now(), lengthNs: segmenting.lengthNs),
-                store: segments)
+                schedule: SegmentSchedule(startNs: origin, lengthNs: segmenting.lengthNs), store: segments)
             segmentingSink = sink
             let recorder = Recorder(sources: sources, sink: sink, options: recorderOptions)
             self.recorder = recorder
             try recorder.start()
-            startedNs = MonotonicClock.now()
+            startedNs = origin
             return
         }
         let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)

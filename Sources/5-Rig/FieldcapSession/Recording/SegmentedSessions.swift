@@ -4,6 +4,7 @@ import FieldcapSegments
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
+import Logging
 import SyncField
 import Synchronization
 
@@ -98,11 +99,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     }
     /// What happened that the user should hear about (a deletion, a segment kept): the front
     /// end's logger. From the rotation thread.
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
     public init(
         directory: String, hostId: String, sources: [CaptureSource], settings: Settings,
-        sessionOptions: SyncSession.Options, directIO: Bool, log: @escaping @Sendable (String) -> Void = { _ in }
+        sessionOptions: SyncSession.Options, directIO: Bool, logger: Logger = .silent(label: "fieldcap.segments")
     ) {
         self.directory = directory
         self.hostId = hostId
@@ -110,7 +111,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         self.settings = settings
         self.sessionOptions = sessionOptions
         self.directIO = directIO
-        self.log = log
+        self.logger = logger
         index = RecordingIndex(
             fieldcapVersion: Sidecar.fieldcapVersion, hostId: hostId, segmentSeconds: Double(settings.lengthNs) / 1e9,
             maxStorageBytes: settings.budget.maxBytes, keepSeconds: settings.budget.keepNs.map { Double($0) / 1e9 },
@@ -354,23 +355,25 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             let path = "\(directory)/\(entry.directory)"
             if let stranger = SessionFiles.stranger(in: path, streams: index.streams.map(\.id)) {
                 index.segments[position].kept = "holds \(stranger), which fieldcap did not write: not deleted"
-                log(
-                    "segment \(entry.directory) kept over \(deletion.reason): it holds \(stranger), which fieldcap did not write"
-                )
+                logger.warning(
+                    """
+                    segment \(entry.directory) kept over \(deletion.reason): \
+                    it holds \(stranger), which fieldcap did not write
+                    """)
                 continue
             }
             do {
                 try FileManager.default.removeItem(atPath: path)
             } catch {
                 index.segments[position].kept = "could not be deleted: \(errorText(error))"
-                log("segment \(entry.directory) could not be deleted: \(errorText(error))")
+                logger.warning("segment \(entry.directory) could not be deleted: \(errorText(error))")
                 continue
             }
             index.segments[position].state = .deleted
             finishedBytes.subtract(entry.bytes ?? 0, ordering: .relaxed)
             index.segments[position].deleted = RecordingIndex.Deletion(
                 utc: Sidecar.utc(Date()), reason: deletion.reason)
-            log("deleted segment \(entry.directory) (\(deletion.reason))")
+            logger.notice("deleted segment \(entry.directory) (\(deletion.reason))")
         }
     }
 }

@@ -57,10 +57,13 @@ public final class StopWatchdog {
                 guard settled.claim() else { return }
                 let what =
                     stalled.map {
-                        " (\($0.operation) of \($0.file): \(Self.seconds($0.seconds))\($0.ongoing ? " and still waiting" : ""))"
+                        " (\($0.operation) of \($0.file): "
+                            + "\(Self.seconds($0.seconds))\($0.ongoing ? " and still waiting" : ""))"
                     } ?? ""
                 giveUp(
-                    "the disk has not let the recording stop in \(Self.seconds(Double(ran) / 1e9))\(what)\(writeFailed ? " after a write failed" : ""): exiting without finishing the session; run `fieldcap recover` on it once the disk is back"
+                    "the disk has not let the recording stop in "
+                        + "\(Self.seconds(Double(ran) / 1e9))\(what)\(writeFailed ? " after a write failed" : ""): "
+                        + "exiting without finishing the session; run `fieldcap recover` on it once the disk is back"
                 )
                 return
             }

@@ -127,7 +127,8 @@ public final class VideoSessionSink: RecordSink {
             guard first.codesFramesAlone else {
                 throw EncodeError(
                     .unsupportedFormat,
-                    "\(descriptor.id): \(first.name) codes frames against each other: one encoding thread only (threads=1)"
+                    "\(descriptor.id): \(first.name) codes frames against "
+                        + "each other: one encoding thread only (threads=1)"
                 )
             }
             return try [first] + (1..<threads).map { _ in try makeEncoder(request)! }

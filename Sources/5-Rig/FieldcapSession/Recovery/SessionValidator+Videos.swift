@@ -78,7 +78,10 @@ extension SessionValidator {
                 Problem(
                     file: name,
                     message:
-                        "the last line's capture_ns \(capture) is \(Self.spoken(seconds: Double(capture - stopNs) / 1e9)) after the recording stopped (\(stop), fieldcap.json): a jump of the clock or damage, not a time stream \(id) recorded"
+                        "the last line's capture_ns \(capture) is "
+                        + "\(Self.spoken(seconds: Double(capture - stopNs) / 1e9)) "
+                        + "after the recording stopped (\(stop), fieldcap.json): a jump "
+                        + "of the clock or damage, not a time stream \(id) recorded"
                 ))
         }
         return problems
@@ -207,7 +210,8 @@ extension SessionValidator {
                         return Problem(
                             file: name, line: index + 1,
                             message:
-                                "frame_number is \(written), but in a fieldcap session it is the frame's index in \(SessionLayout.videoName(id)) (\(index))"
+                                "frame_number is \(written), but in a fieldcap session it is "
+                                + "the frame's index in \(SessionLayout.videoName(id)) (\(index))"
                         )
                     }
                 }

@@ -57,7 +57,8 @@ public enum SessionRemoval {
             }
             if let link {
                 plan.refused.append(
-                    "\(name): \(link) is a symbolic link, not a session or recording: not deleted (remove the link with rm)"
+                    "\(name): \(link) is a symbolic link, not a session "
+                        + "or recording: not deleted (remove the link with rm)"
                 )
                 continue
             }
@@ -200,7 +201,8 @@ public enum SessionRemoval {
             return .failure(
                 Refusal(
                     message:
-                        "its recording is being recorded right now: not deleted (its --max-storage and --keep prune it while it runs)"
+                        "its recording is being recorded right now: not deleted "
+                        + "(its --max-storage and --keep prune it while it runs)"
                 ))
         }
         guard let entry = index.segments.first(where: { $0.directory == segment }), entry.state != .deleted else {

@@ -64,7 +64,8 @@ public enum RangeExtractor {
 
     public static func extract(_ request: Request, say: (String) -> Void = { _ in }) throws -> Outcome {
         let range =
-            "\(SyncPoint.isoDatetime(wallClockNs: request.fromNs)) to \(SyncPoint.isoDatetime(wallClockNs: request.toNs))"
+            "\(SyncPoint.isoDatetime(wallClockNs: request.fromNs)) "
+            + "to \(SyncPoint.isoDatetime(wallClockNs: request.toNs))"
         guard request.toNs > request.fromNs else {
             throw Failure(message: "--to must be after --from (\(range)): nothing written")
         }
@@ -120,7 +121,8 @@ public enum RangeExtractor {
         guard !entries.isEmpty else {
             throw Failure(
                 message:
-                    "\(source) holds no fieldcap session or recording (no fieldcap.json or recording.json): nothing written"
+                    "\(source) holds no fieldcap session or recording (no "
+                    + "fieldcap.json or recording.json): nothing written"
             )
         }
         let covering = entries.filter { entry in
@@ -130,7 +132,8 @@ public enum RangeExtractor {
         if covering.count > 1 {
             throw Failure(
                 message:
-                    "\(covering.count) recordings under \(source) cover the range (\(covering.map(\.name).joined(separator: ", "))): give one of them"
+                    "\(covering.count) recordings under \(source) cover the range "
+                    + "(\(covering.map(\.name).joined(separator: ", "))): give one of them"
             )
         }
         let chosen = covering.first?.path ?? source
@@ -153,7 +156,8 @@ public enum RangeExtractor {
             guard !PathName.isSymbolicLink("\(directory)/\(segment.directory)") else {
                 throw Failure(
                     message:
-                        "\(directory)/\(segment.directory) is a symbolic link, not a directory of the recording; validate the recording: nothing written"
+                        "\(directory)/\(segment.directory) is a symbolic link, not a "
+                        + "directory of the recording; validate the recording: nothing written"
                 )
             }
             // A late cut leaves records past the scheduled end in this segment: its last one counts.
@@ -163,7 +167,9 @@ public enum RangeExtractor {
                 guard let placed = SpanArithmetic.add(start, last, minus: segment.startMonotonicRawNs) else {
                     throw Failure(
                         message:
-                            "\(directory)/\(RecordingIndex.fileName): segment \(segment.directory)'s last_capture_ns \(last) cannot be placed on the wall clock (its start_monotonic_raw_ns is \(segment.startMonotonicRawNs)); validate the recording: nothing written"
+                            "\(directory)/\(RecordingIndex.fileName): segment \(segment.directory)'s last_capture_ns "
+                            + "\(last) cannot be placed on the wall clock (its start_monotonic_raw_ns is "
+                            + "\(segment.startMonotonicRawNs)); validate the recording: nothing written"
                     )
                 }
                 end = placed
@@ -197,7 +203,8 @@ public enum RangeExtractor {
             let bad = wall(first, sync) == nil ? first : last
             throw Failure(
                 message:
-                    "\(directory): capture_ns \(bad) is too far from the sync point (monotonic_ns \(sync.monotonicNs)) to be placed on the wall clock; validate \(name): nothing written"
+                    "\(directory): capture_ns \(bad) is too far from the sync point (monotonic_ns "
+                    + "\(sync.monotonicNs)) to be placed on the wall clock; validate \(name): nothing written"
             )
         }
         return Part(name: name, directory: directory, startNs: startNs, endNs: SpanArithmetic.after(endNs))
@@ -334,7 +341,8 @@ public enum RangeExtractor {
         if let counted = manifestFrameCount(layout, id: output.id), counted != stamps.lines.count {
             throw Failure(
                 message:
-                    "\(layout.timestamps(output.id)) holds \(stamps.lines.count) lines, but manifest.json counts \(counted); validate \(part)"
+                    "\(layout.timestamps(output.id)) holds \(stamps.lines.count) "
+                    + "lines, but manifest.json counts \(counted); validate \(part)"
             )
         }
         // capture_ns never decreases within a stream: the lines in range are one run of them.
@@ -389,7 +397,8 @@ public enum RangeExtractor {
             guard frame >= upper else {
                 throw Failure(
                     message:
-                        "\(layout.video(output.id)): holds \(frame) frames, fewer than its timestamp lines; validate \(part)"
+                        "\(layout.video(output.id)): holds \(frame) frames, "
+                        + "fewer than its timestamp lines; validate \(part)"
                 )
             }
         } else {

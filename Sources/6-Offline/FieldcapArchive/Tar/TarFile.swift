@@ -1,3 +1,4 @@
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 
@@ -35,8 +36,9 @@ public enum TarFile {
                 var left = entry.size
                 while left > 0 {
                     let want = Int(min(left, UInt64(chunk.count)))
-                    let got = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, want) }
-                    if got < 0 && errno == EINTR { continue }
+                    let got = SystemCall.retryingInterrupts {
+                        chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, want) }
+                    }
                     guard got >= 0 else {
                         throw TarStream.Failure(description: "read \(entry.path): \(String(cString: strerror(errno)))")
                     }
@@ -59,8 +61,9 @@ public enum TarFile {
         try bytes.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 && errno == EINTR { continue }
+                let written = SystemCall.retryingInterrupts {
+                    Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                }
                 guard written >= 0 else {
                     throw TarStream.Failure(description: "write \(path): \(String(cString: strerror(errno)))")
                 }

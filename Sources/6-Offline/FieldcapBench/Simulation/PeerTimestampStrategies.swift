@@ -32,10 +32,10 @@ public struct OneTimeOffset: Sendable, Equatable {
 ///
 /// ffmpeg's ALSA and JACK inputs feed it each buffer's arrival time (less the delay the driver
 /// admits to) with the device's count as the period: the output is smooth, but it tracks the
-/// *arrival* times, so it stays late by the mean latency and is pulled by long stalls. Its v4l2 input with `-ts mono2abs` instead feeds it the
-/// wall clock and the monotonic clock read together at each dequeue, and adds the kernel
-/// timestamp's distance from that monotonic reading (`ff_timefilter_eval`), which removes the
-/// latency: a clock-pair filter without brackets.
+/// *arrival* times, so it stays late by the mean latency and is pulled by long stalls. Its v4l2
+/// input with `-ts mono2abs` instead feeds it the wall clock and the monotonic clock read together
+/// at each dequeue, and adds the kernel timestamp's distance from that monotonic reading
+/// (`ff_timefilter_eval`), which removes the latency: a clock-pair filter without brackets.
 ///
 /// Plain data; thread-bound.
 public struct DelayLockedLoop: Sendable {

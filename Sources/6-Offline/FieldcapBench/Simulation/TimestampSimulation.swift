@@ -400,7 +400,8 @@ public struct TimestampSimulation {
             "\(configuration.name), \(configuration.scenario.rawValue), \(configuration.durationNs / 1_000_000_000) s, "
                 + "seed \(seed): |error| against the truth",
             "",
-            "| strategy | median | p99 | max | drift | over its bound | widest bound | median ÷ fieldcap | p99 ÷ fieldcap | max ÷ fieldcap |",
+            "| strategy | median | p99 | max | drift | over its bound | widest "
+                + "bound | median ÷ fieldcap | p99 ÷ fieldcap | max ÷ fieldcap |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for result in results {
@@ -411,9 +412,11 @@ public struct TimestampSimulation {
             lines.append(
                 "| \(result.name) | \(microseconds(result.medianErrorNs)) | \(microseconds(result.p99ErrorNs)) | "
                     + "\(microseconds(result.maxErrorNs)) | \(microseconds(result.driftNs)) | "
-                    + "\(result.overBound.map { "\($0)" } ?? "–") | \(result.maxBoundNs.map(microseconds) ?? "–") | "
+                    + "\(result.overBound.map { "\($0)" } ?? "–") | "
+                    + "\(result.maxBoundNs.map(microseconds) ?? "–") | "
                     + "\(ratio(result.medianErrorNs, reference?.medianErrorNs)) | "
-                    + "\(ratio(result.p99ErrorNs, reference?.p99ErrorNs)) | \(ratio(result.maxErrorNs, reference?.maxErrorNs)) |"
+                    + "\(ratio(result.p99ErrorNs, reference?.p99ErrorNs)) | "
+                    + "\(ratio(result.maxErrorNs, reference?.maxErrorNs)) |"
             )
         }
         return lines.joined(separator: "\n") + "\n"

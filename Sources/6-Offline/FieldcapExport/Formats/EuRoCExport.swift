@@ -160,7 +160,8 @@ enum EuRoCExport {
             sensor_type: camera
             comment: fieldcap stream \(stream.id) (\(stream.device), \(format))
 
-            # Sensor extrinsics wrt. the body-frame.\(calibration?.cameraFromIMU == nil ? " Not calibrated: identity." : "")
+            # Sensor extrinsics wrt. the \
+            body-frame.\(calibration?.cameraFromIMU == nil ? " Not calibrated: identity." : "")
             T_BS:
               cols: 4
               rows: 4

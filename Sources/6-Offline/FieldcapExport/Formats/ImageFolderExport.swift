@@ -182,7 +182,8 @@ enum ImageFolderExport {
               "imu": \(Self.json(imuStream?.id)),
               "user_acceleration": "accelerometer in g, gravity not removed (fieldcap has no attitude estimate)",
               "camera_transform": "identity: fieldcap tracks no pose (tracking_state not_available)",
-              "depth": "depth/NNNNNN.png: 16-bit millimetres; depth/NNNNNN.bin: float32 metres; confidence: 2 where depth > 0, else 0"
+              "depth": "depth/NNNNNN.png: 16-bit millimetres; depth/NNNNNN.bin: float32 metres; \
+            confidence: 2 where depth > 0, else 0"
             }
 
             """

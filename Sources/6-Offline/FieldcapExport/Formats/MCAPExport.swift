@@ -185,7 +185,8 @@ enum MCAPExport {
             "sync_point.monotonic_ns": String(session.syncPoint.monotonicNs),
             "sync_point.wall_clock_ns": String(session.syncPoint.wallClockNs),
             "time_mapping":
-                "log_time, publish_time and header.stamp are UTC nanoseconds: capture_ns (CLOCK_MONOTONIC_RAW) - sync_point.monotonic_ns + sync_point.wall_clock_ns",
+                "log_time, publish_time and header.stamp are UTC nanoseconds: capture_ns "
+                + "(CLOCK_MONOTONIC_RAW) - sync_point.monotonic_ns + sync_point.wall_clock_ns",
             "source_session": session.directory,
             "fieldcap_version": Sidecar.fieldcapVersion,
         ]

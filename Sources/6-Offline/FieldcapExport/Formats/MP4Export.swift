@@ -79,7 +79,8 @@ enum MP4Export {
             }
             progress(done)
             lines.append(
-                "\(camera.id).mp4: \(frames) frames of \(format.width)x\(format.height) H.264 (from \(format.pixelFormat.rawValue))"
+                "\(camera.id).mp4: \(frames) frames of \(format.width)x\(format.height) "
+                    + "H.264 (from \(format.pixelFormat.rawValue))"
             )
         }
         return lines

@@ -1,3 +1,5 @@
+import FieldcapSystem
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -56,11 +58,10 @@ final class ExportFile {
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> ExportError? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return .io("write", path: path, errno: errno)
+            let written = SystemCall.retryingInterrupts {
+                Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             }
+            if written < 0 { return .io("write", path: path, errno: errno) }
             offset += written
         }
         return nil

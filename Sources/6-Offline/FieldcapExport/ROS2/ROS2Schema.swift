@@ -49,12 +49,16 @@ public enum ROS2Schema: String, CaseIterable, Sendable {
         "sensor_msgs/msg/RegionOfInterest":
             "uint32 x_offset\nuint32 y_offset\nuint32 height\nuint32 width\nbool do_rectify\n",
         "sensor_msgs/msg/Image":
-            "std_msgs/Header header\nuint32 height\nuint32 width\nstring encoding\nuint8 is_bigendian\nuint32 step\nuint8[] data\n",
+            "std_msgs/Header header\nuint32 height\nuint32 width\n"
+            + "string encoding\nuint8 is_bigendian\nuint32 step\nuint8[] data\n",
         "sensor_msgs/msg/CompressedImage": "std_msgs/Header header\nstring format\nuint8[] data\n",
         "sensor_msgs/msg/CameraInfo":
-            "std_msgs/Header header\nuint32 height\nuint32 width\nstring distortion_model\nfloat64[] d\nfloat64[9] k\nfloat64[9] r\nfloat64[12] p\nuint32 binning_x\nuint32 binning_y\nsensor_msgs/RegionOfInterest roi\n",
+            "std_msgs/Header header\nuint32 height\nuint32 width\nstring distortion_model\nfloat64[] d\nfloat64[9] k\n"
+            + "float64[9] r\nfloat64[12] p\nuint32 binning_x\nuint32 binning_y\nsensor_msgs/RegionOfInterest roi\n",
         "sensor_msgs/msg/Imu":
-            "std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\ngeometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\ngeometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n",
+            "std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\n"
+            + "geometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\n"
+            + "geometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n",
         "fieldcap_msgs/msg/SensorChannels": "std_msgs/Header header\nstring[] names\nfloat64[] values\n",
     ]
 }

@@ -66,7 +66,8 @@ public struct ExportSession {
             if let stored = format?.pixelFormat, [.h264, .hevc, .fwht].contains(stored) {
                 throw ExportError(
                     .session,
-                    "\(stream.id) is stored as \(stored.rawValue) by a hardware encoder, which the exports cannot decode yet; play or convert \(SessionLayout.videoName(stream.id)) with ffmpeg or GStreamer"
+                    "\(stream.id) is stored as \(stored.rawValue) by a hardware encoder, which the exports cannot "
+                        + "decode yet; play or convert \(SessionLayout.videoName(stream.id)) with ffmpeg or GStreamer"
                 )
             }
             let ffv1 = format?.pixelFormat == .ffv1
@@ -79,7 +80,8 @@ public struct ExportSession {
                 else {
                     throw ExportError(
                         .session,
-                        "\(stream.id) is stored as FFV1 but \(SessionLayout.sidecarName) names no captured_pixel_format to decode it to"
+                        "\(stream.id) is stored as FFV1 but \(SessionLayout.sidecarName) "
+                            + "names no captured_pixel_format to decode it to"
                     )
                 }
                 format = VideoFormat(width: stored.width, height: stored.height, pixelFormat: captured)

@@ -1,3 +1,5 @@
+import FieldcapSystem
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -39,12 +41,10 @@ final class LineReader {
             start = 0
             let old = buffer.count
             buffer.append(contentsOf: repeatElement(0, count: 1 << 20))
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, 1 << 20) }
+            let count = SystemCall.retryingInterrupts {
+                buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, 1 << 20) }
+            }
             if count < 0 {
-                if errno == EINTR {
-                    buffer.removeLast(1 << 20)
-                    continue
-                }
                 throw ExportError(.session, "\(path) cannot be read: \(String(cString: strerror(errno)))")
             }
             buffer.removeLast((1 << 20) - count)

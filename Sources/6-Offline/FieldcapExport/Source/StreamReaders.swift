@@ -30,7 +30,8 @@ final class CameraReader {
         guard stamp.frameNumber == frame.index else {
             throw ExportError(
                 .session,
-                "\(stamps.path) line \(stamps.lineNumber): frame_number \(stamp.frameNumber) is not the video's frame \(frame.index)"
+                "\(stamps.path) line \(stamps.lineNumber): frame_number "
+                    + "\(stamp.frameNumber) is not the video's frame \(frame.index)"
             )
         }
         return Frame(bytes: frame.bytes, captureNs: stamp.captureNs)

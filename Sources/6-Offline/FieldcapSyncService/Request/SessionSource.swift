@@ -43,7 +43,8 @@ public struct SessionSource: Sendable, Equatable {
         guard let bytes = FileManager.default.contents(atPath: layout.manifest) else {
             throw .unreadableSession(
                 directory,
-                "no manifest.json: not a finished SyncField session (one still recording, or stopped by a crash: `fieldcap recover` finishes it)"
+                "no manifest.json: not a finished SyncField session (one still "
+                    + "recording, or stopped by a crash: `fieldcap recover` finishes it)"
             )
         }
         let manifest: ParsedJSON

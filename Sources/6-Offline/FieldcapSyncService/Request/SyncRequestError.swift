@@ -15,11 +15,14 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
         case .unreadableSession(let directory, let why):
             "\(directory): \(why)"
         case .segmentedRecording(let directory):
-            "\(directory) is a segmented recording, not a session: name one of its segments, or cut the range you want with `fieldcap extract`"
+            "\(directory) is a segmented recording, not a session: name one of "
+                + "its segments, or cut the range you want with `fieldcap extract`"
         case .sameHost(let host, let first, let second):
-            "\(first) and \(second) are both from host \(host): the service aligns one session per host; request them separately"
+            "\(first) and \(second) are both from host \(host): the "
+                + "service aligns one session per host; request them separately"
         case .noVideo:
-            "the sessions have no video stream: the SyncField service aligns to a primary video, so there is nothing to align to"
+            "the sessions have no video stream: the SyncField service "
+                + "aligns to a primary video, so there is nothing to align to"
         case .unknownPrimary(let id, let known):
             "--primary \(id): no video stream of that id; the videos are \(known.joined(separator: ", "))"
         case .ambiguousPrimary(let id, let hosts):
@@ -27,9 +30,12 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
         case .noSessions:
             "name at least one session directory"
         case .noCaptureSessions(let id, let places):
-            "no session of capture \(id) in \(places.joined(separator: ", ")): give the sessions' directories or the directories that hold them (each rig's root, copied here), where fieldcap.json has \"capture_id\": \"\(id)\""
+            "no session of capture \(id) in \(places.joined(separator: ", ")): give "
+                + "the sessions' directories or the directories that hold them (each rig's "
+                + "root, copied here), where fieldcap.json has \"capture_id\": \"\(id)\""
         case .commaInId(let id):
-            "stream \(id): the upload lists stream and host ids separated by commas, so an id with a comma cannot be sent; use the volume-mounted request (`fieldcap request`)"
+            "stream \(id): the upload lists stream and host ids separated by commas, so an id "
+                + "with a comma cannot be sent; use the volume-mounted request (`fieldcap request`)"
         }
     }
 }

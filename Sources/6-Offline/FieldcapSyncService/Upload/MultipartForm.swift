@@ -39,7 +39,8 @@ public struct MultipartForm: Sendable {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         let size = Int64((attributes[.size] as? UInt) ?? 0)
         append(
-            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(name))\"; filename=\"\(Self.quoted(filename))\"\r\nContent-Type: \(contentType)\r\n\r\n"
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(name))\"; "
+                + "filename=\"\(Self.quoted(filename))\"\r\nContent-Type: \(contentType)\r\n\r\n"
         )
         pieces.append(.file(path: path, size: size))
         append("\r\n")

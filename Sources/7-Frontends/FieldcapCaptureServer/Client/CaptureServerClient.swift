@@ -85,7 +85,8 @@ public final class CaptureServerClient: Service, Sendable {
         else { return "give the capture server as ws://HOST:PORT or wss://HOST:PORT (or auto)" }
         if scheme == "wss" && !insecure && isIPAddress(host) {
             return
-                "a certificate is checked against the server's host name, not an address: give its name (wss://NAME:PORT), or --insecure to skip the check"
+                "a certificate is checked against the server's host name, not an address: "
+                + "give its name (wss://NAME:PORT), or --insecure to skip the check"
         }
         return nil
     }
@@ -100,14 +101,15 @@ public final class CaptureServerClient: Service, Sendable {
         var browser: ServiceBrowser?
         if options.url == Self.auto {
             browser = ServiceBrowser(
-                type: Self.serviceType, log: { [notice] in notice($0) },
+                type: Self.serviceType, logger: .lines(label: "fieldcap.discovery") { [notice] in notice($0) },
                 changed: { [self] found in
                     discovered.withLock { $0 = found }
                     link.update { $0.seen = found.map { "\($0.name) (\(Self.url(of: $0)))" } }
                 })
             do { try browser?.start() } catch {
                 notice(
-                    "--server auto: cannot browse for capture servers (\(error)); start avahi-daemon, then restart fieldcap serve"
+                    "--server auto: cannot browse for capture servers "
+                        + "(\(error)); start avahi-daemon, then restart fieldcap serve"
                 )
             }
         }
@@ -239,7 +241,8 @@ public final class CaptureServerClient: Service, Sendable {
         } catch {
             let why =
                 loop.timedOut
-                ? "no WebSocket handshake within \(options.connectTimeout): the server does not answer\(secure ? "" : ", or speaks TLS (give wss://)")"
+                ? "no WebSocket handshake within \(options.connectTimeout): the server "
+                    + "does not answer\(secure ? "" : ", or speaks TLS (give wss://)")"
                 : Task.isCancelled ? "stopped" : Self.describe(error)
             endWorkers(tooLarge: false, why: why)
             let first = link.current.lastError != why

@@ -61,7 +61,8 @@ final class CommandHandler: Sendable {
             note(
                 ranges.isEmpty
                     ? "upload: the server has every finished segment already"
-                    : "upload: \(uploads.enqueue(ranges)) (\(ranges.count) segment\(ranges.count == 1 ? "" : "s") not received yet)"
+                    : "upload: \(uploads.enqueue(ranges)) (\(ranges.count) "
+                        + "segment\(ranges.count == 1 ? "" : "s") not received yet)"
             )
         case .clientConfig(let new):
             let applied = config.withLock { current in
@@ -71,7 +72,8 @@ final class CommandHandler: Sendable {
                 return current
             }
             var text =
-                "segments of \(applied.chunkDuration ?? Self.defaultChunk), budget \(applied.bufferMax.map { "\($0)" } ?? "none")"
+                "segments of \(applied.chunkDuration ?? Self.defaultChunk), "
+                + "budget \(applied.bufferMax.map { "\($0)" } ?? "none")"
             if rig.recordingDirectory != nil { text += " from the next recording (one is running)" }
             if let format = new.videoFormat, !Self.uploadedFormats.contains(format.lowercased()) {
                 text += "; videoFormat \(format): fieldcap uploads each camera as H.264 MP4"

@@ -44,7 +44,8 @@ struct RangeUpload: Sendable {
     }
 
     var rangeText: String {
-        "\(Sidecar.utc(Date(timeIntervalSince1970: Double(fromNs) / 1e9))) to \(Sidecar.utc(Date(timeIntervalSince1970: Double(toNs) / 1e9)))"
+        "\(Sidecar.utc(Date(timeIntervalSince1970: Double(fromNs) / 1e9))) "
+            + "to \(Sidecar.utc(Date(timeIntervalSince1970: Double(toNs) / 1e9)))"
     }
 
     /// The name the range's files share: `rig-20261124T114252.123Z-20261124T114302.123Z`.

@@ -173,7 +173,10 @@ final class UploadQueue: Sendable {
         defer { RangeUpload.remove(scratch: staged.scratch) }
         if let problem = staged.videoProblem, attempt == 1 {
             logger.warning(
-                "capture server: \(range.rangeText) goes without MP4s, its videos inside the tar as recorded: \(problem)"
+                """
+                capture server: \(range.rangeText) goes without MP4s, \
+                its videos inside the tar as recorded: \(problem)
+                """
             )
         }
         if let large = staged.files.first(where: { $0.size > policy.maxMessageBytes }) {
@@ -185,12 +188,17 @@ final class UploadQueue: Sendable {
                 }
                 updatePending()
                 logger.warning(
-                    "capture server: \(large.filename) of \(range.rangeText) is \(large.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit: sent as \(parts.count) uploads, one a segment"
+                    """
+                    capture server: \(large.filename) of \(range.rangeText) is \(large.size) bytes, over the server's \
+                    \(policy.maxMessageBytes)-byte message limit: sent as \(parts.count) uploads, one a segment
+                    """
                 )
             } else {
                 giveUp(
                     item,
-                    "not sent: \(large.filename) (\(range.rangeText), one segment) is \(large.size) bytes, over the server's \(policy.maxMessageBytes)-byte message limit (aiohttp max_msg_size); shorter segments (the server's videoChunkDurationMs) keep each under it"
+                    "not sent: \(large.filename) (\(range.rangeText), one segment) is \(large.size) bytes, "
+                        + "over the server's \(policy.maxMessageBytes)-byte message limit (aiohttp "
+                        + "max_msg_size); shorter segments (the server's videoChunkDurationMs) keep each under it"
                 )
             }
             return
@@ -223,7 +231,8 @@ final class UploadQueue: Sendable {
             case .tooLarge:
                 giveUp(
                     item,
-                    "the server closed the connection on \(file.filename) (\(file.size) bytes) with 1009, message too large; not sent again"
+                    "the server closed the connection on \(file.filename) "
+                        + "(\(file.size) bytes) with 1009, message too large; not sent again"
                 )
                 return
             case .lost(let why):
@@ -240,7 +249,10 @@ final class UploadQueue: Sendable {
                     state.items[at].notBefore = .now + wait
                 }
                 logger.warning(
-                    "capture server: attempt \(attempt) of \(policy.maxAttempts) to upload \(file.filename) (\(range.rangeText)) failed: \(why); again in \(wait), with the files not yet stored"
+                    """
+                    capture server: attempt \(attempt) of \(policy.maxAttempts) to upload \(file.filename) \
+                    (\(range.rangeText)) failed: \(why); again in \(wait), with the files not yet stored
+                    """
                 )
                 // No answer on a connection still open: a late one could be taken for the next
                 // upload's, so this connection ends and the next starts clean.
@@ -250,7 +262,10 @@ final class UploadQueue: Sendable {
         remove(item.id)
         state.withLock { $0.delivered.append(range.fromNs...max(range.fromNs, range.toNs - 1)) }
         logger.info(
-            "capture server has all of \(range.rangeText): \(staged.files.count) files, \(staged.size) bytes, \(staged.summary)"
+            """
+            capture server has all of \(range.rangeText): \(staged.files.count) \
+            files, \(staged.size) bytes, \(staged.summary)
+            """
         )
     }
 }

@@ -2,6 +2,7 @@ import FieldcapCore
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
+import Logging
 import SyncField
 import Synchronization
 
@@ -41,7 +42,8 @@ public final class FleetMember: Sendable {
     /// The default horizon: ten minutes, far more than a fleet needs to get every rig ready.
     public static let defaultHorizonNs: UInt64 = 600_000_000_000
     private let rig: Rig
-    private let log: @Sendable (String) -> Void
+    /// What the rig's operator should hear: the broker reached or lost, commands taken or refused.
+    private let logger: Logger
     private let client = Mutex<MQTTClient?>(nil)
     private let running = Atomic<Bool>(false)
     /// The capture being recorded, so a stop for another capture is refused.
@@ -49,18 +51,21 @@ public final class FleetMember: Sendable {
     /// The capture whose start waits for its instant: a stop for it calls the start off.
     private let pending = Mutex<String?>(nil)
 
+    /// One line for the operator: a notice, or a warning for a command not carried out.
+    private func log(_ text: String, _ level: Logger.Level = .notice) { logger.log(level: level, "\(text)") }
+
     /// `options` is the connection's (broker, login, TLS); the client id and the will are the
     /// rig's, set here.
     public init(
         options: MQTTClient.Options, fleet: String, host: String, version: String, rig: Rig,
         statusEverySeconds: Double = 2, horizonNs: UInt64 = FleetMember.defaultHorizonNs,
-        log: @escaping @Sendable (String) -> Void
+        logger: Logger
     ) throws(MQTTError) {
         self.host = host
         self.horizonNs = horizonNs
         topics = FleetTopics(fleet: fleet)
         self.rig = rig
-        self.log = log
+        self.logger = logger
         self.statusEverySeconds = statusEverySeconds
         var options = options
         options.clientId = "fieldcap-\(fleet)-\(host)"
@@ -72,7 +77,7 @@ public final class FleetMember: Sendable {
             payload: FleetJSON.encode(FleetPresence(host: host, state: "online", version: version)), retain: true)
         let broker = options.broker
         let topics = topics
-        let connectionLog = ConnectionLog(log: log)
+        let connectionLog = ConnectionLog(logger: logger)
         let client = try MQTTClient(options: options) { [weak self] event in
             switch event {
             case .connected:
@@ -139,12 +144,13 @@ public final class FleetMember: Sendable {
         // sent (a restart, a rig that joins): a command is for the rigs listening when it is sent.
         guard !message.retain else {
             log(
-                "fleet: ignored a retained command (commands are acted on only as they are sent; clear it with `mosquitto_pub -r -n -t \(message.topic)`): \(message.text.prefix(200))"
-            )
+                "fleet: ignored a retained command (commands are acted on only as they are sent; "
+                    + "clear it with `mosquitto_pub -r -n -t \(message.topic)`): \(message.text.prefix(200))",
+                .warning)
             return
         }
         guard let command = FleetJSON.decode(FleetCommand.self, message.payload) else {
-            log("fleet: ignored a command that is not one: \(message.text.prefix(200))")
+            log("fleet: ignored a command that is not one: \(message.text.prefix(200))", .warning)
             return
         }
         Task { [self] in
@@ -159,7 +165,7 @@ public final class FleetMember: Sendable {
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
         if let at = command.atWallClockNs, at < now {
             let late = Double(now - at) / 1e9
-            log("fleet: missed the start of capture \(command.captureId): its instant passed \(late) s ago")
+            log("fleet: missed the start of capture \(command.captureId): its instant passed \(late) s ago", .warning)
             reply(
                 FleetReply(
                     host: host, command: .start, captureId: command.captureId, result: .missed,
@@ -170,8 +176,9 @@ public final class FleetMember: Sendable {
         if let at = command.atWallClockNs, at - now > horizonNs {
             let ahead = Double(at - now) / 1e9
             let detail =
-                "the start instant is \(ahead) s ahead, beyond this rig's horizon of \(Double(horizonNs) / 1e9) s (serve --fleet-horizon): refused"
-            log("fleet: capture \(command.captureId) refused: \(detail)")
+                "the start instant is \(ahead) s ahead, beyond this rig's horizon "
+                + "of \(Double(horizonNs) / 1e9) s (serve --fleet-horizon): refused"
+            log("fleet: capture \(command.captureId) refused: \(detail)", .warning)
             reply(
                 FleetReply(
                     host: host, command: .start, captureId: command.captureId, result: .failed, detail: detail))
@@ -192,7 +199,7 @@ public final class FleetMember: Sendable {
                     host: host, command: .start, captureId: command.captureId, result: .started, session: session,
                     lateByNs: late))
         } catch {
-            log("fleet: capture \(command.captureId) did not start: \(error)")
+            log("fleet: capture \(command.captureId) did not start: \(error)", .warning)
             reply(
                 FleetReply(
                     host: host, command: .start, captureId: command.captureId, result: .failed, detail: "\(error)"))
@@ -236,7 +243,8 @@ public final class FleetMember: Sendable {
                 FleetReply(
                     host: host, command: .stop, captureId: command.captureId, result: .failed,
                     detail:
-                        "the stop instant is \(Double(at - now) / 1e9) s ahead, beyond this rig's horizon of \(Double(horizonNs) / 1e9) s: refused"
+                        "the stop instant is \(Double(at - now) / 1e9) s ahead, beyond "
+                        + "this rig's horizon of \(Double(horizonNs) / 1e9) s: refused"
                 ))
             return
         }
@@ -259,17 +267,17 @@ public final class FleetMember: Sendable {
 
 /// Says once that the broker is reached or lost, not at every retry.
 private final class ConnectionLog: Sendable {
-    let log: @Sendable (String) -> Void
+    let logger: Logger
     let reachable = Mutex<Bool?>(nil)
 
-    init(log: @escaping @Sendable (String) -> Void) { self.log = log }
+    init(logger: Logger) { self.logger = logger }
 
     func connected(to broker: BrokerAddress, fleet: String) {
-        if changed(to: true) { log("fleet: on \(broker) as a rig of fleet \(fleet)") }
+        if changed(to: true) { logger.notice("fleet: on \(broker) as a rig of fleet \(fleet)") }
     }
 
     func lost(_ broker: BrokerAddress, _ why: String) {
-        if changed(to: false) { log("fleet: cannot reach \(broker) (\(why)); trying again") }
+        if changed(to: false) { logger.warning("fleet: cannot reach \(broker) (\(why)); trying again") }
     }
 
     private func changed(to value: Bool) -> Bool {

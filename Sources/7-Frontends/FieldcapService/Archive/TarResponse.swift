@@ -22,7 +22,9 @@ enum TarResponse {
             done()
             throw APIError(
                 .conflict,
-                "\(name) holds symbolic links (\(links.prefix(5).joined(separator: ", "))\(links.count > 5 ? ", ..." : "")), which an archive does not follow: replace them with the files (cp -L) on the rig, or copy the session there"
+                "\(name) holds symbolic links "
+                    + "(\(links.prefix(5).joined(separator: ", "))\(links.count > 5 ? ", ..." : "")), which an archive "
+                    + "does not follow: replace them with the files (cp -L) on the rig, or copy the session there"
             )
         }
         let body = ResponseBody { writer in

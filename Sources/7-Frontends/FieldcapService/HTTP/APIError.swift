@@ -74,7 +74,8 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
             // own answer to it is an empty 413.
             throw APIError(
                 .contentTooLarge,
-                "the request's body is larger than \(error.maxBytes.map { "\($0) bytes" } ?? "this endpoint takes"): send less"
+                "the request's body is larger than "
+                    + "\(error.maxBytes.map { "\($0) bytes" } ?? "this endpoint takes"): send less"
             )
         }
     }

@@ -21,7 +21,8 @@ public struct BearerToken: Sendable {
             let text = String(decoding: data, as: UTF8.self).trimming(\.isSpaceOrLineEnd)
             guard text.count >= 16 else {
                 throw TokenFileError(
-                    "--token-file \(path): holds \(text.count) characters; a token needs at least 16 (delete the file and one is made)"
+                    "--token-file \(path): holds \(text.count) characters; a "
+                        + "token needs at least 16 (delete the file and one is made)"
                 )
             }
             return (BearerToken(value: text), false)
@@ -36,7 +37,8 @@ public struct BearerToken: Sendable {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else {
             throw TokenFileError(
-                "--token-file \(path): cannot create it: \(String(cString: strerror(errno))) (errno \(errno)); choose a writable path"
+                "--token-file \(path): cannot create it: \(String(cString: strerror(errno))) "
+                    + "(errno \(errno)); choose a writable path"
             )
         }
         defer { close(fd) }

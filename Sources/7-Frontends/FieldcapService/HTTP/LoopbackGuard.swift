@@ -55,13 +55,15 @@ struct LoopbackGuard<Context: RequestContext>: RouterMiddleware {
         if let host, !allows(authority: host) {
             return APIError(
                 .forbidden,
-                "Host '\(host.printable)' is not this rig's: without a token it answers only to localhost, 127.0.0.1 or [::1]"
+                "Host '\(host.printable)' is not this rig's: without a "
+                    + "token it answers only to localhost, 127.0.0.1 or [::1]"
             )
         }
         if let origin, !sameOrigin(origin, host: host) {
             return APIError(
                 .forbidden,
-                "a page from '\(origin.printable)' cannot use this rig's API: open the rig's own page (http://\(host ?? "127.0.0.1:8080")/)"
+                "a page from '\(origin.printable)' cannot use this rig's API: "
+                    + "open the rig's own page (http://\(host ?? "127.0.0.1:8080")/)"
             )
         }
         return nil

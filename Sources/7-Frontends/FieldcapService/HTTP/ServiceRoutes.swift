@@ -81,7 +81,8 @@ public struct ServiceRoutes: Sendable {
         router.get("/api/v1/events") { (_: Request, _: ServiceRequestContext) -> Response in
             throw APIError(
                 .upgradeRequired,
-                "/api/v1/events is a WebSocket: connect with a WebSocket client (Upgrade: websocket), as the web page does"
+                "/api/v1/events is a WebSocket: connect with a WebSocket "
+                    + "client (Upgrade: websocket), as the web page does"
             )
         }
         router.get("/api/v1/preview/{file}") { _, context in
@@ -203,7 +204,8 @@ public struct ServiceRoutes: Sendable {
             // Foundation's error names absolute paths: the client gets what it can act on.
             throw APIError(
                 .conflict,
-                "\(name.printable) could not be deleted whole (a file in it could not be removed): GET /api/v1/sessions/\(name) shows what is left"
+                "\(name.printable) could not be deleted whole (a file in it could "
+                    + "not be removed): GET /api/v1/sessions/\(name) shows what is left"
             )
         }
         return JSONBody.response(["deleted": name])

@@ -1,5 +1,6 @@
 import FieldcapDiscovery
 import FieldcapRig
+import FieldcapSession
 import Glibc
 import Hummingbird
 import HummingbirdCore
@@ -90,10 +91,12 @@ public enum ServiceServer {
                 listening(host, bound)
                 guard announce else { return }
                 let started = ServiceAnnouncer(
-                    announcement(rig: rig, port: bound, tokenRequired: token != nil), log: notice)
+                    announcement(rig: rig, port: bound, tokenRequired: token != nil),
+                    logger: .lines(label: "fieldcap.discovery", notice))
                 do { try started.start() } catch {
                     notice(
-                        "the rig is not announced on the network (\(error)): start avahi-daemon (Debian: apt install avahi-daemon), then restart fieldcap serve"
+                        "the rig is not announced on the network (\(error)): start avahi-daemon "
+                            + "(Debian: apt install avahi-daemon), then restart fieldcap serve"
                     )
                 }
                 announcer.withLock { $0 = started }

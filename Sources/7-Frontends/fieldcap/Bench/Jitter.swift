@@ -73,7 +73,8 @@ struct Jitter: ParsableCommand {
         let started = MonotonicClock.now()
         try recorder.start()
         say(
-            "measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for \(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")..."
+            "measuring \(sources.map(\.descriptor.id).joined(separator: ", ")) for "
+                + "\(duration.seconds) s\(load > 0 ? " with \(load) busy threads" : "")..."
         )
         while true {
             let elapsed = Double(MonotonicClock.now() - started) / 1e9

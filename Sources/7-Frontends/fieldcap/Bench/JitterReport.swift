@@ -45,7 +45,8 @@ struct JitterReport {
             let j = stream.jitter
             lines.append("")
             lines.append(
-                "\(j.id)  \(stream.source.descriptor.device)  \(cFormat("%g", stream.source.descriptor.nominalRate)) /s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)"
+                "\(j.id)  \(stream.source.descriptor.device)  \(cFormat("%g", stream.source.descriptor.nominalRate)) "
+                    + "/s  \(j.records) records, \(stream.drops) dropped, capture_ns: \(stream.timeSource)"
             )
             for (name, s) in [
                 ("interval error, dequeue  ", j.dequeueIntervalError),
@@ -59,7 +60,8 @@ struct JitterReport {
             if let tracker = stream.clockTracker {
                 lines.append(
                     cFormat(
-                        "  clock mapping             bracket %ld ns, drift %+.2f ppm, %ld rate changes, worst bound %.1f µs at %.2f s",
+                        "  clock mapping             bracket %ld ns, drift %+.2f "
+                            + "ppm, %ld rate changes, worst bound %.1f µs at %.2f s",
                         tracker.latest?.bracketNs ?? 0, tracker.driftPPM ?? 0, tracker.rateChanges,
                         Double(tracker.worstUncertaintyNs) / 1000, secondsAfterStart(tracker.worstUncertaintyAtRawNs)))
             }
@@ -118,9 +120,11 @@ struct JitterReport {
         let width = 1000.0, panelHeight = 260.0, top = 40.0
         let height = top + panelHeight * Double(max(1, streams.count)) + 10
         var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="11">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
+            font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="10" y="18" font-size="14">fieldcap bench jitter: \(cFormat("%.1f", seconds)) s\(load > 0 ? ", \(load) busy threads" : ""), CPU \(cFormat("%.1f", cpuShare * 100))% of one core</text>
+            <text x="10" y="18" font-size="14">fieldcap bench jitter: \(cFormat("%.1f", seconds)) \
+            s\(load > 0 ? ", \(load) busy threads" : ""), CPU \(cFormat("%.1f", cpuShare * 100))% of one core</text>
             <text x="10" y="32" fill="#d95f02">dequeue time</text><text x="100" y="32" fill="#1b6fb5">capture_ns</text>
 
             """
@@ -134,7 +138,10 @@ struct JitterReport {
     private func panel(_ stream: Stream, x: Double, y: Double, width: Double, height: Double) -> String {
         let j = stream.jitter
         var out =
-            "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) (\(escape(stream.source.descriptor.device)), \(cFormat("%g", stream.source.descriptor.nominalRate))/s, capture_ns: \(escape(stream.timeSource)))</text>\n"
+            "<text x=\"\(x)\" y=\"\(y + 12)\" font-weight=\"bold\">\(escape(j.id)) "
+            + "(\(escape(stream.source.descriptor.device)), "
+            + "\(cFormat("%g", stream.source.descriptor.nominalRate))/s, capture_ns: "
+            + "\(escape(stream.timeSource)))</text>\n"
         let plotTop = y + 20, plotHeight = height - 40
         // Left: histogram of |interval error|, log-log.
         let hx = x + 40, hw = width * 0.4 - 50
@@ -165,13 +172,18 @@ struct JitterReport {
                 out += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
             }
             out +=
-                "<text x=\"\(f(hx))\" y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.1f", Double(buckets.first!.upperNs) / 2000)) µs</text>"
+                "<text x=\"\(f(hx))\" "
+                + "y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.1f", Double(buckets.first!.upperNs) / 2000)) "
+                + "µs</text>"
             out +=
-                "<text x=\"\(f(hx + hw - 50))\" y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.0f", Double(buckets.last!.upperNs) / 1000)) µs</text>\n"
+                "<text x=\"\(f(hx + hw - 50))\" "
+                + "y=\"\(f(plotTop + plotHeight + 24))\">\(cFormat("%.0f", Double(buckets.last!.upperNs) / 1000)) "
+                + "µs</text>\n"
         }
         // Right: the interval error over time, in µs, symmetric around zero.
         let tx = x + width * 0.4 + 40, tw = width * 0.6 - 50
-        out += axes(x: tx, y: plotTop, width: tw, height: plotHeight, xLabel: "time (s)", yLabel: "interval error (µs)")
+        out += axes(
+            x: tx, y: plotTop, width: tw, height: plotHeight, xLabel: "time (s)", yLabel: "interval error (µs)")
         let points = j.series
         if let last = points.last {
             let limit = Double(
@@ -194,7 +206,8 @@ struct JitterReport {
                 out += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"0.8\" opacity=\"0.8\"/>\n"
             }
             out +=
-                "<line x1=\"\(f(tx))\" y1=\"\(f(plotTop + plotHeight / 2))\" x2=\"\(f(tx + tw))\" y2=\"\(f(plotTop + plotHeight / 2))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n"
+                "<line x1=\"\(f(tx))\" y1=\"\(f(plotTop + plotHeight / 2))\" x2=\"\(f(tx + tw))\" "
+                + "y2=\"\(f(plotTop + plotHeight / 2))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n"
             out += "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + 10))\">+\(cFormat("%.0f", limit / 1000))</text>"
             out +=
                 "<text x=\"\(f(tx - 36))\" y=\"\(f(plotTop + plotHeight))\">−\(cFormat("%.0f", limit / 1000))</text>"
@@ -205,7 +218,8 @@ struct JitterReport {
     }
 
     private func axes(x: Double, y: Double, width: Double, height: Double, xLabel: String, yLabel: String) -> String {
-        "<rect x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"none\" stroke=\"#333\"/>\n"
+        "<rect x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" "
+            + "height=\"\(f(height))\" fill=\"none\" stroke=\"#333\"/>\n"
             + "<text x=\"\(f(x + width / 2 - 60))\" y=\"\(f(y + height + 14))\">\(xLabel)</text>\n"
             + "<text transform=\"translate(\(f(x - 26)),\(f(y + height / 2 + 40))) rotate(-90)\">\(yLabel)</text>\n"
     }

@@ -70,7 +70,8 @@ struct Check: ParsableCommand {
         }
         var problems = 0
         print(
-            "\(config): \(rig.devices.count) device(s), host id \(rig.hostId ?? RecordingSettings.defaultHostId() + " (hostname)")"
+            "\(config): \(rig.devices.count) device(s), host id "
+                + "\(rig.hostId ?? RecordingSettings.defaultHostId() + " (hostname)")"
         )
         var opened: [CaptureSource] = []
         for (spec, id) in zip(plan.specs, plan.streamIds) {
@@ -89,7 +90,8 @@ struct Check: ParsableCommand {
             if let setting = try rig.intrinsicsSetting() {
                 let cameras = try setting.assign(to: opened).cameras.keys.sorted().joined(separator: ", ")
                 print(
-                    "ok    intrinsics  \(setting.file.path) (\(setting.file.kind.rawValue)): \(cameras.isEmpty ? "no camera" : cameras) matched by \(setting.match.rawValue)"
+                    "ok    intrinsics  \(setting.file.path) (\(setting.file.kind.rawValue)): "
+                        + "\(cameras.isEmpty ? "no camera" : cameras) matched by \(setting.match.rawValue)"
                 )
             }
         } catch {
@@ -127,10 +129,12 @@ struct Check: ParsableCommand {
         }
         if let free = freeBytes(at: existing), free < minFree.bytes {
             return
-                "output \(root): only \(ByteSize(bytes: free)) free, below min_free \(minFree); free some space or lower min_free"
+                "output \(root): only \(ByteSize(bytes: free)) free, below "
+                + "min_free \(minFree); free some space or lower min_free"
         }
         print(
-            "ok    storage  \(root): \(freeBytes(at: existing).map { "\(ByteSize(bytes: $0)) free" } ?? "writable"), min_free \(minFree)"
+            "ok    storage  \(root): "
+                + "\(freeBytes(at: existing).map { "\(ByteSize(bytes: $0)) free" } ?? "writable"), min_free \(minFree)"
         )
         return nil
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapCore
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 
@@ -43,7 +44,8 @@ struct InstallUdev: ParsableCommand {
         }
         guard geteuid() == 0 else {
             fail(
-                "install-udev changes system files: run it as root (sudo fieldcap install-udev), or --print the rules to install them yourself"
+                "install-udev changes system files: run it as root (sudo fieldcap "
+                    + "install-udev), or --print the rules to install them yourself"
             )
         }
         if getgrnam(Self.group) == nil {
@@ -68,7 +70,8 @@ struct InstallUdev: ParsableCommand {
             Swift.print("applied to the cameras and IMUs present; add users with: usermod -aG \(Self.group) USER")
         } catch {
             Swift.print(
-                "udevd is not running here: the rules apply from the next boot (or start udevd and run: udevadm trigger --action=add)"
+                "udevd is not running here: the rules apply from the next "
+                    + "boot (or start udevd and run: udevadm trigger --action=add)"
             )
         }
     }
@@ -93,7 +96,7 @@ struct InstallUdev: ParsableCommand {
         var status: Int32 = 0
         let spawned = posix_spawn(&pid, path, nil, nil, argv, environ)
         if spawned == 0 {
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            _ = SystemCall.retryingInterrupts { waitpid(pid, &status, 0) }
         }
         let exitStatus = spawned != 0 ? 127 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         guard exitStatus == 0 else {
