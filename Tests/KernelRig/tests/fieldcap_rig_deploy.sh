@@ -52,6 +52,10 @@ echo realtime > "$sysfs/current_timestamp_clock"
 systemd-analyze verify /etc/systemd/system/fieldcap.service || fail "systemd-analyze verify finds the unit faulty"
 echo "systemd-analyze verify: the unit is sound"
 cmp /etc/udev/rules.d/70-fieldcap.rules "$FIELDCAP_REPO/udev/70-fieldcap.rules" || fail "install-udev installed other rules than udev/70-fieldcap.rules"
+for page in "$FIELDCAP_REPO"/man/*.1; do
+	cmp "$page" "/usr/local/share/man/man1/${page##*/}" || fail "deploy/install did not install ${page##*/}"
+done
+echo "man pages: $(ls "$FIELDCAP_REPO"/man/*.1 | wc -l) installed in /usr/local/share/man/man1"
 
 # What udev did.
 check_group() { # check_group PATH MODE_PATTERN
