@@ -209,13 +209,15 @@ echo 7 > /sys/bus/iio/devices/iio_sysfs_trigger/add_trigger
 trap 'untrace 2>/dev/null || true; busybox adjtimex -t 10000 >/dev/null 2>&1 || true; echo 7 > /sys/bus/iio/devices/iio_sysfs_trigger/remove_trigger 2>/dev/null || true' EXIT
 sysfs_trigger=$(grep -l '^sysfstrig7$' /sys/bus/iio/devices/trigger*/name | xargs dirname)
 session=$FIELDCAP_TEST_TMP/imu-fired
-"$fieldcap" --imu "$dev,rate=25,trigger=sysfstrig7,channels=accel_x,id=imu" --out "$session" -q &
+# The tracer is switched on before the recorder starts: under emulation, patching the kernel's text
+# for it can take longer than a recorder waits for its first sample.
+echo iio_push_to_buffers > "$tracing/set_ftrace_filter" || fail "iio_push_to_buffers cannot be traced"
+echo function > "$tracing/current_tracer"
+"$fieldcap" --imu "$dev,rate=25,trigger=sysfstrig7,channels=accel_x,id=imu,stall=20s" --out "$session" -q &
 recorder=$!
 for _ in $(seq 100); do [ "$(cat "$D/buffer/enable")" = 1 ] && break; sleep 0.05; done
 sleep 0.3
-echo iio_push_to_buffers > "$tracing/set_ftrace_filter" || fail "iio_push_to_buffers cannot be traced"
 echo > "$tracing/trace"
-echo function > "$tracing/current_tracer"
 fired=$(/usr/bin/python3 - "$sysfs_trigger/trigger_now" <<'PY'
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY)
@@ -235,7 +237,7 @@ for tick in range(64):
 print(fired, skipped)
 PY
 )
-# Stopped once the last sample has been read (every 100 ms), before its 2 s stall watchdog.
+# Stopped once the last sample has been read (every 100 ms); its stall limit (20 s) outlasts a slow guest.
 sleep 0.5
 # Only the dummy makes IIO samples in the guest, so every push in the window is one of its.
 made=$(grep -c ' iio_push_to_buffers' "$tracing/trace" || true)
