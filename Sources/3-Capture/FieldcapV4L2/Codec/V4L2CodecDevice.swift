@@ -79,23 +79,8 @@ public final class V4L2CodecDevice {
     /// Opens `path` and checks it is a memory-to-memory device that can stream.
     public init(path: String, calls: any DeviceCalls = KernelDeviceCalls()) throws(V4L2Error) {
         self.path = path
-        let node: DeviceNode
-        switch DeviceNode.open(path, flags: O_RDWR | O_NONBLOCK, calls: calls) {
-        case .success(let opened): node = opened
-        case .failure(let error): throw .open(device: path, errno: error.rawValue)
-        }
-        self.node = node
-        var capability = v4l2_capability()
-        if let error = node.ioctl(CV4L2_VIDIOC_QUERYCAP(), &capability) {
-            node.close()
-            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: error.rawValue)
-        }
-        let caps =
-            capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
-            ? capability.device_caps : capability.capabilities
-        identity = V4L2Device.Identity(
-            driver: V4L2Device.string(capability.driver), card: V4L2Device.string(capability.card),
-            bus: V4L2Device.string(capability.bus_info), capabilities: caps)
+        (node, identity) = try V4L2Device.open(path, calls: calls)
+        let caps = identity.capabilities
         multiplanar = caps & UInt32(V4L2_CAP_VIDEO_M2M_MPLANE) != 0
         guard Self.isMemoryToMemory(caps), identity.canStream else {
             node.close()

@@ -66,24 +66,7 @@ public final class V4L2Device {
                 code: .notADevice, device: path, operation: "open", errno: 0,
                 hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
         }
-        let node: DeviceNode
-        switch DeviceNode.open(path, flags: O_RDWR | O_NONBLOCK, calls: calls) {
-        case .success(let opened): node = opened
-        case .failure(let error): throw .open(device: path, errno: error.rawValue)
-        }
-        self.node = node
-        var capability = v4l2_capability()
-        if let error = node.ioctl(CV4L2_VIDIOC_QUERYCAP(), &capability) {
-            node.close()
-            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: error.rawValue)
-        }
-        let caps =
-            capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
-            ? capability.device_caps : capability.capabilities
-        identity = Identity(
-            driver: Self.string(capability.driver), card: Self.string(capability.card),
-            bus: Self.string(capability.bus_info),
-            capabilities: caps)
+        (node, identity) = try Self.open(path, calls: calls)
         guard identity.canCapture else {
             node.close()
             throw V4L2Error(
@@ -101,6 +84,28 @@ public final class V4L2Device {
 
     deinit {
         node.close()
+    }
+
+    /// Opens `path` and asks what it is (`VIDIOC_QUERYCAP`): what a camera and a codec device
+    /// both do first. The node is closed again if the question fails.
+    static func open(_ path: String, calls: any DeviceCalls) throws(V4L2Error) -> (DeviceNode, Identity) {
+        let node: DeviceNode
+        switch DeviceNode.open(path, flags: O_RDWR | O_NONBLOCK, calls: calls) {
+        case .success(let opened): node = opened
+        case .failure(let error): throw .open(device: path, errno: error.rawValue)
+        }
+        var capability = v4l2_capability()
+        if let error = node.ioctl(CV4L2_VIDIOC_QUERYCAP(), &capability) {
+            node.close()
+            throw .ioctl("VIDIOC_QUERYCAP", device: path, errno: error.rawValue)
+        }
+        let caps =
+            capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
+            ? capability.device_caps : capability.capabilities
+        let identity = Identity(
+            driver: string(capability.driver), card: string(capability.card), bus: string(capability.bus_info),
+            capabilities: caps)
+        return (node, identity)
     }
 
     /// `request` on the node; a failure is an error naming the device and `name`.
