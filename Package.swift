@@ -151,7 +151,10 @@ let package = Package(
         // pushed to whoever watches, the cameras' preview while idle, a stop the disk holds given up.
         .target(
             name: "FieldcapRig",
-            dependencies: ["FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview"]),
+            dependencies: [
+                "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
         // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).
         .target(

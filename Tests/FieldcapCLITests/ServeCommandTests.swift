@@ -355,7 +355,11 @@ struct ServeCommandTests: ServeSuite {
         #expect(recovered.stdout.contains("complete"), "\(recovered.stdout)")
     }
 
-    @Test("the events WebSocket, read by the websockets library: status each second, started, segment rotated, stopped")
+    @Test(
+        """
+        the events WebSocket, read by the websockets library: status each second, started, segment rotated, \
+        stopped; segments past --keep deleted and said so
+        """)
     func events() throws {
         let serve = try ServeProcess(Self.devices)
         let script = Self.script("Clients/events_client.py")
@@ -374,9 +378,11 @@ struct ServeCommandTests: ServeSuite {
             received += out.fileHandleForReading.availableData
         }
         let started = try serve.request(
-            "POST", "/api/v1/recording/start", body: "{\"duration\":3.5,\"segment\":\"1s\"}")
+            "POST", "/api/v1/recording/start", body: "{\"duration\":3.5,\"segment\":\"1s\",\"keep\":\"1s\"}")
         #expect(started.status == 201, "\(started.text)")
         received += out.fileHandleForReading.readDataToEndOfFile()
+        // The recording's own notices reach serve's output, as record's reach its terminal.
+        #expect(serve.stderr.contains("deleted segment "), "\(serve.stderr)")
         client.waitUntilExit()
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").dropFirst()
         let events = lines.compactMap {

@@ -35,9 +35,10 @@ struct DequeueLoopTests {
     /// at once (unless `release` is false: then it keeps them all).
     static func run(
         _ script: [Step], stallTimeoutNs: UInt64 = 2_000_000_000, ringCapacity: Int = 64, release: Bool = true,
-        readDuringRun: Bool = true, until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil
+        readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
+        until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil
     ) throws -> Run {
-        let driver = ScriptedCameraDriver(script)
+        let driver = ScriptedCameraDriver(script, queueFailure: queueFailure)
         let camera = try V4L2Camera(
             id: "cam", path: path, options: .init(bufferCount: 4, stallTimeoutNs: stallTimeoutNs), calls: driver)
         // The first frame is stamped after the camera was set up, as a real one is.
@@ -90,6 +91,7 @@ struct DequeueLoopTests {
         #expect(run.camera.sequenceGaps.count == 0)
         #expect(run.camera.framesDequeued == 6)
         #expect(run.driver.streamOffs == 1, "the stream is turned off when the loop ends")
+        #expect(run.driver.waitsWithoutStop == 0, "every wait can be woken by a stop")
     }
 
     @Test("a jump in the kernel's sequence is frames the kernel lost: counted, and the numbers kept")
@@ -163,6 +165,21 @@ struct DequeueLoopTests {
         #expect(run.driver.streamOffs == 1)
     }
 
+    @Test("buffers given back empty at an unplug are not frames: not written, given back, counted")
+    func emptyBuffersAtAnUnplug() throws {
+        let run = try Self.run(
+            [
+                .frame(sequence: 0), .frame(sequence: 1), .emptyBuffer(sequence: 2), .emptyBuffer(sequence: 3),
+                .dequeueFails(ENODEV),
+            ],
+            until: { _, finished in finished })
+        #expect(run.deviceError?.code == .gone)
+        #expect(run.records.map(\.sequence) == [0, 1])
+        #expect(run.camera.emptyBuffers == 2)
+        #expect(run.camera.errorFlaggedFrames == 0)
+        #expect(run.driver.handed.count == 4, "every buffer the driver handed out was seen")
+    }
+
     @Test("EPIPE (after the driver's last buffer) and an unknown errno end the stream with what happened")
     func otherEnds() throws {
         let ended = try Self.run([.frame(sequence: 0), .dequeueFails(EPIPE)], until: { _, finished in finished })
@@ -180,6 +197,32 @@ struct DequeueLoopTests {
         #expect(V4L2Camera.streamEnd(dequeueFailed: .ioError, device: "/dev/video0")?.code == .gone)
         #expect(V4L2Camera.streamEnd(dequeueFailed: .brokenPipe, device: "/dev/video0")?.code == .other)
         #expect(V4L2Camera.streamEnd(dequeueFailed: Errno(EBUSY), device: "/dev/video0")?.code == .busy)
+        #expect(V4L2Camera.streamEnd(queueFailed: .noDevice, device: "/dev/video0").code == .gone)
+        #expect(V4L2Camera.streamEnd(queueFailed: .ioError, device: "/dev/video0").code == .gone)
+        #expect(V4L2Camera.streamEnd(queueFailed: Errno(ENOMEM), device: "/dev/video0").code == .other)
+    }
+
+    @Test(
+        "a buffer the driver refuses back ends the stream: gone for ENODEV and EIO, else the refusal",
+        arguments: [(ENODEV, DeviceError.Code.gone), (EIO, .gone), (ENOMEM, .other)])
+    func queueRefused(_ errno: Int32, _ code: DeviceError.Code) throws {
+        let run = try Self.run(
+            (0..<6).map { Step.frame(sequence: UInt32($0)) }, queueFailure: (afterFrames: 2, errno: errno),
+            until: { _, finished in finished })
+        let error = try #require(run.deviceError)
+        #expect(error.code == code && error.operation == "VIDIOC_QBUF" && error.errno == errno, "\(error)")
+        #expect(run.records.count >= 2, "the frames before the refusal are kept")
+    }
+
+    @Test("a storm of interrupted waits does not hide a stall: the watchdog runs between waits")
+    func interruptsDoNotHideAStall() throws {
+        // 2,000 interrupts a millisecond apart: retried inside the wait, they would hold the
+        // loop for two seconds, twenty stall limits, before its watchdog looked.
+        let script = [Step.frame(sequence: 0)] + Array(repeating: Step.interruptWait, count: 2_000)
+        let run = try Self.run(script, stallTimeoutNs: 100_000_000, until: { _, finished in finished })
+        let error = try #require(run.deviceError)
+        #expect(error.code == .stalled)
+        #expect(run.driver.remaining > 1_000, "the stall was seen while the interrupts went on")
     }
 
     @Test("a camera that sends nothing for its stall limit ends the stream as stalled")
@@ -192,11 +235,15 @@ struct DequeueLoopTests {
 
     @Test("with every buffer at the writer the camera has nowhere to put a frame: not a stall")
     func noStallWhileTheWriterHoldsEveryBuffer() throws {
-        // The writer keeps all four buffers; the camera is then silent for five stall limits.
-        let started = MonotonicClock.now()
+        // The writer keeps all four buffers; the camera is then silent for five stall limits,
+        // counted from its last frame.
         let run = try Self.run(
             (0..<4).map { Step.frame(sequence: UInt32($0)) }, stallTimeoutNs: 50_000_000, release: false,
-            until: { _, finished in finished || MonotonicClock.now() - started > 250_000_000 })
+            until: { driver, finished in
+                guard !finished else { return true }
+                let handed = driver.handed
+                return handed.count == 4 && Int64(MonotonicClock.now()) - handed[3].rawNs > 250_000_000
+            })
         #expect(run.error == nil)
         #expect(run.records.count == 4)
     }

@@ -31,10 +31,12 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         case dequeueFails(Int32)
         /// The wait reports these events on the camera (POLLERR, POLLHUP).
         case pollEvents(Int16)
-        /// The wait is interrupted by a signal once (-1, EINTR).
+        /// The wait is interrupted by a signal once (-1, EINTR), a millisecond into it.
         case interruptWait
         /// The next DQBUF is interrupted by a signal once, then returns this frame.
         case interruptDequeue(sequence: UInt32)
+        /// A buffer given back with no data and flagged ERROR, as uvcvideo's are at an unplug.
+        case emptyBuffer(sequence: UInt32)
     }
 
     static let monotonic = UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC | V4L2_BUF_FLAG_TSTAMP_SRC_SOE)
@@ -59,12 +61,26 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         var queueCalls = 0
         var streaming = false
         var streamOffs = 0
+        var waitsWithoutStop = 0
+        var closes = 0
         /// The mapped buffers' addresses (as integers: a pointer may not cross the lock).
         var memory: [Int] = []
     }
     private let state: Mutex<State>
+    /// From the frame with this index on, every QBUF fails with `errno` (a device gone while the
+    /// writer held a buffer).
+    private let queueFailure: (afterFrames: Int, errno: Int32)?
+    /// What QUERYCAP says the node can do.
+    private let capabilities: UInt32
 
-    init(_ script: [Step]) { state = Mutex(State(script: script)) }
+    init(
+        _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
+        capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
+    ) {
+        state = Mutex(State(script: script))
+        self.queueFailure = queueFailure
+        self.capabilities = capabilities
+    }
 
     deinit {
         for address in state.withLock({ $0.memory }) { UnsafeMutableRawPointer(bitPattern: address)?.deallocate() }
@@ -76,11 +92,17 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     var queueCalls: Int { state.withLock { $0.queueCalls } }
     var streamOffs: Int { state.withLock { $0.streamOffs } }
     var queuedBuffers: Set<UInt32> { state.withLock { $0.queued } }
+    /// Waits that did not include the stop signal's pipe: a stop could not have woken them.
+    var waitsWithoutStop: Int { state.withLock { $0.waitsWithoutStop } }
+    var closes: Int { state.withLock { $0.closes } }
 
     // MARK: DeviceCalls
 
     func open(_ path: String, _ flags: Int32) -> Int32 { Self.descriptor }
-    func close(_ descriptor: Int32) -> Int32 { 0 }
+    func close(_ descriptor: Int32) -> Int32 {
+        state.withLock { $0.closes += 1 }
+        return 0
+    }
 
     func mmap(_ descriptor: Int32, length: Int, offset: Int64) -> UnsafeMutableRawPointer? {
         let block = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
@@ -102,6 +124,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             descriptors[1].revents = other.revents
         }
         let next: Step? = state.withLock { state in
+            if count < 2 { state.waitsWithoutStop += 1 }
             guard let step = state.script.first else { return nil }
             switch step {
             case .pollEvents, .interruptWait: state.script.removeFirst()
@@ -113,6 +136,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         case .pollEvents(let events)?:
             descriptors[0].revents = events
         case .interruptWait?:
+            usleep(1_000)
             errno = EINTR
             return -1
         case .some:
@@ -132,9 +156,8 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         switch request {
         case CV4L2_VIDIOC_QUERYCAP():
             let capability = argument.assumingMemoryBound(to: v4l2_capability.self)
-            let caps = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
-            capability.pointee.capabilities = caps | UInt32(V4L2_CAP_DEVICE_CAPS)
-            capability.pointee.device_caps = caps
+            capability.pointee.capabilities = capabilities | UInt32(V4L2_CAP_DEVICE_CAPS)
+            capability.pointee.device_caps = capabilities
             withUnsafeMutableBytes(of: &capability.pointee.driver) { bytes in
                 for (offset, byte) in "scripted".utf8.enumerated() { bytes[offset] = byte }
             }
@@ -176,6 +199,9 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             let index = argument.assumingMemoryBound(to: v4l2_buffer.self).pointee.index
             return state.withLock { state in
                 state.queueCalls += 1
+                if let queueFailure, state.streaming, state.handed.count >= queueFailure.afterFrames {
+                    return fail(queueFailure.errno)
+                }
                 // vb2 refuses a buffer that is already queued, and any once streaming stopped.
                 guard state.queued.insert(index).inserted else { return fail(EINVAL) }
                 return 0
@@ -200,6 +226,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         let outcome: (Int32, Handed?) = state.withLock { state in
             guard let step = state.script.first else { return (EAGAIN, nil) }
             let sequence: UInt32, stamp: Stamp, flags: UInt32
+            var bytesUsed = UInt32(Self.bufferLength)
             switch step {
             case .dequeueFails(let code):
                 state.script.removeFirst()
@@ -212,6 +239,11 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
                 (sequence, stamp, flags) = (number, .beforeDequeue(1_000_000), Self.monotonic)
             case .frame(let number, let frameStamp, let frameFlags):
                 (sequence, stamp, flags) = (number, frameStamp, frameFlags)
+            case .emptyBuffer(let number):
+                (sequence, stamp, flags) = (
+                    number, .beforeDequeue(1_000_000), Self.monotonic | UInt32(V4L2_BUF_FLAG_ERROR)
+                )
+                bytesUsed = 0
             default:
                 return (EAGAIN, nil)
             }
@@ -235,7 +267,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             buffer.pointee.index = index
             buffer.pointee.sequence = sequence
             buffer.pointee.flags = flags
-            buffer.pointee.bytesused = UInt32(Self.bufferLength)
+            buffer.pointee.bytesused = bytesUsed
             buffer.pointee.timestamp = timeval(
                 tv_sec: Int(kernel / 1_000_000_000), tv_usec: Int(kernel % 1_000_000_000 / 1_000))
             return (0, handed)

@@ -3,6 +3,7 @@ import FieldcapCore
 import FieldcapPreview
 import FieldcapSession
 import FoundationEssentials
+import Logging
 import SyncField
 import Synchronization
 
@@ -75,6 +76,7 @@ public final class RigService: Sendable {
     }
 
     public let base: Base
+    private let logger: Logger
     /// The settings without a request's values: root, host id, limits, the devices' plan.
     public let settings: RecordingSettings
     public let devices: [Device]
@@ -106,9 +108,11 @@ public final class RigService: Sendable {
     }
 
     /// Resolves the settings and opens every device once, to know they work and what they grant
-    /// (then closes them: each recording opens them anew).
-    public init(base: Base) throws {
+    /// (then closes them: each recording opens them anew). Each recording tells `logger` what it
+    /// does on its own (segments deleted for the budget, a low disk).
+    public init(base: Base, logger: Logger = .silent(label: "fieldcap.recording")) throws {
         self.base = base
+        self.logger = logger
         settings = try RecordingSettings.resolve(config: base.config, devices: base.devices, overrides: base.overrides)
         let sources = try settings.plan.makeSources()
         devices = zip(settings.plan.specs, sources).map { spec, source in
@@ -255,7 +259,7 @@ public final class RigService: Sendable {
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
             controllerSettings.startAt = scheduled
             controllerSettings.onEvent = { [gate] event in gate.send(event) }
-            controller = RecordingController(sources: sources, settings: controllerSettings)
+            controller = RecordingController(sources: sources, settings: controllerSettings, logger: logger)
         } catch let error as PlanError {
             throw Refusal(kind: .badRequest, description: error.message)
         }

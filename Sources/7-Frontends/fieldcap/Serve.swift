@@ -288,7 +288,7 @@ struct Serve: ParsableCommand {
             directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality)
         let rig: RigService
         do {
-            rig = try RigService(base: base)
+            rig = try RigService(base: base, logger: .lines(label: "fieldcap.recording") { say($0) })
         } catch let error as PlanError {
             throw error.exitForCommand()
         } catch let error as DeviceSetupError {

@@ -22,7 +22,7 @@ public protocol DeviceCalls: Sendable {
 public struct KernelDeviceCalls: DeviceCalls {
     public init() {}
 
-    public func open(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags | O_CLOEXEC) }
+    public func open(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
     public func close(_ descriptor: Int32) -> Int32 { Glibc.close(descriptor) }
     public func ioctl(_ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
         Glibc.ioctl(descriptor, request, argument)
@@ -44,9 +44,10 @@ public struct DeviceNode: Sendable {
     public let descriptor: Int32
     public let calls: any DeviceCalls
 
-    /// Opens `path` (close-on-exec), retrying an interrupted open.
+    /// Opens `path` close-on-exec, whatever `calls` are (a child fieldcap starts, FFmpeg or a
+    /// hook, must not hold a camera open), retrying an interrupted open.
     public static func open(_ path: String, flags: Int32, calls: any DeviceCalls) -> Swift.Result<DeviceNode, Errno> {
-        SystemCall.valueOrErrno { calls.open(path, flags) }.map { DeviceNode(descriptor: $0, calls: calls) }
+        SystemCall.valueOrErrno { calls.open(path, flags | O_CLOEXEC) }.map { DeviceNode(descriptor: $0, calls: calls) }
     }
 
     public init(descriptor: Int32, calls: any DeviceCalls) {
@@ -73,20 +74,20 @@ public struct DeviceNode: Sendable {
     public func munmap(_ start: UnsafeMutableRawPointer, length: Int) { _ = calls.munmap(start, length: length) }
 
     /// Waits for `events` on this node and, when given, for `other` to become readable (a stop's
-    /// wake pipe), up to `timeoutMs`. Returns the node's events and whether `other` is readable;
-    /// an interrupted wait is made again with the whole timeout. Allocates nothing: capture loops
-    /// call it once a frame.
+    /// wake pipe), up to `timeoutMs`. Returns the node's events and whether `other` is readable.
+    /// An interrupted wait is made again with the whole timeout, unless `retryOnInterrupt` is
+    /// false: then it fails with `Errno.interrupted`, for a loop that checks a watchdog between
+    /// waits. Allocates nothing: capture loops call it once a frame.
     @inlinable
     public func poll(
-        events: Int16, orReadable other: Int32? = nil, timeoutMs: Int32
+        events: Int16, orReadable other: Int32? = nil, timeoutMs: Int32, retryOnInterrupt: Bool = true
     ) -> Swift.Result<(node: Int16, otherReadable: Bool), Errno> {
         withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { descriptors in
             descriptors[0] = pollfd(fd: descriptor, events: events, revents: 0)
             descriptors[1] = pollfd(fd: other ?? -1, events: Int16(POLLIN), revents: 0)
             let count = other == nil ? 1 : 2
-            let result = SystemCall.retryingInterrupts {
-                calls.poll(descriptors.baseAddress!, count: count, timeoutMs: timeoutMs)
-            }
+            let wait = { calls.poll(descriptors.baseAddress!, count: count, timeoutMs: timeoutMs) }
+            let result = retryOnInterrupt ? SystemCall.retryingInterrupts(wait) : wait()
             if result == -1 { return .failure(.current) }
             return .success((descriptors[0].revents, other != nil && descriptors[1].revents != 0))
         }

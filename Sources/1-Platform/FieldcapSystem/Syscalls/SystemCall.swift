@@ -3,9 +3,11 @@
 #endif
 
 /// The one policy for system calls a signal can interrupt: a call that fails with `EINTR` is made
-/// again, at once, with the same arguments. fieldcap installs its signal handlers with SA_RESTART
-/// where it can, but not every call restarts (poll, epoll_wait, nanosleep never do), and the
-/// libraries fieldcap links install handlers of their own.
+/// again, at once, with the same arguments. fieldcap itself installs no handler: it blocks SIGINT
+/// and SIGTERM and takes them with `sigtimedwait` (`SignalWaiter`). EINTR still comes: from the
+/// handlers of the libraries fieldcap links, and, with no handler at all, from a stop and continue
+/// (SIGSTOP, SIGCONT) during some waits (signal(7)). Whatever restarts, poll, epoll_wait and
+/// nanosleep never do.
 ///
 /// The one exception is `close`: on Linux the descriptor is released even when close reports
 /// EINTR, and a retry could close a descriptor another thread has just opened. Never retry it.

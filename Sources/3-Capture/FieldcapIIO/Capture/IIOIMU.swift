@@ -296,9 +296,10 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             if !moreWaiting {
                 var ready: UInt32 = 0
                 var failed: UInt32 = 0
-                let waited = SystemCall.retryingInterrupts {
-                    CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed)
-                }
+                // An interrupted wait goes back to the stall watchdog rather than waiting the
+                // whole timeout again: a stream of signals must not hide a stall.
+                let waited = CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed)
+                if waited < 0 && errno == EINTR { continue }
                 if waited < 0 { throw IIOError.system("epoll_wait", device: label, errno: errno) }
                 if stop.isRequested { break }
                 if waitOnDevice {

@@ -53,7 +53,7 @@ extension V4L2Camera {
             "driver": .string(identity.driver), "card": .string(identity.card), "bus": .string(identity.bus),
             "granted_rate": .double(grantedRate), "kernel_sequence_gaps": sequenceGaps.json,
             "frames_stamped_at_dequeue": JSONValue(untrustedTimestamps),
-            "frames_with_error_flag": JSONValue(errorFlaggedFrames),
+            "frames_with_error_flag": JSONValue(errorFlaggedFrames), "empty_buffers": JSONValue(emptyBuffers),
             "controls": .object(controls), "clock_mapping": clockTracker.json(from: "CLOCK_MONOTONIC"),
         ]
         var warnings: [String] = []
@@ -79,6 +79,9 @@ extension V4L2Camera {
         if errorFlaggedFrames > 0 {
             warnings.append(
                 "\(errorFlaggedFrames) frames came with V4L2_BUF_FLAG_ERROR (kept; their data may be corrupt)")
+        }
+        if emptyBuffers > 0 {
+            warnings.append("\(emptyBuffers) buffers came back with no data (not frames: not written)")
         }
         return SourceReport(
             kind: "v4l2", granted: granted, summary: summary,

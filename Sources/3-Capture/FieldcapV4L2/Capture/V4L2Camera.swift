@@ -116,6 +116,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let timestampFlags: UInt32
     /// Frames the driver marked `V4L2_BUF_FLAG_ERROR` (kept: the data may be corrupt).
     private(set) public var errorFlaggedFrames = 0
+    /// Buffers the driver gave back with no data (not frames: not written).
+    private(set) public var emptyBuffers = 0
     /// How long without a frame before the stream is declared stalled and ended.
     public let stallTimeoutNs: UInt64
     /// Set by the writer when the device refuses a buffer back (gone, or broken).
@@ -216,7 +218,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         var lastFrame = MonotonicClock.now()
         while !stop.isRequested {
             let failure = requeueFailure.load(ordering: .relaxed)
-            if failure != 0 { throw V4L2Error.ioctl("VIDIOC_QBUF", device: device.path, errno: failure) }
+            if failure != 0 { throw Self.streamEnd(queueFailed: Errno(failure), device: device.path) }
             if MonotonicClock.now() &- lastFrame > stallTimeoutNs {
                 // With every buffer at the writer or held for the next clock pair (a disk slower
                 // than the video, or stalled), the camera has nowhere to put a frame: it skips
@@ -230,9 +232,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // The camera and the stop signal's pipe: a stop wakes the wait at once. poll(2) rather
             // than epoll: it asks the driver at every wait, so a device that went away without
             // waking its queue is still seen (POLLERR, POLLHUP) within one timeout.
+            // An interrupted wait goes back to the stall watchdog above, not into a new 200 ms.
             let cameraEvents: Int16
-            switch node.poll(events: Int16(POLLIN), orReadable: stop.wakeDescriptor, timeoutMs: 200) {
+            switch node.poll(
+                events: Int16(POLLIN), orReadable: stop.wakeDescriptor, timeoutMs: 200, retryOnInterrupt: false)
+            {
             case .success(let ready): cameraEvents = ready.node
+            case .failure(.interrupted): continue
             case .failure(let error): throw V4L2Error.ioctl("poll", device: device.path, errno: error.rawValue)
             }
             if cameraEvents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
@@ -246,6 +252,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             if let error = node.ioctl(CV4L2_VIDIOC_DQBUF(), &buffer) {
                 guard let failure = Self.streamEnd(dequeueFailed: error, device: device.path) else { continue }
                 throw failure
+            }
+            // A buffer with no data holds no frame: uvcvideo hands every queued buffer back empty
+            // (and flagged ERROR) as its camera is unplugged. Given back, not written, counted.
+            if buffer.bytesused == 0 {
+                emptyBuffers += 1
+                _ = queue(Int32(buffer.index))
+                continue
             }
             let dequeued = MonotonicClock.now()
             lastFrame = dequeued
@@ -313,6 +326,19 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// stream. ENODEV is a device unplugged or unbound; EIO is what vb2 answers once a driver
     /// has declared its queue broken, which uvcvideo does when the camera is disconnected; EPIPE
     /// follows a buffer the driver flagged as its last.
+    /// What a `VIDIOC_QBUF` refused from the writer's thread means: the device gone for the
+    /// errnos that say so at a dequeue, else the refusal as it was.
+    static func streamEnd(queueFailed error: Errno, device: String) -> DeviceError {
+        switch error {
+        case .noDevice, .ioError:
+            DeviceError(
+                code: .gone, device: device, operation: "VIDIOC_QBUF", errno: error.rawValue,
+                hint: DeviceError.goneHint)
+        default:
+            .ioctl("VIDIOC_QBUF", device: device, errno: error.rawValue)
+        }
+    }
+
     static func streamEnd(dequeueFailed error: Errno, device: String) -> DeviceError? {
         switch error {
         case .wouldBlock:

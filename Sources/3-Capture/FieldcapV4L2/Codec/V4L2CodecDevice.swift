@@ -82,8 +82,8 @@ public final class V4L2CodecDevice {
         (node, identity) = try V4L2Device.open(path, calls: calls)
         let caps = identity.capabilities
         multiplanar = caps & UInt32(V4L2_CAP_VIDEO_M2M_MPLANE) != 0
+        // Every stored property is set: the throw below runs deinit, which closes the node.
         guard Self.isMemoryToMemory(caps), identity.canStream else {
-            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                 hint: "\(identity.card) (\(identity.driver)) is not a memory-to-memory codec;"

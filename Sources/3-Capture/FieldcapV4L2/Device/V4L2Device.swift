@@ -67,15 +67,14 @@ public final class V4L2Device {
                 hint: "this is \(what), not a device node; cameras are /dev/video* (`fieldcap list`)")
         }
         (node, identity) = try Self.open(path, calls: calls)
+        // Every stored property is set: a throw from here on runs deinit, which closes the node.
         guard identity.canCapture else {
-            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                 hint: "\(identity.card) (\(identity.driver)) has no video capture on this node;"
                     + " cameras are listed by `fieldcap list`")
         }
         guard identity.canStream else {
-            node.close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP", errno: 0,
                 hint: "\(identity.card) (\(identity.driver)) cannot stream (no V4L2_CAP_STREAMING)")
