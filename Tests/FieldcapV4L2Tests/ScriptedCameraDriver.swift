@@ -63,6 +63,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         var streamOffs = 0
         var waitsWithoutStop = 0
         var closes = 0
+        var openFlags: Int32 = 0
         /// The mapped buffers' addresses (as integers: a pointer may not cross the lock).
         var memory: [Int] = []
     }
@@ -95,10 +96,15 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     /// Waits that did not include the stop signal's pipe: a stop could not have woken them.
     var waitsWithoutStop: Int { state.withLock { $0.waitsWithoutStop } }
     var closes: Int { state.withLock { $0.closes } }
+    /// The flags of the last open.
+    var openFlags: Int32 { state.withLock { $0.openFlags } }
 
     // MARK: DeviceCalls
 
-    func open(_ path: String, _ flags: Int32) -> Int32 { Self.descriptor }
+    func open(_ path: String, _ flags: Int32) -> Int32 {
+        state.withLock { $0.openFlags = flags }
+        return Self.descriptor
+    }
     func close(_ descriptor: Int32) -> Int32 {
         state.withLock { $0.closes += 1 }
         return 0

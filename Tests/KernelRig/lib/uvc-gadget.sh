@@ -7,6 +7,7 @@
 #   uvc_gadget_plug NAME INDEX LOG bind it to dummy_udc.INDEX, start its feeder (log to LOG), wait
 #                                  for uvcvideo's node and print it (/dev/videoN)
 #   uvc_gadget_unplug NAME         stop its feeder and unbind it: the camera is unplugged
+#   uvc_gadget_remove NAME         unplug it and take it out of configfs
 #
 # Needs FIELDCAP_REPO (the rig sets it). The gadget's payload is 16 KiB, one URB of uvcvideo's.
 
@@ -116,18 +117,44 @@ uvc_gadget_plug() {
 		uvc_gadget_host_node "$serial" && return 0
 		sleep 0.1
 	done
-	echo "uvc-gadget: uvcvideo bound no camera with serial $serial in 30 s" >&2
+	echo "uvc-gadget: uvcvideo bound no camera with serial $serial in $((${UVC_GADGET_WAIT_TENTHS:-300} / 10)) s" >&2
+	echo "uvc-gadget: the feeder said:" >&2
+	tail -5 "$log.stderr" >&2
 	dmesg | tail -20 >&2
 	return 1
 }
 
+# Safe in an EXIT trap under set -e: it never fails.
 uvc_gadget_unplug() {
-	local name=$1 pid
+	local name=$1 pid i
 	pid=$(cat "/tmp/uvc-feeder.$name.pid" 2>/dev/null) || return 0
-	# The feeder first: unbinding waits until the gadget's node is closed.
-	kill "$pid" 2>/dev/null
-	# Not this shell's child when plug ran in $(...): wait for it by its /proc entry.
-	while [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; do sleep 0.05; done
 	rm -f "/tmp/uvc-feeder.$name.pid"
-	echo "" >"$UVC_CONFIGFS/$name/UDC"
+	# The feeder first: unbinding waits until the gadget's node is closed. It is not this
+	# shell's child when plug ran in $(...): wait for it by its /proc entry, 5 s at most.
+	kill "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		[ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; then
+		echo "uvc-gadget: the feeder of $name did not stop in 5 s (stuck in the kernel?): killed" >&2
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	echo "" >"$UVC_CONFIGFS/$name/UDC" 2>/dev/null || true
+}
+
+uvc_gadget_remove() {
+	local name=$1
+	local g=$UVC_CONFIGFS/$name f=$UVC_CONFIGFS/$name/functions/uvc.0 link dir
+	[ -d "$g" ] || return 0
+	uvc_gadget_unplug "$name"
+	{
+		# configfs: links first, then directories, children before parents.
+		rm -f "$g/configs/c.1/uvc.0" "$f"/streaming/class/*/h "$f"/control/class/*/h "$f"/streaming/header/h/*
+		rmdir "$f/streaming/header/h" "$f/control/header/h"
+		for dir in "$f"/streaming/uncompressed/* "$f"/streaming/mjpeg/*; do
+			rmdir "$dir"/*x* "$dir"
+		done
+		rmdir "$f" "$g/configs/c.1/strings/0x409" "$g/configs/c.1" "$g/strings/0x409" "$g"
+	} 2>/dev/null || echo "uvc-gadget: $name could not be taken out of configfs entirely" >&2
 }

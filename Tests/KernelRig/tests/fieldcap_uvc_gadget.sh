@@ -22,7 +22,8 @@ mkdir -p "$work"
 uvc_gadget_modules 2
 uvc_gadget_create fieldcap-cam-a fc-a-0001
 uvc_gadget_create fieldcap-cam-b fc-b-0002
-trap 'uvc_gadget_unplug fieldcap-cam-a; uvc_gadget_unplug fieldcap-cam-b' EXIT
+# The guest runs the later tests: the gadgets go, whatever happened.
+trap 'set +e; uvc_gadget_remove fieldcap-cam-a; uvc_gadget_remove fieldcap-cam-b' EXIT
 cam_a=$(uvc_gadget_plug fieldcap-cam-a 0 "$work/feeder-a.log")
 cam_b=$(uvc_gadget_plug fieldcap-cam-b 1 "$work/feeder-b.log")
 echo "the gadgets are $cam_a and $cam_b (uvcvideo)"
@@ -52,9 +53,10 @@ session=$work/session
 /usr/bin/python3 "$FIELDCAP_REPO/Tests/KernelRig/tools/uvc_check.py" "$session" \
 	yuyv:320x240:"$work/feeder-a.log" mjpeg:640x480:"$work/feeder-b.log"
 
-# Unplugged mid-recording: uvcvideo hands every queued buffer back empty and flagged ERROR, then
-# ENODEV. The camera's stream ends (exit 3, incomplete) with every frame it had, the IMU records
-# on, the empty buffers are counted and none is written as a frame.
+# Unplugged mid-recording: the camera's stream ends (exit 3, incomplete) with every frame it had
+# and the IMU records on. uvcvideo hands every queued buffer back empty and flagged ERROR as its
+# node goes; whether fieldcap dequeues them before it sees the node gone is a race, so the count
+# is printed, not required (DequeueLoopTests proves what happens to them). None is a frame.
 unplugged=$work/unplugged
 status=0
 "$fieldcap" --cam "$cam_a,size=320x240,fps=30,id=cam" --imu "$imu,rate=200,trigger=$trig,id=imu" --duration 4s \
@@ -76,7 +78,8 @@ imu = next(s for s in info["streams"] if s["id"] == "imu")
 empty = cam["v4l2"]["empty_buffers"]
 probed = int(subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
     "stream=nb_read_frames", "-of", "csv=p=0", f"{session}/cam.mkv"], capture_output=True, text=True).stdout)
-print(f"cam: {cam['written']} frames written, {probed} in the video, {empty} empty buffers; ended early: {cam.get('ended_early')}")
+print(f"cam: {cam['written']} frames written, {probed} in the video; ended early: {cam.get('ended_early')}")
+print(f"cam: {empty} empty buffers dequeued as the camera went" + ("" if empty else " (fieldcap saw the node go first)"))
 fails = []
 if "ended_early" not in cam: fails.append("the sidecar does not say the camera ended early")
 if "ended_early" in imu: fails.append("the IMU ended with the camera")

@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 CELL, PER_ROW, BITS = 16, 16, 128
+BUFFERS = 4  # the feeder's buffers
 
 
 def identities(video, width, height):
@@ -77,14 +78,21 @@ def check(session, stream, width, height, log):
                          f" (first: {frames[0]['sequence']} for {numbers[0]})")
             break
     missed = numbers[-1] - numbers[0] + 1 - len(numbers)
-    errors, outside = [], 0
+    errors, outside, unsent = [], 0, 0
     for stamp, number in zip(stamps, numbers):
         capture, uncertainty = stamp["capture_ns"], stamp["uncertainty_ns"]
+        if number not in queued:
+            return fails + [f"{stream}: feeder frame {number} is in the video but not queued in the feeder's log"]
         errors.append((capture - queued[number]) / 1e6)
+        if number not in sent:
+            unsent += 1
         if capture + uncertainty < queued[number] or (number in sent and capture - uncertainty > sent[number]):
             outside += 1
     if outside:
         fails.append(f"{stream}: {outside} frames stamped outside [queued, sent] by more than their uncertainty")
+    # Only the buffers still at the gadget when the stream stopped lack a "sent" line.
+    if unsent > BUFFERS:
+        fails.append(f"{stream}: {unsent} recorded frames have no 'sent' line in the feeder's log")
     uncertainties = [stamp["uncertainty_ns"] / 1e3 for stamp in stamps]
     print(f"{stream}: feeder frames {numbers[0]}..{numbers[-1]}, {missed} missed (sequence gaps);"
           f" capture_ns - queued: median {statistics.median(errors):.2f} ms, max {max(errors):.2f} ms;"

@@ -86,8 +86,10 @@ public struct DeviceNode: Sendable {
             descriptors[0] = pollfd(fd: descriptor, events: events, revents: 0)
             descriptors[1] = pollfd(fd: other ?? -1, events: Int16(POLLIN), revents: 0)
             let count = other == nil ? 1 : 2
-            let wait = { calls.poll(descriptors.baseAddress!, count: count, timeoutMs: timeoutMs) }
-            let result = retryOnInterrupt ? SystemCall.retryingInterrupts(wait) : wait()
+            var result: Int32
+            repeat {
+                result = calls.poll(descriptors.baseAddress!, count: count, timeoutMs: timeoutMs)
+            } while retryOnInterrupt && result == -1 && errno == EINTR
             if result == -1 { return .failure(.current) }
             return .success((descriptors[0].revents, other != nil && descriptors[1].revents != 0))
         }

@@ -257,7 +257,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // (and flagged ERROR) as its camera is unplugged. Given back, not written, counted.
             if buffer.bytesused == 0 {
                 emptyBuffers += 1
-                _ = queue(Int32(buffer.index))
+                if let refused = queue(Int32(buffer.index)) {
+                    throw Self.streamEnd(queueFailed: refused, device: device.path)
+                }
                 continue
             }
             let dequeued = MonotonicClock.now()
@@ -321,32 +323,25 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
     }
 
+    /// What a refused `VIDIOC_QBUF` means: as a dequeue's error, the device gone for ENODEV and
+    /// EIO, else the refusal as it was.
+    static func streamEnd(queueFailed error: Errno, device: String) -> DeviceError {
+        error == .ioError
+            ? .gone("VIDIOC_QBUF", device: device, errno: error)
+            : .ioctl("VIDIOC_QBUF", device: device, errno: error.rawValue)
+    }
+
     /// What a refused `VIDIOC_DQBUF` means: nil when there was no frame after all (EAGAIN: the
     /// wait and the dequeue raced another reader of the queue), else the error that ends the
     /// stream. ENODEV is a device unplugged or unbound; EIO is what vb2 answers once a driver
     /// has declared its queue broken, which uvcvideo does when the camera is disconnected; EPIPE
     /// follows a buffer the driver flagged as its last.
-    /// What a `VIDIOC_QBUF` refused from the writer's thread means: the device gone for the
-    /// errnos that say so at a dequeue, else the refusal as it was.
-    static func streamEnd(queueFailed error: Errno, device: String) -> DeviceError {
-        switch error {
-        case .noDevice, .ioError:
-            DeviceError(
-                code: .gone, device: device, operation: "VIDIOC_QBUF", errno: error.rawValue,
-                hint: DeviceError.goneHint)
-        default:
-            .ioctl("VIDIOC_QBUF", device: device, errno: error.rawValue)
-        }
-    }
-
     static func streamEnd(dequeueFailed error: Errno, device: String) -> DeviceError? {
         switch error {
         case .wouldBlock:
             return nil
         case .noDevice, .ioError:
-            return DeviceError(
-                code: .gone, device: device, operation: "VIDIOC_DQBUF", errno: error.rawValue,
-                hint: DeviceError.goneHint)
+            return .gone("VIDIOC_DQBUF", device: device, errno: error)
         case .brokenPipe:
             return DeviceError(
                 code: .other, device: device, operation: "VIDIOC_DQBUF", errno: error.rawValue,

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -36,6 +37,11 @@ extension DeviceError {
     }
 
     /// An ioctl failed.
+    /// The device went away, as `operation`'s `errno` says.
+    static func gone(_ operation: String, device: String, errno: Errno) -> DeviceError {
+        DeviceError(code: .gone, device: device, operation: operation, errno: errno.rawValue, hint: goneHint)
+    }
+
     static func ioctl(_ name: String, device: String, errno code: Int32) -> DeviceError {
         switch code {
         case ENOTTY where name == "VIDIOC_QUERYCAP", EINVAL where name == "VIDIOC_QUERYCAP":
