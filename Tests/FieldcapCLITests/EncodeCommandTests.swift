@@ -153,7 +153,7 @@ struct EncodeCommandTests {
 
     @Test(
         """
-        FFV1 too slow for 1920x1080 at 60 fps: capture drops nothing, \
+        FFV1 too slow for 1920x1080 at 60 fps: the encoder drops, not capture, \
         the encoder's drops are counted, every frame kept decodes
         """
     )
@@ -171,8 +171,10 @@ struct EncodeCommandTests {
         // twice the camera's period: the encoder must drop, capture must not. A writer that
         // waited for the encoder would be 90 frames behind by the end, far past the 32 buffers;
         // the 32 (533 ms) are for the machine's own stalls: with 16, a CI machine busy with
-        // other tests once starved the debug build's writer for 3 frames.
-        let verdict = try judge([out, "cam", "--min-encoder-drops", "1", "--max-ring-drops", "0"])
+        // other tests once starved the debug build's writer for 3 frames. A machine busier still
+        // (two CPU hogs beside the suite) starved it for 7 with 32: capture may lose a tenth of
+        // the 180 frames to the machine, never the encoder's 90.
+        let verdict = try judge([out, "cam", "--min-encoder-drops", "1", "--max-ring-drops", "18"])
         #expect(verdict.passed, "\(verdict.output)")
         print(verdict.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
