@@ -242,8 +242,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             case .failure(let error): throw V4L2Error.ioctl("poll", device: device.path, errno: error.rawValue)
             }
             if cameraEvents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                throw DeviceError(
-                    code: .gone, device: device.path, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
+                throw DeviceError.gone("poll", device: device.path, errno: .noDevice)
             }
             if cameraEvents & Int16(POLLIN) == 0 { continue }
             // One buffer per wake-up: when another is done too, the wait returns at once, and when

@@ -27,7 +27,7 @@ extension DeviceError {
                 code: .busy, device: device, operation: "open", errno: code, hint: "another program is using the camera"
             )
         case ENODEV:
-            return DeviceError(code: .gone, device: device, operation: "open", errno: code, hint: goneHint)
+            return .gone("open", device: device, errno: Errno(code))
         case ENOTTY, EINVAL:
             // libv4l2 queries the node's capabilities as it opens it: not a V4L2 device.
             return DeviceError(code: .notADevice, device: device, operation: "open", errno: code, hint: notACameraHint)
@@ -47,7 +47,7 @@ extension DeviceError {
         case ENOTTY where name == "VIDIOC_QUERYCAP", EINVAL where name == "VIDIOC_QUERYCAP":
             return DeviceError(code: .notADevice, device: device, operation: name, errno: code, hint: notACameraHint)
         case ENODEV:
-            return DeviceError(code: .gone, device: device, operation: name, errno: code, hint: goneHint)
+            return .gone(name, device: device, errno: Errno(code))
         case EBUSY:
             return DeviceError(
                 code: .busy, device: device, operation: name, errno: code, hint: "another program is using the camera")
