@@ -69,8 +69,9 @@ print(f"imu: {sum(c['records'] for c in imu)} samples, sequence span {span}, rec
 if held != span: fails.append(f"imu: the segments hold {held} samples and missing ones, the sequence spans {span}")
 # The cut: how long after its boundary each stream's first record came.
 for stream in ("cam", "imu"):
+    # A segment that holds no record of the stream has no first record: the index leaves the key out.
     after = sorted(s["streams"][stream]["first_after_start_seconds"] * 1000 for s in segments[1:]
-                   if s["streams"][stream]["first_after_start_seconds"] is not None)
+                   if s["streams"][stream].get("first_after_start_seconds") is not None)
     print(f"{stream}: first record after the boundary: median {after[len(after) // 2]:.1f} ms, "
           f"max {after[-1]:.1f} ms, min {after[0]:.1f} ms over {len(after)} boundaries")
     if after[0] < 0: fails.append(f"{stream}: a record before its segment's start")
