@@ -52,9 +52,13 @@ let package = Package(
         // The house's system tools, below every layer: the syscall seam and its EINTR policy, named
         // threads, the latch and doorbell (pipes polled with the devices) that wake them, path names.
         .target(name: "FieldcapSystem"),
-        .target(name: "SyncField", dependencies: ["FieldcapSystem"]),
+        // Bytes to files, for the SDK's writer and fieldcap's own files alike: the JSON spellings
+        // and key order Foundation's JSONSerialization writes (without Foundation's ICU data), line
+        // files written in batches and synced, a file replaced whole.
+        .target(name: "FieldcapOutput", dependencies: ["FieldcapSystem"]),
+        .target(name: "SyncField", dependencies: ["FieldcapSystem", "FieldcapOutput"]),
         // Records, the SPSC ring, clock mapping, the recorder pipeline: no C dependencies.
-        .target(name: "FieldcapCore", dependencies: ["FieldcapSystem", "SyncField"]),
+        .target(name: "FieldcapCore", dependencies: ["FieldcapOutput", "FieldcapSystem", "SyncField"]),
         // What `fieldcap bench` measures with: jitter statistics, the timestamp simulation and the
         // peers' strategies it compares fieldcap with. Nothing on the capture path uses it.
         .target(
@@ -67,7 +71,9 @@ let package = Package(
         .target(
             name: "CMatroska",
             linkerSettings: [.linkedLibrary("matroska"), .linkedLibrary("ebml"), .linkedLibrary("stdc++")]),
-        .target(name: "FieldcapMedia", dependencies: ["FieldcapSystem", "CMatroska", "FieldcapCore", "SyncField"]),
+        .target(
+            name: "FieldcapMedia",
+            dependencies: ["FieldcapOutput", "FieldcapSystem", "CMatroska", "FieldcapCore", "SyncField"]),
         // What Glibc's Swift module lacks for the capture loops (epoll): the general Linux seam.
         .target(name: "CFieldcapLinux"),
         // libv4l2 (Debian: libv4l-dev) and the kernel's V4L2 headers.
@@ -80,7 +86,8 @@ let package = Package(
             dependencies: ["CIIO", "CFieldcapLinux", "FieldcapSystem", "FieldcapCore", "SyncField"]),
         // Recording in segments: which record goes into which segment, the recording's index,
         // the storage budget. The session layer gives it the segments' files.
-        .target(name: "FieldcapSegments", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
+        .target(
+            name: "FieldcapSegments", dependencies: ["FieldcapOutput", "FieldcapSystem", "FieldcapCore", "SyncField"]),
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
         .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "SyncField"]),
@@ -100,6 +107,7 @@ let package = Package(
         .target(
             name: "FieldcapSession",
             dependencies: [
+                "FieldcapOutput",
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
@@ -110,6 +118,7 @@ let package = Package(
         .target(
             name: "FieldcapArchive",
             dependencies: [
+                "FieldcapOutput",
                 "FieldcapSystem", "CArchive", "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments",
                 "FieldcapSession",
             ]),
@@ -265,7 +274,9 @@ let package = Package(
             path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "SyncFieldTests", dependencies: ["FieldcapSystem", "SyncField", "TestSupport"]),
+        .testTarget(
+            name: "SyncFieldTests", dependencies: ["FieldcapSystem", "FieldcapOutput", "SyncField", "TestSupport"]),
+        .testTarget(name: "FieldcapOutputTests", dependencies: ["FieldcapOutput", "TestSupport"]),
         .testTarget(
             name: "FieldcapNetworkingTests",
             dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
@@ -346,7 +357,7 @@ let layers: [(folder: String, targets: [String])] = [
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
             "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
-            "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem",
+            "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput",
         ]
     ),
     // SyncField: the SDK's API, its writer and its validator

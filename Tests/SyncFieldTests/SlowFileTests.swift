@@ -1,3 +1,4 @@
+import FieldcapOutput
 import Foundation
 import Synchronization
 import Testing

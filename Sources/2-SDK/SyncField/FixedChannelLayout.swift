@@ -1,3 +1,5 @@
+import FieldcapOutput
+
 /// The channels of a fixed-shape sensor stream, with their JSON order worked out once.
 ///
 /// Thread-safe (immutable).

@@ -36,7 +36,7 @@ public struct SessionManifest: Equatable, Sendable {
         self.streams = streams
     }
 
-    package var jsonValue: PrettyJSONValue {
+    var jsonValue: PrettyJSONValue {
         var streamValues: [String: PrettyJSONValue] = [:]
         for (id, stream) in streams {
             var fields: [String: PrettyJSONValue] = ["type": .string(stream.type)]

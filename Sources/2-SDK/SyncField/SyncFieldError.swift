@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FoundationEssentials
 import Glibc
 
@@ -53,5 +54,12 @@ public enum SyncFieldError: Error, Equatable, LocalizedError, CustomStringConver
             }
         }
         return "'\(shown)'"
+    }
+}
+
+extension SyncFieldError {
+    /// A failed file operation of the writer, as the SDK reports it.
+    init(_ failure: FileWriteError) {
+        self = .ioFailure(path: failure.path, operation: failure.operation, errno: failure.errno)
     }
 }

@@ -55,7 +55,7 @@ public struct SyncPoint: Equatable, Sendable {
     }
 
     /// `sync_point.json` as the SDK writes it.
-    package var jsonValue: PrettyJSONValue {
+    var jsonValue: PrettyJSONValue {
         .object([
             "host_id": .string(hostId),
             "iso_datetime": .string(isoDatetime),

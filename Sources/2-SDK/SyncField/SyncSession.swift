@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
@@ -342,11 +343,11 @@ public final class SyncSession: @unchecked Sendable {
     /// Opens `state`'s files for `run`. Called with the lock held.
     func openFiles(_ state: StreamState, sensor: Bool, run: Int) throws {
         if state.timestampsEpoch.load(ordering: .relaxed) != run {
-            state.timestampsFD = try OutputFile.open(path: "\(directoryPath)/\(SyncFieldFiles.timestamps(state.id))")
+            state.timestampsFD = try Self.openOutput(path: "\(directoryPath)/\(SyncFieldFiles.timestamps(state.id))")
             state.timestampsEpoch.store(run, ordering: .releasing)
         }
         if sensor && state.sensorEpoch.load(ordering: .relaxed) != run {
-            state.sensorFD = try OutputFile.open(path: "\(directoryPath)/\(SyncFieldFiles.sensor(state.id))")
+            state.sensorFD = try Self.openOutput(path: "\(directoryPath)/\(SyncFieldFiles.sensor(state.id))")
             state.sensorEpoch.store(run, ordering: .releasing)
         }
     }
@@ -402,24 +403,14 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` to `path` through a temporary file, fsync and rename, so the file is
-    /// either the old one or the whole new one.
-    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp"
-        let fd = try OutputFile.open(path: temporary)
-        let file = OutputFile(path: temporary, fd: fd, batchBytes: bytes.count)
-        file.pending.append(bytes)
-        file.close()
-        if let failure = file.failure { throw failure }
-        if rename(temporary, path) != 0 {
-            throw SyncFieldError.ioFailure(path: path, operation: "rename", errno: errno)
-        }
-        let directory = PathName.directory(of: path)
-        let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 {
-            _ = fsync(dirFD)
-            close(dirFD)
-        }
+    /// Writes `bytes` to `path` so that the file is either the old one or the whole new one.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(SyncFieldError) {
+        do { try AtomicFile.write(bytes, to: path) } catch { throw SyncFieldError(error) }
+    }
+
+    /// Opens (creates or truncates) one of a stream's files.
+    static func openOutput(path: String) throws(SyncFieldError) -> Int32 {
+        do { return try OutputFile.open(path: path) } catch { throw SyncFieldError(error) }
     }
 
     /// Complete lines in a file (used when a write failed and the writer's count is not what

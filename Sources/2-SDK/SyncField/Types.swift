@@ -1,3 +1,5 @@
+import FieldcapOutput
+
 /// SDK version string embedded in output files.
 public let syncFieldVersion = "0.1.0"
 

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapOutput
 import FieldcapSystem
 import SyncField
 
@@ -17,7 +18,7 @@ import SyncField
 /// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
 /// power cut took from the timestamps file, which the SyncField writer syncs on its own schedule.
 ///
-/// Written through SyncField's `OutputFile` (whole lines only), each line as soon as it is made,
+/// Written through an `OutputFile` (whole lines only), each line as soon as it is made,
 /// right after its frame: a killed recorder leaves no frame in the video without its line here,
 /// where a batch would leave up to a second of them, whose timestamp lines (in the SyncField
 /// writer's batch) are then lost with them. `sync` makes the lines durable.
@@ -39,9 +40,12 @@ public final class FrameLog {
 
     /// `watch` times the log's writes and syncs.
     public init(path: String, watch: DiskWatch? = nil) throws {
-        file = OutputFile(path: path, fd: try OutputFile.open(path: path), batchBytes: Self.batchBytes, watch: watch)
+        file = OutputFile(
+            path: path, fd: try OutputFile.open(path: path), batchBytes: Self.batchBytes,
+            writeTimer: watch?.timer(path: path, operation: .write),
+            syncTimer: watch?.timer(path: path, operation: .sync))
         readFd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard readFd >= 0 else { throw SyncFieldError.ioFailure(path: path, operation: "open", errno: errno) }
+        guard readFd >= 0 else { throw FileWriteError(path: path, operation: "open", errno: errno) }
         lastLine.reserveCapacity(512)
         readBack.reserveCapacity(512)
     }
@@ -102,7 +106,7 @@ public final class FrameLog {
                 }
             }
             if got < 0 {
-                throw SyncFieldError.ioFailure(path: file.path, operation: "pread (reading back)", errno: errno)
+                throw FileWriteError(path: file.path, operation: "pread (reading back)", errno: errno)
             }
             if got == 0 { break }
             done += got

@@ -1,3 +1,5 @@
+import FieldcapOutput
+
 /// Encodes a `record()` call's channels exactly as `JSONSerialization` with `.sortedKeys` would.
 ///
 /// Sorting keys with Foundation's comparison costs microseconds, and a stream sends the same key

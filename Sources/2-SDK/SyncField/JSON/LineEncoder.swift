@@ -1,3 +1,5 @@
+import FieldcapOutput
+
 /// Writes timestamp and sensor lines byte for byte as the SDK does.
 ///
 /// The keys of both lines are fixed, so everything but the numbers and the channels is

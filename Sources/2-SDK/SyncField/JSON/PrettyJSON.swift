@@ -1,5 +1,7 @@
+import FieldcapOutput
+
 /// A JSON value for the session's small pretty files (`sync_point.json`, `manifest.json`).
-package indirect enum PrettyJSONValue: Equatable, Sendable {
+indirect enum PrettyJSONValue: Equatable, Sendable {
     case string(String)
     case integer(Int64)
     case unsigned(UInt64)
@@ -10,7 +12,7 @@ extension PrettyJSONValue {
     /// The bytes the SDK writes for this value: `JSONSerialization` with
     /// `[.prettyPrinted, .sortedKeys]`, every `" : "` then replaced by `": "` (the SDK's own
     /// fix-up, applied to the whole text, strings included), and one trailing newline.
-    package func sdkPrettyBytes() -> [UInt8] {
+    func sdkPrettyBytes() -> [UInt8] {
         let out = OutputBytes(capacity: 1024)
         write(to: out, indent: 0)
         var bytes = Self.replacingSpacedColons(out.array)

@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
@@ -139,9 +140,9 @@ public enum SessionRecovery {
         }
         let manifest = SessionManifest(
             hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
-        try SyncSession.writeAtomically(
+        try AtomicFile.write(
             syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.syncPoint)")
-        try SyncSession.writeAtomically(
+        try AtomicFile.write(
             manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.manifest)")
     }
 }

@@ -1,3 +1,5 @@
+import FieldcapOutput
+
 /// What the SDK would have written for a parsed value: Foundation's key order, Foundation's
 /// number spellings, Foundation's escaping, no whitespace.
 enum CanonicalJSON {

@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FoundationEssentials
 import Glibc
 

@@ -1,3 +1,4 @@
+import FieldcapOutput
 import Synchronization
 
 /// Times the writes and syncs of a recording's files, to tell when the disk is stalled or very
@@ -22,9 +23,9 @@ public final class DiskWatch: Sendable {
     /// Times one kind of operation on one file.
     ///
     /// Thread-safe: `begin` and `end` from the one thread doing the operation; the rest from any.
-    package final class Timer: Sendable {
-        package let file: String
-        package let operation: Operation
+    public final class Timer: OperationTimer {
+        public let file: String
+        public let operation: Operation
         let stallNs: UInt64
         /// When the operation in flight began (`CLOCK_MONOTONIC_RAW`), or 0.
         let startedNs = Atomic<UInt64>(0)
@@ -43,7 +44,7 @@ public final class DiskWatch: Sendable {
 
         /// The operation starts; pass the result to `end`.
         @inline(__always)
-        package func begin() -> UInt64 {
+        public func begin() -> UInt64 {
             let now = MonotonicClock.now()
             startedNs.store(now, ordering: .relaxed)
             return now
@@ -51,7 +52,7 @@ public final class DiskWatch: Sendable {
 
         /// The operation that `begin` returned `started` for is over.
         @inline(__always)
-        package func end(_ started: UInt64) {
+        public func end(_ started: UInt64) {
             startedNs.store(0, ordering: .relaxed)
             let took = MonotonicClock.now() &- started
             if took >= stallNs { noteStall(took, started: started) }
@@ -106,7 +107,7 @@ public final class DiskWatch: Sendable {
     }
 
     /// The timer of `operation` on `file` (a file name), made on first use.
-    package func timer(file: String, operation: Operation) -> Timer {
+    public func timer(file: String, operation: Operation) -> Timer {
         timers.withLock { timers in
             if let timer = timers.first(where: { $0.file == file && $0.operation == operation }) { return timer }
             let timer = Timer(file: file, operation: operation, stallNs: stallNs)
@@ -116,7 +117,7 @@ public final class DiskWatch: Sendable {
     }
 
     /// The timer for `path`'s file name.
-    package func timer(path: String, operation: Operation) -> Timer {
+    public func timer(path: String, operation: Operation) -> Timer {
         timer(file: String(path.split(separator: "/").last ?? Substring(path)), operation: operation)
     }
 
@@ -151,7 +152,7 @@ public final class DiskWatch: Sendable {
     }
 
     /// Forgets the stalls seen so far (a session's new run).
-    package func reset() {
+    func reset() {
         for timer in timers.withLock({ $0 }) { timer.reset() }
     }
 }

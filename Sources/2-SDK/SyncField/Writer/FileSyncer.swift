@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FieldcapSystem
 import Synchronization
 

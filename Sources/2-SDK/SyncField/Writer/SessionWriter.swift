@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FieldcapSystem
 import Synchronization
 
@@ -111,6 +112,13 @@ final class SessionWriter: @unchecked Sendable {
         }
     }
 
+    /// One of the session's files, its writes and syncs timed by the session's `DiskWatch`.
+    private func outputFile(path: String, fd: Int32) -> OutputFile {
+        OutputFile(
+            path: path, fd: fd, batchBytes: options.batchBytes, writeTimer: watch.timer(path: path, operation: .write),
+            syncTimer: watch.timer(path: path, operation: .sync))
+    }
+
     private func forEachFile(_ body: (OutputFile) -> Void) {
         // By index: a for-in loop's iterator allocated in debug builds, at every sync.
         var index = 0
@@ -124,7 +132,7 @@ final class SessionWriter: @unchecked Sendable {
     private func noteFailures() {
         guard failure == nil else { return }
         forEachFile { file in
-            if failure == nil, let fileFailure = file.failure { failure = fileFailure }
+            if failure == nil, let fileFailure = file.failure { failure = SyncFieldError(fileFailure) }
         }
         if let failure { failureFlag.raise(failure) }
     }
@@ -144,9 +152,8 @@ final class SessionWriter: @unchecked Sendable {
         let files = files(for: index)
         let state = files.state
         if files.timestamps == nil {
-            let file = OutputFile(
-                path: "\(directory)/\(SyncFieldFiles.timestamps(state.id))", fd: state.timestampsFD,
-                batchBytes: options.batchBytes, watch: watch)
+            let file = outputFile(
+                path: "\(directory)/\(SyncFieldFiles.timestamps(state.id))", fd: state.timestampsFD)
             files.timestamps = file
             syncer?.add(file.syncState)
         }
@@ -160,10 +167,7 @@ final class SessionWriter: @unchecked Sendable {
 
         guard entry.kind != .stamp else { return }
         if files.sensor == nil {
-            let file = OutputFile(
-                path: "\(directory)/\(SyncFieldFiles.sensor(state.id))", fd: state.sensorFD,
-                batchBytes: options.batchBytes,
-                watch: watch)
+            let file = outputFile(path: "\(directory)/\(SyncFieldFiles.sensor(state.id))", fd: state.sensorFD)
             files.sensor = file
             syncer?.add(file.syncState)
         }

@@ -1,3 +1,4 @@
+import FieldcapOutput
 import SyncField
 
 /// JSON read into plain Swift values, where fieldcap used `JSONSerialization.jsonObject` (full

@@ -1,3 +1,4 @@
+import FieldcapOutput
 import FieldcapSystem
 import FoundationEssentials
 import SyncField
@@ -160,7 +161,7 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         var bytes = [UInt8](try encoder.encode(self))
         bytes.append(UInt8(ascii: "\n"))
-        try SyncSession.writeAtomically(bytes, to: "\(directory)/\(Self.fileName)")
+        try AtomicFile.write(bytes, to: "\(directory)/\(Self.fileName)")
     }
 
     /// The segments still on disk (not deleted), oldest first.

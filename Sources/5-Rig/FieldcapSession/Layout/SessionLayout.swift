@@ -1,17 +1,16 @@
-import SyncField
-
 /// Every file of a fieldcap session, named once. The SyncField files (`manifest.json`,
-/// `sync_point.json`, `{id}.timestamps.jsonl`, `{id}.jsonl`) are named by the format, which
-/// `SyncField` spells; fieldcap adds each camera's video and frame log, the sidecar, and the
-/// space it holds in reserve while recording.
+/// `sync_point.json`, `{id}.timestamps.jsonl`, `{id}.jsonl`) are named by the format (SyncField
+/// 0.1, as the SDK writes them; a test holds these names to what `SyncSession` writes); fieldcap
+/// adds each camera's video and frame log, the sidecar, and the space it holds in reserve while
+/// recording.
 public struct SessionLayout: Sendable, Equatable {
     /// The session directory, as the caller spells it.
     public var directory: String
 
     public init(directory: String) { self.directory = directory }
 
-    public static let manifestName = SyncFieldFiles.manifest
-    public static let syncPointName = SyncFieldFiles.syncPoint
+    public static let manifestName = "manifest.json"
+    public static let syncPointName = "sync_point.json"
     /// What the SyncField format has no place for: devices, formats, drops, why it stopped.
     public static let sidecarName = "fieldcap.json"
     /// Space held while recording, so a full disk leaves room to finish (`DiskReserve`).
@@ -22,9 +21,9 @@ public struct SessionLayout: Sendable, Equatable {
     /// `{id}.frames.ndjson`: each frame's timestamp values, synced before its video, for recovery.
     public static func frameLogName(_ id: String) -> String { "\(id).frames.ndjson" }
     /// `{id}.timestamps.jsonl`: every stream's timestamp lines (SyncField).
-    public static func timestampsName(_ id: String) -> String { SyncFieldFiles.timestamps(id) }
+    public static func timestampsName(_ id: String) -> String { "\(id).timestamps.jsonl" }
     /// `{id}.jsonl`: a sensor stream's values (SyncField).
-    public static func sensorName(_ id: String) -> String { SyncFieldFiles.sensor(id) }
+    public static func sensorName(_ id: String) -> String { "\(id).jsonl" }
 
     public var manifest: String { path(Self.manifestName) }
     public var syncPoint: String { path(Self.syncPointName) }

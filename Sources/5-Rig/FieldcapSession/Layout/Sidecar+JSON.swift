@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapOutput
 import FoundationEssentials
 import SyncField
 

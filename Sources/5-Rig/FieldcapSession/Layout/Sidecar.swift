@@ -1,6 +1,7 @@
 import FieldcapClockQuality
 import FieldcapCore
 import FieldcapEncode
+import FieldcapOutput
 import FoundationEssentials
 import Glibc
 import SyncField
@@ -200,7 +201,7 @@ public struct Sidecar {
 
     /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).
     public static func store(_ document: [String: Any], layout: SessionLayout) throws {
-        try SyncSession.writeAtomically(try bytes(document), to: layout.sidecar)
+        try AtomicFile.write(try bytes(document), to: layout.sidecar)
     }
 
     /// A time in `fieldcap.json`: `2024-03-08T09:28:21.123Z`, spelled as the sync point's

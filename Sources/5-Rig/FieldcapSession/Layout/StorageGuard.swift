@@ -1,4 +1,5 @@
 import FieldcapMedia
+import FieldcapOutput
 import FoundationEssentials
 import Glibc
 import SyncField
@@ -49,6 +50,7 @@ public final class DiskReserve {
 /// Whether a write failed for want of space.
 public func isDiskFull(_ error: Error) -> Bool {
     if case SyncFieldError.ioFailure(_, _, let code) = error { return code == ENOSPC || code == EDQUOT }
+    if let failure = error as? FileWriteError { return failure.isDiskFull }
     if let media = error as? MediaError {
         return media.code == ENOSPC || media.code == -ENOSPC || media.code == EDQUOT || media.code == -EDQUOT
     }

@@ -1,5 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
+import FieldcapOutput
 import FieldcapSystem
 import FoundationEssentials
 import SyncField
@@ -97,6 +98,6 @@ public struct SessionCalibration: Sendable {
         guard let bytes = FileManager.default.contents(atPath: file.path) else {
             throw SessionDirectoryError(message: "\(file.path) cannot be read any more: the calibration is not kept")
         }
-        try SyncSession.writeAtomically(Array(bytes), to: "\(directory)/\(Self.fileName)")
+        try AtomicFile.write(Array(bytes), to: "\(directory)/\(Self.fileName)")
     }
 }

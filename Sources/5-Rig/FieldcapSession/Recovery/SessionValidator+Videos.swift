@@ -41,7 +41,7 @@ extension SessionValidator {
             FileManager.default.contents(atPath: path).flatMap { try? JSONTextParser.parse([UInt8]($0)) }
         }
         guard let sidecar = object(layout.sidecar),
-            let sync = object("\(directory)/\(SyncFieldFiles.syncPoint)"),
+            let sync = object("\(directory)/\(SessionLayout.syncPointName)"),
             let syncMonotonic = sync["monotonic_ns"]?.unsignedValue,
             let manifest = object(layout.manifest), case .object(let streams)? = manifest["streams"]
         else { return [] }
@@ -70,7 +70,7 @@ extension SessionValidator {
         for stream in streams.sorted(by: { $0.key < $1.key }) {
             let id = stream.key, entry = stream.value
             // The stream's own file by its id: a path from the manifest could lead outside.
-            let name = SyncFieldFiles.timestamps(id)
+            let name = SessionLayout.timestampsName(id)
             guard entry["timestamps_path"] != nil, !id.contains("/"), id != "..",
                 let capture = lastCapture(path: "\(directory)/\(name)"), capture > latest.partialValue
             else { continue }
@@ -174,7 +174,7 @@ extension SessionValidator {
     /// The first timestamp line of a video stream whose `frame_number` is not its index (line
     /// N holds frame N - 1), read without parsing the lines' JSON; nil when all are.
     static func frameNumberProblem(directory: String, id: String) -> Problem? {
-        let name = SyncFieldFiles.timestamps(id)
+        let name = SessionLayout.timestampsName(id)
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)"), options: .alwaysMapped)
         else { return nil }
         let key = Array(#""frame_number":"#.utf8)

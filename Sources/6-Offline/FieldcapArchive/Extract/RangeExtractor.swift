@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapMedia
+import FieldcapOutput
 import FieldcapSegments
 import FieldcapSession
 import FieldcapSystem
@@ -300,14 +301,14 @@ public enum RangeExtractor {
         var links: [String: String] = [:]
         let linkDirectory = URL(fileURLWithPath: directory).path
         for output in outputs {
-            try SyncSession.writeAtomically(output.timestamps, to: layout.timestamps(output.id))
+            try AtomicFile.write(output.timestamps, to: layout.timestamps(output.id))
             counts[output.id] = output.count
             if output.format != nil, let video = try output.video ?? output.videoFile(copying: nil) {
                 try video.finish()
-                try SyncSession.writeAtomically(output.frameLog, to: layout.frameLog(output.id))
+                try AtomicFile.write(output.frameLog, to: layout.frameLog(output.id))
                 links[output.id] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))"
             } else {
-                try SyncSession.writeAtomically(output.sensor, to: layout.sensor(output.id))
+                try AtomicFile.write(output.sensor, to: layout.sensor(output.id))
                 recorded.insert(output.id)
             }
         }
@@ -316,7 +317,7 @@ public enum RangeExtractor {
         // The calibration file travels with the values the sidecar keeps of it.
         let calibration = "\(parts[0].0.directory)/\(SessionCalibration.fileName)"
         if let bytes = FileManager.default.contents(atPath: calibration) {
-            try SyncSession.writeAtomically(Array(bytes), to: "\(directory)/\(SessionCalibration.fileName)")
+            try AtomicFile.write(Array(bytes), to: "\(directory)/\(SessionCalibration.fileName)")
         }
         try Sidecar.store(
             sidecar(

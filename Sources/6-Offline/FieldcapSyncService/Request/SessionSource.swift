@@ -69,10 +69,10 @@ public struct SessionSource: Sendable, Equatable {
             }
             let entry = member.value
             let kind: Stream.Kind = entry["type"]?.stringValue == "sensor" ? .sensor : .video
-            let timestamps = layout.path(entry["timestamps_path"]?.stringValue ?? SyncFieldFiles.timestamps(id))
+            let timestamps = layout.path(entry["timestamps_path"]?.stringValue ?? SessionLayout.timestampsName(id))
             var stream = Stream(id: id, kind: kind, videoFile: nil, timestampsFile: timestamps, sensorFile: nil)
             if kind == .sensor {
-                stream.sensorFile = layout.path(entry["sensor_path"]?.stringValue ?? SyncFieldFiles.sensor(id))
+                stream.sensorFile = layout.path(entry["sensor_path"]?.stringValue ?? SessionLayout.sensorName(id))
             } else if let linked = entry["path"]?.stringValue {
                 stream.videoFile = Self.locate(linked, in: directory)
             }

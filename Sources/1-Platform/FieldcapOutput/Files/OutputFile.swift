@@ -17,40 +17,44 @@ import FieldcapSystem
 /// file is closed (a recorder giving back its reserve as it stops) still takes them.
 ///
 /// Thread-bound (writer), except `syncState`, which another thread may sync.
-package final class OutputFile {
-    package let path: String
+public final class OutputFile {
+    public let path: String
     let fd: Int32
-    package let pending: OutputBytes
+    public let pending: OutputBytes
     /// Whether the file was written since its last sync, and a failed sync's error.
-    package let syncState: FileSyncState
-    private var writeFailure: SyncFieldError?
+    public let syncState: FileSyncState
+    private var writeFailure: FileWriteError?
     /// Times each write, for a report of a stalled disk.
-    private let writeTimer: DiskWatch.Timer?
+    private let writeTimer: (any OperationTimer)?
     /// The last write found the disk full; what it could not write is still pending.
     private var waitingForSpace = false
 
-    /// `watch` times the file's writes and syncs (a slow or stalled disk is reported).
-    package init(path: String, fd: Int32, batchBytes: Int, watch: DiskWatch? = nil) {
+    /// `writeTimer` and `syncTimer` time the file's writes and syncs (a slow or stalled disk
+    /// is reported).
+    public init(
+        path: String, fd: Int32, batchBytes: Int, writeTimer: (any OperationTimer)? = nil,
+        syncTimer: (any OperationTimer)? = nil
+    ) {
         self.path = path
         self.fd = fd
         self.pending = OutputBytes(capacity: batchBytes + 4096)
-        self.syncState = FileSyncState(path: path, fd: fd, watch: watch)
-        self.writeTimer = watch?.timer(path: path, operation: .write)
+        self.syncState = FileSyncState(path: path, fd: fd, timer: syncTimer)
+        self.writeTimer = writeTimer
     }
 
     /// The first failed write or sync, if any.
-    package var failure: SyncFieldError? { writeFailure ?? syncState.failure }
+    public var failure: FileWriteError? { writeFailure ?? syncState.failure }
 
     /// Creates (or truncates, as the SDK does) `path` for writing, mode 0644 less the umask. A
     /// symbolic link in its place is refused (ELOOP): what a session writes stays in it.
-    package static func open(path: String) throws(SyncFieldError) -> Int32 {
+    public static func open(path: String) throws(FileWriteError) -> Int32 {
         let fd = path.withCString { Glibc.open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
-        if fd < 0 { throw .ioFailure(path: path, operation: "open", errno: errno) }
+        if fd < 0 { throw FileWriteError(path: path, operation: "open", errno: errno) }
         return fd
     }
 
     /// Writes what is pending.
-    package func writePending() {
+    public func writePending() {
         guard pending.count > 0 else { return }
         guard writeFailure == nil || waitingForSpace else {
             pending.removeAll()
@@ -66,7 +70,7 @@ package final class OutputFile {
             }
             if written < 0 {
                 let code = errno
-                writeFailure = writeFailure ?? .ioFailure(path: path, operation: "write", errno: code)
+                writeFailure = writeFailure ?? FileWriteError(path: path, operation: "write", errno: code)
                 let lineStart = truncateToWholeLines(unwritten: bytes, from: offset)
                 if code == ENOSPC || code == EDQUOT {
                     // Keep the lines not written (from the cut line on) for the next attempt.
@@ -104,16 +108,16 @@ package final class OutputFile {
     }
 
     /// Makes what was written durable (not while another thread syncs `syncState`).
-    package func sync() { syncState.sync() }
+    public func sync() { syncState.sync() }
 
-    package func close() {
+    public func close() {
         writePending()
         sync()
         // close is never retried: on Linux the descriptor is gone even when it reports EINTR.
         let closed = Glibc.close(fd)
         let code = errno
         if closed != 0 && failure == nil && code != EINTR {
-            writeFailure = .ioFailure(path: path, operation: "close", errno: code)
+            writeFailure = FileWriteError(path: path, operation: "close", errno: code)
         }
     }
 }

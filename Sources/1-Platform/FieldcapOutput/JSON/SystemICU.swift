@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Glibc
 
 /// The system's ICU (Debian's `libicu72`, which libiio's libxml2 already brings onto every rig),

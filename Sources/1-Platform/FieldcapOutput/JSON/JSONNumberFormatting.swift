@@ -5,19 +5,21 @@
 /// the same shortest-round-trip formatter into a stack buffer and hands the ASCII bytes to the
 /// stream's `_writeASCII`, so implementing that requirement gives `description`'s exact bytes
 /// with no allocation.
+@usableFromInline
 struct ByteBufferStream: TextOutputStream {
     /// Unmanaged: the stream lives only inside a call on `out`, and a strong reference cost a
     /// retain and a release per number.
-    let out: Unmanaged<OutputBytes>
+    @usableFromInline let out: Unmanaged<OutputBytes>
 
-    init(out: OutputBytes) { self.out = .passUnretained(out) }
+    @inlinable init(out: OutputBytes) { self.out = .passUnretained(out) }
 
+    @inlinable
     mutating func write(_ string: String) {
         var string = string
         string.withUTF8 { bytes in out._withUnsafeGuaranteedRef { $0.append(bytes) } }
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
         out._withUnsafeGuaranteedRef { $0.append(buffer) }
     }
@@ -27,29 +29,29 @@ struct ByteBufferStream: TextOutputStream {
 extension OutputBytes {
     /// Appends a finite `Double` as `description` spells it, minus a trailing `.0`
     /// (`12`, `-0`, `1e+16`, `1e-05`, `0.30000000000000004`).
-    @inline(__always)
-    package func appendJSONNumber(_ value: Double) {
+    @inlinable @inline(__always)
+    public func appendJSONNumber(_ value: Double) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
         appendShortestSpelling(value)
     }
 
     /// Appends a finite `Float` as `Float.description` spells it, minus a trailing `.0`.
-    @inline(__always)
-    package func appendJSONNumber(_ value: Float) {
+    @inlinable @inline(__always)
+    public func appendJSONNumber(_ value: Float) {
         precondition(value.isFinite, "non-finite numbers are rejected before encoding")
         appendShortestSpelling(value)
     }
 
     /// `description`'s digits through `write(to:)`, minus a trailing `.0`.
-    @inline(__always)
-    private func appendShortestSpelling(_ value: some TextOutputStreamable) {
+    @inlinable @inline(__always)
+    func appendShortestSpelling(_ value: some TextOutputStreamable) {
         let start = count
         var stream = ByteBufferStream(out: self)
         value.write(to: &stream)
         stripPointZero(from: start)
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func stripPointZero(from start: Int) {
         if count - start >= 2 && base[count - 2] == UInt8(ascii: ".") && base[count - 1] == UInt8(ascii: "0") {
             truncate(to: count - 2)
@@ -57,14 +59,14 @@ extension OutputBytes {
     }
 
     /// Appends an unsigned integer in decimal.
-    @inline(__always)
-    package func appendJSONNumber(_ value: UInt64) {
+    @inlinable @inline(__always)
+    public func appendJSONNumber(_ value: UInt64) {
         appendInPlace(maxCount: 20) { out in Self.writeDecimal(value, to: out) }
     }
 
     /// Appends a signed integer in decimal.
-    @inline(__always)
-    package func appendJSONNumber(_ value: Int64) {
+    @inlinable @inline(__always)
+    public func appendJSONNumber(_ value: Int64) {
         appendInPlace(maxCount: 20) { out in
             if value < 0 {
                 out[0] = UInt8(ascii: "-")
@@ -74,10 +76,10 @@ extension OutputBytes {
         }
     }
 
-    @inline(__always)
-    package func appendJSONNumber(_ value: Int) { appendJSONNumber(Int64(value)) }
+    @inlinable @inline(__always)
+    public func appendJSONNumber(_ value: Int) { appendJSONNumber(Int64(value)) }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func writeDecimal(_ value: UInt64, to out: UnsafeMutablePointer<UInt8>) -> Int {
         var digits = 1
         var probe = value

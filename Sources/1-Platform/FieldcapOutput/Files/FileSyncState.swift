@@ -12,39 +12,39 @@ import Synchronization
 ///
 /// Thread-safe: `noteWritten` from the thread that writes the file, `sync` from one thread at a
 /// time (the sync thread while the session runs, the writer once it has joined it).
-package final class FileSyncState: Sendable {
-    package let path: String
-    package let fd: Int32
+public final class FileSyncState: Sendable {
+    public let path: String
+    public let fd: Int32
     /// Times each sync, for a report of a stalled disk.
-    private let timer: DiskWatch.Timer?
+    private let timer: (any OperationTimer)?
     private let written = Atomic<Bool>(false)
     private let hasFailed = Atomic<Bool>(false)
-    private let failed = Mutex<SyncFieldError?>(nil)
+    private let failed = Mutex<FileWriteError?>(nil)
 
     #if DEBUG
         /// Called before each `fdatasync` with the file's path: tests make a file's syncs hang.
-        package final class SyncHook: Sendable {
+        public final class SyncHook: Sendable {
             let body: @Sendable (String) -> Void
-            package init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
+            public init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
         }
         /// A class, not the closure itself: a closure handed out of the lock by a generic function
         /// is re-abstracted, which allocates on the syncing thread.
-        package static let beforeSyncForTesting = Mutex<SyncHook?>(nil)
+        public static let beforeSyncForTesting = Mutex<SyncHook?>(nil)
     #endif
 
-    package init(path: String, fd: Int32, watch: DiskWatch? = nil) {
+    public init(path: String, fd: Int32, timer: (any OperationTimer)? = nil) {
         self.path = path
         self.fd = fd
-        timer = watch?.timer(path: path, operation: .sync)
+        self.timer = timer
     }
 
     /// The file was written to: the next `sync` has something to make durable.
     @inline(__always)
-    package func noteWritten() { written.store(true, ordering: .releasing) }
+    public func noteWritten() { written.store(true, ordering: .releasing) }
 
     /// `fdatasync`s the file if it was written since the last sync. A failure is kept (EINVAL,
     /// a file that cannot be synced such as a pipe, is not one).
-    package func sync() {
+    public func sync() {
         // Cleared first: a write that lands during the sync is synced by the next one.
         guard written.exchange(false, ordering: .acquiringAndReleasing) else { return }
         let started = timer?.begin()
@@ -57,13 +57,13 @@ package final class FileSyncState: Sendable {
         if let started { timer?.end(started) }
         if synced != 0 {
             guard code != EINVAL else { return }
-            failed.withLock { if $0 == nil { $0 = .ioFailure(path: path, operation: "fdatasync", errno: code) } }
+            failed.withLock { if $0 == nil { $0 = FileWriteError(path: path, operation: "fdatasync", errno: code) } }
             hasFailed.store(true, ordering: .releasing)
         }
     }
 
     /// The first failed sync, if any.
-    package var failure: SyncFieldError? {
+    public var failure: FileWriteError? {
         hasFailed.load(ordering: .acquiring) ? failed.withLock { $0 } : nil
     }
 }

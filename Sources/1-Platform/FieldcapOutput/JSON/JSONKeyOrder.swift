@@ -19,14 +19,14 @@
 /// `JSONEncoder` orders every key.
 ///
 /// Thread-safe.
-package enum JSONKeyOrder {
+public enum JSONKeyOrder {
     /// `true` when Foundation puts `a` before `b`.
-    package static func precedes(_ a: String, _ b: String) -> Bool {
+    public static func precedes(_ a: String, _ b: String) -> Bool {
         asciiPrecedes(a, b) ?? collationPrecedes(a, b)
     }
 
     /// `keys` in Foundation's order.
-    package static func sorted<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
+    public static func sorted<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
         keys.sorted(by: precedes)
     }
 
@@ -116,13 +116,13 @@ package enum JSONKeyOrder {
 /// line, so a reader of millions of lines sorts each list once.
 ///
 /// Thread-bound.
-package final class KeyOrderCache {
+public final class KeyOrderCache {
     private var sortedByKeys: [[String]: [String]] = [:]
 
-    package init() {}
+    public init() {}
 
     /// `keys` in Foundation's order.
-    package func sorted(_ keys: [String]) -> [String] {
+    public func sorted(_ keys: [String]) -> [String] {
         if let known = sortedByKeys[keys] { return known }
         let sorted = JSONKeyOrder.sorted(keys)
         if sortedByKeys.count < 10_000 { sortedByKeys[keys] = sorted }

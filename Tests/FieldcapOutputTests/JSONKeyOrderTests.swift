@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import SyncField
+@testable import FieldcapOutput
 
 /// fieldcap orders ASCII keys itself and the rest with CoreFoundation's algorithm over the
 /// system's ICU; Foundation's own comparison (with the ICU it carries) is the oracle.

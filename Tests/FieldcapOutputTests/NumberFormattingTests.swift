@@ -1,7 +1,7 @@
 import TestSupport
 import Testing
 
-@testable import SyncField
+@testable import FieldcapOutput
 
 @Suite("Number spelling")
 struct NumberFormattingTests {

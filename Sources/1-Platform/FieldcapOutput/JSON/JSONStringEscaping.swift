@@ -2,7 +2,7 @@ extension OutputBytes {
     /// Appends `text` as a JSON string literal the way Foundation's `JSONSerialization` does:
     /// `"` `\` and `/` escaped, `\b \f \n \r \t` by name, other control characters as `\u00xx`
     /// (lower-case hex), everything else as raw UTF-8.
-    package func appendJSONString(_ text: String) {
+    public func appendJSONString(_ text: String) {
         append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { appendEscapedUTF8($0) }
@@ -36,7 +36,7 @@ extension OutputBytes {
     }
 
     /// The JSON string literal for `text`, as bytes.
-    package static func jsonStringLiteral(_ text: String) -> [UInt8] {
+    public static func jsonStringLiteral(_ text: String) -> [UInt8] {
         let buffer = OutputBytes(capacity: text.utf8.count + 8)
         buffer.appendJSONString(text)
         return buffer.array
