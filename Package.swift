@@ -187,8 +187,8 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapArchive", "FieldcapDiscovery",
-                "FieldcapNetworking", "FieldcapExport",
+                "FieldcapSystem", "FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
+                "FieldcapDiscovery", "FieldcapNetworking", "FieldcapExport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

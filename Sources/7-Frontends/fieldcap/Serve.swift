@@ -321,7 +321,7 @@ struct Serve: ParsableCommand {
                 options: CaptureServerClient.Options(
                     url: url, name: name ?? rig.settings.hostId, insecure: insecure,
                     maxMessageBytes: serverMaxMessage?.bytes ?? 314_572_800),
-                logger: logger, notice: { say($0) })
+                logger: logger, notices: .lines(label: "fieldcap.capture-server") { say($0) })
         }
         let member = try fleetMember(rig: rig)
         do {
@@ -339,7 +339,7 @@ struct Serve: ParsableCommand {
                 limits: ServiceServer.Limits(
                     idleTimeout: .nanoseconds(Int64(idleTimeout.nanoseconds)),
                     maxConnections: maxConnections ?? ServiceServer.Limits.defaultMaxConnections()),
-                logger: logger, notice: { say($0) },
+                logger: logger, notices: .lines(label: "fieldcap.service") { say($0) },
                 recordingFinished: { stopped in
                     // A stop the disk held was given up: the session needs recover, and the
                     // process says so in its status, as `fieldcap record` does.

@@ -38,7 +38,7 @@ public final class Doorbell: Sendable {
     public func ring() {
         if !pending.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
             var byte: UInt8 = 1
-            _ = write(writeDescriptor, &byte, 1)
+            _ = SystemCall.retryingInterrupts { write(writeDescriptor, &byte, 1) }
         }
     }
 

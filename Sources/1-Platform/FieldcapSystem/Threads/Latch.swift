@@ -37,7 +37,7 @@ public final class Latch: Sendable {
         // One byte, once: the pipe stays readable and never fills.
         if !once.exchange(true, ordering: .acquiringAndReleasing) && writeDescriptor >= 0 {
             var byte: UInt8 = 1
-            _ = write(writeDescriptor, &byte, 1)
+            _ = SystemCall.retryingInterrupts { write(writeDescriptor, &byte, 1) }
         }
     }
 

@@ -2,6 +2,7 @@ import FieldcapDiscovery
 import FieldcapNetworking
 import FieldcapRig
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Logging
 import NIOCore
@@ -58,13 +59,15 @@ public final class CaptureServerClient: Service, Sendable {
     /// `--server auto`: the servers DNS-SD shows, in name order.
     let discovered = Mutex<[ServiceBrowser.Found]>([])
     let logger: Logger
-    let notice: @Sendable (String) -> Void
+    /// What the user is told (connected, refused, trying again): its notices are the front end's lines.
+    let notices: Logger
 
-    public init(rig: RigService, options: Options, logger: Logger, notice: @escaping @Sendable (String) -> Void) {
+    /// `logger` hears the protocol's details; `notices` what the user should read.
+    public init(rig: RigService, options: Options, logger: Logger, notices: Logger) {
         self.rig = rig
         self.options = options
         self.logger = logger
-        self.notice = notice
+        self.notices = notices
         link = ServerLink(url: options.url == Self.auto ? nil : options.url, name: options.name)
         rig.serverLink = link
         commands = CommandHandler(
@@ -101,15 +104,17 @@ public final class CaptureServerClient: Service, Sendable {
         var browser: ServiceBrowser?
         if options.url == Self.auto {
             browser = ServiceBrowser(
-                type: Self.serviceType, logger: .lines(label: "fieldcap.discovery") { [notice] in notice($0) },
+                type: Self.serviceType, logger: notices,
                 changed: { [self] found in
                     discovered.withLock { $0 = found }
                     link.update { $0.seen = found.map { "\($0.name) (\(Self.url(of: $0)))" } }
                 })
             do { try browser?.start() } catch {
-                notice(
-                    "--server auto: cannot browse for capture servers "
-                        + "(\(error)); start avahi-daemon, then restart fieldcap serve"
+                notices.notice(
+                    """
+                    --server auto: cannot browse for capture servers \
+                    (\(error)); start avahi-daemon, then restart fieldcap serve
+                    """
                 )
             }
         }
@@ -210,7 +215,7 @@ public final class CaptureServerClient: Service, Sendable {
                     $0.connections += 1
                     $0.lastError = nil
                 }
-                notice("connected to the capture server \(url) as \(options.name)")
+                notices.notice("connected to the capture server \(url) as \(options.name)")
                 try await outbox.text(ClientMessage.clientInfo(name: options.name))
                 let uploads = Task { [commands, logger] in
                     do {
@@ -237,7 +242,7 @@ public final class CaptureServerClient: Service, Sendable {
             let why = close.map { "closed by the server (\($0.closeCode))" } ?? "closed"
             endWorkers(tooLarge: tooLarge, why: why)
             link.update { $0.lastError = why }
-            notice("the capture server \(url) \(why); trying again in \(options.retryDelay)")
+            notices.notice("the capture server \(url) \(why); trying again in \(options.retryDelay)")
         } catch {
             let why =
                 loop.timedOut
@@ -248,7 +253,7 @@ public final class CaptureServerClient: Service, Sendable {
             let first = link.current.lastError != why
             link.update { $0.lastError = why }
             // Each failure once, not every 5 s while the server is away.
-            if first { notice("capture server \(url): \(why); trying again every \(options.retryDelay)") }
+            if first { notices.notice("capture server \(url): \(why); trying again every \(options.retryDelay)") }
         }
         link.update { $0.state = .disconnected }
         return loop.upgraded ? .upgraded : .failed
@@ -349,7 +354,8 @@ actor Outbox {
                 let chunk: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
                     var buffer = ByteBuffer()
                     let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) {
-                        Swift.max(0, pread(fd, $0.baseAddress, want, off_t(at)))
+                        bytes in
+                        Swift.max(0, SystemCall.retryingInterrupts { pread(fd, bytes.baseAddress, want, off_t(at)) })
                     }
                     guard got == want else {
                         throw RangeUpload.Failure(description: "\(file) is shorter than its \(size) bytes")

@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapSystem
 import Glibc
 import Hummingbird
 import NIOPosix
@@ -61,7 +62,9 @@ enum TarResponse {
             let at = offset
             let chunk: [UInt8] = try await NIOThreadPool.singleton.runIfActive {
                 var buffer = [UInt8](repeating: 0, count: want)
-                let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(at)) }
+                let got = buffer.withUnsafeMutableBytes { bytes in
+                    SystemCall.retryingInterrupts { pread(fd, bytes.baseAddress, want, off_t(at)) }
+                }
                 guard got >= 0 else {
                     throw TarStream.Failure(description: "read \(entry.path): \(String(cString: strerror(errno)))")
                 }

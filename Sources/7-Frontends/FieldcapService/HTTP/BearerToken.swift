@@ -43,7 +43,7 @@ public struct BearerToken: Sendable {
         }
         defer { close(fd) }
         let line = Array((value + "\n").utf8)
-        guard write(fd, line, line.count) == line.count, fsync(fd) == 0 else {
+        guard SystemCall.retryingInterrupts({ write(fd, line, line.count) }) == line.count, fsync(fd) == 0 else {
             throw TokenFileError("--token-file \(path): cannot write it: \(String(cString: strerror(errno)))")
         }
         return (BearerToken(value: value), true)

@@ -50,14 +50,15 @@ public enum ServiceServer {
     /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API;
     /// `services` (a capture server's connection) run beside it and end with it.
     /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
-    /// and `notice` hears what the announcer has to say. `recordingFinished` is called once the
-    /// signal's recording is finished, with how it ended (nil: there was none), before the rest
-    /// is stopped; what is still running `stopTimeout` later is cancelled.
+    /// and `notices` (a logger whose notices are the user's lines) hears what the announcer has
+    /// to say. `recordingFinished` is called once the signal's recording is finished, with how it
+    /// ended (nil: there was none), before the rest is stopped; what is still running
+    /// `stopTimeout` later is cancelled.
     public static func run(
         rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
         services: [any Service] = [], announce: Bool = false, limits: Limits = Limits(),
         stopTimeout: Duration = .seconds(3),
-        logger: Logger, notice: @escaping @Sendable (String) -> Void = { _ in },
+        logger: Logger, notices: Logger = .silent(label: "fieldcap.service"),
         recordingFinished: @escaping @Sendable (StoppedEvent?) -> Void = { _ in },
         listening: @escaping @Sendable (String, Int) -> Void
     ) async throws {
@@ -92,11 +93,13 @@ public enum ServiceServer {
                 guard announce else { return }
                 let started = ServiceAnnouncer(
                     announcement(rig: rig, port: bound, tokenRequired: token != nil),
-                    logger: .lines(label: "fieldcap.discovery", notice))
+                    logger: notices)
                 do { try started.start() } catch {
-                    notice(
-                        "the rig is not announced on the network (\(error)): start avahi-daemon "
-                            + "(Debian: apt install avahi-daemon), then restart fieldcap serve"
+                    notices.notice(
+                        """
+                        the rig is not announced on the network (\(error)): start avahi-daemon \
+                        (Debian: apt install avahi-daemon), then restart fieldcap serve
+                        """
                     )
                 }
                 announcer.withLock { $0 = started }
