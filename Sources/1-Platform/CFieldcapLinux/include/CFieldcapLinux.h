@@ -1,10 +1,9 @@
-// The general Linux seam for fieldcap's capture loops: what Glibc's Swift module does not
-// export (sys/epoll.h) or exports only as macros.
+// What fieldcap needs of Linux that Glibc's Swift module does not export, or exports only as
+// macros: syncfs, a thread's own nice value.
 #ifndef CFIELDCAPLINUX_H
 #define CFIELDCAPLINUX_H
 
 #include <stdint.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,34 +19,6 @@ static inline int CFieldcapLinux_syncfs(int fd) { return syncfs(fd); }
 
 static inline int CFieldcapLinux_nice_thread(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
-}
-
-/// A wait on a device and the stop signal together, as an epoll set: unlike `poll`, which
-/// registers with (for a camera, takes the vb2 queue's lock for) every descriptor on every call,
-/// the set is registered once and the driver's wake-up marks the device ready. Returns the set's
-/// descriptor, or -1 with errno set.
-static inline int CFieldcapLinux_wait_set_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
-
-/// Adds `fd` to the set for input; `bit` (one bit set) names it in `CFieldcapLinux_wait_set_wait`'s
-/// masks. The corresponding call is `epoll_ctl(set, EPOLL_CTL_ADD, fd, {EPOLLIN, bit})`.
-static inline int CFieldcapLinux_wait_set_add(int set, int fd, uint32_t bit) {
-    struct epoll_event event = {.events = EPOLLIN, .data = {.u32 = bit}};
-    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
-}
-
-/// Waits up to `timeout_ms` (level-triggered). Returns how many descriptors are ready, 0 after the
-/// time-out, -1 with errno set; `ready` gets the bits of those readable, `failed` of those that
-/// report an error or a hang-up.
-static inline int CFieldcapLinux_wait_set_wait(int set, int timeout_ms, uint32_t *ready, uint32_t *failed) {
-    struct epoll_event events[4];
-    int count = epoll_wait(set, events, 4, timeout_ms);
-    *ready = 0;
-    *failed = 0;
-    for (int index = 0; index < count; index++) {
-        if (events[index].events & EPOLLIN) *ready |= events[index].data.u32;
-        if (events[index].events & (EPOLLERR | EPOLLHUP)) *failed |= events[index].data.u32;
-    }
-    return count;
 }
 
 #endif

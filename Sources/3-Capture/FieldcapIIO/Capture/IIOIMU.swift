@@ -1,4 +1,3 @@
-import CFieldcapLinux
 import CIIO
 import FieldcapCore
 import FieldcapSystem
@@ -13,15 +12,13 @@ import SyncField
 ///
 /// Setup (here, on the caller's thread) picks the channels, attaches a trigger (the one named,
 /// the one attached, or an hrtimer trigger made through configfs), sets and reads back the rate,
-/// and sets `current_timestamp_clock` to `monotonic_raw` when it can. `run` enables the buffer and
-/// waits in `poll` on it and the stop signal; each wake-up reads what the kernel has, decodes it in
-/// place and pushes one fixed-size record per sample: no allocation, no lock.
+/// and sets `current_timestamp_clock` to `monotonic_raw` when it can. `run` hands the enabled
+/// buffer to the capture loop (`IIOReadLoop`): wait in `poll` on it and the stop signal, read what
+/// the kernel has, decode it in place and push one fixed-size record per sample.
 ///
 /// When the timestamps are in another clock (`realtime` left as it was), each read takes a
 /// bracketed clock pair and maps them with a `ClockTracker`, which notices rate changes (NTP) and
-/// steps (`date -s`). Samples stamped inside the interval of a rate change wait, in a staging
-/// area allocated at start, for the next read's pair, which says on which side of it they lie.
-/// Without a timestamp channel, times are extrapolated back from the read: `T − (N−1−i)·period`.
+/// steps (`date -s`). Without a timestamp channel, times are extrapolated back from the read.
 ///
 /// Threading: set up on the caller's thread; then `run` and everything it mutates (the buffer,
 /// the clock tracker, the emitter's counters) belong to the capture thread. Counters and the
@@ -234,183 +231,27 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
         defer { restore() }
         let label = device.label
-        let buffer = self.buffer!
-        let fd = iio_buffer_get_poll_fd(buffer)
+        let buffer = LibIIOBuffer(self.buffer!)
+        let fd = buffer.pollDescriptor
         guard fd >= 0 else { throw IIOError.system("get the buffer's descriptor", device: label, errno: -fd) }
-        let startedNs = MonotonicClock.now()
-
         // Where each channel sits in a scan, as libiio lays it out for the enabled channels.
-        let start = iio_buffer_start(buffer)!
+        let start = iio_buffer_start(buffer.buffer)!
         var decoders = self.decoders
         for index in decoders.indices {
-            decoders[index].byteOffset = iio_buffer_first(buffer, selected[index].pointer)! - start
+            decoders[index].byteOffset = iio_buffer_first(buffer.buffer, selected[index].pointer)! - start
         }
-        let timestampOffset = timestampChannel.map { iio_buffer_first(buffer, $0.pointer)! - start }
-
-        // Samples the buffer took before now are not part of the recording: those stamped before
-        // this moment, in the timestamp channel's own clock, are left out before they are mapped.
-        var startedDeviceNs = Int64(startedNs)
-        if let mappedClock {
-            let pair = ClockPairReader.hostSample(mappedClock, after: Int64(startedNs), burst: 3)
-            tracker.add(pair)
-            startedDeviceNs = pair.otherNs
-        }
-        // Samples waiting for the pair after a rate change: at most two reads' worth, allocated
-        // here, not per sample.
-        let staging = UnsafeMutableBufferPointer<CaptureRecord>.allocate(
-            capacity: mappedClock == nil ? 0 : 2 * samplesPerRead)
-        var staged = 0
+        var loop = IIOReadLoop(
+            label: label, decoders: decoders,
+            timestampOffset: timestampChannel.map { iio_buffer_first(buffer.buffer, $0.pointer)! - start },
+            mappedClock: mappedClock, periodNs: periodNs, stallTimeoutNs: stallTimeoutNs,
+            samplesPerRead: samplesPerRead)
         defer {
-            // The stream ends: what still waits takes the bound that covers the change.
-            for index in 0..<staged {
-                let mapped = tracker.mapNow(staging[index].deviceNs)!
-                emitter.emit(
-                    staging[index], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs, into: ring)
-            }
-            staging.deallocate()
-            emitter.finish()
+            samplesRead = loop.samplesRead
+            samplesBeforeStart = loop.samplesBeforeStart
+            tracker = loop.tracker
+            emitter = loop.emitter
         }
-        emitter = SampleEmitter(periodNs: periodNs, dropCounter: timelineGaps)
-        // The kernel wakes a buffer's pollers at every sample, whatever the watermark. When the
-        // samples carry their own timestamps the read time does not matter: wait on the stop
-        // signal alone and read what has come every 100 ms, ten wake-ups a second instead of
-        // one per sample. Without timestamps, wait on the device (the read time is the time).
-        let waitOnDevice = timestampChannel == nil
-        // The stop signal's pipe, and the device when it is waited on, registered once: the same
-        // wait as a camera's.
-        let waitSet = CFieldcapLinux_wait_set_create()
-        guard waitSet >= 0 else { throw IIOError.system("epoll_create1", device: label, errno: errno) }
-        defer { close(waitSet) }
-        let deviceBit: UInt32 = 1
-        guard CFieldcapLinux_wait_set_add(waitSet, stop.wakeDescriptor, 2) == 0,
-            !waitOnDevice || CFieldcapLinux_wait_set_add(waitSet, fd, deviceBit) == 0
-        else { throw IIOError.system("epoll_ctl", device: label, errno: errno) }
-        var moreWaiting = false
-        var record = CaptureRecord()
-        var lastData = MonotonicClock.now()
-        let period = periodNs
-        while !stop.isRequested {
-            if MonotonicClock.now() &- lastData > stallTimeoutNs {
-                throw DeviceError.stalled(device: label, timeoutNs: stallTimeoutNs, what: "sample")
-            }
-            if !moreWaiting {
-                var ready: UInt32 = 0
-                var failed: UInt32 = 0
-                // An interrupted wait goes back to the stall watchdog rather than waiting the
-                // whole timeout again: a stream of signals must not hide a stall.
-                let waited = CFieldcapLinux_wait_set_wait(waitSet, waitOnDevice ? 200 : 100, &ready, &failed)
-                if waited < 0 && errno == EINTR { continue }
-                if waited < 0 { throw IIOError.system("epoll_wait", device: label, errno: errno) }
-                if stop.isRequested { break }
-                if waitOnDevice {
-                    if failed & deviceBit != 0 {
-                        throw DeviceError(
-                            code: .gone, device: label, operation: "poll", errno: ENODEV, hint: DeviceError.goneHint)
-                    }
-                    if ready & deviceBit == 0 { continue }
-                }
-            }
-            let read = iio_buffer_refill(buffer)
-            moreWaiting = false
-            if read == -Int(EAGAIN) { continue }
-            if read < 0 { throw IIOError.system("read samples", device: label, errno: Int32(-read)) }
-            let dequeued = MonotonicClock.now()
-            lastData = dequeued
-
-            // A fresh clock pair per read, taken after every sample it maps was stamped. Samples
-            // that waited for it go first.
-            if let mappedClock {
-                // A pair too wide to use (preempted between the reads) is read again.
-                var paired = tracker.add(ClockPairReader.hostSample(mappedClock, after: Int64(dequeued), burst: 3))
-                for _ in 0..<3 where !paired {
-                    paired = tracker.add(
-                        ClockPairReader.hostSample(mappedClock, after: Int64(MonotonicClock.now()), burst: 3))
-                }
-                var sent = 0
-                while sent < staged, let mapped = mappedNow(staging[sent].deviceNs) {
-                    emitter.emit(
-                        staging[sent], captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
-                    sent += 1
-                }
-                if sent > 0 {
-                    for index in sent..<staged { staging[index - sent] = staging[index] }
-                    staged -= sent
-                }
-            }
-            let first = iio_buffer_start(buffer)!
-            let end = iio_buffer_end(buffer)!
-            let step = iio_buffer_step(buffer)
-            let count = step > 0 ? (end - first) / step : 0
-            // A full read may have left more in the kernel's buffer: read again at once.
-            moreWaiting = count >= samplesPerRead
-            for index in 0..<count {
-                let scan = UnsafeRawPointer(first + index * step)
-                record.dequeueNs = dequeued
-                var slot = 0
-                for decoder in decoders {
-                    for element in 0..<decoder.format.repeatCount {
-                        record.values[slot] = decoder.value(inScan: scan, element: element)
-                        slot += 1
-                    }
-                }
-                record.valueCount = Int32(slot)
-                samplesRead += 1
-                guard let timestampOffset else {
-                    record.deviceNs = 0
-                    emitter.emit(
-                        record, captureNs: Int64(dequeued) - Int64(Double(count - 1 - index) * period),
-                        uncertaintyNs: Int64(period), into: ring)
-                    continue
-                }
-                record.deviceNs = scan.loadUnaligned(fromByteOffset: timestampOffset, as: Int64.self)
-                if record.deviceNs < startedDeviceNs {
-                    samplesBeforeStart += 1
-                    continue
-                }
-                guard mappedClock != nil else {
-                    // The kernel stamps in the trigger's interrupt: allow it a microsecond.
-                    emitter.emit(record, captureNs: record.deviceNs, uncertaintyNs: 1_000, into: ring)
-                    continue
-                }
-                // Behind a waiting sample, or waiting itself: staged, in order.
-                if staged == 0, let mapped = mappedNow(record.deviceNs) {
-                    emitter.emit(record, captureNs: mapped.rawNs, uncertaintyNs: mapped.uncertaintyNs, into: ring)
-                    continue
-                }
-                if staged == staging.count {
-                    // Two reads without the pair that would place them: send them on with the
-                    // bound that covers the change.
-                    for waiting in 0..<staged {
-                        let mapped = tracker.mapNow(staging[waiting].deviceNs)!
-                        emitter.emit(
-                            staging[waiting], captureNs: mapped.rawNs, uncertaintyNs: 1_000 + mapped.uncertaintyNs,
-                            into: ring)
-                    }
-                    staged = 0
-                }
-                staging[staged] = record
-                staged += 1
-            }
-        }
-    }
-
-    /// A sample's time mapped into RAW with its bound (a µs for the kernel's stamping), or nil
-    /// while it must wait for the next pair. At a step of the clock (`date -s`), a sample in its
-    /// interval takes the side that continues the timeline. Capture-thread-bound.
-    @inline(__always)
-    private func mappedNow(_ deviceNs: Int64) -> ClockTracker.Mapped? {
-        switch tracker.map(deviceNs) {
-        case .mapped(var mapped)?:
-            mapped.uncertaintyNs += 1_000
-            return mapped
-        case .ambiguous(let before, let after)?:
-            let expected = emitter.lastCaptureNs + Int64(periodNs)
-            var mapped = abs(before.rawNs - expected) < abs(after.rawNs - expected) ? before : after
-            mapped.uncertaintyNs += 1_000
-            return mapped
-        case .pending?, nil:
-            return nil
-        }
+        try loop.run(buffer, into: ring, stop: stop, timelineGaps: timelineGaps)
     }
 }
 
