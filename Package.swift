@@ -90,7 +90,7 @@ let package = Package(
             name: "FieldcapSegments", dependencies: ["FieldcapOutput", "FieldcapSystem", "FieldcapCore", "SyncField"]),
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
-        .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "SyncField"]),
+        .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // libmosquitto (Debian: libmosquitto-dev): the MQTT client of Eclipse Mosquitto, the
         // reference broker; no Swift MQTT client is among the offline packages, and libmosquitto
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
@@ -177,7 +177,7 @@ let package = Package(
         .target(
             name: "FieldcapSyncService",
             dependencies: [
-                "SyncField", "FieldcapSession", "FieldcapSegments", "FieldcapNetworking",
+                "FieldcapOutput", "SyncField", "FieldcapSession", "FieldcapSegments", "FieldcapNetworking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
@@ -307,7 +307,8 @@ let package = Package(
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
         .testTarget(name: "FieldcapFleetTests", dependencies: ["FieldcapFleet", "TestSupport"]),
         .testTarget(
-            name: "FieldcapClockQualityTests", dependencies: ["FieldcapClockQuality", "SyncField", "TestSupport"],
+            name: "FieldcapClockQualityTests",
+            dependencies: ["FieldcapClockQuality", "FieldcapCore", "SyncField", "TestSupport"],
             // What chronyc and pmc printed, read by the tests; the live ptp4l pair's script.
             exclude: ["Recorded", "Live"]),
         .testTarget(

@@ -125,13 +125,18 @@ struct StartAndEndLinesTests {
                 """)
     }
 
+    /// A line as `--json` prints it, read back by Foundation.
+    func printed(_ line: [String: JSONValue]) throws -> [String: Any] {
+        let text = try #require(JSONValue.object(line).compactText(escapingSlashes: false))
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
     @Test("--json's start line: each stream's id, kind, device, what it was granted, its summary and time source")
     func startLine() throws {
         let reporter = StatusReporter(
             directory: "/srv/s1", sources: [Self.vivid(), Self.imu], quiet: false, json: true)
-        // Through the serializer, as it is printed: a null in `granted` must survive it.
-        let data = try JSONSerialization.data(withJSONObject: reporter.startLine)
-        let line = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        // As it is printed: a null in `granted` must survive it.
+        let line = try printed(reporter.startLine)
         #expect(line["event"] as? String == "start")
         #expect(line["directory"] as? String == "/srv/s1")
         let streams = try #require(line["streams"] as? [[String: Any]])
@@ -170,9 +175,7 @@ struct StartAndEndLinesTests {
         #expect(lines.filter { $0.hasPrefix("warning: ") } == warnings[0].map { "warning: cam0: \($0)" })
         #expect(lines.last == "check it with: fieldcap validate /srv/s1")
 
-        let data = try JSONSerialization.data(
-            withJSONObject: reporter.stopLine(summary, warnings: warnings, elapsed: 6.2, reason: "duration"))
-        let stop = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let stop = try printed(reporter.stopLine(summary, warnings: warnings, elapsed: 6.2, reason: "duration"))
         #expect(stop["event"] as? String == "stop")
         #expect(stop["reason"] as? String == "duration")
         #expect(stop["elapsed_s"] as? Double == 6.2)
@@ -193,6 +196,6 @@ struct StartAndEndLinesTests {
         let warnings = reporter.warnings([stream], elapsed: 10)
         #expect(warnings == [[]])
         let line = reporter.stopLine([stream], warnings: warnings, elapsed: 10, reason: "duration")
-        #expect((line["streams"] as? [[String: Any]])?.first?["ended_early"] as? String == stream.captureError)
+        #expect(line["streams"]?.arrayValue?.first?["ended_early"]?.stringValue == stream.captureError)
     }
 }

@@ -6,11 +6,11 @@ import Testing
 
 @Suite("Calibrations in the session's sidecar")
 struct SidecarEntryTests {
-    /// The entry written as JSON (by Foundation) and parsed back as fieldcap reads a sidecar
-    /// between recording and export.
-    func throughJSON(_ entry: [String: Any]) throws -> [String: Any] {
-        let data = try JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])
-        return try #require(PlainJSON.object(data))
+    /// The entry written as JSON and parsed back as fieldcap reads a sidecar between recording
+    /// and export (a whole double comes back an integer).
+    func throughJSON(_ entry: [String: JSONValue]) throws -> [String: JSONValue] {
+        let text = try #require(JSONValue.object(entry).compactText())
+        return try #require(JSONValue.parse(Array(text.utf8))?.objectValue)
     }
 
     @Test("a Kalibr camera comes back equal through JSON, T_cam_imu and timeshift included")
@@ -30,19 +30,19 @@ struct SidecarEntryTests {
         #expect(try CameraCalibration(sidecarEntry: throughJSON(entry)) == camera)
     }
 
-    @Test("the entry uses Kalibr's keys, with plain Swift values")
+    @Test("the entry uses Kalibr's keys: pixels as integers, the other numbers as doubles")
     func entryShape() throws {
         let camera = try CalibrationFile.parse(Fixture.kalibr, path: "calib.yaml").cameras[0]
         let entry = camera.sidecarEntry
-        #expect(entry["camera_model"] as? String == "pinhole")
-        #expect(entry["name"] as? String == "cam0")
-        #expect(entry["resolution"] as? [Int] == [752, 480])
-        #expect(entry["intrinsics"] as? [Double] == [461.629, 460.152, 362.680, 246.049])
-        #expect(entry["distortion_model"] as? String == "radtan")
-        #expect(entry["distortion_coeffs"] as? [Double] == camera.distortion)
-        let rows = try #require(entry["T_cam_imu"] as? [[Double]])
-        #expect(rows.count == 4 && rows.allSatisfy { $0.count == 4 } && rows[3] == [0, 0, 0, 1])
-        #expect(entry["timeshift_cam_imu"] as? Double == -8.121e-05)
+        #expect(entry["camera_model"] == "pinhole")
+        #expect(entry["name"] == "cam0")
+        #expect(entry["resolution"] == [.integer(752), .integer(480)])
+        #expect(entry["intrinsics"] == [.double(461.629), .double(460.152), .double(362.680), .double(246.049)])
+        #expect(entry["distortion_model"] == "radtan")
+        #expect(entry["distortion_coeffs"] == .array(camera.distortion.map(JSONValue.double)))
+        let rows = try #require(entry["T_cam_imu"]?.arrayValue(of: \.arrayValue))
+        #expect(rows.count == 4 && rows.allSatisfy { $0.count == 4 } && rows[3] == [0.0, 0.0, 0.0, 1.0])
+        #expect(entry["timeshift_cam_imu"] == .double(-8.121e-05))
     }
 
     @Test(
@@ -58,7 +58,7 @@ struct SidecarEntryTests {
         ])
     func malformed(key: String, json: String, problem: String) throws {
         var entry = try CalibrationFile.parse(Fixture.kalibr, path: "calib.yaml").cameras[0].sidecarEntry
-        entry[key] = try JSONSerialization.jsonObject(with: Data(json.utf8), options: .fragmentsAllowed)
+        entry[key] = try #require(JSONValue.parse(Array(json.utf8)))
         let parsed = try throughJSON(entry)
         do {
             _ = try CameraCalibration(sidecarEntry: parsed, origin: "session.json")

@@ -81,6 +81,53 @@ struct ServerMessageTests {
         #expect(ServerMessage.parse(#"{"command":7}"#) == .unusable("command is not a string"))
     }
 
+    @Test(
+        "an unusable value is named as Swift printed what the message was read into",
+        arguments: [
+            (
+                #"{"type":"clientConfig","config":{"videoChunkDurationMs":"soon"}}"#,
+                "clientConfig: videoChunkDurationMs soon is not a duration in milliseconds"
+            ),
+            (
+                #"{"type":"clientConfig","config":{"videoBufferMaxMB":-5}}"#,
+                "clientConfig: videoBufferMaxMB -5 is not a size in MB"
+            ),
+            (
+                #"{"type":"clientConfig","config":{"videoChunkDurationMs":0.5}}"#,
+                "clientConfig: videoChunkDurationMs 0.5 is not a duration in milliseconds"
+            ),
+            (
+                #"{"command":"record","duration":null}"#,
+                "record: duration JSONNull() is neither seconds nor a span like 30s"
+            ),
+            (
+                #"{"command":"record","duration":[1,"a",1.5,true,null,{},{"k":"v"}]}"#,
+                #"record: duration [1, "a", 1.5, true, FieldcapCore.JSONNull(), [:], ["k": "v"]] is neither "#
+                    + "seconds nor a span like 30s"
+            ),
+            (
+                #"{"command":"record","duration":false}"#,
+                "record: duration false is neither seconds nor a span like 30s"
+            ),
+        ])
+    func unusableNamesTheValue(text: String, message: String) {
+        #expect(ServerMessage.parse(text) == .unusable(message))
+    }
+
+    @Test("the rig's messages, spelled out: Foundation's key order, numbers as their type, slashes bare")
+    func clientMessageText() {
+        #expect(
+            ClientMessage.chunkSaved(
+                startTime: 1_700_000_000.5, endTime: 1_700_000_010.5, camera: "cam/0", size: 1234, format: "mkv",
+                fps: 30, width: 640, height: 480)
+                == #"{"camera":"cam/0","dimensions":{"height":480,"width":640},"endTime":1700000010.5,"#
+                + #""format":"mkv","fps":30,"size":1234,"startTime":1700000000.5,"type":"chunkSaved"}"#)
+        #expect(
+            ClientMessage.uploadMetadata(filename: "a.tar", filesize: 5_000_000_000, mimetype: "application/x-tar")
+                == #"{"filename":"a.tar","filesize":5000000000,"mimetype":"application/x-tar","type":"upload"}"#)
+        #expect(ClientMessage.clientInfo(name: "rig \"07\"") == #"{"clientName":"rig \"07\"","type":"clientInfo"}"#)
+    }
+
     @Test("upload (the operator page's Force Sync Uploads) is a command; record needs no duration")
     func upload() {
         #expect(ServerMessage.parse(#"{"command":"upload","message":""}"#) == .upload)

@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import TestSupport
 import Testing
@@ -41,7 +42,7 @@ import Testing
         #expect(tracking.leapStatus == "Not synchronised")
         #expect(!quality.synchronised)
         let entry = quality.sidecarEntry(syncPointMonotonicNs: quality.readAtMonotonicRawNs)
-        #expect(entry["not_synchronised"] as? String == "chronyd is not synchronised to any source")
+        #expect(entry["not_synchronised"] == "chronyd is not synchronised to any source")
         #expect(entry["error_bound_ns"] == nil)
     }
 
@@ -65,7 +66,7 @@ import Testing
         }
         let none = ClockQualityReader(source: .none).read()
         #expect(
-            none.sidecarEntry(syncPointMonotonicNs: 0)["not_synchronised"] as? String == "not read (--wall-clock none)")
+            none.sidecarEntry(syncPointMonotonicNs: 0)["not_synchronised"] == "not read (--wall-clock none)")
     }
 
     /// A tool that never answers is killed at the deadline.

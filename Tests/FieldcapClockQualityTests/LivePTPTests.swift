@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import TestSupport
 import Testing
@@ -59,7 +60,7 @@ struct LivePTPTests {
         #expect(masterStatus.portState == "MASTER")
         #expect(!master.synchronised)
         #expect(
-            master.sidecarEntry(syncPointMonotonicNs: 0)["not_synchronised"] as? String
+            master.sidecarEntry(syncPointMonotonicNs: 0)["not_synchronised"]
                 == "ptp4l's port is MASTER, not following a master")
     }
 }

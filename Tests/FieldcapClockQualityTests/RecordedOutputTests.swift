@@ -1,3 +1,4 @@
+import FieldcapCore
 import Foundation
 import Testing
 
@@ -33,12 +34,12 @@ struct RecordedOutputTests {
         #expect(tracking.systemTimeCorrectionSeconds == -0.000001445)
         let quality = ClockQuality(discipline: .chrony(tracking), readAtMonotonicRawNs: 2_000_000_000)
         let entry = quality.sidecarEntry(syncPointMonotonicNs: 1_500_000_000)
-        let chrony = try #require(entry["chrony"] as? [String: Any])
-        #expect(chrony["system_time_offset_seconds"] as? Double == 0.000001445)
-        #expect(entry["source"] as? String == "chrony")
-        #expect(entry["synchronised"] as? Bool == true)
-        #expect(entry["read_seconds_after_sync_point"] as? Double == 0.5)
-        #expect(entry["error_bound_ns"] as? Int64 == 4863)
+        let chrony = try #require(entry["chrony"]?.objectValue)
+        #expect(chrony["system_time_offset_seconds"] == .double(0.000001445))
+        #expect(entry["source"] == "chrony")
+        #expect(entry["synchronised"] == true)
+        #expect(entry["read_seconds_after_sync_point"] == .double(0.5))
+        #expect(entry["error_bound_ns"] == .integer(4863))
     }
 
     @Test func chronyWithoutASource() throws {

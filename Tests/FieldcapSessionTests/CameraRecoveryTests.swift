@@ -141,20 +141,25 @@ struct PowerCutRecoveryTests {
             SyntheticCamera(id: "cam_b", width: 160, height: 120, rate: 30),
             SyntheticIMU(id: "imu", rate: 200),
         ]
-        let streams: [[String: Any]] = sources.map { source in
-            var entry: [String: Any] = ["id": source.descriptor.id, "nominal_rate": source.descriptor.nominalRate]
+        let streams: [JSONValue] = sources.map { source in
+            var entry: [String: JSONValue] = [
+                "id": .string(source.descriptor.id), "nominal_rate": .double(source.descriptor.nominalRate),
+            ]
             if let format = source.descriptor.videoFormat {
                 entry["format"] = [
-                    "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
+                    "width": JSONValue(format.width), "height": JSONValue(format.height),
+                    "pixel_format": .string(format.pixelFormat.rawValue),
                 ]
-                entry["linked_path"] = "\(path)/\(source.descriptor.id).mkv"
+                entry["linked_path"] = .string("\(path)/\(source.descriptor.id).mkv")
             }
-            return entry
+            return .object(entry)
         }
         try Sidecar.store(
             [
-                "state": "recording", "host_id": "rig_01", "streams": streams,
-                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+                "state": "recording", "host_id": "rig_01", "streams": .array(streams),
+                "sync_point": [
+                    "monotonic_ns": JSONValue(syncPoint.monotonicNs), "wall_clock_ns": JSONValue(syncPoint.wallClockNs),
+                ],
             ], layout: SessionLayout(directory: path))
         let recorder = Recorder(sources: sources, sink: VideoSessionSink(session: session))
         try recorder.start()
@@ -183,9 +188,8 @@ struct PowerCutRecoveryTests {
         }
     }
 
-    private func notes(_ path: String, _ id: String) -> [String: Any] {
-        let recovery = Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any]
-        return (recovery["streams"] as! [String: Any])[id] as! [String: Any]
+    private func notes(_ path: String, _ id: String) -> JSONValue {
+        Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"]!["streams"]![id]!
     }
 
     @Test("the lines the cut took come back byte for byte from the frame log; the video keeps every frame")
@@ -206,8 +210,8 @@ struct PowerCutRecoveryTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(path)/cam_a.timestamps.jsonl")) == original)
         #expect(try MatroskaScan(path: "\(path)/cam_a.mkv").frames.count == frames)
         let note = notes(path, "cam_a")
-        #expect(note["timestamp_lines_restored"] as? Int == 12 && note["frames_cut"] as? Int == 0, "\(note)")
-        #expect(notes(path, "cam_b")["timestamp_lines_restored"] as? Int == 0)
+        #expect(note["timestamp_lines_restored"] == 12 && note["frames_cut"] == 0, "\(note)")
+        #expect(notes(path, "cam_b")["timestamp_lines_restored"] == 0)
         #expect(
             said.contains {
                 $0.contains(
@@ -216,8 +220,8 @@ struct PowerCutRecoveryTests {
                 )
             }, "\(said)")
         #expect(
-            (Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"] as! [String: Any])[
-                "camera_timestamps"] is String)
+            Sidecar.Contents(layout: SessionLayout(directory: path))!.document["recovery"]?["camera_timestamps"]?
+                .stringValue != nil)
     }
 
     @Test("frames whose lines neither file kept are cut from the video, which then holds one frame per line")
@@ -245,7 +249,7 @@ struct PowerCutRecoveryTests {
             )
             .output.trimmingCharacters(in: .whitespacesAndNewlines) == "\(frames - 5)")
         let note = notes(path, "cam_b")
-        #expect(note["timestamp_lines_restored"] as? Int == 7 && note["frames_cut"] as? Int == 5, "\(note)")
+        #expect(note["timestamp_lines_restored"] == 7 && note["frames_cut"] == 5, "\(note)")
         for (index, line) in lines.enumerated() { #expect(line.contains(#""frame_number":\#(index),"#)) }
     }
 

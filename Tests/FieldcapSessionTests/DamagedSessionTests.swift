@@ -187,11 +187,16 @@ enum KilledSession {
                 "state": "recording", "host_id": "rig_01",
                 "streams": [
                     [
-                        "id": "cam", "nominal_rate": 30.0, "linked_path": "\(path)/cam.mkv",
-                        "format": ["width": width, "height": height, "pixel_format": format.pixelFormat.rawValue],
-                    ] as [String: Any]
+                        "id": "cam", "nominal_rate": 30.0, "linked_path": .string("\(path)/cam.mkv"),
+                        "format": [
+                            "width": JSONValue(width), "height": JSONValue(height),
+                            "pixel_format": .string(format.pixelFormat.rawValue),
+                        ],
+                    ]
                 ],
-                "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
+                "sync_point": [
+                    "monotonic_ns": JSONValue(syncPoint.monotonicNs), "wall_clock_ns": JSONValue(syncPoint.wallClockNs),
+                ],
             ], layout: SessionLayout(directory: path))
         for name in ["manifest.json", "sync_point.json"] {
             try? FileManager.default.removeItem(atPath: "\(path)/\(name)")

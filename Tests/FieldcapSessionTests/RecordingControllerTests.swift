@@ -36,7 +36,7 @@ struct RecordingControllerTests {
         let layout = SessionLayout(directory: directory)
         let sidecar = try #require(Sidecar.Contents(layout: layout))
         #expect(sidecar.state == "complete")
-        #expect(sidecar.document["stop_reason"] as? String == "duration")
+        #expect(sidecar.document["stop_reason"] == "duration")
         #expect(sidecar.streams.map(\.id) == ["cam0", "imu0"])
         for file in [
             layout.video("cam0"), layout.frameLog("cam0"), layout.timestamps("cam0"), layout.sensor("imu0"),

@@ -97,7 +97,7 @@ struct SegmentedRecordingTests {
             #expect(report.isValid, "\(segment.directory): \(report.problems)")
             let sidecar = try #require(Sidecar.Contents(layout: SessionLayout(directory: path)))
             let expected = segment.number == segments.count ? "duration" : "segment"
-            #expect(sidecar.document["stop_reason"] as? String == expected)
+            #expect(sidecar.document["stop_reason"]?.stringValue == expected)
         }
         for segment in segments where segment.state == .deleted {
             #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(segment.directory)"))

@@ -1,3 +1,5 @@
+import FieldcapCore
+
 /// How the host's wall clock was disciplined when a sync point was taken, and the bound on its
 /// error that follows: what the SyncField service's alignment of several hosts rests on. Read
 /// from chronyd (`chronyc`) or ptp4l (`pmc`), through their own tools; "not synchronised" when
@@ -51,27 +53,28 @@ public struct ClockQuality: Equatable, Sendable {
 
     /// The sidecar's `wall_clock` entry. `monotonicNs` is the sync point's, so the entry says how
     /// long after it the daemons were asked.
-    public func sidecarEntry(syncPointMonotonicNs: UInt64) -> [String: Any] {
-        var entry: [String: Any] = [
-            "source": sourceName, "synchronised": synchronised,
+    public func sidecarEntry(syncPointMonotonicNs: UInt64) -> [String: JSONValue] {
+        var entry: [String: JSONValue] = [
+            "source": .string(sourceName), "synchronised": .bool(synchronised),
             "read_seconds_after_sync_point":
-                Double(Int64(bitPattern: readAtMonotonicRawNs &- syncPointMonotonicNs)) / 1e9,
+                .double(Double(Int64(bitPattern: readAtMonotonicRawNs &- syncPointMonotonicNs)) / 1e9),
         ]
         if let bound = errorBoundSeconds {
-            entry["error_bound_seconds"] = bound
-            entry["error_bound_ns"] = Int64((bound * 1e9).rounded(.up))
+            entry["error_bound_seconds"] = .double(bound)
+            entry["error_bound_ns"] = JSONValue(Int64((bound * 1e9).rounded(.up)))
         }
         switch discipline {
         case .chrony(let tracking):
-            entry["chrony"] = Self.entry(tracking)
-            if let reason = tracking.notSynchronisedReason { entry["not_synchronised"] = reason }
+            entry["chrony"] = .object(Self.entry(tracking))
+            if let reason = tracking.notSynchronisedReason { entry["not_synchronised"] = .string(reason) }
         case .ptp(let status):
-            if let reason = status.notSynchronisedReason { entry["not_synchronised"] = reason }
+            if let reason = status.notSynchronisedReason { entry["not_synchronised"] = .string(reason) }
         case .none:
-            entry["not_synchronised"] = notes.isEmpty ? "no chronyd or ptp4l answered" : notes.joined(separator: "; ")
+            entry["not_synchronised"] = .string(
+                notes.isEmpty ? "no chronyd or ptp4l answered" : notes.joined(separator: "; "))
         }
-        if let ptp = ptpStatus { entry["ptp"] = Self.entry(ptp) }
-        if !notes.isEmpty { entry["notes"] = notes }
+        if let ptp = ptpStatus { entry["ptp"] = .object(Self.entry(ptp)) }
+        if !notes.isEmpty { entry["notes"] = .array(notes.map(JSONValue.string)) }
         return entry
     }
 
@@ -80,28 +83,31 @@ public struct ClockQuality: Equatable, Sendable {
         return ptpBeside
     }
 
-    static func entry(_ tracking: ChronyTracking) -> [String: Any] {
+    static func entry(_ tracking: ChronyTracking) -> [String: JSONValue] {
         [
-            "reference_id": tracking.referenceId, "reference_address": tracking.referenceAddress,
-            "stratum": tracking.stratum, "reference_time_unix_seconds": tracking.referenceTimeUnixSeconds,
+            "reference_id": .string(tracking.referenceId), "reference_address": .string(tracking.referenceAddress),
+            "stratum": JSONValue(tracking.stratum),
+            "reference_time_unix_seconds": .double(tracking.referenceTimeUnixSeconds),
             // chronyc's sign turned into an offset: positive when the system clock is ahead.
-            "system_time_offset_seconds": -tracking.systemTimeCorrectionSeconds,
-            "last_offset_seconds": tracking.lastOffsetSeconds, "rms_offset_seconds": tracking.rmsOffsetSeconds,
-            "frequency_ppm": tracking.frequencyPpm, "residual_frequency_ppm": tracking.residualFrequencyPpm,
-            "skew_ppm": tracking.skewPpm, "root_delay_seconds": tracking.rootDelaySeconds,
-            "root_dispersion_seconds": tracking.rootDispersionSeconds,
-            "update_interval_seconds": tracking.updateIntervalSeconds, "leap_status": tracking.leapStatus,
+            "system_time_offset_seconds": .double(-tracking.systemTimeCorrectionSeconds),
+            "last_offset_seconds": .double(tracking.lastOffsetSeconds),
+            "rms_offset_seconds": .double(tracking.rmsOffsetSeconds), "frequency_ppm": .double(tracking.frequencyPpm),
+            "residual_frequency_ppm": .double(tracking.residualFrequencyPpm), "skew_ppm": .double(tracking.skewPpm),
+            "root_delay_seconds": .double(tracking.rootDelaySeconds),
+            "root_dispersion_seconds": .double(tracking.rootDispersionSeconds),
+            "update_interval_seconds": .double(tracking.updateIntervalSeconds),
+            "leap_status": .string(tracking.leapStatus),
         ]
     }
 
-    static func entry(_ status: PTPStatus) -> [String: Any] {
-        var entry: [String: Any] = [:]
-        if let value = status.portState { entry["port_state"] = value }
-        if let value = status.masterOffsetNs { entry["offset_from_master_ns"] = value }
-        if let value = status.meanPathDelayNs { entry["mean_path_delay_ns"] = value }
-        if let value = status.stepsRemoved { entry["steps_removed"] = value }
-        if let value = status.gmPresent { entry["gm_present"] = value }
-        if let value = status.gmIdentity { entry["gm_identity"] = value }
+    static func entry(_ status: PTPStatus) -> [String: JSONValue] {
+        var entry: [String: JSONValue] = [:]
+        if let value = status.portState { entry["port_state"] = .string(value) }
+        if let value = status.masterOffsetNs { entry["offset_from_master_ns"] = JSONValue(value) }
+        if let value = status.meanPathDelayNs { entry["mean_path_delay_ns"] = .double(value) }
+        if let value = status.stepsRemoved { entry["steps_removed"] = JSONValue(value) }
+        if let value = status.gmPresent { entry["gm_present"] = .bool(value) }
+        if let value = status.gmIdentity { entry["gm_identity"] = .string(value) }
         return entry
     }
 }

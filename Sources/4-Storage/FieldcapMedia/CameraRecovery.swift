@@ -110,14 +110,14 @@ public enum CameraRecovery {
 
         var count: Int { ranges.count }
 
-        func parsed(_ index: Int) -> ParsedJSON? {
+        func parsed(_ index: Int) -> JSONValue? {
             guard ranges.indices.contains(index) else { return nil }
-            return try? JSONTextParser.parse(data[ranges[index]])
+            return JSONValue.parse(data[ranges[index]])
         }
     }
 
     /// A frame log line's values, if it has them with the right types.
-    static func loggedFrame(_ line: ParsedJSON?) -> LoggedFrame? {
+    static func loggedFrame(_ line: JSONValue?) -> LoggedFrame? {
         guard let line, let frameNumber = line["frame_number"]?.integerValue,
             let capture = line["capture_ns"]?.unsignedValue
         else { return nil }

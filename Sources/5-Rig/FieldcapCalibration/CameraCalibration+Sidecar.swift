@@ -3,29 +3,31 @@ import FoundationEssentials
 
 extension CameraCalibration {
     /// The calibration as the session's sidecar keeps it: Kalibr's keys and units, so that a
-    /// reader who knows camchains knows these, in values `JSONSerialization` writes.
-    public var sidecarEntry: [String: Any] {
-        var entry: [String: Any] = [
+    /// reader who knows camchains knows these: pixels as integers, every other value a double.
+    public var sidecarEntry: [String: JSONValue] {
+        func numbers(_ values: [Double]) -> JSONValue { .array(values.map(JSONValue.double)) }
+        var entry: [String: JSONValue] = [
             "camera_model": "pinhole",
-            "resolution": [width, height],
-            "intrinsics": [fx, fy, cx, cy],
-            "distortion_model": distortionModel.rawValue,
-            "distortion_coeffs": distortion,
+            "resolution": [JSONValue(width), JSONValue(height)],
+            "intrinsics": numbers([fx, fy, cx, cy]),
+            "distortion_model": .string(distortionModel.rawValue),
+            "distortion_coeffs": numbers(distortion),
         ]
-        if let name { entry["name"] = name }
+        if let name { entry["name"] = .string(name) }
         if let cameraFromIMU {
-            entry["T_cam_imu"] = (0..<4).map { row in Array(cameraFromIMU[row * 4..<row * 4 + 4]) }
+            entry["T_cam_imu"] = .array((0..<4).map { row in numbers(Array(cameraFromIMU[row * 4..<row * 4 + 4])) })
         }
-        if let timeshiftCamIMU { entry["timeshift_cam_imu"] = timeshiftCamIMU }
+        if let timeshiftCamIMU { entry["timeshift_cam_imu"] = .double(timeshiftCamIMU) }
         return entry
     }
 
-    /// Reads `sidecarEntry` back, from Swift's values or from what `JSONSerialization` parsed
-    /// (NSNumber for every number). `origin` is how errors name where the entry came from.
-    public init(sidecarEntry entry: [String: Any], origin: String = "the sidecar") throws(CalibrationError) {
+    /// Reads `sidecarEntry` back, as built or as read from a sidecar (`JSONValue.parse`: a
+    /// whole number may come back an integer). `origin` is how errors name where the entry came
+    /// from.
+    public init(sidecarEntry entry: [String: JSONValue], origin: String = "the sidecar") throws(CalibrationError) {
         var reader = SidecarReader(origin: origin, camera: nil)
         if let name = entry["name"] {
-            guard let name = name as? String else { throw reader.error("name must be text") }
+            guard let name = name.stringValue else { throw reader.error("name must be text") }
             reader.camera = name
         }
         let model = try reader.text(entry, "camera_model")
@@ -46,7 +48,7 @@ extension CameraCalibration {
         let distortion = try reader.numbers(entry, "distortion_coeffs")
         var cameraFromIMU: [Double]?
         if let rows = entry["T_cam_imu"] {
-            guard let rows = rows as? [Any], rows.count == 4 else {
+            guard let rows = rows.arrayValue, rows.count == 4 else {
                 throw reader.error("T_cam_imu must be 4 rows of 4")
             }
             var matrix: [Double] = []
@@ -60,7 +62,7 @@ extension CameraCalibration {
         }
         var timeshift: Double?
         if let value = entry["timeshift_cam_imu"] {
-            guard let seconds = SidecarReader.number(value) else {
+            guard let seconds = value.doubleValue else {
                 throw reader.error("timeshift_cam_imu must be a number")
             }
             timeshift = seconds
@@ -73,8 +75,7 @@ extension CameraCalibration {
     }
 }
 
-/// Reads a sidecar entry's values, whether Swift's own or Foundation's, with errors that name
-/// where the entry came from and its camera.
+/// Reads a sidecar entry's values, with errors that name where the entry came from and its camera.
 private struct SidecarReader {
     var origin: String
     var camera: String?
@@ -84,29 +85,18 @@ private struct SidecarReader {
             "\(origin): \(camera.map { "\($0): " } ?? "")calibration \(problem); fix the entry or record again")
     }
 
-    func text(_ entry: [String: Any], _ key: String) throws(CalibrationError) -> String {
+    func text(_ entry: [String: JSONValue], _ key: String) throws(CalibrationError) -> String {
         guard let value = entry[key] else { throw error("has no \(key)") }
-        guard let text = value as? String else { throw error("\(key) must be text") }
+        guard let text = value.stringValue else { throw error("\(key) must be text") }
         return text
     }
 
-    func numbers(_ entry: [String: Any], _ key: String) throws(CalibrationError) -> [Double] {
+    func numbers(_ entry: [String: JSONValue], _ key: String) throws(CalibrationError) -> [Double] {
         guard let value = entry[key] else { throw error("has no \(key)") }
         guard let numbers = Self.numbers(value) else { throw error("\(key) must be a list of numbers") }
         return numbers
     }
 
-    static func numbers(_ value: Any) -> [Double]? {
-        guard let items = value as? [Any] else { return nil }
-        var numbers: [Double] = []
-        for item in items {
-            guard let number = number(item) else { return nil }
-            numbers.append(number)
-        }
-        return numbers
-    }
-
-    /// Swift's own entry gives Int and Double; a sidecar read back gives what its spelling says
-    /// (`PlainJSON`).
-    static func number(_ value: Any) -> Double? { PlainJSON.double(value) }
+    /// A list of numbers, each of any numeric case; nil when anything else is in it.
+    static func numbers(_ value: JSONValue) -> [Double]? { value.arrayValue(of: \.doubleValue) }
 }

@@ -194,15 +194,15 @@ public enum SessionExporter {
 extension ExportSession {
     /// How many records the sidecar says a stream wrote (0 when it does not say).
     func recordCount(_ id: String) -> Int {
-        let entries = (document["streams"] as? [[String: Any]]) ?? []
-        return PlainJSON.int(entries.first { $0["id"] as? String == id }?["written"]) ?? 0
+        let entries = document["streams"]?.arrayValue(of: \.objectValue) ?? []
+        return entries.first { $0["id"]?.stringValue == id }?["written"]?.intValue ?? 0
     }
 
     /// The cameras' calibration the session keeps (`fieldcap record --intrinsics`), by stream id.
     func readCalibration() throws(ExportError) -> [String: CameraCalibration] {
         var cameras: [String: CameraCalibration] = [:]
-        for entry in (document["streams"] as? [[String: Any]]) ?? [] {
-            guard let id = entry["id"] as? String, let values = entry["calibration"] as? [String: Any] else { continue }
+        for entry in document["streams"]?.arrayValue(of: \.objectValue) ?? [] {
+            guard let id = entry["id"]?.stringValue, let values = entry["calibration"]?.objectValue else { continue }
             do throws(CalibrationError) {
                 cameras[id] = try CameraCalibration(sidecarEntry: values, origin: "\(layout.sidecar) (\(id))")
             } catch {

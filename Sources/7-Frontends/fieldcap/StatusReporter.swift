@@ -91,21 +91,26 @@ final class StatusReporter {
 
     /// `{"event":"start","directory":...,"streams":[{"id","kind","device","granted","summary","time_source",
     /// "encoding"}]}`; `encoding` (`jpeg:85`) only for an encoded camera.
-    var startLine: [String: Any] {
-        let streams: [[String: Any]] = zip(sources, startReports).map { source, report in
-            var entry: [String: Any] = [
-                "id": source.descriptor.id, "kind": source.descriptor.kind.rawValue, "device": source.descriptor.device,
-                "granted": report.granted.plain, "summary": report.summary, "time_source": report.timeSource,
+    var startLine: [String: JSONValue] {
+        let streams: [JSONValue] = zip(sources, startReports).map { source, report in
+            var entry: [String: JSONValue] = [
+                "id": .string(source.descriptor.id), "kind": .string(source.descriptor.kind.rawValue),
+                "device": .string(source.descriptor.device), "granted": report.granted,
+                "summary": .string(report.summary), "time_source": .string(report.timeSource),
             ]
-            if storage(of: source) != nil { entry["encoding"] = encodings[source.descriptor.id]?.description }
-            return entry
+            if storage(of: source) != nil {
+                entry["encoding"] = encodings[source.descriptor.id].map { .string($0.description) }
+            }
+            return .object(entry)
         }
-        return ["event": "start", "directory": directory, "streams": streams]
+        return ["event": "start", "directory": .string(directory), "streams": .array(streams)]
     }
 
     /// One JSON object and a newline on stdout.
-    private func writeLine(_ object: [String: Any]) {
-        if let line = PlainJSON.text(object, escapingSlashes: false) { writeStandardOutput(Array((line + "\n").utf8)) }
+    private func writeLine(_ object: [String: JSONValue]) {
+        if let line = JSONValue.object(object).compactText(escapingSlashes: false) {
+            writeStandardOutput(Array((line + "\n").utf8))
+        }
     }
 
     /// A status sample (`RecordingRunner`'s, every half second): the status line redrawn, or a
@@ -131,23 +136,28 @@ final class StatusReporter {
     /// `{"event":"progress","elapsed_s":...,"streams":[{"id","written","dropped","encoder_dropped",
     /// "queued","rate","device_gaps"}],"bytes":...,"disk_free_bytes":...,"disk_stalls":[...]}`;
     /// `dropped` counts every drop, `encoder_dropped` those of an encoder behind.
-    static func progressLine(_ status: RecordingStatus) -> [String: Any] {
-        let streams: [[String: Any]] = status.streams.map { stream in
-            var entry: [String: Any] = [
-                "id": stream.id, "written": stream.written, "dropped": stream.dropped,
-                "encoder_dropped": stream.encoderDropped, "queued": stream.queued, "rate": stream.rate,
+    static func progressLine(_ status: RecordingStatus) -> [String: JSONValue] {
+        let streams: [JSONValue] = status.streams.map { stream in
+            var entry: [String: JSONValue] = [
+                "id": .string(stream.id), "written": JSONValue(stream.written), "dropped": JSONValue(stream.dropped),
+                "encoder_dropped": JSONValue(stream.encoderDropped), "queued": JSONValue(stream.queued),
+                "rate": .double(stream.rate),
             ]
-            if let gap = stream.deviceGaps { entry["device_gaps"] = gap }
-            return entry
+            if let gap = stream.deviceGaps { entry["device_gaps"] = JSONValue(gap) }
+            return .object(entry)
         }
-        var line: [String: Any] = [
-            "event": "progress", "elapsed_s": status.elapsed, "streams": streams, "bytes": status.bytes,
+        var line: [String: JSONValue] = [
+            "event": "progress", "elapsed_s": .double(status.elapsed), "streams": .array(streams),
+            "bytes": JSONValue(status.bytes),
         ]
-        if let free = status.diskFree { line["disk_free_bytes"] = free }
-        line["disk_stalls"] = status.stalls.map {
-            ["file": $0.file, "operation": $0.operation.rawValue, "seconds": $0.seconds, "ongoing": $0.ongoing]
-                as [String: Any]
-        }
+        if let free = status.diskFree { line["disk_free_bytes"] = JSONValue(free) }
+        line["disk_stalls"] = .array(
+            status.stalls.map {
+                [
+                    "file": .string($0.file), "operation": .string($0.operation.rawValue),
+                    "seconds": .double($0.seconds), "ongoing": .bool($0.ongoing),
+                ]
+            })
         return line
     }
 
@@ -222,27 +232,32 @@ final class StatusReporter {
     /// "dropped","rate","time_source","warnings",...}],"disk_stalls":[...]}`.
     func stopLine(
         _ summary: [Recorder.StreamSummary], warnings: [[String]], elapsed: Double, reason: String
-    ) -> [String: Any] {
-        let streams: [[String: Any]] = summary.enumerated().map { index, stream in
-            var entry: [String: Any] = [
-                "id": stream.id, "written": stream.written, "dropped": stream.dropped + stream.encoderDropped,
-                "encoder_dropped": stream.encoderDropped,
-                "rate": Double(stream.written) / max(elapsed, 0.001), "time_source": sources[index].report.timeSource,
-                "warnings": warnings[index],
+    ) -> [String: JSONValue] {
+        let streams: [JSONValue] = summary.enumerated().map { index, stream in
+            var entry: [String: JSONValue] = [
+                "id": .string(stream.id), "written": JSONValue(stream.written),
+                "dropped": JSONValue(stream.dropped + stream.encoderDropped),
+                "encoder_dropped": JSONValue(stream.encoderDropped),
+                "rate": .double(Double(stream.written) / max(elapsed, 0.001)),
+                "time_source": .string(sources[index].report.timeSource),
+                "warnings": .array(warnings[index].map(JSONValue.string)),
             ]
-            if let gaps = sources[index].deviceGaps?.count { entry["device_gaps"] = gaps }
-            if let error = stream.captureError { entry["ended_early"] = error }
-            return entry
+            if let gaps = sources[index].deviceGaps?.count { entry["device_gaps"] = JSONValue(gaps) }
+            if let error = stream.captureError { entry["ended_early"] = .string(error) }
+            return .object(entry)
         }
-        var line: [String: Any] = [
-            "event": "stop", "elapsed_s": elapsed, "reason": reason, "directory": directory, "streams": streams,
+        var line: [String: JSONValue] = [
+            "event": "stop", "elapsed_s": .double(elapsed), "reason": .string(reason), "directory": .string(directory),
+            "streams": .array(streams),
         ]
-        line["disk_stalls"] = (diskWatch?.summary() ?? []).map {
-            [
-                "file": $0.file, "operation": $0.operation.rawValue, "count": $0.count, "seconds": $0.totalSeconds,
-                "longest_seconds": $0.longestSeconds,
-            ] as [String: Any]
-        }
+        line["disk_stalls"] = .array(
+            (diskWatch?.summary() ?? []).map {
+                [
+                    "file": .string($0.file), "operation": .string($0.operation.rawValue),
+                    "count": JSONValue($0.count), "seconds": .double($0.totalSeconds),
+                    "longest_seconds": .double($0.longestSeconds),
+                ]
+            })
         return line
     }
 }

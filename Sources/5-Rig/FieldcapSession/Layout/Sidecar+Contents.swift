@@ -16,37 +16,37 @@ extension Sidecar {
         }
 
         /// The whole document, to write back with changes.
-        public var document: [String: Any]
+        public var document: [String: JSONValue]
         /// `recording` (written at start, never finished), `complete`, `recovered`, `stopped: ...`.
         public var state: String
         public var syncPoint: SyncPoint
         public var streams: [Stream]
 
         /// Why it stopped (`duration`, `SIGINT`, `disk full ...`), once it did.
-        public var stopReason: String? { document["stop_reason"] as? String }
+        public var stopReason: String? { document["stop_reason"]?.stringValue }
         /// When recording started and stopped (UTC, `2024-03-08T09:28:21.123Z`), once it stopped.
-        public var startedUtc: String? { document["started_utc"] as? String }
-        public var stoppedUtc: String? { document["stopped_utc"] as? String }
+        public var startedUtc: String? { document["started_utc"]?.stringValue }
+        public var stoppedUtc: String? { document["stopped_utc"]?.stringValue }
         /// The capture across rigs this session belongs to, if one was named.
-        public var captureId: String? { document["capture_id"] as? String }
+        public var captureId: String? { document["capture_id"]?.stringValue }
 
         public init?(layout: SessionLayout) {
             guard let data = FileManager.default.contents(atPath: layout.sidecar),
-                let document = PlainJSON.object(data),
-                let hostId = document["host_id"] as? String, StreamID.problem(with: hostId) == nil,
-                let sync = document["sync_point"] as? [String: Any],
-                let monotonic = PlainJSON.uint64(sync["monotonic_ns"]),
-                let wall = PlainJSON.uint64(sync["wall_clock_ns"]),
-                let entries = document["streams"] as? [[String: Any]]
+                let document = JSONValue.parse(data)?.objectValue,
+                let hostId = document["host_id"]?.stringValue, StreamID.problem(with: hostId) == nil,
+                let sync = document["sync_point"]?.objectValue,
+                let monotonic = sync["monotonic_ns"]?.uint64Value,
+                let wall = sync["wall_clock_ns"]?.uint64Value,
+                let entries = document["streams"]?.arrayValue(of: \.objectValue)
             else { return nil }
             var streams: [Stream] = []
             for entry in entries {
                 // Ids name files in the directory: only ones the recorder could have written.
-                guard let id = entry["id"] as? String, StreamID.problem(with: id) == nil else { return nil }
+                guard let id = entry["id"]?.stringValue, StreamID.problem(with: id) == nil else { return nil }
                 var format: VideoFormat?
-                if let fields = entry["format"] as? [String: Any] {
-                    guard let width = PlainJSON.int(fields["width"]), let height = PlainJSON.int(fields["height"]),
-                        let name = fields["pixel_format"] as? String,
+                if let fields = entry["format"]?.objectValue {
+                    guard let width = fields["width"]?.intValue, let height = fields["height"]?.intValue,
+                        let name = fields["pixel_format"]?.stringValue,
                         let pixel = VideoFormat.PixelFormat(rawValue: name),
                         (1...16384).contains(width), (1...16384).contains(height)
                     else { return nil }
@@ -54,12 +54,12 @@ extension Sidecar {
                 }
                 streams.append(
                     Stream(
-                        id: id, kind: (entry["kind"] as? String) ?? (format == nil ? "sensor" : "video"),
-                        nominalRate: PlainJSON.double(entry["nominal_rate"]) ?? 0, format: format,
-                        linkedPath: entry["linked_path"] as? String))
+                        id: id, kind: entry["kind"]?.stringValue ?? (format == nil ? "sensor" : "video"),
+                        nominalRate: entry["nominal_rate"]?.doubleValue ?? 0, format: format,
+                        linkedPath: entry["linked_path"]?.stringValue))
             }
             self.document = document
-            state = (document["state"] as? String) ?? "complete"
+            state = document["state"]?.stringValue ?? "complete"
             syncPoint = SyncPoint(monotonicNs: monotonic, wallClockNs: wall, hostId: hostId)
             self.streams = streams
         }

@@ -102,48 +102,50 @@ public struct Sidecar {
     static func streamEntry(
         _ descriptor: StreamDescriptor, linkDirectory: String, calibration: SessionCalibration? = nil,
         encoding: VideoEncoding = .raw, threads: Int = 1, input: String? = nil
-    ) -> [String: Any] {
-        var entry: [String: Any] = [
-            "id": descriptor.id, "kind": descriptor.kind.rawValue, "device": descriptor.device,
-            "nominal_rate": descriptor.nominalRate,
+    ) -> [String: JSONValue] {
+        var entry: [String: JSONValue] = [
+            "id": .string(descriptor.id), "kind": .string(descriptor.kind.rawValue),
+            "device": .string(descriptor.device),
+            "nominal_rate": .double(descriptor.nominalRate),
         ]
         if let captured = descriptor.videoFormat {
             let format = encoding.storedFormat(for: captured)
             entry["format"] = [
-                "width": format.width, "height": format.height, "pixel_format": format.pixelFormat.rawValue,
+                "width": JSONValue(format.width), "height": JSONValue(format.height),
+                "pixel_format": .string(format.pixelFormat.rawValue),
             ]
             if encoding.encodes(captured) {
                 var encodingEntry = encodingEntry(encoding, captured: captured)
-                encodingEntry["threads"] = threads
-                if let input { encodingEntry["input"] = input }
-                entry["encoding"] = encodingEntry
+                encodingEntry["threads"] = JSONValue(threads)
+                if let input { encodingEntry["input"] = .string(input) }
+                entry["encoding"] = .object(encodingEntry)
             }
-            entry["video_path"] = SessionLayout.videoName(descriptor.id)
-            entry["frames_path"] = SessionLayout.frameLogName(descriptor.id)
-            entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))"
+            entry["video_path"] = .string(SessionLayout.videoName(descriptor.id))
+            entry["frames_path"] = .string(SessionLayout.frameLogName(descriptor.id))
+            entry["linked_path"] = .string("\(linkDirectory)/\(SessionLayout.videoName(descriptor.id))")
         }
-        if !descriptor.channels.isEmpty { entry["channels"] = descriptor.channels }
-        if let camera = calibration?.cameras[descriptor.id] { entry["calibration"] = camera.sidecarEntry }
+        if !descriptor.channels.isEmpty { entry["channels"] = .array(descriptor.channels.map(JSONValue.string)) }
+        if let camera = calibration?.cameras[descriptor.id] { entry["calibration"] = .object(camera.sidecarEntry) }
         return entry
     }
 
     /// `{"codec": "jpeg", "quality": 85, "encoder": "libjpeg-turbo", "captured_pixel_format": "YUYV"}`.
-    static func encodingEntry(_ encoding: VideoEncoding, captured: VideoFormat) -> [String: Any] {
-        var entry: [String: Any] = [
-            "codec": encoding.codecName, "captured_pixel_format": captured.pixelFormat.rawValue,
+    static func encodingEntry(_ encoding: VideoEncoding, captured: VideoFormat) -> [String: JSONValue] {
+        var entry: [String: JSONValue] = [
+            "codec": .string(encoding.codecName), "captured_pixel_format": .string(captured.pixelFormat.rawValue),
         ]
         switch encoding {
         case .raw: break
         case .jpeg(let quality):
-            entry["quality"] = quality
+            entry["quality"] = JSONValue(quality)
             entry["encoder"] = "libjpeg-turbo"
         case .ffv1:
             entry["encoder"] = "libavcodec"
-            entry["version"] = FFV1Encoder.version
+            entry["version"] = JSONValue(FFV1Encoder.version)
         case .hardware(let hardware):
             entry["encoder"] = "v4l2"
-            if let device = hardware.device { entry["device"] = device }
-            if let bitrate = hardware.bitrate { entry["bitrate"] = bitrate }
+            if let device = hardware.device { entry["device"] = .string(device) }
+            if let bitrate = hardware.bitrate { entry["bitrate"] = JSONValue(bitrate) }
         }
         return entry
     }
@@ -151,16 +153,18 @@ public struct Sidecar {
     /// A stream's `drops`: every record it lost (`count`, `records` as runs of sequence
     /// numbers), and for an encoded camera the same split by reason: `ring` (the writer was
     /// behind capture) and `encoder` (the encoder was behind the writer).
-    static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool) -> [String: Any] {
-        func runs(_ runs: [ClosedRange<UInt64>]) -> [[Int]] { runs.map { [Int($0.lowerBound), Int($0.upperBound)] } }
-        var entry: [String: Any] = [
-            "count": stream.dropped + stream.encoderDropped,
+    static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool) -> [String: JSONValue] {
+        func runs(_ runs: [ClosedRange<UInt64>]) -> JSONValue {
+            .array(runs.map { [JSONValue(Int($0.lowerBound)), JSONValue(Int($0.upperBound))] })
+        }
+        var entry: [String: JSONValue] = [
+            "count": JSONValue(stream.dropped + stream.encoderDropped),
             "records": runs(DropRuns.merged(stream.droppedRuns, stream.encoderDroppedRuns)),
         ]
         if encoded || stream.encoderDropped > 0 {
             entry["reasons"] = [
-                "ring": ["count": stream.dropped, "records": runs(stream.droppedRuns)] as [String: Any],
-                "encoder": ["count": stream.encoderDropped, "records": runs(stream.encoderDroppedRuns)],
+                "ring": ["count": JSONValue(stream.dropped), "records": runs(stream.droppedRuns)],
+                "encoder": ["count": JSONValue(stream.encoderDropped), "records": runs(stream.encoderDroppedRuns)],
             ]
         }
         return entry
@@ -176,31 +180,39 @@ public struct Sidecar {
         segment: Int? = nil, calibration: SessionCalibration? = nil, encodings: [String: VideoEncoding] = [:],
         encoderThreads: [String: Int] = [:], wallClock: ClockQuality? = nil, captureId: String? = nil
     ) throws {
-        var document: [String: Any] = [
-            "fieldcap_version": fieldcapVersion, "state": "recording", "host_id": hostId,
-            "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            "streams": sources.map {
-                streamEntry(
-                    $0.descriptor, linkDirectory: linkDirectory, calibration: calibration,
-                    encoding: encodings[$0.descriptor.id] ?? .raw, threads: encoderThreads[$0.descriptor.id] ?? 1)
-            },
+        var document: [String: JSONValue] = [
+            "fieldcap_version": .string(fieldcapVersion), "state": "recording", "host_id": .string(hostId),
+            "sync_point": syncPointEntry(syncPoint),
+            "streams": .array(
+                sources.map {
+                    .object(
+                        streamEntry(
+                            $0.descriptor, linkDirectory: linkDirectory, calibration: calibration,
+                            encoding: encodings[$0.descriptor.id] ?? .raw,
+                            threads: encoderThreads[$0.descriptor.id] ?? 1))
+                }),
         ]
         if let segment { document["segment"] = segmentEntry(segment) }
-        if let calibration { document["calibration_file"] = calibration.sidecarEntry }
+        if let calibration { document["calibration_file"] = .object(calibration.sidecarEntry) }
         if let wallClock {
-            document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
+            document["wall_clock"] = .object(wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs))
         }
-        if let captureId { document["capture_id"] = captureId }
+        if let captureId { document["capture_id"] = .string(captureId) }
         try store(document, layout: layout)
     }
 
     /// A segment's place: its number, and the recording's index one directory up.
-    static func segmentEntry(_ number: Int) -> [String: Any] {
-        ["number": number, "recording_index": "../recording.json"]
+    static func segmentEntry(_ number: Int) -> JSONValue {
+        ["number": JSONValue(number), "recording_index": "../recording.json"]
+    }
+
+    /// `{"monotonic_ns": ..., "wall_clock_ns": ...}`.
+    static func syncPointEntry(_ syncPoint: SyncPoint) -> JSONValue {
+        ["monotonic_ns": JSONValue(syncPoint.monotonicNs), "wall_clock_ns": JSONValue(syncPoint.wallClockNs)]
     }
 
     /// Writes `fieldcap.json` (sorted keys, atomically, fsynced).
-    public static func store(_ document: [String: Any], layout: SessionLayout) throws {
+    public static func store(_ document: [String: JSONValue], layout: SessionLayout) throws {
         try AtomicFile.write(try bytes(document), to: layout.sidecar)
     }
 
@@ -213,66 +225,69 @@ public struct Sidecar {
 
     /// Writes the sidecar of a recording that ended (`state: complete` unless `state` says why not).
     public func write() throws {
-        let streams: [[String: Any]] = zip(sources, summary).enumerated().map { index, pair in
+        let streams: [JSONValue] = zip(sources, summary).enumerated().map { index, pair in
             let (source, stream) = pair
             let encoding = encodings[source.descriptor.id] ?? .raw
             var entry = Self.streamEntry(
                 source.descriptor, linkDirectory: linkDirectory, calibration: calibration, encoding: encoding,
                 threads: encoderThreads[source.descriptor.id] ?? 1, input: encoderInputs[source.descriptor.id])
-            entry["written"] = stream.written
-            if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = writes }
+            entry["written"] = JSONValue(stream.written)
+            if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = .string(writes) }
             // Records are the source's own sequence numbers (frames or samples since start).
-            entry["drops"] = Self.dropsEntry(
-                stream, encoded: source.descriptor.videoFormat.map { encoding.encodes($0) } ?? false)
+            entry["drops"] = .object(
+                Self.dropsEntry(stream, encoded: source.descriptor.videoFormat.map { encoding.encodes($0) } ?? false))
             let report = reports?[index] ?? source.report
-            entry["timestamps"] = report.timestamps
+            entry["timestamps"] = .object(report.timestamps.mapValues(JSONValue.string))
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }
             if let error = stream.captureError {
-                entry["ended_early"] = error
+                entry["ended_early"] = .string(error)
                 if let at = stream.endedEarlyAtNs {
                     entry["ended_early_at"] = [
-                        "monotonic_raw_ns": at,
-                        "seconds_after_start": Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9,
+                        "monotonic_raw_ns": JSONValue(at),
+                        "seconds_after_start": .double(Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9),
                     ]
                 }
             }
-            return entry
+            return .object(entry)
         }
-        var document: [String: Any] = [
-            "fieldcap_version": Self.fieldcapVersion,
-            "host_id": hostId,
-            "hostname": ProcessInfo.processInfo.hostName,
-            "kernel": Self.kernel,
-            "started_utc": Self.utc(startedWall),
-            "stopped_utc": Self.utc(stoppedWall),
-            "stop_reason": stopReason,
-            "state": state,
-            "sync_point": ["monotonic_ns": syncPoint.monotonicNs, "wall_clock_ns": syncPoint.wallClockNs],
-            "streams": streams,
+        var document: [String: JSONValue] = [
+            "fieldcap_version": .string(Self.fieldcapVersion),
+            "host_id": .string(hostId),
+            "hostname": .string(ProcessInfo.processInfo.hostName),
+            "kernel": .string(Self.kernel),
+            "started_utc": .string(Self.utc(startedWall)),
+            "stopped_utc": .string(Self.utc(stoppedWall)),
+            "stop_reason": .string(stopReason),
+            "state": .string(state),
+            "sync_point": Self.syncPointEntry(syncPoint),
+            "streams": .array(streams),
             "disk_stalls": diskStallsEntry,
         ]
-        if let stoppedMonotonicNs { document["stopped_monotonic_raw_ns"] = stoppedMonotonicNs }
+        if let stoppedMonotonicNs { document["stopped_monotonic_raw_ns"] = JSONValue(stoppedMonotonicNs) }
         if let segment { document["segment"] = Self.segmentEntry(segment) }
-        if let calibration { document["calibration_file"] = calibration.sidecarEntry }
+        if let calibration { document["calibration_file"] = .object(calibration.sidecarEntry) }
         if let wallClock {
-            document["wall_clock"] = wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs)
+            document["wall_clock"] = .object(wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs))
         }
-        if let captureId { document["capture_id"] = captureId }
+        if let captureId { document["capture_id"] = .string(captureId) }
         try Self.store(document, layout: layout)
     }
 
     /// Which files waited for the disk for `diskStallNs` or longer in one operation, how often,
     /// how long, and when first (seconds after the sync point): a slow card or a stalled disk.
-    var diskStallsEntry: [String: Any] {
+    var diskStallsEntry: JSONValue {
         [
-            "threshold_seconds": Double(diskStallNs) / 1e9,
-            "files": diskStalls.map {
-                [
-                    "file": $0.file, "operation": $0.operation.rawValue, "count": $0.count, "seconds": $0.totalSeconds,
-                    "longest_seconds": $0.longestSeconds,
-                    "first_at_seconds": Double(Int64(bitPattern: $0.firstStartedNs &- syncPoint.monotonicNs)) / 1e9,
-                ] as [String: Any]
-            },
+            "threshold_seconds": .double(Double(diskStallNs) / 1e9),
+            "files": .array(
+                diskStalls.map {
+                    [
+                        "file": .string($0.file), "operation": .string($0.operation.rawValue),
+                        "count": JSONValue($0.count), "seconds": .double($0.totalSeconds),
+                        "longest_seconds": .double($0.longestSeconds),
+                        "first_at_seconds":
+                            .double(Double(Int64(bitPattern: $0.firstStartedNs &- syncPoint.monotonicNs)) / 1e9),
+                    ]
+                }),
         ]
     }
 }

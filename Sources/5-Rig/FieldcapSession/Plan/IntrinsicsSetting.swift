@@ -88,8 +88,11 @@ public struct SessionCalibration: Sendable {
     public static let fileName = "calibration.yaml"
 
     /// The sidecar's `calibration_file`: where the values came from.
-    var sidecarEntry: [String: Any] {
-        ["file": Self.fileName, "format": file.kind.rawValue, "match": match.rawValue, "source": file.path]
+    var sidecarEntry: [String: JSONValue] {
+        [
+            "file": .string(Self.fileName), "format": .string(file.kind.rawValue), "match": .string(match.rawValue),
+            "source": .string(file.path),
+        ]
     }
 
     /// Copies the file into `directory` byte for byte (and syncs it: a session's files are on

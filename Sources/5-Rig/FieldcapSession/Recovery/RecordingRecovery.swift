@@ -127,8 +127,8 @@ public enum RecordingRecovery {
                 (try? String(contentsOfFile: layout.timestamps(stream.id), encoding: .utf8))?
                 .split(separator: "\n") ?? []
             func captureNs(_ line: Substring?) -> UInt64? {
-                guard let line, let object = PlainJSON.object(line.utf8) else { return nil }
-                return PlainJSON.uint64(object["capture_ns"])
+                guard let line else { return nil }
+                return JSONValue.parse(line.utf8)?["capture_ns"]?.uint64Value
             }
             let first = captureNs(lines.first)
             result[stream.id] = RecordingIndex.StreamCounts(

@@ -71,7 +71,7 @@ public enum SessionFinisher {
         var counts: [String: Int] = [:]
         var recorded: Set<String> = []
         var links: [String: String] = [:]
-        var notes: [String: Any] = [:]
+        var notes: [String: JSONValue] = [:]
         try refuseWhatCannotBeRecovered(directory: directory, start: start)
         for stream in start.streams {
             if let format = stream.format {
@@ -86,9 +86,11 @@ public enum SessionFinisher {
                 // still names the original's (#42).
                 links[stream.id] = URL(fileURLWithPath: layout.video(stream.id)).standardizedFileURL.path
                 notes[stream.id] = [
-                    "frames_in_video": camera.frames, "timestamp_lines": camera.frames,
-                    "timestamp_lines_restored": camera.restoredLines, "frames_cut": camera.framesCut,
-                    "timestamps_cut_bytes": camera.timestampsCutBytes, "frames_log_cut_bytes": camera.frameLogCutBytes,
+                    "frames_in_video": JSONValue(camera.frames), "timestamp_lines": JSONValue(camera.frames),
+                    "timestamp_lines_restored": JSONValue(camera.restoredLines),
+                    "frames_cut": JSONValue(camera.framesCut),
+                    "timestamps_cut_bytes": JSONValue(camera.timestampsCutBytes),
+                    "frames_log_cut_bytes": JSONValue(camera.frameLogCutBytes),
                 ]
                 var detail: [String] = []
                 if camera.restoredLines > 0 {
@@ -113,7 +115,7 @@ public enum SessionFinisher {
                 counts[stream.id] = samples
                 recorded.insert(stream.id)
                 let cut = stamps.cutBytes + stampsCut.cutBytes + sensor.cutBytes + sensorCut.cutBytes
-                notes[stream.id] = ["samples": samples, "cut_bytes": cut]
+                notes[stream.id] = ["samples": JSONValue(samples), "cut_bytes": JSONValue(cut)]
                 say("  \(stream.id): \(samples) samples kept (\(cut) bytes cut)")
             }
         }
@@ -123,10 +125,14 @@ public enum SessionFinisher {
         unlink(layout.reserve)
         // The sidecar as it stands now (the end's, when the recorder got to write it).
         var document = Sidecar.Contents(layout: layout)?.document ?? start.document
-        document["state"] = state
-        var recovery: [String: Any] = ["recovered_utc": Sidecar.utc(Date()), "was": start.state, "streams": notes]
-        if start.streams.contains(where: { $0.format != nil }) { recovery["camera_timestamps"] = CameraRecovery.method }
-        document["recovery"] = recovery
+        document["state"] = .string(state)
+        var recovery: [String: JSONValue] = [
+            "recovered_utc": .string(Sidecar.utc(Date())), "was": .string(start.state), "streams": .object(notes),
+        ]
+        if start.streams.contains(where: { $0.format != nil }) {
+            recovery["camera_timestamps"] = .string(CameraRecovery.method)
+        }
+        document["recovery"] = .object(recovery)
         try Sidecar.store(document, layout: layout)
     }
 }

@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapMedia
+import FieldcapOutput
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
@@ -37,8 +38,8 @@ extension SessionValidator {
     /// before `recover`) is not checked.
     static func spanProblems(directory: String) -> [Problem] {
         let layout = SessionLayout(directory: directory)
-        func object(_ path: String) -> ParsedJSON? {
-            FileManager.default.contents(atPath: path).flatMap { try? JSONTextParser.parse([UInt8]($0)) }
+        func object(_ path: String) -> JSONValue? {
+            FileManager.default.contents(atPath: path).flatMap { JSONValue.parse($0) }
         }
         guard let sidecar = object(layout.sidecar),
             let sync = object("\(directory)/\(SessionLayout.syncPointName)"),
@@ -92,7 +93,7 @@ extension SessionValidator {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
         let tail = [UInt8](data.suffix(4096))
         guard let last = tail.split(separator: UInt8(ascii: "\n")).last else { return nil }
-        return (try? JSONTextParser.parse(Array(last)))?["capture_ns"]?.unsignedValue
+        return JSONValue.parse(last)?["capture_ns"]?.unsignedValue
     }
 
     /// "3.2 hours", "292 years": a span as a person reads it.
@@ -111,11 +112,12 @@ extension SessionValidator {
         var problems: [Problem] = []
         var warnings: [Problem] = []
         guard let data = FileManager.default.contents(atPath: SessionLayout(directory: directory).manifest),
-            let manifest = try? JSONTextParser.parse([UInt8](data)), case .object(let streams)? = manifest["streams"]
+            let streams = JSONValue.parse(data)?["streams"]?.objectValue
         else { return ([], []) }
         let recordedByFieldcap = FileManager.default.fileExists(atPath: SessionLayout(directory: directory).sidecar)
-        for stream in streams {
-            let id = stream.key, entry = stream.value
+        // In the order the SDK writes the streams, which is the file's in every manifest it wrote.
+        for id in JSONKeyOrder.sorted(streams.keys) {
+            let entry = streams[id]!
             guard entry["type"]?.stringValue == "video", let path = entry["path"]?.stringValue else { continue }
             func problem(_ message: String) {
                 problems.append(Problem(file: SessionLayout.manifestName, message: "streams.\(id).path: \(message)"))

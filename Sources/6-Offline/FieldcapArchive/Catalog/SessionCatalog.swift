@@ -108,10 +108,9 @@ public enum SessionCatalog {
     /// Each stream's `frame_count` in the session's manifest (written as it finished).
     static func frameCounts(directory: String) -> [String: Int]? {
         guard let data = FileManager.default.contents(atPath: SessionLayout(directory: directory).manifest),
-            let manifest = PlainJSON.object(data),
-            let streams = manifest["streams"] as? [String: Any]
+            let streams = JSONValue.parse(data)?["streams"]?.objectValue
         else { return nil }
-        return streams.compactMapValues { PlainJSON.int(($0 as? [String: Any])?["frame_count"]) }
+        return streams.compactMapValues { $0["frame_count"]?.intValue }
     }
 
     /// When a finished segment's last record was captured, in UTC: its end as scheduled when it

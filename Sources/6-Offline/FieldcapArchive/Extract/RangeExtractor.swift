@@ -416,7 +416,7 @@ public enum RangeExtractor {
     /// The manifest's `frame_count` of stream `id`, if the manifest says.
     static func manifestFrameCount(_ layout: SessionLayout, id: String) -> Int? {
         guard let data = FileManager.default.contents(atPath: layout.manifest),
-            let count = (try? JSONTextParser.parse([UInt8](data)))?["streams"]?[id]?["frame_count"]?.integerValue
+            let count = JSONValue.parse(data)?["streams"]?[id]?["frame_count"]?.integerValue
         else { return nil }
         return Int(exactly: count)
     }
@@ -426,39 +426,43 @@ public enum RangeExtractor {
     static func sidecar(
         _ first: Sidecar.Contents, outputs: [Output], linkDirectory: String, request: Request, source: String,
         used: [String]
-    ) -> [String: Any] {
-        let entries = (first.document["streams"] as? [[String: Any]]) ?? []
+    ) -> [String: JSONValue] {
+        let entries = first.document["streams"]?.arrayValue(of: \.objectValue) ?? []
         let kept = [
             "id", "kind", "device", "nominal_rate", "format", "encoding", "video_path", "frames_path", "channels",
             "calibration",
         ]
-        let streams: [[String: Any]] = outputs.map { output in
-            var entry = entries.first { ($0["id"] as? String) == output.id }?.filter { kept.contains($0.key) } ?? [:]
-            entry["id"] = output.id
-            entry["kind"] = output.kind
-            entry["written"] = output.count
-            if output.format != nil { entry["linked_path"] = "\(linkDirectory)/\(SessionLayout.videoName(output.id))" }
-            return entry
+        let streams: [JSONValue] = outputs.map { output in
+            var entry = entries.first { $0["id"]?.stringValue == output.id }?.filter { kept.contains($0.key) } ?? [:]
+            entry["id"] = .string(output.id)
+            entry["kind"] = .string(output.kind)
+            entry["written"] = JSONValue(output.count)
+            if output.format != nil {
+                entry["linked_path"] = .string("\(linkDirectory)/\(SessionLayout.videoName(output.id))")
+            }
+            return .object(entry)
         }
         let sync = first.syncPoint
         let firstNs = outputs.compactMap(\.firstNs).min()
         let lastNs = outputs.compactMap(\.lastNs).max()
-        var document: [String: Any] = [
-            "fieldcap_version": Sidecar.fieldcapVersion, "host_id": sync.hostId, "state": "complete",
+        var document: [String: JSONValue] = [
+            "fieldcap_version": .string(Sidecar.fieldcapVersion), "host_id": .string(sync.hostId), "state": "complete",
             "stop_reason": "extract",
-            "sync_point": ["monotonic_ns": sync.monotonicNs, "wall_clock_ns": sync.wallClockNs],
-            "streams": streams,
+            "sync_point": ["monotonic_ns": JSONValue(sync.monotonicNs), "wall_clock_ns": JSONValue(sync.wallClockNs)],
+            "streams": .array(streams),
             "extract": [
-                "source": source, "from_utc": SyncPoint.isoDatetime(wallClockNs: request.fromNs),
-                "to_utc": SyncPoint.isoDatetime(wallClockNs: request.toNs), "sessions": used,
-                "extracted_utc": Sidecar.utc(Date()),
-            ] as [String: Any],
+                "source": .string(source), "from_utc": .string(SyncPoint.isoDatetime(wallClockNs: request.fromNs)),
+                "to_utc": .string(SyncPoint.isoDatetime(wallClockNs: request.toNs)),
+                "sessions": .array(used.map(JSONValue.string)), "extracted_utc": .string(Sidecar.utc(Date())),
+            ],
         ]
         if let calibration = first.document["calibration_file"] { document["calibration_file"] = calibration }
         if let firstNs, let ns = wall(firstNs, sync) {
-            document["started_utc"] = SyncPoint.isoDatetime(wallClockNs: ns)
+            document["started_utc"] = .string(SyncPoint.isoDatetime(wallClockNs: ns))
         }
-        if let lastNs, let ns = wall(lastNs, sync) { document["stopped_utc"] = SyncPoint.isoDatetime(wallClockNs: ns) }
+        if let lastNs, let ns = wall(lastNs, sync) {
+            document["stopped_utc"] = .string(SyncPoint.isoDatetime(wallClockNs: ns))
+        }
         return document
     }
 }

@@ -165,7 +165,7 @@ enum ImageFolderExport {
         try lines.finish()
         guard kept > 0 else { throw ExportError(.session, "\(camera.id) has no frames to export") }
 
-        let kernel = (session.document["kernel"] as? String) ?? "Linux"
+        let kernel = session.document["kernel"]?.stringValue ?? "Linux"
         let metadata = """
             {
               "sessionID": \(Self.json(PathName.base(of: session.directory))),

@@ -28,7 +28,7 @@ public struct ExportSession {
     public let syncPoint: SyncPoint
     public let streams: [Stream]
     /// The whole sidecar, for what an export copies as it is (host name, kernel, times).
-    public let document: [String: Any]
+    public let document: [String: JSONValue]
 
     /// Opens and validates `directory`; `progress` hears how far validation has read.
     public init(directory: String, progress: ((SessionValidator.Progress) -> Void)? = nil) throws(ExportError) {
@@ -58,7 +58,7 @@ public struct ExportSession {
                 .session,
                 "the session \(directory) does not validate: \(problem)\(more); run `fieldcap validate \(directory)`")
         }
-        let entries = (contents.document["streams"] as? [[String: Any]]) ?? []
+        let entries = contents.document["streams"]?.arrayValue(of: \.objectValue) ?? []
         var streams: [Stream] = []
         for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
@@ -73,8 +73,8 @@ public struct ExportSession {
             let ffv1 = format?.pixelFormat == .ffv1
             if ffv1, let stored = format {
                 // FFV1 decodes to the camera's own bytes: the exports read them as that format.
-                guard let encoding = entry["encoding"] as? [String: Any],
-                    let name = encoding["captured_pixel_format"] as? String,
+                guard let encoding = entry["encoding"]?.objectValue,
+                    let name = encoding["captured_pixel_format"]?.stringValue,
                     let captured = VideoFormat.PixelFormat(rawValue: name),
                     VideoFormat.PixelFormat.captured.contains(captured)
                 else {
@@ -88,8 +88,9 @@ public struct ExportSession {
             }
             streams.append(
                 Stream(
-                    id: stream.id, format: format, decodesFFV1: ffv1, channels: (entry["channels"] as? [String]) ?? [],
-                    nominalRate: stream.nominalRate, device: (entry["device"] as? String) ?? ""))
+                    id: stream.id, format: format, decodesFFV1: ffv1,
+                    channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
+                    device: entry["device"]?.stringValue ?? ""))
         }
         self.streams = streams
         self.directory = directory

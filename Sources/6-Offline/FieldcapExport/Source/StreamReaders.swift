@@ -1,3 +1,4 @@
+import FieldcapCore
 import SyncField
 
 /// A camera's frames with their timestamp lines: the n-th frame of `{id}.mkv` and the n-th line
@@ -73,6 +74,9 @@ final class SensorReader {
             return peeked
         }
         guard let line = try lines.next() else { return nil }
+        // The SDK's own parse, not JSONValue's: the channels in the line's order (a stream's
+        // channel order when the sidecar lists none), and each value as Double reads its
+        // spelling (`-0` is -0.0, which JSONValue reads as the integer 0).
         let parsed: ParsedJSON
         do { parsed = try JSONTextParser.parse(line) } catch {
             throw ExportError(.session, "\(lines.path) line \(lines.lineNumber): \(error.message)")
@@ -111,8 +115,8 @@ struct TimestampFields {
     var frameNumber: Int
 
     init(_ line: ArraySlice<UInt8>, path: String, lineNumber: Int) throws(ExportError) {
-        let parsed: ParsedJSON
-        do { parsed = try JSONTextParser.parse(line) } catch {
+        let parsed: JSONValue
+        do { parsed = try JSONValue(parsing: line) } catch {
             throw ExportError(.session, "\(path) line \(lineNumber): \(error.message)")
         }
         guard let captureNs = parsed["capture_ns"]?.unsignedValue,

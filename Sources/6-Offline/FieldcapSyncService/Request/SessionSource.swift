@@ -1,3 +1,5 @@
+import FieldcapCore
+import FieldcapOutput
 import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
@@ -47,27 +49,27 @@ public struct SessionSource: Sendable, Equatable {
                     + "recording, or stopped by a crash: `fieldcap recover` finishes it)"
             )
         }
-        let manifest: ParsedJSON
+        let manifest: JSONValue
         do {
-            manifest = try JSONTextParser.parse(Array(bytes))
+            manifest = try JSONValue(parsing: bytes)
         } catch {
             throw .unreadableSession(directory, "manifest.json is not JSON (\(error.message) at byte \(error.column))")
         }
         guard let hostId = manifest["host_id"]?.stringValue, !hostId.isEmpty else {
             throw .unreadableSession(directory, "manifest.json has no host_id")
         }
-        guard case .object(let members)? = manifest["streams"] else {
+        guard let members = manifest["streams"]?.objectValue else {
             throw .unreadableSession(directory, "manifest.json has no streams object")
         }
         self.hostId = hostId
         var streams: [Stream] = []
-        for member in members {
-            let id = member.key
+        // In the manifest's order: the SDK writes the streams in Foundation's key order.
+        for id in JSONKeyOrder.sorted(members.keys) {
             if let problem = StreamID.problem(with: id) {
                 throw .unreadableSession(
                     directory, "manifest.json names a stream '\(id)' that cannot be one: \(problem)")
             }
-            let entry = member.value
+            let entry = members[id]!
             let kind: Stream.Kind = entry["type"]?.stringValue == "sensor" ? .sensor : .video
             let timestamps = layout.path(entry["timestamps_path"]?.stringValue ?? SessionLayout.timestampsName(id))
             var stream = Stream(id: id, kind: kind, videoFile: nil, timestampsFile: timestamps, sensorFile: nil)

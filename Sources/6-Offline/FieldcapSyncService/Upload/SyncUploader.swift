@@ -48,10 +48,10 @@ public struct SyncUploader: Sendable {
     /// The service's error message: `detail`, `message` or `error` of a JSON answer (FastAPI
     /// and most JSON APIs), else the answer's text.
     public static func message(in answer: Answer) -> String {
-        if let object = PlainJSON.object(answer.body.utf8) {
+        if let object = JSONValue.parse(answer.body.utf8)?.objectValue {
             for key in ["detail", "message", "error"] {
-                if let text = object[key] as? String { return text }
-                if let value = object[key], !(value is JSONNull), let text = PlainJSON.text(value) { return text }
+                if let text = object[key]?.stringValue { return text }
+                if let value = object[key], !value.isNull, let text = value.compactText() { return text }
             }
         }
         let text = String(answer.body.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())

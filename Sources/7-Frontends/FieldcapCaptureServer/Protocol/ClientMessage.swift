@@ -7,12 +7,15 @@ import FoundationEssentials
 /// without a known `type` as an error ("Unknown message type").
 public enum ClientMessage {
     public static func clientInfo(name: String) -> String {
-        json(["type": "clientInfo", "clientName": name])
+        json(["type": "clientInfo", "clientName": .string(name)])
     }
 
     /// The two-phase upload's first message, the app's `uploadVideo` fields.
     public static func uploadMetadata(filename: String, filesize: Int64, mimetype: String) -> String {
-        json(["type": "upload", "filename": filename, "filesize": filesize, "mimetype": mimetype])
+        json([
+            "type": "upload", "filename": .string(filename), "filesize": JSONValue(filesize),
+            "mimetype": .string(mimetype),
+        ])
     }
 
     /// A finished segment, the app's fields: its wall-clock range in Unix seconds, the camera,
@@ -21,18 +24,18 @@ public enum ClientMessage {
         startTime: Double, endTime: Double, camera: String, size: Int64, format: String, fps: Double,
         width: Int?, height: Int?
     ) -> String {
-        var object: [String: Any] = [
-            "type": "chunkSaved", "startTime": startTime, "endTime": endTime, "camera": camera, "size": size,
-            "format": format, "fps": fps,
+        var object: [String: JSONValue] = [
+            "type": "chunkSaved", "startTime": .double(startTime), "endTime": .double(endTime),
+            "camera": .string(camera), "size": JSONValue(size), "format": .string(format), "fps": .double(fps),
         ]
         if let width, let height {
-            object["dimensions"] = ["width": Double(width), "height": Double(height)] as [String: Any]
+            object["dimensions"] = ["width": .double(Double(width)), "height": .double(Double(height))]
         }
         return json(object)
     }
 
-    private static func json(_ object: [String: Any]) -> String {
+    private static func json(_ object: [String: JSONValue]) -> String {
         // Strings and numbers only: always encodable.
-        PlainJSON.text(object, escapingSlashes: false)!
+        JSONValue.object(object).compactText(escapingSlashes: false)!
     }
 }

@@ -73,41 +73,44 @@ struct JitterReport {
     /// `jitter.json`: what `JSONSerialization` wrote with `[.prettyPrinted, .sortedKeys]`, as the
     /// sidecar's writer writes it, without the sidecar's closing newline.
     func json() throws -> [UInt8] {
-        func summary(_ s: StreamJitter.Summary) -> [String: Any] {
+        func summary(_ s: StreamJitter.Summary) -> JSONValue {
             [
-                "count": s.count, "min_ns": s.minNs, "max_ns": s.maxNs, "median_abs_ns": s.medianNs,
-                "p99_abs_ns": s.p99Ns,
-                "p999_abs_ns": s.p999Ns, "max_abs_ns": s.maxAbsNs,
+                "count": JSONValue(s.count), "min_ns": JSONValue(s.minNs), "max_ns": JSONValue(s.maxNs),
+                "median_abs_ns": JSONValue(s.medianNs), "p99_abs_ns": JSONValue(s.p99Ns),
+                "p999_abs_ns": JSONValue(s.p999Ns), "max_abs_ns": JSONValue(s.maxAbsNs),
             ]
         }
-        let document: [String: Any] = [
-            "fieldcap_version": Fieldcap.version, "seconds": seconds, "load_threads": load,
-            "cpu_share_of_one_core": cpuShare,
-            "streams": streams.map { stream -> [String: Any] in
-                var entry: [String: Any] = [
-                    "id": stream.jitter.id, "device": stream.source.descriptor.device,
-                    "nominal_rate": stream.source.descriptor.nominalRate, "records": stream.jitter.records,
-                    "dropped_in_ring": stream.summary.dropped, "skipped_by_device": stream.jitter.sequenceGaps,
-                    "sequence_restarts": stream.jitter.sequenceRestarts,
-                    "capture_ns_source": stream.timeSource,
-                    "interval_error_dequeue": summary(stream.jitter.dequeueIntervalError),
-                    "interval_error_capture": summary(stream.jitter.captureIntervalError),
-                    "dequeue_latency": summary(stream.jitter.dequeueLatency),
-                    "dequeue_after_capture_violations": stream.jitter.negativeLatencies,
-                ]
-                if let tracker = stream.clockTracker {
-                    entry["clock_mapping"] =
-                        [
-                            "bracket_ns": tracker.latest?.bracketNs ?? 0, "drift_ppm": tracker.driftPPM ?? 0,
-                            "offset_ns": tracker.latest?.offsetNs ?? 0, "rate_changes": tracker.rateChanges,
-                            "steps": tracker.steps,
-                            "worst_uncertainty_ns": tracker.worstUncertaintyNs,
-                            "worst_uncertainty_at_s": secondsAfterStart(tracker.worstUncertaintyAtRawNs),
-                        ] as [String: Any]
-                }
-                if let error = stream.summary.captureError { entry["ended_early"] = error }
-                return entry
-            },
+        let document: [String: JSONValue] = [
+            "fieldcap_version": .string(Fieldcap.version), "seconds": .double(seconds), "load_threads": JSONValue(load),
+            "cpu_share_of_one_core": .double(cpuShare),
+            "streams": .array(
+                streams.map { stream in
+                    var entry: [String: JSONValue] = [
+                        "id": .string(stream.jitter.id), "device": .string(stream.source.descriptor.device),
+                        "nominal_rate": .double(stream.source.descriptor.nominalRate),
+                        "records": JSONValue(stream.jitter.records),
+                        "dropped_in_ring": JSONValue(stream.summary.dropped),
+                        "skipped_by_device": JSONValue(stream.jitter.sequenceGaps),
+                        "sequence_restarts": JSONValue(stream.jitter.sequenceRestarts),
+                        "capture_ns_source": .string(stream.timeSource),
+                        "interval_error_dequeue": summary(stream.jitter.dequeueIntervalError),
+                        "interval_error_capture": summary(stream.jitter.captureIntervalError),
+                        "dequeue_latency": summary(stream.jitter.dequeueLatency),
+                        "dequeue_after_capture_violations": JSONValue(stream.jitter.negativeLatencies),
+                    ]
+                    if let tracker = stream.clockTracker {
+                        entry["clock_mapping"] = [
+                            "bracket_ns": JSONValue(tracker.latest?.bracketNs ?? 0),
+                            "drift_ppm": .double(tracker.driftPPM ?? 0),
+                            "offset_ns": JSONValue(tracker.latest?.offsetNs ?? 0),
+                            "rate_changes": JSONValue(tracker.rateChanges), "steps": JSONValue(tracker.steps),
+                            "worst_uncertainty_ns": JSONValue(tracker.worstUncertaintyNs),
+                            "worst_uncertainty_at_s": .double(secondsAfterStart(tracker.worstUncertaintyAtRawNs)),
+                        ]
+                    }
+                    if let error = stream.summary.captureError { entry["ended_early"] = .string(error) }
+                    return .object(entry)
+                }),
         ]
         return Array(try Sidecar.bytes(document).dropLast())
     }
