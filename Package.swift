@@ -294,6 +294,8 @@ let package = Package(
             name: "FieldcapSessionTests",
             dependencies: [
                 "FieldcapSession", "FieldcapMedia", "FieldcapEncode", "FieldcapCore", "SyncField", "TestSupport",
+                // A segment a camera was away for, read by request, export and extract.
+                "FieldcapSyncService", "FieldcapExport", "FieldcapArchive",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -123,7 +123,9 @@ struct SyncRequestTests {
             try SyncRequest(sessions: [SessionSource(directory: first), SessionSource(directory: second)])
         }
         let sensorsOnly = try sdkSession(host: "imu_rig", videos: [], sensors: ["imu"], in: root)
-        #expect(throws: SyncRequestError.noVideo) { try SyncRequest(sessions: [SessionSource(directory: sensorsOnly)]) }
+        #expect(throws: SyncRequestError.noVideo()) {
+            try SyncRequest(sessions: [SessionSource(directory: sensorsOnly)])
+        }
         #expect(throws: SyncRequestError.noSessions) { try SyncRequest(sessions: []) }
     }
 

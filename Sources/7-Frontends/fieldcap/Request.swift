@@ -107,11 +107,20 @@ struct Request: ParsableCommand {
 }
 
 enum SyncServiceArguments {
+    /// The request for `sessions`; a camera that recorded nothing in one of them is left out, said.
     static func request(sessions: [String], primary: String?) throws -> SyncRequest {
         do {
-            return try SyncRequest(
+            let request = try SyncRequest(
                 sessions: sessions.map { path throws(SyncRequestError) in try SessionSource(directory: path) },
                 primary: primary)
+            for session in request.sessions {
+                for id in session.absentStreams {
+                    say(
+                        "note: \(session.directory): stream \(id) recorded nothing there "
+                            + "(its device was away); left out")
+                }
+            }
+            return request
         } catch {
             throw SyncServiceExit.fail(error)
         }

@@ -154,6 +154,16 @@ extension SessionValidator {
                 problem("\(shown) has no video track")
                 continue
             }
+            // Linked and never stamped (no timestamps file, no frame_count): in fieldcap's
+            // sessions, a camera that recorded nothing here, whose device was away. Its video
+            // then holds the track and no frame; a frame without its timestamp line is damage.
+            if recordedByFieldcap && entry["timestamps_path"] == nil && entry["frame_count"] == nil
+                && !scan.frames.isEmpty
+            {
+                problem(
+                    "\(shown) holds \(scan.frames.count) frames but the manifest lists no timestamps file "
+                        + "for it: the video and its timestamp lines disagree")
+            }
             if let count = entry["frame_count"]?.integerValue, count != Int64(scan.frames.count) {
                 problems.append(
                     Problem(

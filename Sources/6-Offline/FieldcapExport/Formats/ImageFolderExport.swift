@@ -163,7 +163,12 @@ enum ImageFolderExport {
         }
         try flush()
         try lines.finish()
-        guard kept > 0 else { throw ExportError(.session, "\(camera.id) has no frames to export") }
+        guard kept > 0 else {
+            throw ExportError(
+                .session,
+                "\(camera.id) has no frames to export"
+                    + (camera.recordedNothing ? " (it recorded nothing in this session: the device was away)" : ""))
+        }
 
         let kernel = session.document["kernel"]?.stringValue ?? "Linux"
         let metadata = """

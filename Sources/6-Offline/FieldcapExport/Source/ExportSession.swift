@@ -19,6 +19,10 @@ public struct ExportSession {
         public var nominalRate: Double
         /// The device it was recorded from (`/dev/video0`, `iio:device0`, `synthetic:...`).
         public var device: String
+        /// A camera that recorded nothing in this session: the manifest links its video (the
+        /// track, no frame) and lists no timestamps file, as a segment that closed while the
+        /// device was away. Its exports hold no frame.
+        public var recordedNothing = false
 
         public var isCamera: Bool { format != nil }
     }
@@ -59,6 +63,7 @@ public struct ExportSession {
                 "the session \(directory) does not validate: \(problem)\(more); run `fieldcap validate \(directory)`")
         }
         let entries = contents.document["streams"]?.arrayValue(of: \.objectValue) ?? []
+        let listed = FileManager.default.contents(atPath: layout.manifest).flatMap { JSONValue.parse($0) }?["streams"]
         var streams: [Stream] = []
         for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
@@ -90,7 +95,8 @@ public struct ExportSession {
                 Stream(
                     id: stream.id, format: format, decodesFFV1: ffv1,
                     channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
-                    device: entry["device"]?.stringValue ?? ""))
+                    device: entry["device"]?.stringValue ?? "",
+                    recordedNothing: format != nil && listed?[stream.id]?["timestamps_path"] == nil))
         }
         self.streams = streams
         self.directory = directory

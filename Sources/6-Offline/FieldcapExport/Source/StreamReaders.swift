@@ -12,18 +12,23 @@ final class CameraReader {
     }
 
     let stream: ExportSession.Stream
-    private let feed: FrameFeed
-    private let stamps: LineReader
+    /// Nil for a camera that recorded nothing in the session (it has no timestamps file).
+    private let feed: FrameFeed?
+    private let stamps: LineReader?
 
     init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
         self.stream = stream
+        guard !stream.recordedNothing else {
+            (stamps, feed) = (nil, nil)
+            return
+        }
         stamps = try LineReader(path: session.layout.timestamps(stream.id))
         feed = FrameFeed(
             path: session.layout.video(stream.id), decodingFFV1To: stream.decodesFFV1 ? stream.format : nil)
     }
 
     func next() throws(ExportError) -> Frame? {
-        guard let frame = try feed.next() else { return nil }
+        guard let feed, let stamps, let frame = try feed.next() else { return nil }
         guard let line = try stamps.next() else {
             throw ExportError(.session, "\(stamps.path) has fewer lines than \(feed.path) has frames")
         }
@@ -38,7 +43,7 @@ final class CameraReader {
         return Frame(bytes: frame.bytes, captureNs: stamp.captureNs)
     }
 
-    func cancel() { feed.cancel() }
+    func cancel() { feed?.cancel() }
 }
 
 /// A sensor stream's samples from `{id}.jsonl`: each line's `capture_ns` and its channels' values

@@ -31,6 +31,10 @@ public struct SessionSource: Sendable, Equatable {
     public var name: String
     public var hostId: String
     public var streams: [Stream]
+    /// Cameras the manifest lists that recorded nothing here (linked, never stamped: a segment
+    /// that closed while the device was away): left out of the request, which has nothing of
+    /// them to align.
+    public var absentStreams: [String] = []
 
     /// Reads `directory`'s manifest and checks that every file it names is there.
     public init(directory: String) throws(SyncRequestError) {
@@ -71,6 +75,12 @@ public struct SessionSource: Sendable, Equatable {
             }
             let entry = members[id]!
             let kind: Stream.Kind = entry["type"]?.stringValue == "sensor" ? .sensor : .video
+            // A camera listed without a timestamps file recorded nothing in this session (the
+            // validator holds its video to no frame).
+            if kind == .video && entry["timestamps_path"] == nil && entry["frame_count"] == nil {
+                absentStreams.append(id)
+                continue
+            }
             let timestamps = layout.path(entry["timestamps_path"]?.stringValue ?? SessionLayout.timestampsName(id))
             var stream = Stream(id: id, kind: kind, videoFile: nil, timestampsFile: timestamps, sensorFile: nil)
             if kind == .sensor {

@@ -22,7 +22,7 @@ public struct SyncRequest: Sendable {
         let videos = sessions.enumerated().flatMap { index, session in
             session.streams.filter { $0.kind == .video }.map { (session: index, host: session.hostId, id: $0.id) }
         }
-        guard let first = videos.first else { throw .noVideo }
+        guard let first = videos.first else { throw .noVideo(absent: sessions.flatMap(\.absentStreams)) }
         self.sessions = sessions
         guard let primary else {
             self.primary = (first.session, first.id)

@@ -3,7 +3,8 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
     case unreadableSession(String, String)
     case segmentedRecording(String)
     case sameHost(String, first: String, second: String)
-    case noVideo
+    /// No session has a video with frames; `absent` names the cameras that recorded nothing.
+    case noVideo(absent: [String] = [])
     case unknownPrimary(String, known: [String])
     case ambiguousPrimary(String, hosts: [String])
     case noSessions
@@ -20,9 +21,11 @@ public enum SyncRequestError: Error, Equatable, CustomStringConvertible {
         case .sameHost(let host, let first, let second):
             "\(first) and \(second) are both from host \(host): the "
                 + "service aligns one session per host; request them separately"
-        case .noVideo:
-            "the sessions have no video stream: the SyncField service "
-                + "aligns to a primary video, so there is nothing to align to"
+        case .noVideo(let absent):
+            "the sessions have no video stream"
+                + (absent.isEmpty
+                    ? "" : " with frames (\(absent.joined(separator: ", ")) recorded nothing: the device was away)")
+                + ": the SyncField service aligns to a primary video, so there is nothing to align to"
         case .unknownPrimary(let id, let known):
             "--primary \(id): no video stream of that id; the videos are \(known.joined(separator: ", "))"
         case .ambiguousPrimary(let id, let hosts):
