@@ -45,7 +45,7 @@ struct AbsentStreamTests {
         no timestamps file, validate, and request, export and extract read them as recording nothing
         """
     )
-    func cameraGone() throws {
+    func cameraGone() async throws {
         let root = NSTemporaryDirectory() + "absent-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let recording = RecordingController(
@@ -56,8 +56,9 @@ struct AbsentStreamTests {
         try recording.start()
         let directory = try #require(recording.directory)
         var reason: RecordingController.StopReason?
+        // Asleep between looks, not blocking: the tests share the cooperative pool's threads.
         while reason == nil {
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
             reason = recording.checkStop()
         }
         _ = try recording.stop(reason: reason!)
