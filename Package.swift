@@ -177,7 +177,8 @@ let package = Package(
         .target(
             name: "FieldcapSyncService",
             dependencies: [
-                "FieldcapOutput", "SyncField", "FieldcapSession", "FieldcapSegments", "FieldcapNetworking",
+                "FieldcapSystem", "FieldcapOutput", "SyncField", "FieldcapSession", "FieldcapSegments",
+                "FieldcapNetworking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

@@ -93,11 +93,23 @@ struct AbsentStreamTests {
         #expect(outcome.report.isValid, "\(outcome.report.problems)")
         #expect(outcome.records.first { $0.id == "cam" }?.count == index.segments[0].streams?["cam"]?.records)
 
-        // Damage: a later segment's video holding frames without their lines is refused.
+        // An export of a segment the camera was away for holds the camera with no frame.
+        var mcap = SessionExporter.Request(source: later, format: .mcap, out: "\(root)/later.mcap")
+        mcap.compression = .none
+        let exported = try SessionExporter.export(mcap)
+        #expect(exported.lines.contains { $0.contains("/cam/") && $0.contains(": 0 messages") }, "\(exported.lines)")
+
+        // Damage: a later segment's video holding frames without their lines is not an absence:
+        // validate refuses it, and request and extract do not pass over its frames.
         try FileManager.default.removeItem(atPath: "\(later)/cam.mkv")
         try FileManager.default.copyItem(
             atPath: "\(directory)/\(index.segments[0].directory)/cam.mkv", toPath: "\(later)/cam.mkv")
+        #expect(!AbsentStream.recordedNothing(directory: later, id: "cam"))
         let damaged = SessionValidator.validateWithVideos(directory: later)
         #expect(damaged.problems.contains { $0.message.contains("the manifest lists no timestamps file") })
+        #expect(throws: SyncRequestError.self) { try SessionSource(directory: later) }
+        #expect(throws: (any Error).self) {
+            try RangeExtractor.extract(.init(source: directory, fromNs: 0, toNs: UInt64.max / 2, out: "\(root)/clip2"))
+        }
     }
 }

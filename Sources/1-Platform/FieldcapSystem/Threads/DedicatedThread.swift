@@ -39,7 +39,8 @@ public final class DedicatedThread {
         let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
         let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { bytes in SystemCall.retryingInterrupts { write(fd, bytes.baseAddress, bytes.count) }
+        _ = bytes.withUnsafeBytes { bytes in
+            SystemCall.retryingInterrupts { write(fd, bytes.baseAddress, bytes.count) }
         }
         close(fd)
     }

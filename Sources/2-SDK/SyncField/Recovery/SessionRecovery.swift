@@ -140,9 +140,9 @@ public enum SessionRecovery {
         }
         let manifest = SessionManifest(
             hostId: syncPoint.hostId, timestampCounts: timestampCounts, recorded: recorded, links: links)
-        try AtomicFile.write(
+        try SyncSession.writeAtomically(
             syncPoint.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.syncPoint)")
-        try AtomicFile.write(
+        try SyncSession.writeAtomically(
             manifest.jsonValue.sdkPrettyBytes(), to: "\(directory)/\(SyncFieldFiles.manifest)")
     }
 }

@@ -1,4 +1,5 @@
 import CIIO
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -172,7 +173,9 @@ enum Sysfs {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let count = SystemCall.retryingInterrupts {
+            buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        }
         guard count >= 0 else { return nil }
         var text = String(decoding: buffer[0..<count], as: UTF8.self)
         while text.last == "\n" { text.removeLast() }

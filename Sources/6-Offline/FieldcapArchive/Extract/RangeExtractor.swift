@@ -336,7 +336,7 @@ public enum RangeExtractor {
         -> Int
     {
         guard let stamps = TimestampLines(path: layout.timestamps(output.id)) else {
-            if recordedNothing(layout, id: output.id) { return 0 }
+            if AbsentStream.recordedNothing(directory: layout.directory, id: output.id) { return 0 }
             throw Failure(message: "\(layout.timestamps(output.id)): cannot be read")
         }
         // Lines lost (an emptied or cut file) would otherwise extract as a valid, shorter stream.
@@ -415,16 +415,6 @@ public enum RangeExtractor {
     }
 
     /// The manifest's `frame_count` of stream `id`, if the manifest says.
-    /// Whether the part's manifest lists the camera `id` as linked and never stamped (no
-    /// timestamps file, no frame_count): it recorded nothing there, its device away.
-    static func recordedNothing(_ layout: SessionLayout, id: String) -> Bool {
-        guard !FileManager.default.fileExists(atPath: layout.timestamps(id)),
-            let data = FileManager.default.contents(atPath: layout.manifest),
-            let entry = JSONValue.parse(data)?["streams"]?[id], entry["type"]?.stringValue == "video"
-        else { return false }
-        return entry["timestamps_path"] == nil && entry["frame_count"] == nil
-    }
-
     static func manifestFrameCount(_ layout: SessionLayout, id: String) -> Int? {
         guard let data = FileManager.default.contents(atPath: layout.manifest),
             let count = JSONValue.parse(data)?["streams"]?[id]?["frame_count"]?.integerValue

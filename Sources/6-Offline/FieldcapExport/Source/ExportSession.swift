@@ -63,7 +63,6 @@ public struct ExportSession {
                 "the session \(directory) does not validate: \(problem)\(more); run `fieldcap validate \(directory)`")
         }
         let entries = contents.document["streams"]?.arrayValue(of: \.objectValue) ?? []
-        let listed = FileManager.default.contents(atPath: layout.manifest).flatMap { JSONValue.parse($0) }?["streams"]
         var streams: [Stream] = []
         for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
@@ -96,7 +95,8 @@ public struct ExportSession {
                     id: stream.id, format: format, decodesFFV1: ffv1,
                     channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
                     device: entry["device"]?.stringValue ?? "",
-                    recordedNothing: format != nil && listed?[stream.id]?["timestamps_path"] == nil))
+                    recordedNothing: format != nil && AbsentStream.recordedNothing(directory: directory, id: stream.id))
+            )
         }
         self.streams = streams
         self.directory = directory

@@ -75,9 +75,8 @@ public struct SessionSource: Sendable, Equatable {
             }
             let entry = members[id]!
             let kind: Stream.Kind = entry["type"]?.stringValue == "sensor" ? .sensor : .video
-            // A camera listed without a timestamps file recorded nothing in this session (the
-            // validator holds its video to no frame).
-            if kind == .video && entry["timestamps_path"] == nil && entry["frame_count"] == nil {
+            // A camera that recorded nothing here (linked, never stamped, no frame in its video).
+            if AbsentStream.recordedNothing(directory: directory, id: id, entry: entry) {
                 absentStreams.append(id)
                 continue
             }

@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Glibc
 import NIOCore
 import NIOPosix
@@ -93,7 +94,9 @@ public struct FormBody: AsyncSequence, Sendable {
                 while buffer.readableBytes < length {
                     let have = buffer.readableBytes
                     let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length - have) { space in
-                        let count = pread(descriptor, space.baseAddress, length - have, off_t(offset) + off_t(have))
+                        let count = SystemCall.retryingInterrupts {
+                            pread(descriptor, space.baseAddress, length - have, off_t(offset) + off_t(have))
+                        }
                         guard count >= 0 else { throw FormBodyError.unreadable(path, errno: errno) }
                         return count
                     }
