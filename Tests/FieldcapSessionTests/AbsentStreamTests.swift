@@ -74,10 +74,22 @@ struct AbsentStreamTests {
             let camera = try #require(export.streams.first { $0.id == "cam" })
             guard segment.number > 1 else {
                 #expect(source.absentStreams.isEmpty && source.streams.map(\.id).contains("cam"))
+                let sidecar = try #require(
+                    JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: "\(path)/fieldcap.json"))))
+                let entry = try #require(sidecar["streams"]?.arrayValue?.first { $0["id"]?.stringValue == "cam" })
+                #expect((entry["ended_early_at"]?["seconds_after_start"]?.doubleValue ?? -1) > 0, "\(entry)")
                 #expect(!camera.recordedNothing)
                 continue
             }
             #expect(segment.streams?["cam"]?.records == 0)
+            // Its sidecar says why: the camera ended before this segment began.
+            let sidecar = try #require(
+                JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: "\(path)/fieldcap.json"))))
+            let entry = try #require(sidecar["streams"]?.arrayValue?.first { $0["id"]?.stringValue == "cam" })
+            #expect(entry["ended_early"]?.stringValue?.contains("unplugged") == true, "\(entry)")
+            let endedNs = try #require(entry["ended_early_at"]?["monotonic_raw_ns"]?.uint64Value)
+            #expect(
+                endedNs < segment.startMonotonicRawNs, "ended \(endedNs), segment from \(segment.startMonotonicRawNs)")
             #expect(source.absentStreams == ["cam"] && source.streams.map(\.id) == ["imu"])
             #expect(camera.recordedNothing)
             #expect(!FileManager.default.fileExists(atPath: "\(path)/cam.timestamps.jsonl"))

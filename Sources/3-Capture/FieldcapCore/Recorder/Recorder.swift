@@ -44,9 +44,9 @@ public final class Recorder: @unchecked Sendable {
         /// Live previews, by stream id: each video stream's writer offers every frame it wrote
         /// to its tap (`FrameTap.offer`: one atomic load unless a preview is waiting).
         public var frameTaps: [String: FrameTap] = [:]
-        /// Told on the capture thread as it ends early (its source threw): the stream's id and
-        /// why. The others go on.
-        public var captureEnded: (@Sendable (_ stream: String, _ error: String) -> Void)?
+        /// Told on the capture thread as it ends early (its source threw): the stream's id, why,
+        /// and when (`CLOCK_MONOTONIC_RAW`, as the stream's summary gives it). The others go on.
+        public var captureEnded: (@Sendable (_ stream: String, _ error: String, _ atNs: UInt64) -> Void)?
 
         public init() {}
 
@@ -229,9 +229,10 @@ public final class Recorder: @unchecked Sendable {
                     do {
                         try source.run(into: ring, stop: stopSignal)
                     } catch {
+                        let endedNs = MonotonicClock.now()
                         captureErrors[index] = "\(error)"
-                        captureEndedNs[index] = MonotonicClock.now()
-                        options.captureEnded?(source.descriptor.id, "\(error)")
+                        captureEndedNs[index] = endedNs
+                        options.captureEnded?(source.descriptor.id, "\(error)", endedNs)
                     }
                     capturesRunning.subtract(1, ordering: .releasing)
                 })

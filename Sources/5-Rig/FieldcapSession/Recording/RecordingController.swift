@@ -273,7 +273,7 @@ public final class RecordingController {
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
         if let tell = settings.onEvent {
-            recorderOptions.captureEnded = { stream, error in tell(.streamEnded(stream: stream, error: error)) }
+            recorderOptions.captureEnded = { stream, error, _ in tell(.streamEnded(stream: stream, error: error)) }
         }
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
         // sleeps as long as its own streams allow (a video's while a third of its camera's
@@ -301,6 +301,12 @@ public final class RecordingController {
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
                 sessionOptions: sessionOptions, directIO: settings.directIO, logger: logger)
             self.segments = segments
+            // A stream that ends is said in every segment after, each of which it is absent from.
+            let told = recorderOptions.captureEnded
+            recorderOptions.captureEnded = { stream, error, atNs in
+                segments.noteCaptureEnded(stream: stream, error: error, atNs: atNs)
+                told?(stream, error, atNs)
+            }
             diskGauge = makeDiskGauge(directory) { segments.bytesNow }
             try beforeCapture(layout)
             segments.takeStartReports()

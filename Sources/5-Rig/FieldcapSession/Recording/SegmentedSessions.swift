@@ -89,6 +89,17 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// recording in 2 s segments need not run chronyc every 2 s beside its writers.
     static let wallClockReadingServesNs: UInt64 = 60_000_000_000
 
+    /// Streams whose capture ended before the stop (a device gone), by their position among the
+    /// sources: why, and when. Told on the capture thread, read on the rotation thread.
+    private let endedCaptures = Mutex<[Int: (error: String, atNs: UInt64)]>([:])
+
+    /// A stream's capture ended early: every segment that closes after `atNs` says so in its
+    /// sidecar (`ended_early`), the ones it is absent from included. Any thread.
+    public func noteCaptureEnded(stream id: String, error: String, atNs: UInt64) {
+        guard let position = sources.firstIndex(where: { $0.descriptor.id == id }) else { return }
+        endedCaptures.withLock { $0[position] = (error, atNs) }
+    }
+
     /// The first segment's sync point, once it is taken; any thread.
     public var firstSyncPoint: SyncPoint? { firstSyncPointTaken.withLock { $0 } }
 
@@ -291,6 +302,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             if let ended = summary?[position] {
                 stream.captureError = ended.captureError
                 stream.endedEarlyAtNs = ended.endedEarlyAtNs
+            } else if let ended = endedCaptures.withLock({ $0[position] }), ended.atNs <= stoppedMonotonicNs {
+                stream.captureError = ended.error
+                stream.endedEarlyAtNs = ended.atNs
             }
             return stream
         }
