@@ -274,7 +274,7 @@ let package = Package(
             name: "ClockBench", dependencies: ["FieldcapCore", "FieldcapBench", "SyncField"],
             path: "Benchmarks/ClockBench"),
         // What several test targets share (a seeded random source).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["FieldcapCore"], path: "Tests/TestSupport"),
         .testTarget(
             name: "SyncFieldTests", dependencies: ["FieldcapSystem", "FieldcapOutput", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapOutputTests", dependencies: ["FieldcapOutput", "TestSupport"]),

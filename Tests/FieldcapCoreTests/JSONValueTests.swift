@@ -1,5 +1,6 @@
 import FieldcapCore
 import Foundation
+import TestSupport
 import Testing
 
 /// `JSONValue` reads and writes what fieldcap read and wrote with `JSONSerialization`: Foundation
@@ -7,20 +8,6 @@ import Testing
 @Suite("JSON values: parse, accessors, compact text")
 struct JSONValueTests {
     static func parse(_ text: String) -> JSONValue? { JSONValue.parse(Array(text.utf8)) }
-
-    /// The value as `JSONSerialization` takes it.
-    static func foundation(_ value: JSONValue) -> Any {
-        switch value {
-        case .null: return NSNull()
-        case .bool(let flag): return flag
-        case .integer(let number): return number
-        case .unsigned(let number): return number
-        case .double(let number): return number
-        case .string(let text): return text
-        case .array(let values): return values.map(foundation)
-        case .object(let members): return members.mapValues(foundation)
-        }
-    }
 
     @Test(
         "a number is an integer when it fits Int64, unsigned when it fits UInt64 only, else a double",
@@ -154,7 +141,7 @@ struct JSONValueTests {
             (true, JSONSerialization.WritingOptions.sortedKeys), (false, [.sortedKeys, .withoutEscapingSlashes]),
         ] {
             let foundation = String(
-                decoding: try JSONSerialization.data(withJSONObject: Self.foundation(Self.sample), options: options),
+                decoding: try JSONSerialization.data(withJSONObject: Self.sample.foundationObject, options: options),
                 as: UTF8.self)
             #expect(Self.sample.compactText(escapingSlashes: escaping) == foundation)
         }

@@ -1,5 +1,6 @@
 import FieldcapCore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import FieldcapSession
@@ -34,26 +35,13 @@ struct SidecarJSONTests {
         ]
     }
 
-    /// The value as `JSONSerialization` takes it.
-    static func foundation(_ value: JSONValue) -> Any {
-        switch value {
-        case .null: return NSNull()
-        case .bool(let flag): return flag
-        case .integer(let number): return number
-        case .unsigned(let number): return number
-        case .double(let number): return number
-        case .string(let text): return text
-        case .array(let values): return values.map(foundation)
-        case .object(let members): return members.mapValues(foundation)
-        }
-    }
-
     @Test("writes what JSONSerialization writes (pretty, sorted keys), byte for byte")
     func matchesFoundation() throws {
         let foundation =
             Array(
                 try JSONSerialization.data(
-                    withJSONObject: Self.foundation(.object(Self.document)), options: [.prettyPrinted, .sortedKeys]))
+                    withJSONObject: JSONValue.object(Self.document).foundationObject,
+                    options: [.prettyPrinted, .sortedKeys]))
             + [10]
         let ours = try Sidecar.bytes(Self.document)
         #expect(String(decoding: ours, as: UTF8.self) == String(decoding: foundation, as: UTF8.self))
