@@ -45,6 +45,8 @@ for name in "$@"; do
 		why="exit $rc"
 		[ "$rc" = 124 ] || [ "$rc" = 137 ] && why="time limit of ${limit}s hit"
 		echo "FAIL $name ($secs, $why)"
+		# Its first FAIL lines first: a log cut to its head (CI's summary) still says what failed.
+		grep -m 5 -E '^[[:space:]]*FAIL' "$log" | sed 's/^[[:space:]]*/    first: /'
 		sed 's/^/    /' "$log" | tail -60
 	fi
 done
