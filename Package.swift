@@ -155,6 +155,12 @@ let package = Package(
         .target(
             name: "FieldcapDiscovery",
             dependencies: ["CAvahi", "FieldcapSystem", .product(name: "Logging", package: "swift-log")]),
+        // systemd's libudev (Debian: libudev-dev): what udev's own users trust to hear devices come
+        // and go; it reads the kernel's uevents as well when no udevd runs.
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        // Devices that come back after an unplug: which physical device a node is, and a wake when
+        // one of a subsystem is added.
+        .target(name: "FieldcapHotplug", dependencies: ["CUdev", "FieldcapSystem"]),
         // The rig every front end drives (`serve`'s API, the capture-server client, the fleet):
         // its devices checked once, one recording at a time on its own thread, the events of each
         // pushed to whoever watches, the cameras' preview while idle, a stop the disk holds given up.
@@ -283,6 +289,7 @@ let package = Package(
             dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
+        .testTarget(name: "FieldcapHotplugTests", dependencies: ["FieldcapHotplug", "FieldcapSystem"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore", "TestSupport"]),
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(
@@ -361,7 +368,7 @@ let layers: [(folder: String, targets: [String])] = [
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
             "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
-            "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput",
+            "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput", "CUdev", "FieldcapHotplug",
         ]
     ),
     // SyncField: the SDK's API, its writer and its validator
