@@ -113,18 +113,23 @@ import Testing
         let second = try #require(DeviceIdentity.of(videoNode: "/dev/video1", sysfs: tree.sysfs))
         #expect(first.usb == nil)
         #expect(first.sysfsPath == "/devices/platform/vivid.0")
-        #expect(first.description == "platform vivid.0, node index 0")
+        #expect(first.description == "platform vivid.0, node index 0, name vivid-000-vid-cap")
         #expect(
             first.fields == [
                 "subsystem": "video4linux", "sysfs_path": "/devices/platform/vivid.0", "index": "0",
                 "name": "vivid-000-vid-cap",
             ])
-        #expect(second.differs(from: first) == "/devices/platform/vivid.1, not /devices/platform/vivid.0")
-        tree.unplug("devices/platform/vivid.0")
+        // vivid's instances share one platform device: the name tells them apart.
+        #expect(second.differs(from: first) == "name vivid-001-vid-cap, not vivid-000-vid-cap")
+        tree.unplugNode(video: 0)
         #expect(first.currentNode(sysfs: tree.sysfs) == nil)
         tree.plugPlatformCamera(instance: 0, video: 2)
         #expect(first.currentNode(sysfs: tree.sysfs) == "/dev/video2")
         #expect(second.currentNode(sysfs: tree.sysfs) == "/dev/video1")
+        let elsewhere = DeviceIdentity(
+            subsystem: .video4linux, node: "/dev/video9", sysfsPath: "/devices/platform/vivid.1", bus: "platform",
+            index: 0, name: "vivid-000-vid-cap")
+        #expect(elsewhere.differs(from: first) == "/devices/platform/vivid.1, not /devices/platform/vivid.0")
     }
 
     @Test("an IIO device is its name and its parent")
@@ -139,6 +144,7 @@ import Testing
         #expect(identity.sysfsPath == "/\(parent)")
         #expect(identity.name == "bmi160")
         #expect(identity.fields == ["subsystem": "iio", "sysfs_path": "/\(parent)", "name": "bmi160"])
+        #expect(identity.description == "IIO bmi160 on /\(parent)")
         // As --imu takes it: the node's path, or the name (the first device, by number, with it).
         #expect(DeviceIdentity.of(iioDevice: "/dev/iio:device0", sysfs: tree.sysfs) == identity)
         #expect(DeviceIdentity.of(iioDevice: "bmi160", sysfs: tree.sysfs) == identity)

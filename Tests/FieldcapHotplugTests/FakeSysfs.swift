@@ -48,12 +48,25 @@ final class FakeSysfs: @unchecked Sendable {
         }
     }
 
-    /// vivid's platform device `vivid.N` with one capture node.
+    /// vivid's capture node of instance `instance`: every instance (`n_devs`) hangs under the one
+    /// platform device `vivid.0`, each its own V4L2 device, so each node is index 0 and only its
+    /// name (`vivid-001-vid-cap`) tells them apart.
     func plugPlatformCamera(instance: Int, video: Int) {
-        let device = "devices/platform/vivid.\(instance)"
-        directory(device)
-        link("\(device)/subsystem", to: "bus/platform")
+        let device = "devices/platform/vivid.0"
+        if !files.fileExists(atPath: "\(sysfs)/\(device)") {
+            directory(device)
+            link("\(device)/subsystem", to: "bus/platform")
+        }
         videoNode(video: video, index: 0, name: String(format: "vivid-%03d-vid-cap", instance), under: device)
+    }
+
+    /// One node of a device, as a driver takes it away alone (vivid's instances share a device).
+    func unplugNode(video: Int) {
+        let link = "\(sysfs)/class/video4linux/video\(video)"
+        guard let target = try? files.destinationOfSymbolicLink(atPath: link) else { return }
+        try? files.removeItem(atPath: "\(sysfs)/class/video4linux/\(target)")
+        try? files.removeItem(atPath: link)
+        try? files.removeItem(atPath: "\(devices)/video\(video)")
     }
 
     /// An IIO device `iio:deviceN` under `parent` (`devices/platform/i2c-1/1-0068`).

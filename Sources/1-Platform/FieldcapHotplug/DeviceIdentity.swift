@@ -164,7 +164,7 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `USB 1-1 port 1, 1d6b:0104 serial FC0001, interface 0, node index 0`,
-    /// `platform vivid.0, node index 0`, `IIO dummy0 on platform iio_dummy.0`.
+    /// `platform vivid.0, node index 0, name vivid-000-vid-cap`, `IIO bmi160 on i2c 1-0068`.
     public var description: String {
         var parts: [String] = []
         if let usb {
@@ -177,6 +177,8 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
             parts.append(place)
         }
         if let index { parts.append("node index \(index)") }
+        // What tells vivid's instances apart: one platform device, a V4L2 device each.
+        if usb == nil && subsystem == .video4linux, let name { parts.append("name \(name)") }
         return parts.joined(separator: ", ")
     }
 
