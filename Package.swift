@@ -110,7 +110,7 @@ let package = Package(
                 "FieldcapOutput",
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
-                "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
+                "FieldcapHotplug", "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,

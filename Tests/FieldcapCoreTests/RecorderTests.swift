@@ -271,6 +271,45 @@ struct RecorderTests {
         #expect(summary[1].written > 0)
     }
 
+    @Test("a device away and back is told as it happens; one still away at the stop ends its stream, with when")
+    func deviceAway() throws {
+        /// Goes away at once; comes back after 20 ms when `returns`, else stays away.
+        final class Leaving: CaptureSource, @unchecked Sendable {
+            let descriptor: StreamDescriptor
+            let presence: StreamPresence? = StreamPresence()
+            let returns: Bool
+            init(id: String, returns: Bool) {
+                descriptor = StreamDescriptor(id: id, kind: .sensor, channels: ["v"], nominalRate: 100, device: "x")
+                self.returns = returns
+            }
+            func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+                presence?.left(atNs: MonotonicClock.now(), reason: "x: gone")
+                if returns {
+                    usleep(20_000)
+                    presence?.returned(atNs: MonotonicClock.now(), as: "y")
+                }
+                while !stop.wait(milliseconds: 10) {}
+            }
+        }
+        let told = Mutex<[String]>([])
+        var options = Recorder.Options()
+        options.presenceChanged = { stream, absence in
+            told.withLock { $0.append("\(stream) " + (absence.returnedNs == nil ? "away" : "back")) }
+        }
+        let recorder = Recorder(
+            sources: [Leaving(id: "back", returns: true), Leaving(id: "gone", returns: false)], sink: DiscardingSink(),
+            options: options)
+        try recorder.start()
+        usleep(100_000)
+        let summary = try recorder.stop()
+        #expect(Set(told.withLock { $0 }) == ["back away", "back back", "gone away"])
+        #expect(summary[0].captureError == nil)
+        #expect(summary[0].absences.count == 1 && summary[0].absences[0].returnedNs != nil)
+        let gone = summary[1]
+        #expect(gone.captureError == "x: gone; it had not come back by the stop")
+        #expect(gone.endedEarlyAtNs == gone.absences.first?.leftNs)
+    }
+
     @Test("the writer sleeps while a third of the tightest camera's buffers fill, at most 100 ms, at least 2 ms")
     func idleSleepFitsTheCameras() {
         func camera(_ rate: Double, buffers: Int?) -> StreamDescriptor {

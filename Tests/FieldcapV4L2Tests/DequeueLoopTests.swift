@@ -36,11 +36,14 @@ struct DequeueLoopTests {
     static func run(
         _ script: [Step], stallTimeoutNs: UInt64 = 2_000_000_000, ringCapacity: Int = 64, release: Bool = true,
         readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
-        until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil
+        until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil, rejoin: RejoinPolicy? = nil,
+        anotherCameraAfterReopen: Bool = false
     ) throws -> Run {
-        let driver = ScriptedCameraDriver(script, queueFailure: queueFailure)
-        let camera = try V4L2Camera(
-            id: "cam", path: path, options: .init(bufferCount: 4, stallTimeoutNs: stallTimeoutNs), calls: driver)
+        let driver = ScriptedCameraDriver(
+            script, queueFailure: queueFailure, anotherCameraAfterReopen: anotherCameraAfterReopen)
+        var options = V4L2Camera.Options(bufferCount: 4, stallTimeoutNs: stallTimeoutNs)
+        options.rejoin = rejoin
+        let camera = try V4L2Camera(id: "cam", path: path, options: options, calls: driver)
         // The first frame is stamped after the camera was set up, as a real one is.
         usleep(3_000)
         var run = Run(camera: camera, driver: driver, ring: SPSCRing(minimumCapacity: ringCapacity))

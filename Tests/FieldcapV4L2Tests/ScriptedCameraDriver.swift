@@ -64,6 +64,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         var waitsWithoutStop = 0
         var closes = 0
         var openFlags: Int32 = 0
+        var opens = 0
         /// The mapped buffers' addresses (as integers: a pointer may not cross the lock).
         var memory: [Int] = []
     }
@@ -73,14 +74,19 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     private let queueFailure: (afterFrames: Int, errno: Int32)?
     /// What QUERYCAP says the node can do.
     private let capabilities: UInt32
+    /// From the second open on, QUERYCAP names another camera (another bus): a different camera
+    /// plugged in where the first was.
+    private let anotherCameraAfterReopen: Bool
 
     init(
         _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
-        capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
+        capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING),
+        anotherCameraAfterReopen: Bool = false
     ) {
         state = Mutex(State(script: script))
         self.queueFailure = queueFailure
         self.capabilities = capabilities
+        self.anotherCameraAfterReopen = anotherCameraAfterReopen
     }
 
     deinit {
@@ -98,11 +104,15 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     var closes: Int { state.withLock { $0.closes } }
     /// The flags of the last open.
     var openFlags: Int32 { state.withLock { $0.openFlags } }
+    var opens: Int { state.withLock { $0.opens } }
 
     // MARK: DeviceCalls
 
     func open(_ path: String, _ flags: Int32) -> Int32 {
-        state.withLock { $0.openFlags = flags }
+        state.withLock {
+            $0.openFlags = flags
+            $0.opens += 1
+        }
         return Self.descriptor
     }
     func close(_ descriptor: Int32) -> Int32 {
@@ -167,6 +177,10 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             withUnsafeMutableBytes(of: &capability.pointee.driver) { bytes in
                 for (offset, byte) in "scripted".utf8.enumerated() { bytes[offset] = byte }
             }
+            let bus = anotherCameraAfterReopen && opens > 1 ? "usb-scripted-2" : "usb-scripted-1"
+            withUnsafeMutableBytes(of: &capability.pointee.bus_info) { bytes in
+                for (offset, byte) in bus.utf8.enumerated() { bytes[offset] = byte }
+            }
         case CV4L2_VIDIOC_ENUM_FMT():
             let description = argument.assumingMemoryBound(to: v4l2_fmtdesc.self)
             guard description.pointee.index == 0 else { return fail(EINVAL) }
@@ -196,6 +210,8 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         case CV4L2_VIDIOC_REQBUFS():
             let request = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
             request.pointee.count = min(request.pointee.count, 4)
+            // vb2 frees the queue's buffers and makes new ones: none is queued.
+            state.withLock { $0.queued.removeAll() }
         case CV4L2_VIDIOC_QUERYBUF():
             let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
             buffer.pointee.length = UInt32(Self.bufferLength)

@@ -12,6 +12,10 @@ public enum RigEvent: Sendable {
     case status(RigStatus)
     /// A stream's capture ended early (a camera unplugged); the others go on.
     case streamEnded(stream: String, error: String)
+    /// A stream's device went away (unplugged): the stream waits for the same device.
+    case streamAway(stream: String, reason: String)
+    /// A stream's device came back, as `node`, after `awaySeconds`: the stream goes on.
+    case streamReturned(stream: String, node: String, awaySeconds: Double)
     /// The disk's free space fell below twice the minimum: the recording stops by itself at the minimum.
     case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
     /// A segmented recording finished a segment (it is in the recording's index) and writes the
@@ -27,6 +31,9 @@ extension RigEvent {
     init(_ event: RecordingController.Event) {
         switch event {
         case .streamEnded(let stream, let error): self = .streamEnded(stream: stream, error: error)
+        case .streamAway(let stream, let reason): self = .streamAway(stream: stream, reason: reason)
+        case .streamReturned(let stream, let node, let seconds):
+            self = .streamReturned(stream: stream, node: node, awaySeconds: seconds)
         case .segmentRotated(let segment): self = .segmentRotated(segment: segment)
         case .diskLow(let free, let minFree): self = .diskLow(freeBytes: free, minFreeBytes: minFree)
         }

@@ -36,12 +36,15 @@ struct Record: ParsableCommand {
             (threads=N: N of them, for jpeg and ffv1); one that falls behind drops frames
             (reason `encoder` in fieldcap.json); capture never waits. stall=DURATION (V4L2
             and IIO): a device that delivers nothing for that long ends its stream
-            (default 2s; the other streams go on). IMU options: id, rate (Hz), and for IIO
-            devices channels=A+B (kernel channel ids like accel_x, or kinds: accel,
-            anglvel, magn, temp; default: all four kinds), trigger=NAME (default: the
-            attached one, else a new hrtimer trigger), clock=raw|keep (raw, the default,
-            sets the device's timestamp clock to monotonic_raw; keep maps its clock).
-            Stream ids default to cam0, cam1, ... and imu0, imu1, ...
+            (default 2s; the other streams go on). rejoin=N (V4L2): a camera unplugged
+            mid-recording is waited for (the same one: its USB port and serial) and taken
+            up again with the format it had, up to N times (default 10; 0: its stream
+            ends); the time away is in fieldcap.json (away). IMU options: id, rate
+            (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
+            kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
+            (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw,
+            the default, sets the device's timestamp clock to monotonic_raw; keep maps
+            its clock). Stream ids default to cam0, cam1, ... and imu0, imu1, ...
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under
             --root (./sessions by default). fieldcap never writes into an existing

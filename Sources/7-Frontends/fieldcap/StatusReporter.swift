@@ -126,6 +126,7 @@ final class StatusReporter {
             stream.id + cFormat(" %.1f/s drop %ld", stream.rate, stream.dropped)
                 + (stream.encoderDropped > 0 ? " (encoder \(stream.encoderDropped))" : "")
                 + ((stream.deviceGaps ?? 0) > 0 ? " gap \(stream.deviceGaps!)" : "")
+                + (stream.away == true ? " AWAY" : "")
         }
         let disk = status.diskFree.map { cFormat("  free %.1f GB", Double($0) / 1e9) } ?? ""
         line.draw(
@@ -144,6 +145,8 @@ final class StatusReporter {
                 "rate": .double(stream.rate),
             ]
             if let gap = stream.deviceGaps { entry["device_gaps"] = JSONValue(gap) }
+            if let away = stream.away { entry["away"] = .bool(away) }
+            if let times = stream.timesAway { entry["times_away"] = JSONValue(times) }
             return .object(entry)
         }
         var line: [String: JSONValue] = [

@@ -2,8 +2,9 @@
 # rig-timeout: 150
 # rig-share: 30
 # A camera unplugged during a recording started over the API (vivid's "Disconnect"): the events
-# WebSocket says `stream_ended` for it at once, the IMU records on, the stop over the API says the
-# camera ended early, and the session validates. vivid is reloaded afterwards for the other tests.
+# WebSocket says `stream_away` for it at once, the status shows it away (fieldcap waits for it to
+# come back), the IMU records on, the stop over the API says the camera ended early (it never came
+# back), and the session validates. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
@@ -69,12 +70,12 @@ sleep 1
 exec 3<"$dev"
 v4l2-ctl -d "$dev" -c disconnect=1
 echo "vivid disconnected"
-for _ in $(seq 100); do grep -q '"event":"stream_ended"' "$events" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q '"event":"stream_away"' "$events" && break; sleep 0.1; done
 # Four statuses (one a second) after the camera ended: the writer closing the camera's file can
 # hold the IMU's written count still for a second or more in the emulated guest, while its
 # samples wait in the ring (none dropped), so two statuses could show the same count.
 for _ in $(seq 300); do
-	[ "$(sed -n '/"event":"stream_ended"/,$p' "$events" | grep -c '"event":"status"')" -ge 4 ] && break
+	[ "$(sed -n '/"event":"stream_away"/,$p' "$events" | grep -c '"event":"status"')" -ge 4 ] && break
 	sleep 0.1
 done
 stopped=$(curl -sS --fail -X POST http://127.0.0.1:18081/api/v1/recording/stop)
@@ -87,20 +88,23 @@ name=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["name"])' "$s
 import json, sys
 events = [json.loads(line) for line in open(sys.argv[1])]
 stopped = json.loads(sys.argv[2])
-ended = [e for e in events if e["event"] == "stream_ended"]
+ended = [e for e in events if e["event"] == "stream_away"]
 kinds = [e["event"] for e in events if e["event"] != "status"]
 print("events:", kinds)
-print("stream_ended:", ended)
+print("stream_away:", ended)
 streams = {s["id"]: s for s in stopped["streams"]}
 fails = []
-if [e["stream"] for e in ended] != ["cam"]: fails.append("one stream_ended, for cam, was wanted")
+if [e["stream"] for e in ended] != ["cam"]: fails.append("one stream_away, for cam, was wanted")
+if "stream_ended" in kinds: fails.append("stream_ended for a camera that is waited for")
 if "ended_early" not in streams["cam"]: fails.append("the stop does not say the camera ended early")
 if "ended_early" in streams["imu"]: fails.append("the IMU ended too")
 # After the camera went, the status went on showing the IMU moving.
 after = [e for e in events if e["event"] == "status" and e["state"] == "recording"
          and events.index(e) > events.index(ended[0])] if ended else []
 imu = [next(s["written"] for s in e["recording"]["streams"] if s["id"] == "imu") for e in after]
-print("IMU written in the statuses after the camera ended:", imu)
+away = [next(s.get("away") for s in e["recording"]["streams"] if s["id"] == "cam") for e in after]
+print("IMU written in the statuses after the camera went:", imu, "cam away:", away)
+if not away or not all(away): fails.append("the status does not show the camera away after it went")
 if len(imu) < 2 or imu[-1] <= imu[0]: fails.append("the IMU did not record on after the camera ended")
 if stopped["reason"] != "stopped over the API": fails.append(f"stop reason {stopped['reason']}")
 for fail in fails: print("FAIL:", fail)

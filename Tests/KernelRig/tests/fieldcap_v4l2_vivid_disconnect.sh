@@ -1,9 +1,10 @@
 #!/bin/bash
 # rig-timeout: 150
 # rig-share: 15
-# A camera that disappears mid-recording (vivid's "Disconnect") ends only its own stream: the
-# IMU records on to the end, the session validates, the sidecar says what happened, and the exit
-# status (3) says the session is incomplete. vivid is reloaded afterwards for the other tests.
+# A camera that disappears mid-recording (vivid's "Disconnect") and never comes back ends only its
+# own stream: fieldcap waits for it to the end (rejoin, the default), the IMU records on, the
+# session validates, the sidecar says what happened (away, with no return; ended early), and the
+# exit status (3) says the session is incomplete. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
@@ -41,6 +42,9 @@ print(f"cam: {cam['written']} frames, ended early: {cam.get('ended_early')}; imu
 fails = []
 if "ended_early" not in cam: fails.append("the sidecar does not say the camera ended early")
 if "ended_early" in imu: fails.append("the IMU ended too")
+away = cam.get("away", [])
+print(f"cam: away {away}")
+if len(away) != 1 or away[0]["returned_at"] is not None: fails.append("one time away, with no return, was wanted")
 if imu["written"] < 400: fails.append(f"the IMU stopped with the camera ({imu['written']} samples in 5 s at 100 Hz)")
 if cam["written"] == 0 or cam["written"] > 120: fails.append(f"camera frames {cam['written']}: it should stop about a second in")
 # The stream ends when the camera goes, not when the recording stops: the sidecar's time of the

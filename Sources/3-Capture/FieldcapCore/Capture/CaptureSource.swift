@@ -100,6 +100,10 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// buffers; an IMU's timeline gaps). Counted by the capture thread, read from any thread.
     /// nil (the default) for sources that cannot tell.
     var deviceGaps: DropCounter? { get }
+
+    /// The times the source's device was away and came back (a source that rejoins its device
+    /// after an unplug); nil (the default) for sources that end with their device.
+    var presence: StreamPresence? { get }
 }
 
 extension CaptureSource {
@@ -127,6 +131,7 @@ extension CaptureSource {
     }
 
     public var deviceGaps: DropCounter? { nil }
+    public var presence: StreamPresence? { nil }
 }
 
 extension Double {

@@ -47,6 +47,9 @@ public final class Recorder: @unchecked Sendable {
         /// Told on the capture thread as it ends early (its source threw): the stream's id, why,
         /// and when (`CLOCK_MONOTONIC_RAW`, as the stream's summary gives it). The others go on.
         public var captureEnded: (@Sendable (_ stream: String, _ error: String, _ atNs: UInt64) -> Void)?
+        /// Told on the capture thread as a stream's device goes away and as it comes back (or is
+        /// refused): sources with a `presence`, rejoining their device after an unplug.
+        public var presenceChanged: (@Sendable (_ stream: String, _ absence: Absence) -> Void)?
 
         public init() {}
 
@@ -91,6 +94,8 @@ public final class Recorder: @unchecked Sendable {
         /// delivered over, which a late start (a camera's first frame can take a second) does
         /// not shorten the way it shortens the recording's.
         public var capturedSpanNs: ClosedRange<UInt64>?
+        /// The times the stream's device was away (and came back), oldest first.
+        public var absences: [Absence] = []
 
         public init(
             id: String, written: Int, dropped: Int, droppedRange: ClosedRange<UInt64>? = nil,
@@ -224,6 +229,10 @@ public final class Recorder: @unchecked Sendable {
         }
         for (index, source) in sources.enumerated() {
             let ring = rings[index]
+            if let told = options.presenceChanged, let presence = source.presence {
+                let id = source.descriptor.id
+                presence.observe { told(id, $0) }
+            }
             captureThreads.append(
                 DedicatedThread(name: "fc-cap-\(source.descriptor.id)") { [self] in
                     do {
@@ -274,6 +283,12 @@ public final class Recorder: @unchecked Sendable {
                 captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index], capturedSpanNs: spans[index])
             summary.encoderDropped = encoderDrops[index].count
             summary.encoderDroppedRuns = encoderDrops[index].droppedRuns
+            summary.absences = source.presence?.absences ?? []
+            // A device still away at the stop ended the stream as one gone for good does.
+            if summary.captureError == nil, let last = summary.absences.last, last.returnedNs == nil {
+                summary.captureError = "\(last.reason); it had not come back by the stop"
+                summary.endedEarlyAtNs = last.leftNs
+            }
             return summary
         }
         if let error = writeError ?? closeError { throw error }

@@ -30,7 +30,7 @@ extension V4L2Camera {
         for control in appliedControls {
             controls[control.name] = ["asked": .integer(control.asked), "granted": .integer(control.granted)]
         }
-        let granted: JSONValue = [
+        var granted: JSONValue = [
             "device": .string(descriptor.device), "driver": .string(identity.driver), "card": .string(identity.card),
             "bus": .string(identity.bus), "format": .string(grantedFormat.pixelFormat.rawValue),
             "width": JSONValue(grantedFormat.width), "height": JSONValue(grantedFormat.height),
@@ -45,6 +45,14 @@ extension V4L2Camera {
             + "\(buffers.count) buffers, kernel timestamps: \(stamps.clock), \(stamps.source)"
             + (appliedControls.isEmpty
                 ? "" : ", controls " + appliedControls.map { "\($0.name)=\($0.granted)" }.joined(separator: " "))
+            + (rejoinPolicy.map { ", taken up again after an unplug (up to \($0.maxReturns) times; \($0.watching))" }
+                ?? "")
+        if let rejoinPolicy, case .object(var fields) = granted {
+            fields["rejoin"] = [
+                "max_returns": JSONValue(rejoinPolicy.maxReturns), "watching": .string(rejoinPolicy.watching),
+            ]
+            granted = .object(fields)
+        }
         var reasons: [String: JSONValue] = [:]
         for fallback in DequeueFallback.allCases where dequeueFallbacks[fallback.rawValue] > 0 {
             reasons[fallback.reason] = JSONValue(dequeueFallbacks[fallback.rawValue])
@@ -79,6 +87,12 @@ extension V4L2Camera {
         if errorFlaggedFrames > 0 {
             warnings.append(
                 "\(errorFlaggedFrames) frames came with V4L2_BUF_FLAG_ERROR (kept; their data may be corrupt)")
+        }
+        if let absences = presence?.absences, !absences.isEmpty {
+            let back = absences.filter { $0.returnedNs != nil }.count
+            warnings.append(
+                "the camera went away \(absences.count) times and came back \(back) times"
+                    + " (the times away are in fieldcap.json: away)")
         }
         if emptyBuffers > 0 {
             warnings.append("\(emptyBuffers) buffers came back with no data (not frames: not written)")

@@ -42,6 +42,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         public var controls: [(name: String, value: Int64)] = []
         /// No frame for this long ends the stream.
         public var stallTimeoutNs: UInt64 = 2_000_000_000
+        /// How to wait for the camera after an unplug and take it up again; nil: its stream ends.
+        public var rejoin: RejoinPolicy?
 
         public init(
             size: (width: Int, height: Int)? = nil, rate: Double? = nil, pixelFormat: VideoFormat.PixelFormat = .yuyv,
@@ -69,7 +71,21 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let identity: V4L2Device.Identity
     /// Controls set at setup, with the values the driver reported back.
     public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
-    private let device: V4L2Device
+    /// The open camera; replaced when it comes back after an unplug (capture thread, while the
+    /// writer holds none of its buffers).
+    private var device: V4L2Device
+    private let calls: any DeviceCalls
+    private let controls: [(name: String, value: Int64)]
+    let rejoinPolicy: RejoinPolicy?
+    /// The times the camera was away; nil when it is not taken up again after an unplug.
+    public let presence: StreamPresence?
+    /// Returns taken so far. Capture-thread-bound.
+    private var returns = 0
+    /// The stream's sequence number of the first frame since the camera was (re)opened: the
+    /// kernel's count starts again at a return, the stream's goes on. Capture-thread-bound.
+    private var sequenceBase: UInt64 = 0
+    /// The stream's sequence number the next frame would have without a gap.
+    private var nextSequence: UInt64 = 0
     var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
     /// The MONOTONIC→RAW mapping, fed a clock pair at every dequeue. Capture-thread-bound; read
     /// it (`clockTracker`) once the capture thread has been joined.
@@ -132,6 +148,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     ) throws(V4L2Error) {
         let (size, rate, pixelFormat) = (options.size, options.rate, options.pixelFormat)
         stallTimeoutNs = options.stallTimeoutNs
+        self.calls = calls
+        controls = options.controls
+        rejoinPolicy = options.rejoin
+        presence = options.rejoin == nil ? nil : StreamPresence()
         let device = try V4L2Device(path: path, calls: calls)
         self.device = device
         identity = device.identity
@@ -189,6 +209,104 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     }
 
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+        while true {
+            do {
+                try stream(into: ring, stop: stop, first: returns == 0)
+                return
+            } catch let loss as DeviceError where loss.code == .gone {
+                guard let policy = rejoinPolicy, let presence else { throw loss }
+                guard returns < policy.maxReturns else {
+                    var ended = loss
+                    ended.hint += "; it had come back \(returns) times, the most rejoin allows: not waited for again"
+                    throw ended
+                }
+                presence.left(atNs: MonotonicClock.now(), reason: "\(loss)")
+                guard try takeUpAgain(policy, presence: presence, stop: stop) else { return }
+                returns += 1
+            }
+        }
+    }
+
+    /// The camera went away: wait until the writer has given back every buffer (it still writes
+    /// the frames the ring holds), let the old device go, wait for the same camera, and take it
+    /// up with the format, rate, controls and buffers it had. False when stopped while away.
+    ///
+    /// - Throws: `DeviceError` when the camera came back and cannot be taken up as it was.
+    private func takeUpAgain(_ policy: RejoinPolicy, presence: StreamPresence, stop: StopSignal) throws -> Bool {
+        let old = device
+        // An encoder reading the buffers in place (DMABUF) keeps the old ones: a new camera's
+        // buffers cannot take their place under it.
+        if shared.exportedDescriptors != nil {
+            let reason = "its encoder reads the camera's buffers in place, which do not survive an unplug"
+            presence.refused(as: old.path, reason: reason)
+            throw DeviceError(code: .gone, device: old.path, operation: "rejoin", hint: reason)
+        }
+        // Acquiring: the writer's last use of a buffer (and of the old device) happens before.
+        while buffersAtWriter.load(ordering: .acquiring) > 0 {
+            if stop.wait(milliseconds: 5) { return false }
+        }
+        for buffer in buffers { old.node.munmap(buffer.start, length: buffer.length) }
+        buffers = []
+        old.close()
+        while let node = policy.waitForDevice(stop, { presence.note($0) }) {
+            let opened = Result { () throws(V4L2Error) in try V4L2Device(path: node, calls: calls) }
+            guard case .success(let camera) = opened else {
+                if case .failure(let error) = opened, error.code != .gone && error.code != .notFound { throw error }
+                continue  // gone again before it could be opened
+            }
+            do {
+                try setUp(camera, as: node)
+            } catch let refusal as DeviceError {
+                camera.close()
+                // The node the driver had not yet taken away, or one gone again at once: wait on.
+                if refusal.code == .gone { continue }
+                presence.refused(as: node, reason: refusal.hint.isEmpty ? "\(refusal)" : refusal.hint)
+                throw refusal
+            }
+            device = camera
+            requeueFailure.store(0, ordering: .relaxed)
+            sequenceBase = nextSequence
+            presence.returned(atNs: MonotonicClock.now(), as: node)
+            return true
+        }
+        return false
+    }
+
+    /// Sets up the camera that came back as `node` as the stream had it: the same driver, card
+    /// and bus, format, rate and buffers, and the controls set again.
+    private func setUp(_ camera: V4L2Device, as node: String) throws {
+        func refuse(_ what: String) -> DeviceError {
+            DeviceError(code: .unsupported, device: node, operation: "rejoin", hint: "\(what): not taken up again")
+        }
+        let was = identity
+        guard camera.identity.driver == was.driver, camera.identity.card == was.card, camera.identity.bus == was.bus
+        else {
+            throw refuse(
+                "another camera came back: \(camera.identity.card) (\(camera.identity.driver), "
+                    + "\(camera.identity.bus)), not \(was.card) (\(was.driver), \(was.bus))")
+        }
+        let format = try camera.setFormat(grantedFormat.pixelFormat, size: (grantedFormat.width, grantedFormat.height))
+        guard format == grantedFormat else {
+            throw refuse("it came back offering \(format), not \(grantedFormat)")
+        }
+        let rate = try camera.setRate(grantedRate)
+        guard abs(rate - grantedRate) < 0.01 else {
+            throw refuse(
+                "it came back at \(SourceReport.rate(rate)) fps, not \(SourceReport.rate(grantedRate))")
+        }
+        for (name, value) in controls { _ = try camera.setControl(name, to: value) }
+        let (mapped, _) = try camera.mapBuffers(count: shared.count)
+        guard mapped.count == shared.count, mapped.allSatisfy({ $0.length >= shared.length }) else {
+            for buffer in mapped { camera.node.munmap(buffer.start, length: buffer.length) }
+            throw refuse(
+                "it came back with \(mapped.count) buffers of \(mapped.map(\.length).min() ?? 0) bytes, "
+                    + "not \(shared.count) of \(shared.length)")
+        }
+        buffers = mapped
+    }
+
+    /// Streams from the open camera until a stop, or until it fails. `first`: the first time.
+    private func stream(into ring: SPSCRing<CaptureRecord>, stop: StopSignal, first: Bool) throws {
         let node = device.node
         for index in buffers.indices {
             if let error = queue(Int32(index)) {
@@ -203,7 +321,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         // change of CLOCK_MONOTONIC's rate (an NTP update) is seen at the next frame. A frame
         // stamped inside the interval of such a change waits for the pair after it (`held`):
         // only then is it known on which side of the change the frame lies.
-        tracker.add(setupPair)
+        if first { tracker.add(setupPair) }
         tracker.add(
             ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
         var record = CaptureRecord()
@@ -214,7 +332,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
-        lastCapture = 0
+        if first { lastCapture = 0 }
         var lastFrame = MonotonicClock.now()
         while !stop.isRequested {
             let failure = requeueFailure.load(ordering: .relaxed)
@@ -282,13 +400,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             if let first = firstSequence {
                 let missing = buffer.sequence &- lastSequence &- 1
                 if missing > 0 && missing < 1_000_000 {
-                    sequenceGaps.record(from: UInt64(lastSequence &- first) + 1, count: Int(missing))
+                    sequenceGaps.record(from: sequenceBase + UInt64(lastSequence &- first) + 1, count: Int(missing))
                 }
             } else {
                 firstSequence = buffer.sequence
             }
             lastSequence = buffer.sequence
-            record.sequence = UInt64(buffer.sequence &- firstSequence!)
+            record.sequence = sequenceBase + UInt64(buffer.sequence &- firstSequence!)
+            nextSequence = record.sequence + 1
             record.dequeueNs = dequeued
             record.bufferIndex = Int32(buffer.index)
             record.bytesUsed = buffer.bytesused
@@ -416,12 +535,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
 
     /// Gives buffer `index` back to the driver, from whichever thread released it last.
     func requeue(_ index: Int32) {
-        buffersAtWriter.subtract(1, ordering: .relaxed)
         // QBUF from the writer's or an encoder's thread: the kernel's vb2 queue takes its own
         // lock. A refusal ends the stream (the capture thread sees it); after a stop it does not
         // matter.
         if let error = queue(index), error.rawValue != EINVAL {
             requeueFailure.store(error.rawValue, ordering: .relaxed)
         }
+        // After the queue call, releasing: a camera that lost its device replaces it (and the
+        // buffers) once none is at the writer.
+        buffersAtWriter.subtract(1, ordering: .releasing)
     }
 }

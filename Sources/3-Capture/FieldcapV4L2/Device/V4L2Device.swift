@@ -82,6 +82,16 @@ public final class V4L2Device {
     }
 
     deinit {
+        if !isClosed { node.close() }
+    }
+
+    private var isClosed = false
+
+    /// Closes the node before the device object goes: a camera that lost its device lets it go
+    /// at once, so that its driver can be unloaded or its node number taken again meanwhile.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
         node.close()
     }
 

@@ -98,6 +98,8 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
         /// How far after the segment's scheduled start its first record was captured, in
         /// seconds: the precision of the cut (nil without records).
         public var firstAfterStartSeconds: Double?
+        /// The times the stream's device was away within the segment (nil: it never was).
+        public var away: [Away]?
 
         public init(
             records: Int, firstCaptureNs: UInt64?, lastCaptureNs: UInt64?, firstSequence: UInt64?,
@@ -110,6 +112,26 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
             self.lastSequence = lastSequence
             self.missing = missing
             self.firstAfterStartSeconds = firstAfterStartSeconds
+        }
+    }
+
+    /// A time a stream's device was away (unplugged), within one segment: when it left, when
+    /// it came back (nil: not within the segment), and how many records that time holds at the
+    /// stream's nominal rate.
+    public struct Away: Codable, Sendable, Equatable {
+        public var leftMonotonicRawNs: UInt64
+        public var returnedMonotonicRawNs: UInt64?
+        public var recordsAtNominalRate: Int
+
+        public init(leftMonotonicRawNs: UInt64, returnedMonotonicRawNs: UInt64?, recordsAtNominalRate: Int) {
+            self.leftMonotonicRawNs = leftMonotonicRawNs
+            self.returnedMonotonicRawNs = returnedMonotonicRawNs
+            self.recordsAtNominalRate = recordsAtNominalRate
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case leftMonotonicRawNs = "left_monotonic_raw_ns", returnedMonotonicRawNs = "returned_monotonic_raw_ns"
+            case recordsAtNominalRate = "records_at_nominal_rate"
         }
     }
 
@@ -180,7 +202,7 @@ extension RecordingIndex.StreamCounts {
     enum CodingKeys: String, CodingKey {
         case records, firstCaptureNs = "first_capture_ns", lastCaptureNs = "last_capture_ns"
         case firstSequence = "first_sequence", lastSequence = "last_sequence", missing
-        case firstAfterStartSeconds = "first_after_start_seconds"
+        case firstAfterStartSeconds = "first_after_start_seconds", away
     }
 }
 

@@ -239,14 +239,22 @@ public struct Sidecar {
             let report = reports?[index] ?? source.report
             entry["timestamps"] = .object(report.timestamps.mapValues(JSONValue.string))
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }
+            let untilNs = stoppedMonotonicNs ?? MonotonicClock.now()
+            if !stream.absences.isEmpty {
+                entry["away"] = .array(
+                    stream.absences.map { awayEntry($0, rate: source.descriptor.nominalRate, untilNs: untilNs) })
+            }
             if let error = stream.captureError {
                 entry["ended_early"] = .string(error)
-                if let at = stream.endedEarlyAtNs {
-                    entry["ended_early_at"] = [
-                        "monotonic_raw_ns": JSONValue(at),
-                        "seconds_after_start": .double(Double(Int64(bitPattern: at &- syncPoint.monotonicNs)) / 1e9),
-                    ]
-                }
+                if let at = stream.endedEarlyAtNs { entry["ended_early_at"] = instant(at) }
+            } else if let last = stream.absences.last, last.returnedNs.map({ $0 > untilNs }) ?? true {
+                // Away at the end: the stream ended early here as one whose device is gone does,
+                // and every reader of ended_early reads it so.
+                entry["ended_early"] = .string(
+                    "\(last.reason); "
+                        + (last.refusal.map { "it came back and was refused: \($0)" }
+                            ?? "it had not come back by the end of this session"))
+                entry["ended_early_at"] = instant(last.leftNs)
             }
             return .object(entry)
         }
@@ -271,6 +279,34 @@ public struct Sidecar {
         }
         if let captureId { document["capture_id"] = .string(captureId) }
         try Self.store(document, layout: layout)
+    }
+
+    /// A moment in `CLOCK_MONOTONIC_RAW`, and in seconds after the sync point.
+    func instant(_ ns: UInt64) -> JSONValue {
+        [
+            "monotonic_raw_ns": JSONValue(ns),
+            "seconds_after_start": .double(Double(Int64(bitPattern: ns &- syncPoint.monotonicNs)) / 1e9),
+        ]
+    }
+
+    /// One time a stream's device was away, as far as this session reaches (`untilNs`): when it
+    /// left and why, when it came back (null: not within this session), as which node, how long,
+    /// and how many records that is at the nominal rate; or why the device that came back was
+    /// refused.
+    func awayEntry(_ absence: Absence, rate: Double, untilNs: UInt64) -> JSONValue {
+        let returned = absence.returnedNs.flatMap { $0 <= untilNs ? $0 : nil }
+        var within = absence
+        within.returnedNs = returned
+        var entry: [String: JSONValue] = [
+            "left_at": instant(absence.leftNs), "reason": .string(absence.reason),
+            "returned_at": returned.map(instant) ?? .null,
+            "seconds": .double(Double((returned ?? max(untilNs, absence.leftNs)) - absence.leftNs) / 1e9),
+            "records_at_nominal_rate": JSONValue(within.recordsWorth(rate: rate, untilNs: untilNs)),
+        ]
+        if returned != nil, let node = absence.returnedAs { entry["returned_as"] = .string(node) }
+        if let refusal = absence.refusal { entry["refused"] = .string(refusal) }
+        if !absence.notes.isEmpty { entry["notes"] = .array(absence.notes.map(JSONValue.string)) }
+        return .object(entry)
     }
 
     /// Which files waited for the disk for `diskStallNs` or longer in one operation, how often,

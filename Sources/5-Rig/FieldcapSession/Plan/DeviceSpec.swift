@@ -29,7 +29,7 @@ public struct DeviceSpec: Equatable, Sendable {
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
-        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads",
+        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin",
     ]
     public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
 
@@ -129,6 +129,12 @@ public struct DeviceSpec: Equatable, Sendable {
             throw problem("stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
         }
         return span.nanoseconds
+    }
+
+    /// `rejoin=N`: how often a device that went away (unplugged) is taken up again when the same
+    /// device comes back; 0 ends its stream at the first loss. 10 when not given.
+    public func rejoinReturns() throws(PlanError) -> Int {
+        try count("rejoin", range: 0...1000) ?? 10
     }
 
     /// `format=`: the pixel format asked for (YUYV when not given).

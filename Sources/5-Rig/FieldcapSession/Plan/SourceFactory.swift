@@ -1,7 +1,12 @@
 import FieldcapCore
 import FieldcapEncode
+import FieldcapHotplug
 import FieldcapIIO
 import FieldcapV4L2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Makes capture sources of one kind from device specs: the seam between a plan and the device
 /// modules. A device module's factory turns a spec's text options into the module's own typed
@@ -105,11 +110,32 @@ public struct V4L2SourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
-        let options = try options(spec)
+        var options = try options(spec)
+        options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         do {
             return try V4L2Camera(id: id, path: spec.device, options: options)
         } catch {
             throw DeviceSetupError(message: "\(spec.label) \(error)")
+        }
+    }
+}
+
+extension V4L2SourceFactory {
+    /// How a camera is waited for after an unplug: the same device as udev tells devices apart
+    /// (its USB port, vendor, product and serial, or its platform device), heard of through
+    /// udev's events, the kernel's without udevd, or a rescan every second without either. nil
+    /// with `returns` 0, or for a node sysfs does not describe (nothing tells the same camera).
+    static func rejoin(_ path: String, returns: Int) -> RejoinPolicy? {
+        guard returns > 0, let identity = DeviceIdentity.of(videoNode: path) else { return nil }
+        let watching =
+            "waits for \(identity), through "
+            + (access("/run/udev/control", F_OK) == 0 ? "udev's events" : "the kernel's uevents (no udevd runs)")
+        return RejoinPolicy(maxReturns: returns, watching: watching) { stop, note in
+            let watcher = HotplugWatcher(subsystems: ["video4linux"])
+            if case .rescan(let reason) = watcher.mode { note("no device events (\(reason)): looked every second") }
+            return watcher.waitForReturn(
+                of: identity, wake: stop.wakeDescriptor, isStopped: { stop.isRequested },
+                differentDevice: { node, reason in note("\(node) came in its place and was not taken: \(reason)") })
         }
     }
 }

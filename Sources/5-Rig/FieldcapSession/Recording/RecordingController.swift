@@ -73,6 +73,10 @@ public final class RecordingController {
     public enum Event: Sendable, Equatable {
         /// A stream's capture ended early (a camera unplugged); the others go on.
         case streamEnded(stream: String, error: String)
+        /// A stream's device went away (unplugged); the stream waits for it, the others go on.
+        case streamAway(stream: String, reason: String)
+        /// A stream's device came back (as `node`) after `awaySeconds`, and the stream goes on.
+        case streamReturned(stream: String, node: String, awaySeconds: Double)
         /// A segmented recording finished a segment and writes the next, `segment` (its
         /// directory's name); the finished one is in the index.
         case segmentRotated(segment: String)
@@ -274,6 +278,16 @@ public final class RecordingController {
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
         if let tell = settings.onEvent {
             recorderOptions.captureEnded = { stream, error, _ in tell(.streamEnded(stream: stream, error: error)) }
+            recorderOptions.presenceChanged = { stream, absence in
+                if let returned = absence.returnedNs {
+                    tell(
+                        .streamReturned(
+                            stream: stream, node: absence.returnedAs ?? "",
+                            awaySeconds: Double(returned - absence.leftNs) / 1e9))
+                } else if absence.refusal == nil {
+                    tell(.streamAway(stream: stream, reason: absence.reason))
+                }
+            }
         }
         // Idle writers poll, and on a small CPU each wake-up costs: each of the recorder's writers
         // sleeps as long as its own streams allow (a video's while a third of its camera's

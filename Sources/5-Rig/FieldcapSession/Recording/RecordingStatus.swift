@@ -17,6 +17,10 @@ public struct RecordingStatus: Sendable {
         public var rate: Double
         /// Records the device itself skipped (nil: the source cannot tell).
         public var deviceGaps: Int?
+        /// Whether the stream's device is away now (nil: the source does not wait for its device).
+        public var away: Bool? = nil
+        /// How often its device went away so far (nil as `away`).
+        public var timesAway: Int? = nil
     }
 
     /// Seconds since capture started.
@@ -90,11 +94,16 @@ public final class RecordingStatusMeter {
     {
         let interval = max(0.001, elapsed - previousElapsed)
         let streams = statistics.enumerated().map { index, stream in
-            RecordingStatus.Stream(
+            var entry = RecordingStatus.Stream(
                 id: stream.id, written: stream.written, queued: stream.queued,
                 dropped: stream.dropped + stream.encoderDropped, encoderDropped: stream.encoderDropped,
                 rate: Double(stream.written - (index < previous.count ? previous[index] : 0)) / interval,
                 deviceGaps: index < sources.count ? sources[index].deviceGaps?.count : nil)
+            if index < sources.count, let presence = sources[index].presence {
+                entry.away = presence.isAway
+                entry.timesAway = presence.absences.count
+            }
+            return entry
         }
         previous = statistics.map(\.written)
         previousElapsed = elapsed

@@ -299,6 +299,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                 capturedSpanNs: tally.firstCaptureNs.map { $0...(tally.lastCaptureNs ?? $0) })
             stream.encoderDropped = tally.encoderDropped
             stream.encoderDroppedRuns = tally.encoderDroppedRuns
+            // The times the device was away that reach into this segment.
+            let absences = summary?[position].absences ?? source.presence?.absences ?? []
+            stream.absences = absences.filter {
+                $0.overlaps(startNs: segment.startNs, endNs: stoppedMonotonicNs)
+            }
             if let ended = summary?[position] {
                 stream.captureError = ended.captureError
                 stream.endedEarlyAtNs = ended.endedEarlyAtNs
@@ -341,16 +346,29 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         }
         entry.streams = Dictionary(
             uniqueKeysWithValues: zip(sources, segment.tallies).map { source, tally in
-                (
-                    source.descriptor.id,
-                    RecordingIndex.StreamCounts(
-                        records: tally.records, firstCaptureNs: tally.firstCaptureNs,
-                        lastCaptureNs: tally.lastCaptureNs, firstSequence: tally.firstSequence,
-                        lastSequence: tally.lastSequence, missing: tally.missing + tally.encoderDropped,
-                        firstAfterStartSeconds: tally.firstCaptureNs.map {
-                            Double(Int64(bitPattern: $0 &- segment.startNs)) / 1e9
-                        })
-                )
+                var counts = RecordingIndex.StreamCounts(
+                    records: tally.records, firstCaptureNs: tally.firstCaptureNs,
+                    lastCaptureNs: tally.lastCaptureNs, firstSequence: tally.firstSequence,
+                    lastSequence: tally.lastSequence, missing: tally.missing + tally.encoderDropped,
+                    firstAfterStartSeconds: tally.firstCaptureNs.map {
+                        Double(Int64(bitPattern: $0 &- segment.startNs)) / 1e9
+                    })
+                // The times the device was away within the segment, as far as it reaches.
+                let untilNs = max(segment.endNs, segment.startNs)
+                let away = (source.presence?.absences ?? []).filter {
+                    $0.overlaps(startNs: segment.startNs, endNs: untilNs)
+                }
+                if !away.isEmpty {
+                    counts.away = away.map { absence in
+                        var within = absence
+                        within.returnedNs = absence.returnedNs.flatMap { $0 <= untilNs ? $0 : nil }
+                        return RecordingIndex.Away(
+                            leftMonotonicRawNs: absence.leftNs, returnedMonotonicRawNs: within.returnedNs,
+                            recordsAtNominalRate: within.recordsWorth(
+                                rate: source.descriptor.nominalRate, untilNs: untilNs))
+                    }
+                }
+                return (source.descriptor.id, counts)
             })
         index.segments[position] = entry
     }

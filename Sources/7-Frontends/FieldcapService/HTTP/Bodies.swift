@@ -160,6 +160,10 @@ struct StreamBody: Encodable {
     var encoderDropped: Int
     var rate: Double
     var deviceGaps: Int?
+    /// The stream's device is away (unplugged) now; nil for streams that do not wait for theirs.
+    var away: Bool?
+    /// Times its device went away so far.
+    var timesAway: Int?
 
     init(_ stream: RecordingStatus.Stream) {
         id = stream.id
@@ -169,6 +173,8 @@ struct StreamBody: Encodable {
         encoderDropped = stream.encoderDropped
         rate = stream.rate
         deviceGaps = stream.deviceGaps
+        away = stream.away
+        timesAway = stream.timesAway
     }
 }
 
@@ -240,7 +246,7 @@ struct EventBody: Encodable {
     var event: RigEvent
 
     enum Keys: String, CodingKey {
-        case event, directory, name, stream, error, freeBytes, minFreeBytes, segment
+        case event, directory, name, stream, error, freeBytes, minFreeBytes, segment, reason, node, awaySeconds
     }
 
     func encode(to encoder: Encoder) throws {
@@ -260,6 +266,15 @@ struct EventBody: Encodable {
             try container.encode("stream_ended", forKey: .event)
             try container.encode(stream, forKey: .stream)
             try container.encode(error, forKey: .error)
+        case .streamAway(let stream, let reason):
+            try container.encode("stream_away", forKey: .event)
+            try container.encode(stream, forKey: .stream)
+            try container.encode(reason, forKey: .reason)
+        case .streamReturned(let stream, let node, let seconds):
+            try container.encode("stream_returned", forKey: .event)
+            try container.encode(stream, forKey: .stream)
+            try container.encode(node, forKey: .node)
+            try container.encode(seconds, forKey: .awaySeconds)
         case .diskLow(let free, let minFree):
             try container.encode("disk_low", forKey: .event)
             try container.encode(free, forKey: .freeBytes)
