@@ -1,4 +1,5 @@
 import FieldcapCore
+import SyncField
 import Synchronization
 import Testing
 
@@ -54,6 +55,20 @@ struct RejoinTests {
         // The frames before the gap end before it, those after start after it.
         #expect(run.records[4].captureNs <= absence.leftNs && run.records[5].captureNs >= returned)
         #expect(zip(run.records, run.records.dropFirst()).allSatisfy { $0.captureNs < $1.captureNs })
+    }
+
+    @Test("a node listed but refusing to open is looked at again after a pause, not in a spin, until it opens")
+    func notBackYet() throws {
+        let (policy, asked) = Self.comingBack(afterMs: 0)
+        let started = MonotonicClock.now()
+        let run = try DequeueLoopTests.run(
+            [.frame(sequence: 0), .dequeueFails(ENODEV), .frame(sequence: 0)], rejoin: policy, failedReopens: 3)
+        #expect(run.error == nil)
+        #expect(run.records.map(\.sequence) == [0, 1])
+        #expect(run.driver.opens == 5, "the first open, three refused, the one that worked")
+        #expect(asked.count.load(ordering: .relaxed) == 4)
+        let pauses = UInt64(3 * V4L2Camera.notBackPauseMs) * 1_000_000
+        #expect(MonotonicClock.now() - started >= pauses, "a pause after each refused open")
     }
 
     @Test("a camera that went more often than rejoin allows ends its stream, saying so")

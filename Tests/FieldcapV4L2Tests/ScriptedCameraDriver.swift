@@ -77,16 +77,19 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     /// From the second open on, QUERYCAP names another camera (another bus): a different camera
     /// plugged in where the first was.
     private let anotherCameraAfterReopen: Bool
+    /// Opens after the first that fail with ENODEV: a node listed but not back yet.
+    private let failedReopens: Int
 
     init(
         _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING),
-        anotherCameraAfterReopen: Bool = false
+        anotherCameraAfterReopen: Bool = false, failedReopens: Int = 0
     ) {
         state = Mutex(State(script: script))
         self.queueFailure = queueFailure
         self.capabilities = capabilities
         self.anotherCameraAfterReopen = anotherCameraAfterReopen
+        self.failedReopens = failedReopens
     }
 
     deinit {
@@ -109,11 +112,12 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     // MARK: DeviceCalls
 
     func open(_ path: String, _ flags: Int32) -> Int32 {
-        state.withLock {
+        let refused: Bool = state.withLock {
             $0.openFlags = flags
             $0.opens += 1
+            return $0.opens > 1 && $0.opens <= 1 + failedReopens
         }
-        return Self.descriptor
+        return refused ? fail(ENODEV) : Self.descriptor
     }
     func close(_ descriptor: Int32) -> Int32 {
         state.withLock { $0.closes += 1 }

@@ -1,10 +1,12 @@
 #!/bin/bash
 # rig-timeout: 150
-# rig-share: 15
+# rig-share: 25
 # A camera that disappears mid-recording (vivid's "Disconnect") and never comes back ends only its
 # own stream: fieldcap waits for it to the end (rejoin, the default), the IMU records on, the
 # session validates, the sidecar says what happened (away, with no return; ended early), and the
-# exit status (3) says the session is incomplete. vivid is reloaded afterwards for the other tests.
+# exit status (3) says the session is incomplete. Then vivid comes back twice in a recording (it
+# reconnects once its last user closes it) and is taken up each time. vivid is reloaded afterwards
+# for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
@@ -54,6 +56,40 @@ ended = cam.get("ended_early_at", {}).get("monotonic_raw_ns")
 if ended is None: fails.append("the sidecar does not say when the camera ended")
 elif lines and not 0 <= ended - json.loads(lines[-1])["capture_ns"] < 1e9:
     fails.append(f"the camera's end is {(ended - json.loads(lines[-1])['capture_ns']) / 1e9:.2f} s after its last frame")
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+
+# The same camera coming back, twice: vivid reconnects once the last program holding it closes it
+# (here fieldcap, which lets a lost device go), with its node left in sysfs and refusing opens
+# (ENODEV) meanwhile. fieldcap takes it up again each time: exit 0, two times away with returns,
+# frames after each, the session valid.
+back=$FIELDCAP_TEST_TMP/back
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" --imu synthetic:100,id=imu --duration 6s --out "$back" -q &
+recorder=$!
+for _ in $(seq 100); do [ -s "$back/cam.timestamps.jsonl" ] && break; sleep 0.1; done
+for _ in 1 2; do
+	sleep 1.5
+	v4l2-ctl -d "$dev" -c disconnect=1
+done
+status=0
+wait "$recorder" || status=$?
+[ "$status" = 0 ] || { echo "FAIL: fieldcap exited $status; vivid came back each time (wanted 0)"; exit 1; }
+"$fieldcap" validate -q "$back"
+/usr/bin/python3 - "$back" <<'PY'
+import json, sys
+info = json.load(open(f"{sys.argv[1]}/fieldcap.json"))
+cam = next(s for s in info["streams"] if s["id"] == "cam")
+away = cam.get("away", [])
+stamps = [json.loads(line)["capture_ns"] for line in open(f"{sys.argv[1]}/cam.timestamps.jsonl")]
+print(f"cam: {cam['written']} frames; away: " + ", ".join(
+    f"{a['seconds']:.2f} s ({a['records_at_nominal_rate']} frames) as {a.get('returned_as')}" for a in away))
+fails = []
+if len(away) != 2 or any(a["returned_at"] is None for a in away): fails.append("two times away, each with a return")
+for a in away:
+    if a["returned_at"] and not any(s >= a["returned_at"]["monotonic_raw_ns"] for s in stamps):
+        fails.append(f"no frame after the return at {a['returned_at']['seconds_after_start']:.2f} s")
+if "ended_early" in cam: fails.append(f"the camera reads as ended early: {cam['ended_early']}")
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY

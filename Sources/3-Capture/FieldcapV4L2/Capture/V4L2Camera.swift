@@ -249,17 +249,21 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         buffers = []
         old.close()
         while let node = policy.waitForDevice(stop, { presence.note($0) }) {
+            // A node that is listed but not back: the one the driver had not yet taken away, one
+            // gone again at once, or a node its driver keeps while refusing it (vivid's
+            // "Disconnect" leaves it in sysfs and answers ENODEV). The wait would find it again at
+            // once: look again after a pause, not in a spin.
+            func notBackYet() -> Bool { !stop.wait(milliseconds: Self.notBackPauseMs) }
             let opened = Result { () throws(V4L2Error) in try V4L2Device(path: node, calls: calls) }
             guard case .success(let camera) = opened else {
                 if case .failure(let error) = opened, error.code != .gone && error.code != .notFound { throw error }
-                continue  // gone again before it could be opened
+                if notBackYet() { continue } else { return false }
             }
             do {
                 try setUp(camera, as: node)
             } catch let refusal as DeviceError {
                 camera.close()
-                // The node the driver had not yet taken away, or one gone again at once: wait on.
-                if refusal.code == .gone { continue }
+                if refusal.code == .gone { if notBackYet() { continue } else { return false } }
                 presence.refused(as: node, reason: refusal.hint.isEmpty ? "\(refusal)" : refusal.hint)
                 throw refusal
             }
@@ -271,6 +275,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         return false
     }
+
+    /// How long to wait before looking again for a camera whose node is listed but refuses to
+    /// open: short against a replug's seconds, long against a spin.
+    static let notBackPauseMs: Int32 = 100
 
     /// Sets up the camera that came back as `node` as the stream had it: the same driver, card
     /// and bus, format, rate and buffers, and the controls set again.
