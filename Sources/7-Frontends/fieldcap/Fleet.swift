@@ -161,7 +161,9 @@ struct FleetStatusCommand: ParsableCommand {
         for rig in controller.rigs {
             let status = rig.status
             let online = rig.presence?.state == "online"
-            let streams = (status?.streams ?? []).map { $0.id + cFormat(" %.1f %llu", $0.rate, $0.dropped) }
+            let streams = (status?.streams ?? []).map {
+                $0.id + cFormat(" %.1f %llu", $0.rate, $0.dropped) + ($0.away == true ? " AWAY" : "")
+            }
             // An offline rig's retained status is what it last said.
             let state = status.map { online ? $0.state : "last: \($0.state)" } ?? "?"
             rows.append([

@@ -29,7 +29,8 @@ extension FleetMember.Rig {
                     session: status.recording.map { PathName.base(of: $0) },
                     streams: (status.status?.streams ?? []).map {
                         FleetStatus.Stream(
-                            id: $0.id, rate: $0.rate, written: UInt64($0.written), dropped: UInt64($0.dropped))
+                            id: $0.id, rate: $0.rate, written: UInt64($0.written), dropped: UInt64($0.dropped),
+                            away: $0.away)
                     },
                     freeBytes: status.status?.diskFree)
             })

@@ -114,12 +114,15 @@ public struct FleetStatus: Codable, Equatable, Sendable {
         public var rate: Double
         public var written: UInt64
         public var dropped: UInt64
+        /// Its device is away (unplugged) and waited for; nil from rigs that do not say.
+        public var away: Bool?
 
-        public init(id: String, rate: Double, written: UInt64, dropped: UInt64) {
+        public init(id: String, rate: Double, written: UInt64, dropped: UInt64, away: Bool? = nil) {
             self.id = id
             self.rate = rate
             self.written = written
             self.dropped = dropped
+            self.away = away
         }
     }
 
