@@ -38,8 +38,8 @@ struct Record: ParsableCommand {
             and IIO): a device that delivers nothing for that long ends its stream
             (default 2s; the other streams go on). rejoin=N (V4L2): a camera unplugged
             mid-recording is waited for (the same one: its USB port and serial) and taken
-            up again with the format it had, up to N times (default 10; 0: its stream
-            ends); the time away is in fieldcap.json (away). IMU options: id, rate
+            up again with the format it had, up to N times a minute (default 10; 0: its
+            stream ends); the time away is in fieldcap.json (away). IMU options: id, rate
             (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
             kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
             (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw,

@@ -6,8 +6,12 @@ import Synchronization
 /// The device module reopens the device itself; what "the same device" is, and how to wait for
 /// it (udev's events, or a rescan), the rig layer decides and hands in as `waitForDevice`.
 public struct RejoinPolicy: Sendable {
-    /// Returns taken before the source gives up: the next loss ends the stream, saying so.
+    /// Returns taken within `flapWindowNs` before the source gives up: a device that flaps more
+    /// often than that (a failing cable, a hub browning out) ends its stream, saying so, while
+    /// one that goes now and then over days is taken up every time.
     public var maxReturns: Int
+    /// The window `maxReturns` counts in: a minute.
+    public static let flapWindowNs: UInt64 = 60_000_000_000
     /// Blocks on the capture thread until the same device is back, and gives its node (it may
     /// have a new one: `/dev/video2` for `/dev/video0`); nil once `stop` is requested. `note`
     /// keeps what the wait saw on the way (another camera in the device's port, not taken).
@@ -74,6 +78,11 @@ public final class StreamPresence: Sendable {
 
     /// Every absence so far, oldest first; the last is open while the device is away.
     public var absences: [Absence] { log.withLock { $0 } }
+
+    /// Returns within `windowNs` before `nowNs`: how much the device flaps.
+    public func returns(withinNs windowNs: UInt64, before nowNs: UInt64) -> Int {
+        log.withLock { log in log.filter { ($0.returnedNs ?? 0) + windowNs > nowNs }.count }
+    }
 
     /// Whether the device is away now.
     public var isAway: Bool { log.withLock { $0.last.map { $0.returnedNs == nil && $0.refusal == nil } ?? false } }

@@ -79,8 +79,6 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     let rejoinPolicy: RejoinPolicy?
     /// The times the camera was away; nil when it is not taken up again after an unplug.
     public let presence: StreamPresence?
-    /// Returns taken so far. Capture-thread-bound.
-    private var returns = 0
     /// The stream's sequence number of the first frame since the camera was (re)opened: the
     /// kernel's count starts again at a return, the stream's goes on. Capture-thread-bound.
     private var sequenceBase: UInt64 = 0
@@ -211,18 +209,21 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
         while true {
             do {
-                try stream(into: ring, stop: stop, first: returns == 0)
+                try stream(into: ring, stop: stop, first: presence?.absences.isEmpty ?? true)
                 return
             } catch let loss as DeviceError where loss.code == .gone {
                 guard let policy = rejoinPolicy, let presence else { throw loss }
-                guard returns < policy.maxReturns else {
+                let now = MonotonicClock.now()
+                let recent = presence.returns(withinNs: RejoinPolicy.flapWindowNs, before: now)
+                guard recent < policy.maxReturns else {
                     var ended = loss
-                    ended.hint += "; it had come back \(returns) times, the most rejoin allows: not waited for again"
+                    ended.hint +=
+                        "; it had come back \(recent) times within a minute, the most rejoin= allows:"
+                        + " not waited for again (a failing cable or hub?)"
                     throw ended
                 }
-                presence.left(atNs: MonotonicClock.now(), reason: "\(loss)")
+                presence.left(atNs: now, reason: "\(loss)")
                 guard try takeUpAgain(policy, presence: presence, stop: stop) else { return }
-                returns += 1
             }
         }
     }

@@ -131,8 +131,9 @@ public struct DeviceSpec: Equatable, Sendable {
         return span.nanoseconds
     }
 
-    /// `rejoin=N`: how often a device that went away (unplugged) is taken up again when the same
-    /// device comes back; 0 ends its stream at the first loss. 10 when not given.
+    /// `rejoin=N`: how often within a minute a device that went away (unplugged) is taken up
+    /// again when the same device comes back; 0 ends its stream at the first loss. 10 when not
+    /// given.
     public func rejoinReturns() throws(PlanError) -> Int {
         try count("rejoin", range: 0...1000) ?? 10
     }
