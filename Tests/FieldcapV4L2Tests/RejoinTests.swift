@@ -99,6 +99,19 @@ struct RejoinTests {
         #expect(run.records.count == 2)
     }
 
+    @Test("a camera back with other modes is not taken up: the stream ends and the refusal names both")
+    func otherModes() throws {
+        let (policy, _) = Self.comingBack(afterMs: 1)
+        let run = try DequeueLoopTests.run(
+            [.frame(sequence: 0), .dequeueFails(ENODEV)], until: { _, finished in finished }, rejoin: policy,
+            widthAfterReopen: 320)
+        let error = try #require(run.deviceError)
+        #expect(error.operation == "rejoin" && error.code == .unsupported, "\(error)")
+        let refusal = try #require(run.camera.presence?.absences.first?.refusal)
+        #expect(refusal.contains("320x480") && refusal.contains("640x480"), "\(refusal)")
+        #expect(run.driver.closes >= 2, "the lost device and the refused one are both closed")
+    }
+
     @Test("a stop while the camera is away ends the stream cleanly, with the absence still open")
     func stoppedWhileAway() throws {
         let policy = RejoinPolicy { stop, _ in

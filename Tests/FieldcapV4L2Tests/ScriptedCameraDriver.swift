@@ -79,17 +79,20 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     private let anotherCameraAfterReopen: Bool
     /// Opens after the first that fail with ENODEV: a node listed but not back yet.
     private let failedReopens: Int
+    /// From the second open on, the only size S_FMT grants: a camera back with other modes.
+    private let widthAfterReopen: UInt32?
 
     init(
         _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING),
-        anotherCameraAfterReopen: Bool = false, failedReopens: Int = 0
+        anotherCameraAfterReopen: Bool = false, failedReopens: Int = 0, widthAfterReopen: UInt32? = nil
     ) {
         state = Mutex(State(script: script))
         self.queueFailure = queueFailure
         self.capabilities = capabilities
         self.anotherCameraAfterReopen = anotherCameraAfterReopen
         self.failedReopens = failedReopens
+        self.widthAfterReopen = widthAfterReopen
     }
 
     deinit {
@@ -192,9 +195,10 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         case CV4L2_VIDIOC_S_FMT(), CV4L2_VIDIOC_G_FMT():
             let format = argument.assumingMemoryBound(to: v4l2_format.self)
             format.pointee.fmt.pix.pixelformat = V4L2Device.fourcc(.yuyv)
-            format.pointee.fmt.pix.width = 640
+            let width = opens > 1 ? widthAfterReopen ?? 640 : 640
+            format.pointee.fmt.pix.width = width
             format.pointee.fmt.pix.height = 480
-            format.pointee.fmt.pix.bytesperline = 1_280
+            format.pointee.fmt.pix.bytesperline = width * 2
             format.pointee.fmt.pix.sizeimage = 614_400
         case CV4L2_VIDIOC_ENUM_FRAMESIZES():
             let size = argument.assumingMemoryBound(to: v4l2_frmsizeenum.self)

@@ -287,6 +287,14 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         func refuse(_ what: String) -> DeviceError {
             DeviceError(code: .unsupported, device: node, operation: "rejoin", hint: "\(what): not taken up again")
         }
+        do { try setUpAsBefore(camera, refuse) } catch let error as DeviceError where error.code != .gone {
+            // Its own words (the size the driver granted, the control it refused), as a refusal
+            // to take it up: "pick a size `fieldcap list` shows" is setup's advice, not rejoin's.
+            throw error.operation == "rejoin" ? error : refuse("it came back and \(error.operation) failed: \(error)")
+        }
+    }
+
+    private func setUpAsBefore(_ camera: V4L2Device, _ refuse: (String) -> DeviceError) throws {
         let was = identity
         guard camera.identity.driver == was.driver, camera.identity.card == was.card, camera.identity.bus == was.bus
         else {
