@@ -112,6 +112,20 @@ struct RejoinTests {
         #expect(run.driver.closes >= 2, "the lost device and the refused one are both closed")
     }
 
+    @Test("the lost camera's buffers are not let go while the writer holds them; a stop then ends cleanly")
+    func writerHoldsBuffers() throws {
+        let (policy, asked) = Self.comingBack(afterMs: 0)
+        let settled = MonotonicClock.now() + 300_000_000
+        let run = try DequeueLoopTests.run(
+            [.frame(sequence: 0), .frame(sequence: 1), .dequeueFails(ENODEV), .frame(sequence: 0)], release: false,
+            until: { driver, _ in driver.remaining == 1 && MonotonicClock.now() > settled }, rejoin: policy)
+        #expect(run.error == nil)
+        #expect(run.records.count == 2, "the frames the writer holds were handed over before the loss")
+        #expect(asked.count.load(ordering: .relaxed) == 0, "not waited for while its buffers are at the writer")
+        #expect(run.driver.opens == 1)
+        #expect(run.camera.presence?.isAway == true)
+    }
+
     @Test("a stop while the camera is away ends the stream cleanly, with the absence still open")
     func stoppedWhileAway() throws {
         let policy = RejoinPolicy { stop, _ in
@@ -135,10 +149,14 @@ struct RejoinTests {
         #expect(run.camera.presence == nil)
     }
 
-    @Test("an absence is worth the records its length holds at the nominal rate")
+    @Test("an absence is worth the records its length holds at the nominal rate, within a session's bounds")
     func recordsWorth() {
         let closed = Absence(leftNs: 1_000_000_000, reason: "gone", returnedNs: 3_000_000_000)
-        #expect(closed.recordsWorth(rate: 30, untilNs: 0) == 60)
+        #expect(closed.recordsWorth(rate: 30, untilNs: .max) == 60)
+        // Over a segment boundary each segment counts its own part: 1 s + 1 s, not 2 s twice.
+        #expect(closed.recordsWorth(rate: 30, untilNs: 2_000_000_000) == 30)
+        #expect(closed.recordsWorth(rate: 30, fromNs: 2_000_000_000, untilNs: 4_000_000_000) == 30)
+        #expect(closed.recordsWorth(rate: 30, fromNs: 3_500_000_000, untilNs: 4_000_000_000) == 0)
         let open = Absence(leftNs: 1_000_000_000, reason: "gone")
         #expect(open.recordsWorth(rate: 30, untilNs: 1_500_000_000) == 15)
         #expect(open.overlaps(startNs: 5_000_000_000, endNs: 6_000_000_000))

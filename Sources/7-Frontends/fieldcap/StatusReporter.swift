@@ -184,7 +184,9 @@ final class StatusReporter {
                 kind: source.descriptor.kind, nominal: source.descriptor.nominalRate, written: stream.written,
                 dropped: stream.dropped + stream.encoderDropped, deviceGaps: source.deviceGaps?.count,
                 capturedSpanNs: stream.capturedSpanNs,
-                elapsed: elapsed, endedEarly: stream.captureError != nil)
+                // A stream whose device was away has its rate lowered by the time away, which its
+                // source's own warning names: not by the camera's exposure or the disk.
+                elapsed: elapsed, endedEarly: stream.captureError != nil || !stream.absences.isEmpty)
             return source.report.warnings + (rate.map { [$0] } ?? [])
         }
     }

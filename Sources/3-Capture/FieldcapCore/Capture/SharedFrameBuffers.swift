@@ -20,6 +20,7 @@ public final class SharedFrameBuffers: Sendable {
     private let export: @Sendable () -> [Int32]?
     private let exported = Mutex<[Int32]??>(nil)
     private let giveBack: @Sendable (Int32) -> Void
+    private let readInPlace = Atomic<Bool>(false)
 
     final class Holds: Sendable { let count = Atomic<Int>(0) }
 
@@ -49,6 +50,13 @@ public final class SharedFrameBuffers: Sendable {
             return descriptors
         }
     }
+
+    /// A device reads frames from the buffers themselves (an encoder imported them): they cannot
+    /// be swapped for another camera's under it. Set by that device once its import worked.
+    public func markReadInPlace() { readInPlace.store(true, ordering: .releasing) }
+
+    /// Whether a device reads frames from the buffers themselves (`markReadInPlace`).
+    public var isReadInPlace: Bool { readInPlace.load(ordering: .acquiring) }
 
     /// The capture thread hands buffer `index` to the writer: one hold, the writer's. Capture-bound.
     @inline(__always)

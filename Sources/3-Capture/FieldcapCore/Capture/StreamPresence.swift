@@ -55,10 +55,17 @@ public struct Absence: Sendable, Equatable {
         self.refusal = refusal
     }
 
-    /// How many records the absence is worth at `rate` per second (to `untilNs` while away).
-    public func recordsWorth(rate: Double, untilNs: UInt64) -> Int {
-        let end = returnedNs ?? max(untilNs, leftNs)
-        return rate > 0 ? Int((Double(end - leftNs) / 1e9 * rate).rounded()) : 0
+    /// The part of the absence within `[fromNs, untilNs]` (a session or a segment), in ns: a
+    /// time away that reaches over a boundary counts in each session only for its own part.
+    public func nanoseconds(fromNs: UInt64 = 0, untilNs: UInt64) -> UInt64 {
+        let start = max(leftNs, fromNs)
+        let end = min(returnedNs ?? untilNs, untilNs)
+        return end > start ? end - start : 0
+    }
+
+    /// How many records the absence is worth at `rate` per second, within `[fromNs, untilNs]`.
+    public func recordsWorth(rate: Double, fromNs: UInt64 = 0, untilNs: UInt64) -> Int {
+        rate > 0 ? Int((Double(nanoseconds(fromNs: fromNs, untilNs: untilNs)) / 1e9 * rate).rounded()) : 0
     }
 
     /// Whether the absence overlaps `[startNs, endNs]`, an absence still open reaching to the end.
@@ -105,9 +112,14 @@ public final class StreamPresence: Sendable {
         }
     }
 
-    /// What the wait saw while the device was away.
+    /// What the wait saw while the device was away; each thing once.
     public func note(_ text: String) {
-        update(telling: false) { $0.notes.append(text) }
+        update(telling: false) { if !$0.notes.contains(text) { $0.notes.append(text) } }
+    }
+
+    /// The device is not waited for, for `reason` (its buffers cannot follow a replug).
+    public func gaveUp(reason: String) {
+        update { $0.refusal = reason }
     }
 
     /// The device came back as `node`, and was not taken up again, for `reason`.

@@ -238,7 +238,10 @@ public final class Recorder: @unchecked Sendable {
                     do {
                         try source.run(into: ring, stop: stopSignal)
                     } catch {
-                        let endedNs = MonotonicClock.now()
+                        // A stream that ends while its device is away (a return refused, given
+                        // up on) ended when the device went, as one that stays away does.
+                        let away = source.presence?.absences.last.flatMap { $0.returnedNs == nil ? $0.leftNs : nil }
+                        let endedNs = away ?? MonotonicClock.now()
                         captureErrors[index] = "\(error)"
                         captureEndedNs[index] = endedNs
                         options.captureEnded?(source.descriptor.id, "\(error)", endedNs)

@@ -237,9 +237,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         let old = device
         // An encoder reading the buffers in place (DMABUF) keeps the old ones: a new camera's
         // buffers cannot take their place under it.
-        if shared.exportedDescriptors != nil {
+        if shared.isReadInPlace {
             let reason = "its encoder reads the camera's buffers in place, which do not survive an unplug"
-            presence.refused(as: old.path, reason: reason)
+            presence.gaveUp(reason: reason)
             throw DeviceError(code: .gone, device: old.path, operation: "rejoin", hint: reason)
         }
         // Acquiring: the writer's last use of a buffer (and of the old device) happens before.
@@ -249,30 +249,43 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         for buffer in buffers { old.node.munmap(buffer.start, length: buffer.length) }
         buffers = []
         old.close()
+        // Since when the camera is listed and opens but cannot be set up (a USB device still
+        // enumerating, udev not yet done with its node's permissions): tried again for a while.
+        var failingSince: UInt64?
         while let node = policy.waitForDevice(stop, { presence.note($0) }) {
-            // A node that is listed but not back: the one the driver had not yet taken away, one
-            // gone again at once, or a node its driver keeps while refusing it (vivid's
-            // "Disconnect" leaves it in sysfs and answers ENODEV). The wait would find it again at
-            // once: look again after a pause, not in a spin.
-            func notBackYet() -> Bool { !stop.wait(milliseconds: Self.notBackPauseMs) }
-            let opened = Result { () throws(V4L2Error) in try V4L2Device(path: node, calls: calls) }
-            guard case .success(let camera) = opened else {
-                if case .failure(let error) = opened, error.code != .gone && error.code != .notFound { throw error }
-                if notBackYet() { continue } else { return false }
-            }
             do {
-                try setUp(camera, as: node)
-            } catch let refusal as DeviceError {
-                camera.close()
-                if refusal.code == .gone { if notBackYet() { continue } else { return false } }
-                presence.refused(as: node, reason: refusal.hint.isEmpty ? "\(refusal)" : refusal.hint)
-                throw refusal
+                let camera = try V4L2Device(path: node, calls: calls)
+                do { try setUp(camera, as: node) } catch {
+                    camera.close()
+                    throw error
+                }
+                device = camera
+                requeueFailure.store(0, ordering: .relaxed)
+                sequenceBase = nextSequence
+                presence.returned(atNs: MonotonicClock.now(), as: node)
+                return true
+            } catch let error as DeviceError where error.operation == "rejoin" {
+                // Another camera, or this one with other modes: final.
+                presence.refused(as: node, reason: error.hint.isEmpty ? "\(error)" : error.hint)
+                throw error
+            } catch let error as DeviceError {
+                // A node that is listed but not back: the one the driver had not yet taken away,
+                // one gone again at once, or a node its driver keeps while refusing it (vivid's
+                // "Disconnect" leaves it in sysfs and answers ENODEV). The wait would find it
+                // again at once: look again after a pause, not in a spin.
+                if error.code != .gone && error.code != .notFound {
+                    let now = MonotonicClock.now()
+                    let since = failingSince ?? now
+                    failingSince = since
+                    if now - since > Self.notReadyLimitNs {
+                        let seconds = Self.notReadyLimitNs / 1_000_000_000
+                        presence.refused(
+                            as: node, reason: "it came back and could not be set up for \(seconds) s: \(error)")
+                        throw error
+                    }
+                }
+                if stop.wait(milliseconds: Self.notBackPauseMs) { return false }
             }
-            device = camera
-            requeueFailure.store(0, ordering: .relaxed)
-            sequenceBase = nextSequence
-            presence.returned(atNs: MonotonicClock.now(), as: node)
-            return true
         }
         return false
     }
@@ -280,6 +293,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// How long to wait before looking again for a camera whose node is listed but refuses to
     /// open: short against a replug's seconds, long against a spin.
     static let notBackPauseMs: Int32 = 100
+    /// How long a camera that is back but cannot be set up is tried again before it is refused.
+    static let notReadyLimitNs: UInt64 = 10_000_000_000
 
     /// Sets up the camera that came back as `node` as the stream had it: the same driver, card
     /// and bus, format, rate and buffers, and the controls set again.

@@ -132,6 +132,7 @@ public final class V4L2Encoder: BufferedFrameEncoder {
         device.subscribeToEvents()
         if let cameraBuffers, let descriptors = Self.importable(cameraBuffers, packing: packing, into: device) {
             importedBuffers = cameraBuffers
+            cameraBuffers.markReadInPlace()
             dmabufs = descriptors
             outputBuffers = []
             // The camera keeps half its buffers to capture into, whatever the encoder holds.

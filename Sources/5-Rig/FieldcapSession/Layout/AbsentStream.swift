@@ -4,16 +4,31 @@ import FieldcapSystem
 import FoundationEssentials
 import SyncField
 
-/// A camera that recorded nothing in a session: a segment that closed while its device was away.
-/// The SDK writes such a stream as one it linked and never stamped, and every reader (validate,
+/// A stream that recorded nothing in a session: a segment that closed while its device was away.
+/// The SDK writes such a camera as one it linked and never stamped, and leaves such a sensor out
+/// of the manifest (it makes a sensor's files at its first record); every reader (validate,
 /// request, upload, export, extract) asks this one question before treating it as empty.
 public enum AbsentStream {
-    /// Whether the session at `directory` holds camera `id` as one that recorded nothing.
+    /// Whether the session at `directory` holds stream `id` as one that recorded nothing.
     public static func recordedNothing(directory: String, id: String) -> Bool {
-        guard let data = FileManager.default.contents(atPath: SessionLayout(directory: directory).manifest),
-            let entry = JSONValue.parse(data)?["streams"]?[id]
+        let layout = SessionLayout(directory: directory)
+        guard let data = FileManager.default.contents(atPath: layout.manifest),
+            let streams = JSONValue.parse(data)?["streams"]
         else { return false }
+        guard let entry = streams[id] else { return sensorRecordedNothing(layout, id: id) }
         return recordedNothing(directory: directory, id: id, entry: entry)
+    }
+
+    /// A sensor the sidecar lists with nothing written, which the manifest leaves out and of which
+    /// the session holds no file: one whose device was away for the whole session. Files of it
+    /// (lines the manifest does not count) are damage.
+    static func sensorRecordedNothing(_ layout: SessionLayout, id: String) -> Bool {
+        guard PathName.isPlainName(id), !FileManager.default.fileExists(atPath: layout.timestamps(id)),
+            !FileManager.default.fileExists(atPath: layout.sensor(id)),
+            let data = FileManager.default.contents(atPath: layout.sidecar),
+            let entry = JSONValue.parse(data)?["streams"]?.arrayValue?.first(where: { $0["id"]?.stringValue == id })
+        else { return false }
+        return entry["kind"]?.stringValue == "sensor" && entry["written"]?.intValue == 0
     }
 
     /// Whether `entry` (the manifest's stream `id`) is a camera that recorded nothing: a video,

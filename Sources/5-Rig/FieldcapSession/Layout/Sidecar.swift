@@ -21,6 +21,9 @@ public struct Sidecar {
     /// The stop in CLOCK_MONOTONIC_RAW, the clock of every `capture_ns`: what `validate` holds
     /// the last lines against, whatever the wall clock did meanwhile (nil: not written).
     public var stoppedMonotonicNs: UInt64?
+    /// Where this session's time begins for the times a device was away: a segment's scheduled
+    /// start (its sync point may be taken before it); nil: the sync point.
+    public var startedMonotonicNs: UInt64?
     public var stopReason: String
     public var sources: [CaptureSource]
     public var summary: [Recorder.StreamSummary]
@@ -252,8 +255,9 @@ public struct Sidecar {
                 // and every reader of ended_early reads it so.
                 entry["ended_early"] = .string(
                     "\(last.reason); "
-                        + (last.refusal.map { "it came back and was refused: \($0)" }
-                            ?? "it had not come back by the end of this session"))
+                        + (last.refusal.map {
+                            last.returnedAs == nil ? "not waited for: \($0)" : "it came back and was refused: \($0)"
+                        } ?? "it had not come back by the end of this session"))
                 entry["ended_early_at"] = instant(last.leftNs)
             }
             return .object(entry)
@@ -289,19 +293,19 @@ public struct Sidecar {
         ]
     }
 
-    /// One time a stream's device was away, as far as this session reaches (`untilNs`): when it
-    /// left and why, when it came back (null: not within this session), as which node, how long,
-    /// and how many records that is at the nominal rate; or why the device that came back was
-    /// refused.
+    /// One time a stream's device was away, as far as this session reaches (from its sync point
+    /// to `untilNs`): when it left and why, when it came back (null: not within this session), as
+    /// which node, how long and how many records at the nominal rate within this session (a time
+    /// away over a segment boundary counts in each segment for its own part); or why the device
+    /// that came back was refused.
     func awayEntry(_ absence: Absence, rate: Double, untilNs: UInt64) -> JSONValue {
         let returned = absence.returnedNs.flatMap { $0 <= untilNs ? $0 : nil }
-        var within = absence
-        within.returnedNs = returned
+        let fromNs = startedMonotonicNs ?? syncPoint.monotonicNs
         var entry: [String: JSONValue] = [
             "left_at": instant(absence.leftNs), "reason": .string(absence.reason),
             "returned_at": returned.map(instant) ?? .null,
-            "seconds": .double(Double((returned ?? max(untilNs, absence.leftNs)) - absence.leftNs) / 1e9),
-            "records_at_nominal_rate": JSONValue(within.recordsWorth(rate: rate, untilNs: untilNs)),
+            "seconds": .double(Double(absence.nanoseconds(fromNs: fromNs, untilNs: untilNs)) / 1e9),
+            "records_at_nominal_rate": JSONValue(absence.recordsWorth(rate: rate, fromNs: fromNs, untilNs: untilNs)),
         ]
         if returned != nil, let node = absence.returnedAs { entry["returned_as"] = .string(node) }
         if let refusal = absence.refusal { entry["refused"] = .string(refusal) }

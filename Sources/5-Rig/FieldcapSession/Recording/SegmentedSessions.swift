@@ -243,7 +243,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try writeSidecar(
             open, segment, reason: "segment", stoppedWall: Self.wall(segment.endNs, open.syncPoint),
             stoppedMonotonicNs: segment.endNs)
-        record(segment, open: open, state: .complete)
+        record(segment, open: open, state: .complete, untilNs: segment.endNs)
         enforceBudget()
         try index.write(directory: directory)
         if let rotated = settings.rotated, let next = self.open[segment.number + 1] {
@@ -265,15 +265,15 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// final reports and the recording's summary of how each stream ended) and the final index.
     public func finish(reason: String, summary: [Recorder.StreamSummary]) throws {
         var firstError: Error?
+        let stoppedNs = MonotonicClock.now()
         for (position, stop) in stopped.enumerated() {
             let last = position == stopped.count - 1
             do {
                 try writeSidecar(
                     stop.open, stop.segment, reason: reason, stoppedWall: Date(),
-                    stoppedMonotonicNs: MonotonicClock.now(),
-                    final: last ? summary : nil)
+                    stoppedMonotonicNs: stoppedNs, final: last ? summary : nil)
             } catch { firstError = firstError ?? error }
-            record(stop.segment, open: stop.open, state: .complete)
+            record(stop.segment, open: stop.open, state: .complete, untilNs: min(stop.segment.endNs, stoppedNs))
         }
         stopped = []
         index.state = "complete"
@@ -321,6 +321,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         sidecar.reports = summary == nil ? startReports : nil
         sidecar.segment = segment.number
         sidecar.stoppedMonotonicNs = stoppedMonotonicNs
+        sidecar.startedMonotonicNs = segment.startNs
         sidecar.calibration = settings.calibration
         sidecar.encodings = settings.encodings
         sidecar.encoderThreads = settings.encoderThreads
@@ -330,7 +331,10 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try sidecar.write()
     }
 
-    private func record(_ segment: FinishedSegment, open: Open, state: RecordingIndex.Segment.State) {
+    /// `untilNs`: where the segment ended, its scheduled end or the stop.
+    private func record(
+        _ segment: FinishedSegment, open: Open, state: RecordingIndex.Segment.State, untilNs: UInt64
+    ) {
         guard let position = index.segments.firstIndex(where: { $0.number == segment.number }) else { return }
         var entry = index.segments[position]
         entry.state = state
@@ -353,19 +357,18 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                     firstAfterStartSeconds: tally.firstCaptureNs.map {
                         Double(Int64(bitPattern: $0 &- segment.startNs)) / 1e9
                     })
-                // The times the device was away within the segment, as far as it reaches.
-                let untilNs = max(segment.endNs, segment.startNs)
+                // The times the device was away within the segment, each for its part of it.
+                let untilNs = max(untilNs, segment.startNs)
                 let away = (source.presence?.absences ?? []).filter {
                     $0.overlaps(startNs: segment.startNs, endNs: untilNs)
                 }
                 if !away.isEmpty {
                     counts.away = away.map { absence in
-                        var within = absence
-                        within.returnedNs = absence.returnedNs.flatMap { $0 <= untilNs ? $0 : nil }
-                        return RecordingIndex.Away(
-                            leftMonotonicRawNs: absence.leftNs, returnedMonotonicRawNs: within.returnedNs,
-                            recordsAtNominalRate: within.recordsWorth(
-                                rate: source.descriptor.nominalRate, untilNs: untilNs))
+                        RecordingIndex.Away(
+                            leftMonotonicRawNs: absence.leftNs,
+                            returnedMonotonicRawNs: absence.returnedNs.flatMap { $0 <= untilNs ? $0 : nil },
+                            recordsAtNominalRate: absence.recordsWorth(
+                                rate: source.descriptor.nominalRate, fromNs: segment.startNs, untilNs: untilNs))
                     }
                 }
                 return (source.descriptor.id, counts)

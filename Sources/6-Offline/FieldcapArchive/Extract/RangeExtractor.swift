@@ -281,10 +281,12 @@ public enum RangeExtractor {
         let first = parts[0].1
         let outputs = try first.streams.map { try Output($0, layout: layout) }
         var used: [String] = []
+        var away: [String: [Absence]] = [:]
         for (part, contents) in parts {
             let partLayout = SessionLayout(directory: part.directory)
             let fromRaw = raw(request.fromNs, contents.syncPoint)
             let toRaw = raw(request.toNs, contents.syncPoint)
+            absences(in: contents, fromRaw: fromRaw, toRaw: toRaw, into: &away)
             var taken: [String] = []
             for output in outputs {
                 guard contents.streams.contains(where: { $0.id == output.id }) else { continue }
@@ -322,7 +324,7 @@ public enum RangeExtractor {
         try Sidecar.store(
             sidecar(
                 first, outputs: outputs, linkDirectory: linkDirectory, request: request, source: source,
-                used: used),
+                used: used, away: away),
             layout: layout)
         return Outcome(
             out: directory, parts: used, records: outputs.map { ($0.id, $0.count) },
@@ -424,9 +426,35 @@ public enum RangeExtractor {
 
     /// `fieldcap.json` of the extract: the streams as the recording described them, what each
     /// holds now, and where it came from.
+    /// The times each stream's device was away that reach into `[fromRaw, toRaw]`, as the
+    /// sessions' sidecars tell them, merged by when they began (a time away over a segment
+    /// boundary is in both segments; the later one may know its return).
+    static func absences(
+        in contents: Sidecar.Contents, fromRaw: UInt64, toRaw: UInt64, into away: inout [String: [Absence]]
+    ) {
+        for stream in contents.document["streams"]?.arrayValue ?? [] {
+            guard let id = stream["id"]?.stringValue else { continue }
+            for entry in stream["away"]?.arrayValue ?? [] {
+                guard let left = entry["left_at"]?["monotonic_raw_ns"]?.uint64Value else { continue }
+                var absence = Absence(
+                    leftNs: left, reason: entry["reason"]?.stringValue ?? "",
+                    returnedNs: entry["returned_at"]?["monotonic_raw_ns"]?.uint64Value,
+                    returnedAs: entry["returned_as"]?.stringValue)
+                guard absence.overlaps(startNs: fromRaw, endNs: toRaw) else { continue }
+                if let known = away[id]?.firstIndex(where: { $0.leftNs == left }) {
+                    absence.returnedNs = absence.returnedNs ?? away[id]![known].returnedNs
+                    absence.returnedAs = absence.returnedAs ?? away[id]![known].returnedAs
+                    away[id]![known] = absence
+                } else {
+                    away[id, default: []].append(absence)
+                }
+            }
+        }
+    }
+
     static func sidecar(
         _ first: Sidecar.Contents, outputs: [Output], linkDirectory: String, request: Request, source: String,
-        used: [String]
+        used: [String], away: [String: [Absence]] = [:]
     ) -> [String: JSONValue] {
         let entries = first.document["streams"]?.arrayValue(of: \.objectValue) ?? []
         let kept = [
@@ -440,6 +468,35 @@ public enum RangeExtractor {
             entry["written"] = JSONValue(output.count)
             if output.format != nil {
                 entry["linked_path"] = .string("\(linkDirectory)/\(SessionLayout.videoName(output.id))")
+            }
+            // The times away within the extract, each for its part of it: its holes stay explained.
+            if let absences = away[output.id], !absences.isEmpty {
+                // To the extract's last record: an open request range would count a device still
+                // away to the end of time.
+                let fromRaw = raw(request.fromNs, first.syncPoint)
+                let lastRecord = outputs.compactMap(\.lastNs).max() ?? fromRaw
+                let toRaw = min(raw(request.toNs, first.syncPoint), max(lastRecord, fromRaw))
+                let rate = entry["nominal_rate"]?.doubleValue ?? 0
+                entry["away"] = .array(
+                    absences.sorted { $0.leftNs < $1.leftNs }.map { absence in
+                        func instant(_ ns: UInt64) -> JSONValue {
+                            [
+                                "monotonic_raw_ns": JSONValue(ns),
+                                "seconds_after_start": .double(
+                                    Double(Int64(bitPattern: ns &- first.syncPoint.monotonicNs)) / 1e9),
+                            ]
+                        }
+                        let returned = absence.returnedNs.flatMap { $0 <= toRaw ? $0 : nil }
+                        var item: [String: JSONValue] = [
+                            "left_at": instant(absence.leftNs), "reason": .string(absence.reason),
+                            "returned_at": returned.map(instant) ?? .null,
+                            "seconds": .double(Double(absence.nanoseconds(fromNs: fromRaw, untilNs: toRaw)) / 1e9),
+                            "records_at_nominal_rate": JSONValue(
+                                absence.recordsWorth(rate: rate, fromNs: fromRaw, untilNs: toRaw)),
+                        ]
+                        if returned != nil, let node = absence.returnedAs { item["returned_as"] = .string(node) }
+                        return .object(item)
+                    })
             }
             return .object(entry)
         }
