@@ -87,12 +87,13 @@ struct FuzzCorpusTests {
         """,
         arguments: [
             "seed-complete", "seed-killed", "seed-killed-partial-lines", "seed-truncated-video", "seed-wrong-types",
+            "seed-away",
         ])
     func seeds(name: String) throws {
         let (outcome, directory) = try replay(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         switch (name, outcome) {
-        case ("seed-complete", .alreadyValid): break
+        case ("seed-complete", .alreadyValid), ("seed-away", .alreadyValid): break
         case ("seed-wrong-types", .recovered(let report)):
             // A frame_number written as a string is whole JSON: recovery keeps it, and says so.
             #expect(
@@ -102,5 +103,26 @@ struct FuzzCorpusTests {
         default:
             Issue.record("\(name): unexpected outcome \(outcome)")
         }
+    }
+
+    @Test("the away seed: its camera's 3 s hole is documented by its away entry, and a problem without it")
+    func awaySeed() throws {
+        let directory = NSTemporaryDirectory() + "/fuzz-away-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(Self.corpus)/seed-away")))
+        FuzzSession.materialize(bytes, into: directory)
+        #expect(SessionValidator.validateWithVideos(directory: directory).problems == [])
+        let sidecar = "\(directory)/fieldcap.json"
+        var document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: sidecar))) as? [String: Any])
+        var streams = try #require(document["streams"] as? [[String: Any]])
+        streams[0]["away"] = nil
+        document["streams"] = streams
+        try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: sidecar))
+        let problems = SessionValidator.validateWithVideos(directory: directory).problems.map(\.description)
+        #expect(problems.count == 1)
+        #expect(
+            problems.first?.hasPrefix("cam.timestamps.jsonl:6: stream cam has no record for 3.") == true, "\(problems)")
     }
 }

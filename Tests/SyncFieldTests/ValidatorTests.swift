@@ -247,6 +247,31 @@ struct ValidatorTests {
         #expect(report.warnings.first?.message.contains("fewer than two") == true)
     }
 
+    @Test("holes longer than the caller's threshold are listed from the same read, only for the streams asked")
+    func holesFromTheSameRead() throws {
+        let directory = TemporaryDirectory("validator-holes")
+        let session = SyncSession(hostId: "rig_01", outputDir: directory.path)
+        try session.start()
+        for (frame, ns) in [1_000, 2_000, 9_000, 9_500, 20_000].enumerated() {
+            try session.stamp("cam", frameNumber: frame, captureNs: UInt64(ns))
+            try session.stamp("imu", frameNumber: frame, captureNs: UInt64(ns))
+        }
+        try session.stop()
+        let report = SessionValidator.validate(
+            directory: directory.path, holesLongerThan: { $0 == "cam" ? 5_000 : nil })
+        #expect(report.isValid)
+        #expect(
+            report.holes == [
+                .init(
+                    stream: "cam", line: 3, previousFrameNumber: 1, previousCaptureNs: 2_000, frameNumber: 2,
+                    captureNs: 9_000),
+                .init(
+                    stream: "cam", line: 5, previousFrameNumber: 3, previousCaptureNs: 9_500, frameNumber: 4,
+                    captureNs: 20_000),
+            ])
+        #expect(SessionValidator.validate(directory: directory.path).holes.isEmpty)
+    }
+
     @Test(
         "the strict parser rejects what JSON does not allow",
         arguments: [

@@ -14,7 +14,11 @@ struct Validate: ParsableCommand {
             manifest and sync point against the files. Each video the manifest links must \
             exist, be Matroska with a video track, and hold frame_count frames (counted from \
             the blocks' headers, without decoding); a linked path that no longer exists is \
-            looked for under its file name in the session directory.
+            looked for under its file name in the session directory. In a session fieldcap \
+            finished, a stream with no record for longer than the larger of 2 s and 50 periods \
+            must be documented in fieldcap.json (an away entry, ended_early_at, or the records \
+            missing across it in drops or the device's gaps), and each away entry must be well \
+            formed.
 
             A recording made with --segment is checked segment by segment: every segment its \
             recording.json lists as on disk must be there and valid, every deleted one gone.

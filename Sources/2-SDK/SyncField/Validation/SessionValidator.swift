@@ -31,7 +31,37 @@ public struct SessionValidator {
         public var warnings: [Problem] = []
         public var streamCount = 0
         public var lineCount = 0
+        /// The holes longer than the caller's threshold between consecutive timestamp lines
+        /// (`validate(directory:progress:holesLongerThan:)`), in file order: not problems of the
+        /// format, which has no opinion on a stream's rate, but facts for a caller that has one.
+        public var holes: [Hole] = []
         public var isValid: Bool { problems.isEmpty }
+    }
+
+    /// Two consecutive timestamp lines of a stream whose `capture_ns` are further apart than the
+    /// threshold the caller gave for that stream.
+    public struct Hole: Equatable, Sendable {
+        public var stream: String
+        /// The 1-based line of the record after the hole.
+        public var line: Int
+        public var previousFrameNumber: Int64
+        public var previousCaptureNs: UInt64
+        public var frameNumber: Int64
+        public var captureNs: UInt64
+
+        public init(
+            stream: String, line: Int, previousFrameNumber: Int64, previousCaptureNs: UInt64, frameNumber: Int64,
+            captureNs: UInt64
+        ) {
+            self.stream = stream
+            self.line = line
+            self.previousFrameNumber = previousFrameNumber
+            self.previousCaptureNs = previousCaptureNs
+            self.frameNumber = frameNumber
+            self.captureNs = captureNs
+        }
+
+        public var lengthNs: UInt64 { captureNs - previousCaptureNs }
     }
 
     public static let timestampKeys = ["capture_ns", "clock_domain", "clock_source", "frame_number", "uncertainty_ns"]
@@ -56,6 +86,7 @@ public struct SessionValidator {
     private var progress: ((Progress) -> Void)?
     private var bytesDone = 0
     private var bytesTotal = 0
+    private var holeThreshold: ((String) -> UInt64?)?
 
     public init(directory: String) { self.directory = directory }
 
@@ -63,8 +94,20 @@ public struct SessionValidator {
     /// are read (every megabyte or so, and once at the end of each file): an hour of a 1 kHz
     /// IMU is millions of lines.
     public static func validate(directory: String, progress: ((Progress) -> Void)? = nil) -> Report {
+        validate(directory: directory, progress: progress, holesLongerThan: nil)
+    }
+
+    /// Validates the session as `validate(directory:progress:)` does and, as it reads each
+    /// timestamps file, lists in `Report.holes` every pair of consecutive lines further apart
+    /// than `holesLongerThan(stream id)` nanoseconds (nil: that stream is not looked at). The
+    /// holes come from the same read of the lines as the rules: a caller judging them reads no
+    /// file twice.
+    public static func validate(
+        directory: String, progress: ((Progress) -> Void)? = nil, holesLongerThan: ((String) -> UInt64?)?
+    ) -> Report {
         var validator = SessionValidator(directory: directory)
         validator.progress = progress
+        validator.holeThreshold = holesLongerThan
         validator.run()
         return validator.report
     }
@@ -99,7 +142,8 @@ public struct SessionValidator {
         var timestampLines: [String: [TimestampFields]] = [:]
         for id in timestampIds {
             timestampLines[id] = checkStreamFile(
-                SyncFieldFiles.timestamps(id), keys: Self.timestampKeys, hostId: hostId)
+                SyncFieldFiles.timestamps(id), keys: Self.timestampKeys, hostId: hostId,
+                holes: holeThreshold?(id).map { (id, $0) })
         }
         for id in sensorIds {
             let sensorLines = checkStreamFile(SyncFieldFiles.sensor(id), keys: Self.sensorKeys, hostId: hostId)
@@ -132,7 +176,8 @@ public struct SessionValidator {
 
     /// Checks every line of one JSONL file; returns the fields of the lines that parsed.
     private mutating func checkStreamFile(
-        _ name: String, keys expectedKeys: [String], hostId: String?
+        _ name: String, keys expectedKeys: [String], hostId: String?,
+        holes: (stream: String, thresholdNs: UInt64)? = nil
     ) -> [TimestampFields] {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else {
             problem(name, nil, "cannot be read")
@@ -176,6 +221,15 @@ public struct SessionValidator {
                     "capture_ns \(values.captureNs) is before the previous "
                         + "line's \(previousCapture); it must never decrease"
                 )
+            }
+            if let holes, let previous = fields.last, values.captureNs > previous.captureNs,
+                values.captureNs - previous.captureNs > holes.thresholdNs
+            {
+                report.holes.append(
+                    Hole(
+                        stream: holes.stream, line: lineNumber, previousFrameNumber: previous.frameNumber,
+                        previousCaptureNs: previous.captureNs, frameNumber: values.frameNumber,
+                        captureNs: values.captureNs))
             }
             previousCapture = values.captureNs
             fields.append(values)

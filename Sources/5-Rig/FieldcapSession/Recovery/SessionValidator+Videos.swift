@@ -15,12 +15,26 @@ extension SessionValidator {
     ///
     /// A linked path is looked for first under its file name beside `manifest.json`, so a session
     /// copied off the rig is judged by its own videos, never the original's.
+    ///
+    /// In a session fieldcap finished, a stream's records further apart than its threshold
+    /// (`holeThresholdNs`) must be documented in fieldcap.json (`holeProblems`), and its `away`
+    /// entries must be well formed.
     public static func validateWithVideos(directory: String, progress: ((Progress) -> Void)? = nil) -> Report {
-        var report = validate(directory: directory, progress: progress)
+        let sidecar = FileManager.default.contents(atPath: SessionLayout(directory: directory).sidecar)
+            .flatMap { JSONValue.parse($0) }
+        let gaps = sidecarGaps(sidecar)
+        // The holes are found as the SyncField rules read the timestamp lines: no second read.
+        var report = validate(
+            directory: directory, progress: progress,
+            holesLongerThan: gaps.streams.isEmpty ? nil : { gaps.streams[$0]?.thresholdNs })
         let videos = videoProblems(directory: directory)
         report.problems += videos.problems
         report.warnings += videos.warnings
         report.problems += spanProblems(directory: directory)
+        report.problems += gaps.problems
+        report.problems += holeProblems(
+            directory: directory, holes: report.holes, streams: gaps.streams,
+            syncMonotonicNs: sidecar?["sync_point"]?["monotonic_ns"]?.uint64Value)
         return report
     }
 
