@@ -36,9 +36,10 @@ struct Record: ParsableCommand {
             (threads=N: N of them, for jpeg and ffv1); one that falls behind drops frames
             (reason `encoder` in fieldcap.json); capture never waits. stall=DURATION (V4L2
             and IIO): a device that delivers nothing for that long ends its stream
-            (default 2s; the other streams go on). rejoin=N (V4L2): a camera unplugged
-            mid-recording is waited for (the same one: its USB port and serial) and taken
-            up again with the format it had, up to N times a minute (default 10; 0: its
+            (default 2s; the other streams go on). rejoin=N (V4L2 and IIO): a device
+            unplugged mid-recording is waited for (the same one: a camera's USB port and
+            serial, an IMU's parent device and name) and taken up again as it was (format,
+            or channels, rate and trigger), up to N times a minute (default 10; 0: its
             stream ends); the time away is in fieldcap.json (away). IMU options: id, rate
             (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
             kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME

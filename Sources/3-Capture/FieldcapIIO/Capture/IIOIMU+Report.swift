@@ -61,7 +61,7 @@ extension IIOIMU {
                 "scan_format": .string(channel.format),
             ]
         }
-        let granted: JSONValue = [
+        var granted: JSONValue = [
             "device": .string(descriptor.device), "device_id": .string(device.id), "name": .string(device.name),
             "channels": .array(valueChannels.map { ["name": .string($0.name), "unit": .string($0.unit)] }),
             "rate": .double(grantedRate),
@@ -73,6 +73,12 @@ extension IIOIMU {
             "timestamp_clock": JSONValue(clockName), "timestamp_clock_set": .bool(timestampClockSet),
             "time_source": .string(timeSource),
         ]
+        if let rejoinPolicy, case .object(var fields) = granted {
+            fields["rejoin"] = [
+                "max_returns": JSONValue(rejoinPolicy.maxReturns), "watching": .string(rejoinPolicy.watching),
+            ]
+            granted = .object(fields)
+        }
         let channelWords =
             valueChannels.map { "\($0.name) (\($0.unit))" }.joined(separator: " ")
             + (channelsAsked ? "" : " (its accel, anglvel, magn and temp channels; channels= to choose)")
@@ -89,6 +95,8 @@ extension IIOIMU {
         let summary =
             "\(device.name) (\(device.id)), \(channelWords), \(SourceReport.rate(grantedRate)) Hz (\(rateSource))"
             + "\(triggerWords), timestamps: \(timeWords)"
+            + (rejoinPolicy.map { ", taken up again after it goes away (up to \($0.maxReturns) times; \($0.watching))" }
+                ?? "")
         var details: [String: JSONValue] = [
             "device_id": .string(device.id), "name": .string(device.name), "granted_rate": .double(grantedRate),
             "trigger": JSONValue(trigger), "time_source": .string(Self.sidecarTimeSource(self.timeSource)),
@@ -112,6 +120,12 @@ extension IIOIMU {
                 "\(timelineGaps.count) samples missing from the timeline, in "
                     + "\(gapEvents) gaps (the device or its trigger skipped them)"
             )
+        }
+        if let absences = presence?.absences, !absences.isEmpty {
+            let back = absences.filter { $0.returnedNs != nil }.count
+            warnings.append(
+                "the device went away \(absences.count) times and came back \(back) times"
+                    + " (the times away are in fieldcap.json: away)")
         }
         if nonIncreasingTimes > 0 {
             warnings.append("\(nonIncreasingTimes) samples were not after the previous one and were moved just past it")

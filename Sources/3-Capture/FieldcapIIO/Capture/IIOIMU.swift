@@ -16,6 +16,10 @@ import SyncField
 /// buffer to the capture loop (`IIOReadLoop`): wait in `poll` on it and the stop signal, read what
 /// the kernel has, decode it in place and push one fixed-size record per sample.
 ///
+/// With `Options.rejoin`, a device that goes away mid-recording (removed, its driver unbound) is
+/// waited for and set up again as it was (`IIOIMU+Rejoin.swift`): the stream goes on under its
+/// id, its sequence numbers running on.
+///
 /// When the timestamps are in another clock (`realtime` left as it was), each read takes a
 /// bracketed clock pair and maps them with a `ClockTracker`, which notices rate changes (NTP) and
 /// steps (`date -s`). Without a timestamp channel, times are extrapolated back from the read.
@@ -36,6 +40,12 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         public var keepTimestampClock = false
         /// No sample for this long ends the stream; nil: 2 s or 20 periods, whichever is longer.
         public var stallTimeoutNs: UInt64?
+        /// How to wait for the device after it went away and take it up again; nil: its stream
+        /// ends.
+        public var rejoin: RejoinPolicy?
+        /// The timestamp clock to set whatever `keepTimestampClock` says: the one a device that
+        /// came back had before it went.
+        var timestampClock: String?
 
         public init(
             rate: Double? = nil, channels: [String]? = nil, trigger: String? = nil, keepTimestampClock: Bool = false
@@ -68,7 +78,9 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     }
 
     public let descriptor: StreamDescriptor
-    public let device: IIODevice
+    /// The device; replaced when it comes back after it went away (capture thread, between
+    /// streams).
+    public internal(set) var device: IIODevice
     public let grantedRate: Double
     public let trigger: String?
     /// Whether fieldcap made the trigger (an hrtimer trigger through configfs, removed afterwards).
@@ -103,21 +115,26 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// The timestamp clock's mapping into RAW, when it has one: rate changes, steps (`date -s`),
     /// the worst bound handed out. Read after capture ended.
     public var clockTracker: ClockTracker? { mappedClock == nil ? nil : tracker }
+    let rejoinPolicy: RejoinPolicy?
+    /// The times the device was away; nil when it is not taken up again after it went.
+    public let presence: StreamPresence?
 
     private let periodNs: Double
     private let stallTimeoutNs: UInt64
     private let decoders: [IIOChannelDecoder]
-    private let selected: [IIODevice.Channel]
-    private let timestampChannel: IIODevice.Channel?
+    /// The channels and timestamp channel of the device as it is now: libiio's, of its context
+    /// (replaced with the device when it comes back).
+    var selected: [IIODevice.Channel]
+    var timestampChannel: IIODevice.Channel?
     /// The timestamp channel's clock, when it must be mapped into RAW.
     private let mappedClock: clockid_t?
     /// Capture-thread-bound while running.
     private var tracker = ClockTracker()
     private var emitter = SampleEmitter()
     /// What setup changed, put back when capture ends.
-    private var restoreSetup = IIOCaptureSetup.Restore()
+    var restoreSetup = IIOCaptureSetup.Restore()
     private var restored = false
-    private var buffer: OpaquePointer?
+    var buffer: OpaquePointer?
     /// Samples one read can take: about a quarter of a second.
     private var samplesPerRead: Int { max(16, min(65_536, Int(grantedRate / 4))) }
 
@@ -125,6 +142,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public init(id: String, device name: String, options: Options = Options()) throws(IIOError) {
         let device = try IIODevice(name)
         self.device = device
+        rejoinPolicy = options.rejoin
+        presence = options.rejoin == nil ? nil : StreamPresence()
         let label = device.id == name || "/dev/\(device.id)" == name ? device.id : "\(name) (\(device.id))"
         guard device.hasBuffer else {
             throw IIOError(
@@ -169,9 +188,16 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
 
     deinit { restore() }
 
+    private static let stderrSilencing = Lock()
+
     /// Runs `body` with stderr pointed at /dev/null: libiio 0.24 prints its own warnings and
     /// errors there, about states fieldcap expects and reports itself.
-    private static func withStderrSilenced<T>(_ body: () -> T) -> T {
+    static func withStderrSilenced<T>(_ body: () -> T) -> T {
+        // One at a time: two capture threads whose devices went at once would otherwise save
+        // each other's /dev/null and leave stderr pointing there for good (seen in the kernel rig:
+        // the recording's summary lost).
+        stderrSilencing.lock()
+        defer { stderrSilencing.unlock() }
         let saved = dup(2)
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         if saved >= 0 && null >= 0 { dup2(null, 2) }
@@ -188,6 +214,13 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     private func restore() {
         guard !restored else { return }
         restored = true
+        releaseBuffer()
+        restoreSetup.undo(device: device)
+    }
+
+    /// Disables and frees the buffer, closing the device's character device: a device that went
+    /// away can then be freed by its driver and made again.
+    func releaseBuffer() {
         if let buffer {
             // A device that went away cannot have its buffer disabled, and libiio says so on
             // stderr for every channel; the stream's own error already says the device is gone.
@@ -198,14 +231,13 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
             }
         }
         buffer = nil
-        restoreSetup.undo(device: device)
     }
 
     /// Enables the channels and the buffer. libiio 0.24 prints a warning on stderr when the
     /// driver lacks its high-speed (mmap) interface, which is normal; fieldcap's own output
     /// should be all the user sees, so stderr is silenced for the call (setup runs before any
     /// other thread writes there).
-    private func enableBuffer(label: String) throws(IIOError) -> OpaquePointer {
+    func enableBuffer(label: String) throws(IIOError) -> OpaquePointer {
         for channel in device.channels where channel.isScanElement { iio_channel_disable(channel.pointer) }
         for channel in selected { iio_channel_enable(channel.pointer) }
         if let timestampChannel { iio_channel_enable(timestampChannel.pointer) }
@@ -230,27 +262,34 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
 
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
         defer { restore() }
-        let label = device.label
-        let buffer = LibIIOBuffer(self.buffer!)
-        let fd = buffer.pollDescriptor
-        guard fd >= 0 else { throw IIOError.system("get the buffer's descriptor", device: label, errno: -fd) }
-        // Where each channel sits in a scan, as libiio lays it out for the enabled channels.
-        let start = iio_buffer_start(buffer.buffer)!
-        var decoders = self.decoders
-        for index in decoders.indices {
-            decoders[index].byteOffset = iio_buffer_first(buffer.buffer, selected[index].pointer)! - start
-        }
         var loop = IIOReadLoop(
-            label: label, decoders: decoders,
-            timestampOffset: timestampChannel.map { iio_buffer_first(buffer.buffer, $0.pointer)! - start },
-            mappedClock: mappedClock, periodNs: periodNs, stallTimeoutNs: stallTimeoutNs,
-            samplesPerRead: samplesPerRead)
+            label: descriptor.device, decoders: decoders, timestampOffset: nil, mappedClock: mappedClock,
+            periodNs: periodNs, stallTimeoutNs: stallTimeoutNs, samplesPerRead: samplesPerRead)
         defer {
             samplesRead = loop.samplesRead
             samplesBeforeStart = loop.samplesBeforeStart
             tracker = loop.tracker
             emitter = loop.emitter
         }
+        var rejoining = RejoinLoop(policy: rejoinPolicy, presence: presence)
+        try rejoining.run(
+            stream: { try stream(&loop, into: ring, stop: stop) },
+            takeUpAgain: { policy, presence in try takeUpAgain(policy, presence: presence, stop: stop) })
+    }
+
+    /// Streams from the enabled buffer until a stop, or until it fails.
+    private func stream(_ loop: inout IIOReadLoop, into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
+        let buffer = LibIIOBuffer(self.buffer!)
+        let fd = buffer.pollDescriptor
+        guard fd >= 0 else {
+            throw IIOError.system("get the buffer's descriptor", device: descriptor.device, errno: -fd)
+        }
+        // Where each channel sits in a scan, as libiio lays it out for the enabled channels.
+        let start = iio_buffer_start(buffer.buffer)!
+        for index in loop.decoders.indices {
+            loop.decoders[index].byteOffset = iio_buffer_first(buffer.buffer, selected[index].pointer)! - start
+        }
+        loop.timestampOffset = timestampChannel.map { iio_buffer_first(buffer.buffer, $0.pointer)! - start }
         try loop.run(buffer, into: ring, stop: stop, timelineGaps: timelineGaps)
     }
 }

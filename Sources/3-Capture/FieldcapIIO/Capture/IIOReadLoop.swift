@@ -20,10 +20,11 @@ import SyncField
 struct IIOReadLoop {
     /// The device as errors name it.
     let label: String
-    /// Each selected channel's decoder, at its offset in a scan.
-    let decoders: [IIOChannelDecoder]
+    /// Each selected channel's decoder, at its offset in a scan (set again for a device that
+    /// came back: libiio lays out its new buffer).
+    var decoders: [IIOChannelDecoder]
     /// Where the timestamp channel sits in a scan; nil when there is none.
-    let timestampOffset: Int?
+    var timestampOffset: Int?
     /// The timestamp channel's clock, when it must be mapped into RAW.
     let mappedClock: clockid_t?
     let periodNs: Double
@@ -38,6 +39,8 @@ struct IIOReadLoop {
     private(set) var samplesRead = 0
     /// Samples the buffer took before capture started, left out of the recording.
     private(set) var samplesBeforeStart = 0
+    /// Times `run` has streamed: after the first, the device came back after an unplug.
+    private(set) var streams = 0
 
     init(
         label: String, decoders: [IIOChannelDecoder], timestampOffset: Int?, mappedClock: clockid_t?,
@@ -53,7 +56,9 @@ struct IIOReadLoop {
     }
 
     /// Reads `buffer` into `ring` until `stop`, a stall or a failure (thrown). `timelineGaps`
-    /// counts the samples missing from the timeline.
+    /// counts the samples missing from the timeline. Run again with a device that came back, the
+    /// sequence numbers and counters run on and the timeline starts again (the time away is no
+    /// gap).
     mutating func run(
         _ buffer: some IIOBufferCalls, into ring: SPSCRing<CaptureRecord>, stop: StopSignal,
         timelineGaps: DropCounter
@@ -82,7 +87,12 @@ struct IIOReadLoop {
             staging.deallocate()
             emitter.finish()
         }
-        emitter = SampleEmitter(periodNs: periodNs, dropCounter: timelineGaps)
+        if streams == 0 {
+            emitter = SampleEmitter(periodNs: periodNs, dropCounter: timelineGaps)
+        } else {
+            emitter.startTimeline()
+        }
+        streams += 1
         // The kernel wakes a buffer's pollers at every sample, whatever the watermark. When the
         // samples carry their own timestamps the read time does not matter: wait on the stop
         // signal alone and read what has come every 100 ms, ten wake-ups a second instead of

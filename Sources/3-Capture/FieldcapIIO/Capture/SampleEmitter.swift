@@ -67,6 +67,15 @@ struct SampleEmitter {
         sequence += 1
     }
 
+    /// Starts a new timeline where the sequence numbers run on: the device came back after an
+    /// unplug, its samples restart on a grid of their own, and the time it was away is told as
+    /// an absence, not as samples missing from the timeline.
+    mutating func startTimeline() {
+        lastCaptureNs = 0
+        samplesInWindow = 0
+        windowStartNs = 0
+    }
+
     /// Settles the open window at the end of the stream (the last samples came after a gap).
     mutating func finish() {
         guard samplesInWindow > 0 else { return }

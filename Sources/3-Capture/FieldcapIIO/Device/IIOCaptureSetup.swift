@@ -205,11 +205,13 @@ struct IIOCaptureSetup {
             rateAsked = options.rate != nil
             rateDeclared = declaredRate != nil
 
-            // Timestamps: straight into MONOTONIC_RAW when the device lets us choose its clock.
+            // Timestamps: straight into MONOTONIC_RAW when the device lets us choose its clock (a
+            // device that came back: the clock it had before it went).
             if timestampChannel != nil {
                 let before = device.timestampClock
-                if let before, before != "monotonic_raw", !options.keepTimestampClock {
-                    try Sysfs.write("\(device.sysfsPath)/current_timestamp_clock", "monotonic_raw", device: label)
+                let wanted = options.timestampClock ?? (options.keepTimestampClock ? nil : "monotonic_raw")
+                if let before, let wanted, before != wanted {
+                    try Sysfs.write("\(device.sysfsPath)/current_timestamp_clock", wanted, device: label)
                     restore.clock = before
                 }
                 let clock = device.timestampClock ?? "realtime"
@@ -232,6 +234,12 @@ struct IIOCaptureSetup {
 
     /// Makes an hrtimer trigger through configfs for `device` and returns its name.
     static func createHrtimerTrigger(for device: IIODevice, label: String) throws(IIOError) -> String {
+        try createHrtimerTrigger(named: "fieldcap-\(device.id.replacingColon())", label: label)
+    }
+
+    /// Makes the hrtimer trigger `name` through configfs (or finds it made) and waits for it to
+    /// appear in sysfs; returns `name`.
+    static func createHrtimerTrigger(named name: String, label: String) throws(IIOError) -> String {
         let root = "/sys/kernel/config/iio/triggers/hrtimer"
         guard Sysfs.exists(root) else {
             throw IIOError(
@@ -241,7 +249,6 @@ struct IIOCaptureSetup {
                     + "mount configfs at /sys/kernel/config); or name one with trigger=NAME"
             )
         }
-        let name = "fieldcap-\(device.id.replacingColon())"
         if mkdir("\(root)/\(name)", 0o755) != 0 && errno != EEXIST {
             throw IIOError.system("create hrtimer trigger \(root)/\(name)", device: label, errno: errno)
         }

@@ -207,25 +207,10 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     }
 
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
-        while true {
-            do {
-                try stream(into: ring, stop: stop, first: presence?.absences.isEmpty ?? true)
-                return
-            } catch let loss as DeviceError where loss.code == .gone {
-                guard let policy = rejoinPolicy, let presence else { throw loss }
-                let now = MonotonicClock.now()
-                let recent = presence.returns(withinNs: RejoinPolicy.flapWindowNs, before: now)
-                guard recent < policy.maxReturns else {
-                    var ended = loss
-                    ended.hint +=
-                        "; it had come back \(recent) times within a minute, the most rejoin= allows:"
-                        + " not waited for again (a failing cable or hub?)"
-                    throw ended
-                }
-                presence.left(atNs: now, reason: "\(loss)")
-                guard try takeUpAgain(policy, presence: presence, stop: stop) else { return }
-            }
-        }
+        var rejoining = RejoinLoop(policy: rejoinPolicy, presence: presence)
+        try rejoining.run(
+            stream: { try stream(into: ring, stop: stop, first: presence?.absences.isEmpty ?? true) },
+            takeUpAgain: { policy, presence in try takeUpAgain(policy, presence: presence, stop: stop) })
     }
 
     /// The camera went away: wait until the writer has given back every buffer (it still writes

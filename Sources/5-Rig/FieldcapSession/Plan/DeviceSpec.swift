@@ -31,7 +31,7 @@ public struct DeviceSpec: Equatable, Sendable {
     public static let cameraKeys: Set<String> = [
         "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin",
     ]
-    public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall"]
+    public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall", "rejoin"]
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
     /// `synthetic:1000`) is read as `synthetic` with `size`/`fps` or `rate` options, unless the

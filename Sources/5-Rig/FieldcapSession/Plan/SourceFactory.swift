@@ -158,11 +158,33 @@ public struct IIOSourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
-        let options = try options(spec)
+        var options = try options(spec)
+        options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         do {
             return try IIOIMU(id: id, device: spec.device, options: options)
         } catch {
             throw DeviceSetupError(message: "\(spec.label) \(error)")
+        }
+    }
+}
+
+extension IIOSourceFactory {
+    /// How an IMU is waited for after it went away: the same device as sysfs tells IIO devices
+    /// apart (the device it hangs on, and its name; the IIO dummy hangs on none, so its name),
+    /// heard of through udev's events, the kernel's without udevd, or a rescan every second
+    /// without either. nil with `returns` 0, or for a device sysfs does not list.
+    static func rejoin(_ device: String, returns: Int) -> RejoinPolicy? {
+        guard returns > 0, let identity = DeviceIdentity.of(iioDevice: device) else { return nil }
+        let watching =
+            "waits for \(identity), through "
+            + (access("/run/udev/control", F_OK) == 0 ? "udev's events" : "the kernel's uevents (no udevd runs)")
+        return RejoinPolicy(maxReturns: returns, watching: watching) { stop, note in
+            let watcher = HotplugWatcher(subsystems: ["iio"])
+            if case .rescan(let reason) = watcher.mode { note("no device events (\(reason)): looked every second") }
+            // No note of another device in its place: the IIO devices of one chip (an
+            // accelerometer and a gyroscope) hang on one parent, and would read as strangers in
+            // each other's place.
+            return watcher.waitForReturn(of: identity, wake: stop.wakeDescriptor, isStopped: { stop.isRequested })
         }
     }
 }
