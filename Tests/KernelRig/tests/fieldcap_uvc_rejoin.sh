@@ -38,8 +38,13 @@ for plug in 1 2 3; do
 	uvc_gadget_unplug fieldcap-rejoin
 	sleep 1
 	node=$(uvc_gadget_plug fieldcap-rejoin 0 "$work/feeder-$plug.log")
-	echo "plug $plug: back as $node after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
-	sleep 2.5
+	t1=$(date +%s.%N)
+	echo "plug $plug: back as $node after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+	# Until fieldcap streams from it again (the feeder logs the host's stream start), 15 s at most,
+	# then a moment of frames: a slow return is measured, not cut short by the next unplug.
+	for _ in $(seq 150); do grep -q '^stream ' "$work/feeder-$plug.log" && break; sleep 0.1; done
+	echo "plug $plug: fieldcap streaming again $(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after uvcvideo bound it"
+	sleep 1.5
 done
 # Stopped a moment after the last return, however long the replugs took on a loaded host.
 kill -INT "$recorder"

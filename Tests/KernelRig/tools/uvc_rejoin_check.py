@@ -76,6 +76,8 @@ for segment in segments:
 
 print(f"{len(segments)} segments; {camera}: {len(seen)} frames; {imu_id}: {imu_written} samples, {imu_dropped} dropped")
 for left, entry in sorted(away_sidecar.items()):
+    for note in entry.get("notes", []):
+        print(f"{camera} away at {left} ns: {note}")
     print(f"{camera} away at {left} ns, {entry['left_at']['seconds_after_start']:.2f} s into its segment, for {entry['seconds']:.2f} s,"
           f" {entry['records_at_nominal_rate']} frames at the nominal rate, back as {entry.get('returned_as')}")
 if len(away_sidecar) != replugs:

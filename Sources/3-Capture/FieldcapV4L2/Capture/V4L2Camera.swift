@@ -258,7 +258,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 // one gone again at once, or a node its driver keeps while refusing it (vivid's
                 // "Disconnect" leaves it in sysfs and answers ENODEV). The wait would find it
                 // again at once: look again after a pause, not in a spin.
-                if error.code != .gone && error.code != .notFound {
+                if error.code == .gone || error.code == .notFound {
+                    // Gone again: its next return is a new chance.
+                    failingSince = nil
+                } else {
+                    // Said in the sidecar (each error once): what held up a camera that was back.
+                    presence.note("\(node) was listed but not ready: \(error)")
                     let now = MonotonicClock.now()
                     let since = failingSince ?? now
                     failingSince = since
@@ -279,7 +284,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// open: short against a replug's seconds, long against a spin.
     static let notBackPauseMs: Int32 = 100
     /// How long a camera that is back but cannot be set up is tried again before it is refused.
-    static let notReadyLimitNs: UInt64 = 10_000_000_000
+    /// 30 s: uvcvideo waits 5 s for each control request a camera does not answer.
+    static let notReadyLimitNs: UInt64 = 30_000_000_000
 
     /// Sets up the camera that came back as `node` as the stream had it: the same driver, card
     /// and bus, format, rate and buffers, and the controls set again.
