@@ -122,21 +122,28 @@ public struct V4L2SourceFactory: SourceFactory {
 
 extension V4L2SourceFactory {
     /// How a camera is waited for after an unplug: the same device as udev tells devices apart
-    /// (its USB port, vendor, product and serial, or its platform device), heard of through
-    /// udev's events, the kernel's without udevd, or a rescan every second without either. nil
-    /// with `returns` 0, or for a node sysfs does not describe (nothing tells the same camera).
+    /// (its USB port, vendor, product and serial, or its platform device). nil with `returns` 0,
+    /// or for a node sysfs does not describe (nothing tells the same camera).
     static func rejoin(_ path: String, returns: Int) -> RejoinPolicy? {
         guard returns > 0, let identity = DeviceIdentity.of(videoNode: path) else { return nil }
-        let watching =
-            "waits for \(identity), through "
-            + (access("/run/udev/control", F_OK) == 0 ? "udev's events" : "the kernel's uevents (no udevd runs)")
-        return RejoinPolicy(maxReturns: returns, watching: watching) { stop, note in
-            let watcher = HotplugWatcher(subsystems: ["video4linux"])
-            if case .rescan(let reason) = watcher.mode { note("no device events (\(reason)): looked every second") }
-            return watcher.waitForReturn(
-                of: identity, wake: stop.wakeDescriptor, isStopped: { stop.isRequested },
-                differentDevice: { node, reason in note("\(node) came in its place and was not taken: \(reason)") })
-        }
+        return waitingPolicy(for: identity, subsystem: "video4linux", returns: returns, notingOthers: true)
+    }
+}
+
+/// A rejoin policy that waits for `identity`, heard of through udev's events, the kernel's
+/// without udevd, or a rescan every second without either; `notingOthers`: another device found
+/// in its place is noted in the absence.
+func waitingPolicy(for identity: DeviceIdentity, subsystem: String, returns: Int, notingOthers: Bool) -> RejoinPolicy {
+    let watching =
+        "waits for \(identity), through "
+        + (access("/run/udev/control", F_OK) == 0 ? "udev's events" : "the kernel's uevents (no udevd runs)")
+    return RejoinPolicy(maxReturns: returns, watching: watching) { stop, note in
+        let watcher = HotplugWatcher(subsystems: [subsystem])
+        if case .rescan(let reason) = watcher.mode { note("no device events (\(reason)): looked every second") }
+        return watcher.waitForReturn(
+            of: identity, wake: stop.wakeDescriptor, isStopped: { stop.isRequested },
+            differentDevice: notingOthers
+                ? { node, reason in note("\(node) came in its place and was not taken: \(reason)") } : nil)
     }
 }
 
@@ -170,21 +177,12 @@ public struct IIOSourceFactory: SourceFactory {
 
 extension IIOSourceFactory {
     /// How an IMU is waited for after it went away: the same device as sysfs tells IIO devices
-    /// apart (the device it hangs on, and its name; the IIO dummy hangs on none, so its name),
-    /// heard of through udev's events, the kernel's without udevd, or a rescan every second
-    /// without either. nil with `returns` 0, or for a device sysfs does not list.
+    /// apart (the device it hangs on, and its name; the IIO dummy hangs on none, so its name).
+    /// nil with `returns` 0, or for a device sysfs does not list.
     static func rejoin(_ device: String, returns: Int) -> RejoinPolicy? {
         guard returns > 0, let identity = DeviceIdentity.of(iioDevice: device) else { return nil }
-        let watching =
-            "waits for \(identity), through "
-            + (access("/run/udev/control", F_OK) == 0 ? "udev's events" : "the kernel's uevents (no udevd runs)")
-        return RejoinPolicy(maxReturns: returns, watching: watching) { stop, note in
-            let watcher = HotplugWatcher(subsystems: ["iio"])
-            if case .rescan(let reason) = watcher.mode { note("no device events (\(reason)): looked every second") }
-            // No note of another device in its place: the IIO devices of one chip (an
-            // accelerometer and a gyroscope) hang on one parent, and would read as strangers in
-            // each other's place.
-            return watcher.waitForReturn(of: identity, wake: stop.wakeDescriptor, isStopped: { stop.isRequested })
-        }
+        // No note of another device in its place: the IIO devices of one chip (an accelerometer
+        // and a gyroscope) hang on one parent, and would read as strangers in each other's place.
+        return waitingPolicy(for: identity, subsystem: "iio", returns: returns, notingOthers: false)
     }
 }
