@@ -77,17 +77,42 @@ import Testing
         #expect(identity.occupant(sysfs: tree.sysfs)?.differs(from: identity) == "serial none, not 0001")
     }
 
-    @Test("the same camera in another port is not the one that left")
+    @Test("a camera with a serial is found in another port; one without, or sharing its serial, is not")
     func anotherPort() throws {
         let tree = FakeSysfs()
         tree.plugUSBCamera(serial: "0001", nodes: [(0, 0)])
         let identity = try #require(DeviceIdentity.of(videoNode: "/dev/video0", sysfs: tree.sysfs))
         tree.unplug(usbDevice)
-        tree.plugUSBCamera(port: "2", serial: "0001", nodes: [(0, 0)])
+        tree.plugUSBCamera(port: "2", serial: "0001", nodes: [(1, 0)])
+        #expect(identity.currentNode(sysfs: tree.sysfs) == "/dev/video1")
+
+        // Without a serial, the port is all that names a camera.
+        let bare = FakeSysfs()
+        bare.plugUSBCamera(serial: nil, nodes: [(0, 0)])
+        let portOnly = try #require(DeviceIdentity.of(videoNode: "/dev/video0", sysfs: bare.sysfs))
+        bare.unplug(usbDevice)
+        bare.plugUSBCamera(port: "2", serial: nil, nodes: [(0, 0)])
+        #expect(portOnly.currentNode(sysfs: bare.sysfs) == nil)
+        #expect(portOnly.occupant(sysfs: bare.sysfs) == nil)
+        let moved = try #require(DeviceIdentity.of(videoNode: "/dev/video0", sysfs: bare.sysfs))
+        #expect(moved.differs(from: portOnly) == "USB port 1-2, not 1-1")
+    }
+
+    @Test("two cameras with one serial are known by their ports: the one that stays is not the one that left")
+    func sharedSerial() throws {
+        let tree = FakeSysfs()
+        tree.plugUSBCamera(serial: "SN0001", nodes: [(0, 0)])
+        tree.plugUSBCamera(port: "2", serial: "SN0001", nodes: [(1, 0)])
+        let identity = try #require(DeviceIdentity.of(videoNode: "/dev/video0", sysfs: tree.sysfs))
+        #expect(identity.usb?.serialIsShared == true)
+        tree.unplug(usbDevice)
         #expect(identity.currentNode(sysfs: tree.sysfs) == nil)
-        #expect(identity.occupant(sysfs: tree.sysfs) == nil)
-        let moved = try #require(DeviceIdentity.of(videoNode: "/dev/video0", sysfs: tree.sysfs))
-        #expect(moved.differs(from: identity) == "USB port 1-2, not 1-1")
+        let other = try #require(DeviceIdentity.of(videoNode: "/dev/video1", sysfs: tree.sysfs))
+        #expect(
+            other.differs(from: identity) == "USB port 1-2, not 1-1 (its serial is not its own: another camera has it)")
+        // Back in its own port: found.
+        tree.plugUSBCamera(serial: "SN0001", nodes: [(0, 0)])
+        #expect(identity.currentNode(sysfs: tree.sysfs) == "/dev/video0")
     }
 
     @Test("the metadata node is not taken for the capture node")

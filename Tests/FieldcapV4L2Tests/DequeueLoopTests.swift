@@ -37,11 +37,12 @@ struct DequeueLoopTests {
         _ script: [Step], stallTimeoutNs: UInt64 = 2_000_000_000, ringCapacity: Int = 64, release: Bool = true,
         readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil, rejoin: RejoinPolicy? = nil,
-        anotherCameraAfterReopen: Bool = false, failedReopens: Int = 0, widthAfterReopen: UInt32? = nil
+        anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
+        widthAfterReopen: UInt32? = nil
     ) throws -> Run {
         let driver = ScriptedCameraDriver(
             script, queueFailure: queueFailure, anotherCameraAfterReopen: anotherCameraAfterReopen,
-            failedReopens: failedReopens, widthAfterReopen: widthAfterReopen)
+            movedAfterReopen: movedAfterReopen, failedReopens: failedReopens, widthAfterReopen: widthAfterReopen)
         var options = V4L2Camera.Options(bufferCount: 4, stallTimeoutNs: stallTimeoutNs)
         options.rejoin = rejoin
         let camera = try V4L2Camera(id: "cam", path: path, options: options, calls: driver)

@@ -95,8 +95,21 @@ struct RejoinTests {
         #expect(error.hint.contains("another camera came back"), "\(error)")
         let absence = try #require(run.camera.presence?.absences.first)
         #expect(absence.returnedNs == nil)
-        #expect(absence.refusal?.contains("usb-scripted-2") == true)
+        #expect(absence.refusal?.contains("other scripted camera") == true)
         #expect(run.records.count == 2)
+    }
+
+    @Test("the same camera back on another bus (moved to another port) is taken up, and the move noted")
+    func anotherPort() throws {
+        let (policy, _) = Self.comingBack(afterMs: 1)
+        let run = try DequeueLoopTests.run(
+            [.frame(sequence: 0), .dequeueFails(ENODEV), .frame(sequence: 0)],
+            until: { driver, _ in driver.remaining == 0 }, rejoin: policy, movedAfterReopen: true)
+        #expect(run.deviceError == nil)
+        #expect(run.records.map(\.sequence) == [0, 1])
+        let absence = try #require(run.camera.presence?.absences.first)
+        #expect(absence.returnedNs != nil)
+        #expect(absence.notes.contains { $0.contains("usb-scripted-2, not usb-scripted-1") }, "\(absence.notes)")
     }
 
     @Test("a camera back with other modes is not taken up: the stream ends and the refusal names both")

@@ -74,9 +74,11 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     private let queueFailure: (afterFrames: Int, errno: Int32)?
     /// What QUERYCAP says the node can do.
     private let capabilities: UInt32
-    /// From the second open on, QUERYCAP names another camera (another bus): a different camera
+    /// From the second open on, QUERYCAP names another camera (another card): a different camera
     /// plugged in where the first was.
     private let anotherCameraAfterReopen: Bool
+    /// From the second open on, QUERYCAP gives another bus: the same camera in another port.
+    private let movedAfterReopen: Bool
     /// Opens after the first that fail with ENODEV: a node listed but not back yet.
     private let failedReopens: Int
     /// From the second open on, the only size S_FMT grants: a camera back with other modes.
@@ -85,12 +87,14 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     init(
         _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING),
-        anotherCameraAfterReopen: Bool = false, failedReopens: Int = 0, widthAfterReopen: UInt32? = nil
+        anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
+        widthAfterReopen: UInt32? = nil
     ) {
         state = Mutex(State(script: script))
         self.queueFailure = queueFailure
         self.capabilities = capabilities
         self.anotherCameraAfterReopen = anotherCameraAfterReopen
+        self.movedAfterReopen = movedAfterReopen
         self.failedReopens = failedReopens
         self.widthAfterReopen = widthAfterReopen
     }
@@ -184,7 +188,11 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             withUnsafeMutableBytes(of: &capability.pointee.driver) { bytes in
                 for (offset, byte) in "scripted".utf8.enumerated() { bytes[offset] = byte }
             }
-            let bus = anotherCameraAfterReopen && opens > 1 ? "usb-scripted-2" : "usb-scripted-1"
+            let card = anotherCameraAfterReopen && opens > 1 ? "other scripted camera" : "scripted camera"
+            withUnsafeMutableBytes(of: &capability.pointee.card) { bytes in
+                for (offset, byte) in card.utf8.enumerated() { bytes[offset] = byte }
+            }
+            let bus = movedAfterReopen && opens > 1 ? "usb-scripted-2" : "usb-scripted-1"
             withUnsafeMutableBytes(of: &capability.pointee.bus_info) { bytes in
                 for (offset, byte) in bus.utf8.enumerated() { bytes[offset] = byte }
             }

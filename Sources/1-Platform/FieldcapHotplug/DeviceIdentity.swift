@@ -37,10 +37,14 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
         /// `bInterfaceNumber` of the interface the node belongs to (uvcvideo: the video control
         /// interface), when the node hangs under one.
         public var interface: Int?
+        /// Whether a camera in another port had the same vendor, product and serial when this
+        /// was read (cheap cameras share one serial): then the serial does not name the camera,
+        /// and only its port does.
+        public var serialIsShared: Bool
 
         public init(
             busNumber: Int, portPath: String, vendorID: String, productID: String, serial: String? = nil,
-            interface: Int? = nil
+            interface: Int? = nil, serialIsShared: Bool = false
         ) {
             self.busNumber = busNumber
             self.portPath = portPath
@@ -48,7 +52,11 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
             self.productID = productID
             self.serial = serial
             self.interface = interface
+            self.serialIsShared = serialIsShared
         }
+
+        /// Whether the serial names the camera wherever it is plugged in (udev's by-id link).
+        var serialNamesIt: Bool { serial != nil && !serialIsShared }
 
         /// The kernel's name for the port: `1-1`, `1-1.2` (bus, then ports).
         public var port: String { "\(busNumber)-\(portPath)" }
@@ -96,7 +104,10 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
         var path = videoNode
         // A udev link names the node by where it is; sysfs knows it by the node's own name.
         if path.hasPrefix("/"), PathName.isSymbolicLink(path), let resolved = realPath(path) { path = resolved }
-        return video(named: PathName.base(of: path), in: SysfsTree(sysfs))
+        let tree = SysfsTree(sysfs)
+        let name = PathName.base(of: path)
+        guard tree.exists("/class/video4linux/\(name)") else { return nil }
+        return present(.video4linux, in: tree).first { $0.node == "/dev/\(name)" }
     }
 
     /// Reads the identity of an IIO device from `sysfs`/bus/iio/devices.
@@ -136,16 +147,23 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Why this device is not `other`, in words (`serial 0002, not 0001`); nil when it is the
-    /// same device. USB devices: the same port, vendor and product, serial (when either has
-    /// one), interface and node index. Others: the same sysfs path, node index and name.
+    /// same device. USB devices: the same vendor, product and serial, in any port (udev's by-id
+    /// name), or without a serial the same port (by-path); and the same interface and node
+    /// index. Others: the same sysfs path, node index and name.
     public func differs(from other: DeviceIdentity) -> String? {
         if subsystem != other.subsystem { return "a \(subsystem) device, not \(other.subsystem)" }
         switch (usb, other.usb) {
         case (let mine?, let theirs?):
-            if mine.port != theirs.port { return "USB port \(mine.port), not \(theirs.port)" }
             if mine.id != theirs.id { return "USB device \(mine.id), not \(theirs.id)" }
-            if (mine.serial != nil || theirs.serial != nil) && mine.serial != theirs.serial {
+            if mine.serial != theirs.serial {
                 return "serial \(mine.serial ?? "none"), not \(theirs.serial ?? "none")"
+            }
+            // A serial number names the camera wherever it is plugged in (udev's by-id link); a
+            // camera without one, or with one another camera has too, is known by its port
+            // (by-path).
+            if mine.port != theirs.port && !(mine.serialNamesIt && theirs.serialNamesIt) {
+                let why = mine.serial == nil ? "" : " (its serial is not its own: another camera has it)"
+                return "USB port \(mine.port), not \(theirs.port)\(why)"
             }
             if mine.interface != theirs.interface {
                 return "interface \(Self.spell(mine.interface)), not \(Self.spell(theirs.interface))"
@@ -216,13 +234,26 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
 
 extension DeviceIdentity {
     /// Every node of this identity's subsystem present now, lowest number first.
-    fileprivate func present(in tree: SysfsTree) -> [DeviceIdentity] {
+    fileprivate func present(in tree: SysfsTree) -> [DeviceIdentity] { Self.present(subsystem, in: tree) }
+
+    /// Every node of `subsystem` present now, lowest number first, each USB camera's serial
+    /// marked shared when a camera in another port has it too.
+    fileprivate static func present(_ subsystem: Subsystem, in tree: SysfsTree) -> [DeviceIdentity] {
         switch subsystem {
         case .video4linux:
             let names = tree.list("/class/video4linux").filter { $0.hasPrefix("video") }
-            return Self.byNumber(names, after: "video").compactMap { Self.video(named: $0, in: tree) }
+            var nodes = byNumber(names, after: "video").compactMap { video(named: $0, in: tree) }
+            var ports: [String: Set<String>] = [:]
+            for case let usb? in nodes.map(\.usb) where usb.serial != nil {
+                ports["\(usb.id) \(usb.serial ?? "")", default: []].insert(usb.port)
+            }
+            for index in nodes.indices {
+                guard let usb = nodes[index].usb, let serial = usb.serial else { continue }
+                nodes[index].usb?.serialIsShared = (ports["\(usb.id) \(serial)"]?.count ?? 0) > 1
+            }
+            return nodes
         case .iio:
-            return Self.iioDeviceIDs(in: tree).compactMap { Self.iio(id: $0, in: tree) }
+            return iioDeviceIDs(in: tree).compactMap { iio(id: $0, in: tree) }
         }
     }
 

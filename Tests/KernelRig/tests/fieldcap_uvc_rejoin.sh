@@ -10,7 +10,7 @@
 # frames it is worth (each segment its own part), every frame is one a feeder made, in order, the
 # index counts as missing exactly what uvcvideo skipped within a plug (the sequence restart at a
 # return is not lost), and fieldcap loses none of the IMU's samples. Then a different camera
-# (another serial) in the same port is not taken up.
+# (another serial) in the same port is not taken up, and the camera itself in another port is.
 set -euo pipefail
 imu=${FIELDCAP_IIO_DEVICE:?not in the kernel rig guest}
 trig=${FIELDCAP_IIO_TRIGGER:?}
@@ -60,31 +60,48 @@ cat "$work/stderr"
 /usr/bin/python3 "$FIELDCAP_REPO/Tests/KernelRig/tools/uvc_rejoin_check.py" "$recording" cam 320x240 imu 3 \
 	"$work"/feeder-0.log "$work"/feeder-1.log "$work"/feeder-2.log "$work"/feeder-3.log
 
-# Another camera in the same port (another serial): not taken up; the stream waits, and the
-# sidecar says what came and why it was not taken.
+# Another camera in the same port (another serial) is not taken up, and the sidecar says what
+# came; then the camera itself in another port (its serial names it, as udev's by-id link does)
+# is taken up.
 uvc_gadget_create fieldcap-other fc-o-0002
 other=$work/other
 "$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam" --imu "$imu,rate=200,trigger=$trig,id=imu" \
-	--duration 6s --out "$other" -q 2>"$work/other.stderr" &
+	--duration 90s --out "$other" -q 2>"$work/other.stderr" &
 recorder=$!
 for _ in $(seq 150); do [ -s "$other/cam.timestamps.jsonl" ] && break; sleep 0.1; done
 sleep 1
 uvc_gadget_unplug fieldcap-rejoin
 uvc_gadget_plug fieldcap-other 0 "$work/feeder-other.log" >/dev/null
+# fieldcap looks at every uevent: a moment to see the stranger in the port.
+sleep 2
+uvc_gadget_unplug fieldcap-other
+moved=$(uvc_gadget_plug fieldcap-rejoin 1 "$work/feeder-moved.log")
+echo "the camera is back as $moved on dummy_udc.1"
+for _ in $(seq 150); do grep -q '^stream ' "$work/feeder-moved.log" && break; sleep 0.1; done
+sleep 1.5
+kill -INT "$recorder"
 status=0
 wait "$recorder" || status=$?
-[ "$status" = 3 ] || { echo "FAIL: fieldcap exited $status with the camera not back, wanted 3 (incomplete)"; exit 1; }
-/usr/bin/python3 - "$other" <<'PY'
+cat "$work/other.stderr"
+[ "$status" = 0 ] || { echo "FAIL: fieldcap exited $status; the camera came back in another port (wanted 0)"; exit 1; }
+"$fieldcap" validate -q "$other"
+/usr/bin/python3 - "$other" "$moved" <<'PY'
 import json, sys
 info = json.load(open(f"{sys.argv[1]}/fieldcap.json"))
 cam = next(s for s in info["streams"] if s["id"] == "cam")
 away = cam.get("away", [])
-print(f"cam: away {away}; ended early: {cam.get('ended_early')}")
+stamps = [json.loads(line)["capture_ns"] for line in open(f"{sys.argv[1]}/cam.timestamps.jsonl")]
+print(f"cam: away {away}")
 fails = []
-if len(away) != 1 or away[0]["returned_at"] is not None: fails.append("one time away, with no return, was wanted")
-elif not any("fc-o-0002" in note for note in away[0].get("notes", [])):
-    fails.append("the sidecar does not say another camera (serial fc-o-0002) came in its place")
-if "ended_early" not in cam: fails.append("the camera away at the stop does not read as ended early")
+if len(away) != 1 or away[0]["returned_at"] is None: fails.append("one time away, with a return, was wanted")
+else:
+    notes = away[0].get("notes", [])
+    if not any("fc-o-0002" in note for note in notes):
+        fails.append("the sidecar does not say another camera (serial fc-o-0002) came in its place")
+    if away[0].get("returned_as") != sys.argv[2]: fails.append(f"it came back as {sys.argv[2]}, not {away[0].get('returned_as')}")
+    if not any("dummy_hcd.1" in note for note in notes): fails.append("the sidecar does not say it came back on another bus")
+    if not any(s >= away[0]["returned_at"]["monotonic_raw_ns"] for s in stamps): fails.append("no frame after the return")
+if "ended_early" in cam: fails.append(f"the camera reads as ended early: {cam['ended_early']}")
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY

@@ -244,6 +244,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     camera.close()
                     throw error
                 }
+                if camera.identity.bus != identity.bus {
+                    presence.note("\(node) is the camera back on \(camera.identity.bus), not \(identity.bus)")
+                }
                 device = camera
                 requeueFailure.store(0, ordering: .relaxed)
                 sequenceBase = nextSequence
@@ -302,8 +305,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
 
     private func setUpAsBefore(_ camera: V4L2Device, _ refuse: (String) -> DeviceError) throws {
         let was = identity
-        guard camera.identity.driver == was.driver, camera.identity.card == was.card, camera.identity.bus == was.bus
-        else {
+        // Its bus may differ: a camera named by its serial is taken up in another port.
+        guard camera.identity.driver == was.driver, camera.identity.card == was.card else {
             throw refuse(
                 "another camera came back: \(camera.identity.card) (\(camera.identity.driver), "
                     + "\(camera.identity.bus)), not \(was.card) (\(was.driver), \(was.bus))")
