@@ -3,7 +3,7 @@
 # rig-share: 30
 # IMUs whose device goes away and comes back, twice, in a recording with a vivid camera: two
 # IIO dummies made for the test, removed through configfs and made again under their names (the
-# kernel may give them other iio:deviceN). One runs on the rig's hrtimer trigger (it outlives the
+# second time in the other order: each comes back as the other's iio:deviceN). One runs on the rig's hrtimer trigger (it outlives the
 # device: attached again), the other on the trigger fieldcap made for it (reused, then removed
 # at the end). fieldcap waits for the same device (its name: the dummy hangs on no parent),
 # through the kernel's uevents (the guest runs no udevd), sets it up as it was, and the stream
@@ -38,11 +38,14 @@ flowing() {
 }
 
 mkdir "$configfs/rjtest0" "$configfs/rjtest1"
+# `made` keeps the device's own timestamp clock (clock=keep), set to boottime here: a dummy made
+# again starts on realtime, and fieldcap must set boottime again, as the stream had it.
+echo boottime >"/sys/bus/iio/devices/$(node_of rjtest1)/current_timestamp_clock"
 session=$FIELDCAP_TEST_TMP/iio-rejoin
 status=0
 # --duration is a cap only: the recording is stopped once samples flow after the second return.
 "$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" --imu "rjtest0,rate=100,trigger=$trig,id=imu" \
-	--imu "rjtest1,rate=100,id=made" --duration 40s --out "$session" 2>"$FIELDCAP_TEST_TMP/rejoin.stderr" &
+	--imu "rjtest1,rate=100,clock=keep,id=made" --duration 40s --out "$session" 2>"$FIELDCAP_TEST_TMP/rejoin.stderr" &
 recorder=$!
 for _ in $(seq 100); do
 	[ -s "$session/made.timestamps.jsonl" ] && [ -s "$session/imu.timestamps.jsonl" ] && break
@@ -53,10 +56,16 @@ for round in 1 2; do
 	was="$(node_of rjtest0) $(node_of rjtest1)"
 	rmdir "$configfs/rjtest0" "$configfs/rjtest1"
 	sleep 0.5
-	mkdir "$configfs/rjtest0" "$configfs/rjtest1"
-	echo "round $round: $was removed, back as $(node_of rjtest0) $(node_of rjtest1)"
+	# The second time in the other order: each comes back as the other's iio:deviceN.
+	if [ "$round" = 1 ]; then mkdir "$configfs/rjtest0" "$configfs/rjtest1"; else mkdir "$configfs/rjtest1" "$configfs/rjtest0"; fi
+	now="$(node_of rjtest0) $(node_of rjtest1)"
+	echo "round $round: $was removed, back as $now"
+	[ "$round" = 1 ] || [ "$now" != "$was" ] || { echo "FAIL: the dummies came back under the same numbers"; exit 1; }
 	flowing
 done
+moved=$now
+clock=$(cat "/sys/bus/iio/devices/$(node_of rjtest1)/current_timestamp_clock")
+[ "$clock" = boottime ] || { echo "FAIL: made came back on the $clock clock, not boottime (clock=keep)"; exit 1; }
 sleep 0.5
 kill -INT "$recorder"
 wait "$recorder" || status=$?
@@ -73,9 +82,10 @@ for id in imu made; do
 		|| { cat "$FIELDCAP_TEST_TMP/rejoin.stderr"; echo "FAIL: no warning that $id went away twice"; exit 1; }
 done
 "$fieldcap" validate -q "$session"
-/usr/bin/python3 - "$session" <<'PY'
+/usr/bin/python3 - "$session" $moved <<'PY'
 import json, sys
 session = sys.argv[1]
+moved = {"imu": sys.argv[2], "made": sys.argv[3]}
 info = json.load(open(f"{session}/fieldcap.json"))
 streams = {s["id"]: s for s in info["streams"]}
 fails = []
@@ -109,7 +119,13 @@ for sid in ("imu", "made"):
         if back is None: fails.append(f"{sid}: time away {n + 1} has no return: {a}")
         elif not after: fails.append(f"{sid}: no samples after return {n + 1}")
         elif jump > 5: fails.append(f"{sid}: frame numbers jump by {jump} across time away {n + 1}")
+        # A sample stamped on the wrong clock after the return (realtime read as boottime) would
+        # land decades on.
+        elif times[after[0]] - times[after[0] - 1] > 5e9:
+            fails.append(f"{sid}: capture_ns jumps {(times[after[0]] - times[after[0] - 1]) / 1e9:.1f} s across time away {n + 1}")
         if a.get("refused"): fails.append(f"{sid}: refused: {a['refused']}")
+        if n == 1 and a.get("returned_as") != moved[sid]:
+            fails.append(f"{sid} came back as {moved[sid]}, the sidecar says {a.get('returned_as')}")
         if inside: fails.append(f"{sid}: {len(inside)} samples inside time away {n + 1}")
 cam = streams["cam"]
 print(f"cam: {cam['written']} written, {'ended early' if 'ended_early' in cam else 'to the end'}")

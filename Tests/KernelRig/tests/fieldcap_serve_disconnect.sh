@@ -3,8 +3,9 @@
 # rig-share: 30
 # A camera unplugged during a recording started over the API (vivid's "Disconnect"): the events
 # WebSocket says `stream_away` for it at once, the status shows it away (fieldcap waits for it to
-# come back), the IMU records on, the stop over the API says the camera ended early (it never came
-# back), and the session validates. vivid is reloaded afterwards for the other tests.
+# come back), the IMU records on; it comes back (`stream_returned`) and goes again; the stop over
+# the API says the camera ended early (it did not come back the second time), and the session
+# validates. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
@@ -78,6 +79,17 @@ for _ in $(seq 300); do
 	[ "$(sed -n '/"event":"stream_away"/,$p' "$events" | grep -c '"event":"status"')" -ge 4 ] && break
 	sleep 0.1
 done
+# vivid reconnects once its last other user lets go (fieldcap let the lost node go): the camera
+# comes back and is taken up, and the events say so. Then it goes for good.
+exec 3<&-
+for _ in $(seq 200); do grep -q '"event":"stream_returned"' "$events" && break; sleep 0.1; done
+sleep 1
+exec 3<"$dev"
+v4l2-ctl -d "$dev" -c disconnect=1
+for _ in $(seq 100); do [ "$(grep -c '"event":"stream_away"' "$events")" -ge 2 ] && break; sleep 0.1; done
+# A status that shows it away a second time: the socket sends the rig's last sample once a
+# second, so it can follow the event by up to two seconds.
+for _ in $(seq 50); do grep -q '"times_away":2' "$events" && break; sleep 0.1; done
 stopped=$(curl -sS --fail -X POST http://127.0.0.1:18081/api/v1/recording/stop)
 exec 3<&-
 wait "$client"
@@ -89,24 +101,33 @@ import json, sys
 events = [json.loads(line) for line in open(sys.argv[1])]
 stopped = json.loads(sys.argv[2])
 ended = [e for e in events if e["event"] == "stream_away"]
+returned = [e for e in events if e["event"] == "stream_returned"]
 kinds = [e["event"] for e in events if e["event"] != "status"]
 print("events:", kinds)
 print("stream_away:", ended)
+print("stream_returned:", returned)
 streams = {s["id"]: s for s in stopped["streams"]}
 fails = []
-if [e["stream"] for e in ended] != ["cam"]: fails.append("one stream_away, for cam, was wanted")
+camera = [e["event"] for e in events if e.get("stream") == "cam" and e["event"].startswith("stream_")]
+if camera != ["stream_away", "stream_returned", "stream_away"]:
+    fails.append(f"the camera's events are {camera}: away, returned, away was wanted")
+if returned and not (returned[0].get("node", "").startswith("/dev/video") and returned[0].get("away_seconds", 0) > 0):
+    fails.append("stream_returned does not say the node and the time away")
 if "stream_ended" in kinds: fails.append("stream_ended for a camera that is waited for")
 if "ended_early" not in streams["cam"]: fails.append("the stop does not say the camera ended early")
 if "ended_early" in streams["imu"]: fails.append("the IMU ended too")
-# After the camera went, the status went on showing the IMU moving.
-after = [e for e in events if e["event"] == "status" and e["state"] == "recording"
-         and events.index(e) > events.index(ended[0])] if ended else []
-imu = [next(s["written"] for s in e["recording"]["streams"] if s["id"] == "imu") for e in after]
-away = [next(s.get("away") for s in e["recording"]["streams"] if s["id"] == "cam") for e in after]
-print("IMU written in the statuses after the camera went:", imu, "cam away:", away)
+# While the camera was away, the status went on showing the IMU moving.
+first, back = (events.index(ended[0]), events.index(returned[0])) if ended and returned else (0, 0)
+between = [e for e in events[first:back] if e["event"] == "status" and e["state"] == "recording"]
+imu = [next(s["written"] for s in e["recording"]["streams"] if s["id"] == "imu") for e in between]
+away = [next(s.get("away") for s in e["recording"]["streams"] if s["id"] == "cam") for e in between]
+print("IMU written in the statuses while the camera was away:", imu, "cam away:", away)
 # The first status after the event may have been sampled just before it.
 if len(away) < 2 or not all(away[1:]): fails.append("the status does not show the camera away after it went")
-if len(imu) < 2 or imu[-1] <= imu[0]: fails.append("the IMU did not record on after the camera ended")
+if len(imu) < 2 or imu[-1] <= imu[0]: fails.append("the IMU did not record on after the camera went")
+last = [e for e in events if e["event"] == "status" and e["state"] == "recording"][-1]
+times = next(s.get("times_away") for s in last["recording"]["streams"] if s["id"] == "cam")
+if times != 2: fails.append(f"the last status says times_away {times}, not 2")
 if stopped["reason"] != "stopped over the API": fails.append(f"stop reason {stopped['reason']}")
 for fail in fails: print("FAIL:", fail)
 sys.exit(1 if fails else 0)

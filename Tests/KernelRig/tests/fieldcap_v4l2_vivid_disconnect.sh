@@ -1,12 +1,12 @@
 #!/bin/bash
 # rig-timeout: 150
-# rig-share: 25
+# rig-share: 32
 # A camera that disappears mid-recording (vivid's "Disconnect") and never comes back ends only its
 # own stream: fieldcap waits for it to the end (rejoin, the default), the IMU records on, the
 # session validates, the sidecar says what happened (away, with no return; ended early), and the
 # exit status (3) says the session is incomplete. Then vivid comes back twice in a recording (it
-# reconnects once its last user closes it) and is taken up each time. vivid is reloaded afterwards
-# for the other tests.
+# reconnects once its last user closes it) and is taken up each time, and once more after its
+# module is reloaded. vivid is reloaded afterwards for the other tests.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
@@ -90,6 +90,49 @@ for a in away:
     if a["returned_at"] and not any(s >= a["returned_at"]["monotonic_raw_ns"] for s in stamps):
         fails.append(f"no frame after the return at {a['returned_at']['seconds_after_start']:.2f} s")
 if "ended_early" in cam: fails.append(f"the camera reads as ended early: {cam['ended_early']}")
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+
+# vivid's module reloaded during a recording: unbound from its driver first (a module whose node a
+# program holds cannot be removed), removed, loaded again. The camera that comes back is the same
+# platform device and instance, and is taken up. This time udevd runs, as on a rig: fieldcap hears
+# of the camera through udev's events (the guest runs none otherwise).
+/lib/systemd/systemd-udevd --daemon
+# Stopped afterwards, its control socket removed: the other tests run without udevd.
+trap 'pkill -x systemd-udevd; sleep 0.2; rm -rf /run/udev; reload' EXIT
+for _ in $(seq 50); do [ -S /run/udev/control ] && break; sleep 0.1; done
+reloaded=$FIELDCAP_TEST_TMP/reloaded
+"$fieldcap" --cam "$dev,size=320x180,fps=30,id=cam" --imu synthetic:100,id=imu --duration 60s --out "$reloaded" \
+	2>"$FIELDCAP_TEST_TMP/reloaded.stderr" &
+recorder=$!
+for _ in $(seq 100); do [ -s "$reloaded/cam.timestamps.jsonl" ] && break; sleep 0.1; done
+sleep 1
+echo vivid.0 >/sys/bus/platform/drivers/vivid/unbind
+for _ in $(seq 50); do rmmod vivid 2>/dev/null && break; sleep 0.1; done
+! lsmod | grep -q '^vivid ' || { echo "FAIL: vivid could not be removed once fieldcap let it go"; kill "$recorder"; exit 1; }
+before=$(wc -l <"$reloaded/cam.timestamps.jsonl")
+modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
+# Until frames of the reloaded camera reach the file (written in batches), 20 s at most.
+for _ in $(seq 200); do [ "$(wc -l <"$reloaded/cam.timestamps.jsonl")" -gt $((before + 30)) ] && break; sleep 0.1; done
+kill -INT "$recorder"
+status=0
+wait "$recorder" || status=$?
+cat "$FIELDCAP_TEST_TMP/reloaded.stderr"
+[ "$status" = 0 ] || { echo "FAIL: fieldcap exited $status; vivid came back after its reload (wanted 0)"; exit 1; }
+grep -q "through udev's events" "$FIELDCAP_TEST_TMP/reloaded.stderr" \
+	|| { echo "FAIL: with udevd running, fieldcap did not wait through udev's events"; exit 1; }
+"$fieldcap" validate -q "$reloaded"
+/usr/bin/python3 - "$reloaded" <<'PY'
+import json, sys
+info = json.load(open(f"{sys.argv[1]}/fieldcap.json"))
+cam = next(s for s in info["streams"] if s["id"] == "cam")
+away = cam.get("away", [])
+stamps = [json.loads(line)["capture_ns"] for line in open(f"{sys.argv[1]}/cam.timestamps.jsonl")]
+print(f"reloaded: {cam['written']} frames; away: {away}")
+fails = []
+if len(away) != 1 or away[0]["returned_at"] is None: fails.append("one time away, with a return")
+elif not any(s >= away[0]["returned_at"]["monotonic_raw_ns"] for s in stamps): fails.append("no frame after the return")
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY
