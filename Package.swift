@@ -294,7 +294,7 @@ let package = Package(
         // The V4L2 ABI as Swift imports it, and what each errno means, without a device.
         .testTarget(
             name: "FieldcapV4L2Tests",
-            dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapSystem", "FieldcapCore", "SyncField"]),
+            dependencies: ["FieldcapV4L2", "CV4L2", "FieldcapSystem", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapSegmentsTests", dependencies: ["FieldcapSegments", "FieldcapCore", "SyncField"]),
         .testTarget(
             name: "FieldcapMediaTests", dependencies: ["FieldcapMedia", "FieldcapCore", "SyncField", "TestSupport"]),

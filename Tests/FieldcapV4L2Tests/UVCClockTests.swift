@@ -1,0 +1,179 @@
+import FieldcapV4L2
+import TestSupport
+import Testing
+
+/// The payload headers of a UVC camera's metadata node, and its own clock mapped onto the host's.
+/// A simulated camera and host share one true time: the camera's clock runs at 48 MHz with a
+/// drift and an offset, both read the USB frame counter of that time, and the host receives each
+/// header after a random latency; every mapped PTS must lie within its uncertainty of the truth.
+@Suite("UVC payload headers and the camera's clock")
+struct UVCClockTests {
+    /// Bytes as `uvcvideo` writes a `V4L2_META_FMT_UVC` block: ns, sof, bLength, flags, PTS, SCR.
+    static func block(
+        hostNs: UInt64, hostFrame: UInt16, flags: UInt8, pts: UInt32? = nil, stc: UInt32? = nil,
+        deviceFrame: UInt16 = 0
+    ) -> [UInt8] {
+        func bytes<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+            (0..<MemoryLayout<T>.size).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        }
+        var out = bytes(hostNs) + bytes(hostFrame) + [12, flags]
+        if let pts { out += bytes(pts) }
+        if let stc { out += bytes(stc) + bytes(deviceFrame) }
+        return out
+    }
+
+    @Test("a buffer's headers are read by their flags: a PTS and an SCR, an SCR alone, the standard bytes alone")
+    func parse() {
+        let bytes =
+            Self.block(
+                hostNs: 36_628_604_000, hostFrame: 628, flags: 0x8C, pts: 1_757_954_352, stc: 1_758_142_944,
+                deviceFrame: 627)
+            + Self.block(
+                hostNs: 36_629_000_000, hostFrame: 629, flags: 0x88, stc: 1_758_160_000, deviceFrame: 0xF800 | 628)
+            + Self.block(hostNs: 36_630_000_000, hostFrame: 630, flags: 0x82)
+        let contents = bytes.withUnsafeBytes { UVCMetadata.parse($0) }
+        #expect(contents.strayBytes == 0)
+        #expect(contents.headers.count == 3)
+        #expect(
+            contents.headers[0]
+                == UVCPayloadHeader(
+                    hostNs: 36_628_604_000, hostFrame: 628, flags: 0x8C, pts: 1_757_954_352, stc: 1_758_142_944,
+                    deviceFrame: 627))
+        // The SCR's frame counter is 11 bits: the reserved bits above are not part of it.
+        #expect(contents.headers[1].deviceFrame == 628)
+        #expect(contents.headers[1].pts == nil)
+        #expect(contents.headers[2].stc == nil)
+    }
+
+    @Test("a header cut short, or any bytes at all, are never read past; what is left over is counted")
+    func hostileBytes() {
+        let whole = Self.block(hostNs: 1, hostFrame: 2, flags: 0x8C, pts: 3, stc: 4, deviceFrame: 5)
+        for cut in 0..<whole.count {
+            let contents = Array(whole[..<cut]).withUnsafeBytes { UVCMetadata.parse($0) }
+            #expect(contents.headers.isEmpty)
+            #expect(contents.strayBytes == cut)
+        }
+        var generator = SplitMix64(seed: 47)
+        for _ in 0..<2000 {
+            let bytes = (0..<Int(generator.next() % 200)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            let contents = bytes.withUnsafeBytes { UVCMetadata.parse($0) }
+            #expect(contents.strayBytes >= 0 && contents.strayBytes < 22)
+        }
+    }
+
+    /// A camera and host on one true time (ns): the camera's clock `48 MHz × (1 + driftPPM)` from
+    /// `stcStart`, the bus frame counter `floor(t / 1 ms)`, the host's clock the true time, and a
+    /// reception `latency` after the camera read its clock.
+    struct Simulation {
+        var driftPPM = 300.0
+        var stcStart: UInt32 = 0
+        var latency: (inout SplitMix64) -> Int64 = { 100_000 + Int64($0.next() % 2_900_000) }
+        var hostFrameNoise = false
+
+        func stc(at t: Int64) -> UInt32 {
+            let ticks = Double(t) * 0.048 * (1 + driftPPM / 1e6)
+            return stcStart &+ UInt32(truncatingIfNeeded: Int64(ticks.rounded(.down)))
+        }
+
+        /// Headers of one frame every `periodNs` for `seconds`: ten payloads 2 ms apart each, the
+        /// first with the PTS of an exposure that started 5 ms before it; with each frame's true
+        /// exposure start.
+        func frames(
+            seconds: Double, periodNs: Int64 = 33_333_333, startNs: Int64 = 10_000_000_000
+        )
+            -> [(headers: [UVCPayloadHeader], exposureNs: Int64)]
+        {
+            var generator = SplitMix64(seed: 7)
+            var out: [(headers: [UVCPayloadHeader], exposureNs: Int64)] = []
+            var frameStart = startNs
+            while frameStart < startNs + Int64(seconds * 1e9) {
+                let exposure = frameStart - 5_000_000
+                var headers: [UVCPayloadHeader] = []
+                for payload in 0..<10 {
+                    let sent = frameStart + Int64(payload) * 2_000_000 + Int64(generator.next() % 500_000)
+                    let received = sent + latency(&generator)
+                    let hostFrame =
+                        hostFrameNoise
+                        ? UInt16(truncatingIfNeeded: generator.next())
+                        : UInt16(truncatingIfNeeded: received / 1_000_000)
+                    headers.append(
+                        UVCPayloadHeader(
+                            hostNs: UInt64(received), hostFrame: hostFrame & UVCPayloadHeader.frameMask,
+                            flags: payload == 0 ? 0x8C : 0x88, pts: payload == 0 ? stc(at: exposure) : nil,
+                            stc: stc(at: sent), deviceFrame: UInt16(truncatingIfNeeded: sent / 1_000_000) & 0x7FF))
+                }
+                out.append((headers, exposure))
+                frameStart += periodNs
+            }
+            return out
+        }
+    }
+
+    /// Runs frames through a model as the capture thread does (headers in, then the frame's PTS
+    /// mapped), returning each mapped frame's error against the truth and its uncertainty.
+    static func run(
+        _ frames: [(headers: [UVCPayloadHeader], exposureNs: Int64)], model: inout UVCClockModel
+    )
+        -> [(errorNs: Int64, uncertaintyNs: UInt64, consistent: Bool)]
+    {
+        var results: [(errorNs: Int64, uncertaintyNs: UInt64, consistent: Bool)] = []
+        for frame in frames {
+            for header in frame.headers { model.add(header) }
+            guard let first = frame.headers.first, let pts = first.pts, let stc = first.stc,
+                let mapped = model.map(pts: pts, besideSTC: stc)
+            else { continue }
+            results.append((mapped.hostNs - frame.exposureNs, mapped.uncertaintyNs, mapped.consistent))
+        }
+        return results
+    }
+
+    @Test("a drifting camera clock that wraps maps every exposure start within its bound, well under a millisecond")
+    func driftAndWrap() throws {
+        // The STC wraps 3 s in (48 MHz: 2^32 ticks are 89 s).
+        let simulation = Simulation(driftPPM: 300, stcStart: UInt32.max - 144_000_000)
+        var model = UVCClockModel()
+        let results = Self.run(simulation.frames(seconds: 12), model: &model)
+        #expect(results.count > 300, "frames are mapped once the fit has half a second of span")
+        let outside = results.filter { UInt64(abs($0.errorNs)) > $0.uncertaintyNs }
+        #expect(outside.isEmpty, "\(outside.prefix(5))")
+        let settled = results.dropFirst(60)
+        #expect(settled.allSatisfy { $0.consistent })
+        let worst = try #require(settled.map(\.uncertaintyNs).max())
+        #expect(worst < 600_000, "uncertainty \(worst) ns")
+        let rate = try #require(model.health.ticksPerSecond)
+        #expect(abs(rate / 48e6 - 1 - 300e-6) < 20e-6, "rate \(rate)")
+        #expect(model.health.restarts == 0)
+    }
+
+    @Test("a camera whose clock jumps (reset, unplugged) starts the model again and is mapped again")
+    func jump() {
+        var first = Simulation(driftPPM: 0, stcStart: 1_000)
+        var model = UVCClockModel()
+        var results = Self.run(first.frames(seconds: 3), model: &model)
+        first.stcStart = 2_000_000_000
+        results += Self.run(first.frames(seconds: 3, startNs: 13_000_000_000), model: &model)
+        #expect(model.health.restarts == 1)
+        #expect(results.allSatisfy { UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
+        #expect(results.count > 120)
+    }
+
+    @Test("frame counters that contradict the fit leave causality: the bound widens and still holds")
+    func inconsistentFrames() {
+        let simulation = Simulation(
+            driftPPM: 50, latency: { 100_000 + Int64($0.next() % 400_000) }, hostFrameNoise: true)
+        var model = UVCClockModel()
+        let results = Self.run(simulation.frames(seconds: 4), model: &model)
+        #expect(!results.isEmpty)
+        #expect(results.contains { !$0.consistent })
+        #expect(results.allSatisfy { UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
+        #expect(model.health.inconsistent > 0)
+    }
+
+    @Test("nothing is mapped before the fit has span, nor without clock references")
+    func warmUp() {
+        var model = UVCClockModel()
+        #expect(model.map(pts: 1, besideSTC: 1) == nil)
+        let frames = Simulation().frames(seconds: 0.3)
+        #expect(Self.run(frames, model: &model).isEmpty)
+    }
+}
