@@ -139,6 +139,12 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
         present(in: SysfsTree(sysfs)).first { $0.differs(from: self) == nil }?.node
     }
 
+    /// The other nodes of the same device (the same sysfs device: a USB camera's interface),
+    /// lowest number first: `uvcvideo`'s metadata node beside its capture node.
+    public func siblingNodes(sysfs: String = "/sys") -> [String] {
+        present(in: SysfsTree(sysfs)).filter { $0.sysfsPath == sysfsPath && $0.node != node }.map(\.node)
+    }
+
     /// The node that now sits where this device sat, the same device or not: the same USB port,
     /// interface and node index, or the same sysfs device and index (IIO: the same parent). With
     /// `differs(from:)`, what lets a recorder say that a different camera took the port.

@@ -14,6 +14,10 @@ import SyncField
 ///     {"frame_number":0,"sequence":0,"device_ns":123,"dequeue_ns":456,"capture_ns":450,
 ///      "uncertainty_ns":1000,"flags":8193,"bytes_used":614400}
 ///
+/// A camera that reports its own start of exposure (a UVC camera's PTS, through its metadata
+/// node) adds `exposure_start_ns` and `exposure_uncertainty_ns`, whichever instant `capture_ns`
+/// is.
+///
 /// It also holds every value of the frame's timestamp line (`capture_ns`, `frame_number`,
 /// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
 /// power cut took from the timestamps file, which the SyncField writer syncs on its own schedule.
@@ -74,6 +78,12 @@ public final class FrameLog {
         line.appendJSONNumber(UInt64(record.flags))
         line.append(#","bytes_used":"#)
         line.appendJSONNumber(UInt64(record.bytesUsed))
+        if record.exposureStartNs != 0 {
+            line.append(#","exposure_start_ns":"#)
+            line.appendJSONNumber(record.exposureStartNs)
+            line.append(#","exposure_uncertainty_ns":"#)
+            line.appendJSONNumber(record.exposureUncertaintyNs)
+        }
         line.append("}\n")
         lastLine.removeAll(keepingCapacity: true)
         lastLine.append(contentsOf: line.bytes[lineStart...])

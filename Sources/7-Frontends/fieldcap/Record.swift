@@ -37,10 +37,15 @@ struct Record: ParsableCommand {
             (reason `encoder` in fieldcap.json); capture never waits. stall=DURATION (V4L2
             and IIO): a device that delivers nothing for that long ends its stream
             (default 2s; the other streams go on). rejoin=N (V4L2 and IIO): a device
-            unplugged mid-recording is waited for (the same one: a camera's USB port and
-            serial, an IMU's parent device and name) and taken up again as it was (format,
+            unplugged mid-recording is waited for (the same one: a camera's serial in any
+            port, or its USB port without one; an IMU's parent device and name) and taken up again as it was (format,
             or channels, rate and trigger), up to N times a minute (default 10; 0: its
-            stream ends); the time away is in fieldcap.json (away). IMU options: id, rate
+            stream ends); the time away is in fieldcap.json (away). stamp=exposure-start
+            (UVC cameras): capture_ns is the camera's own start of exposure, its PTS read
+            from the metadata node beside the video and mapped through its clock
+            references (the kernel's time until the model has two seconds, and for frames
+            without one); stamp=kernel, the default, keeps it in the frame log (UVC
+            cameras: exposure_start_ns in {id}.frames.ndjson). IMU options: id, rate
             (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
             kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
             (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw,

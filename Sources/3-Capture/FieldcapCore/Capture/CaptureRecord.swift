@@ -14,6 +14,10 @@ public struct CaptureRecord: BitwiseCopyable {
     public var uncertaintyNs: UInt64 = 0
     /// The device's own timestamp of the frame or sample, in its own clock (0 when it has none).
     public var deviceNs: Int64 = 0
+    /// Frames of a camera that reports its own start of exposure (a UVC camera's PTS): that
+    /// instant mapped into `CLOCK_MONOTONIC_RAW`, and its bound; 0 when the frame has none.
+    public var exposureStartNs: UInt64 = 0
+    public var exposureUncertaintyNs: UInt64 = 0
     /// The device's flags for the frame (V4L2 buffer flags), 0 for samples.
     public var flags: UInt32 = 0
     /// Frames: the source buffer holding the bytes (handed back after writing); -1 for samples.

@@ -47,6 +47,12 @@ extension V4L2Camera {
                 ? "" : ", controls " + appliedControls.map { "\($0.name)=\($0.granted)" }.joined(separator: " "))
             + (rejoinPolicy.map { ", taken up again after an unplug (up to \($0.maxReturns) times; \($0.watching))" }
                 ?? "")
+            + exposureSummary
+        if case .object(var fields) = granted {
+            fields["stamp"] = .string(stamp.rawValue)
+            if let metadata { fields["metadata_node"] = .string(metadata.path) }
+            granted = .object(fields)
+        }
         if let rejoinPolicy, case .object(var fields) = granted {
             fields["rejoin"] = [
                 "max_returns": JSONValue(rejoinPolicy.maxReturns), "watching": .string(rejoinPolicy.watching),
@@ -63,6 +69,7 @@ extension V4L2Camera {
             "frames_stamped_at_dequeue": JSONValue(untrustedTimestamps),
             "frames_with_error_flag": JSONValue(errorFlaggedFrames), "empty_buffers": JSONValue(emptyBuffers),
             "controls": .object(controls), "clock_mapping": clockTracker.json(from: "CLOCK_MONOTONIC"),
+            "exposure": exposureJSON,
         ]
         var warnings: [String] = []
         if untrustedTimestamps > 0 {
@@ -94,26 +101,91 @@ extension V4L2Camera {
                 "the camera went away \(absences.count) times and came back \(back) times"
                     + " (the times away are in fieldcap.json: away)")
         }
+        if stamp == .exposureStart && framesWithoutExposure > 0 {
+            warnings.append(
+                "\(framesWithoutExposure) of \(framesDequeued) frames had no start of exposure from the camera's"
+                    + " metadata and kept the kernel's time" + (metadataNotes.isEmpty ? "" : " (\(metadataNotes[0]))"))
+        }
         if emptyBuffers > 0 {
             warnings.append("\(emptyBuffers) buffers came back with no data (not frames: not written)")
         }
         return SourceReport(
             kind: "v4l2", granted: granted, summary: summary,
-            timeSource: untrustedTimestamps == 0
-                ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
-            timestamps: [
-                "capture_ns":
-                    "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs"
-                    + " read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed"
-                    + " once the next pair shows the new rate); the dequeue time for frames whose timestamp could"
-                    + " not be trusted (counted in frames_stamped_at_dequeue)",
-                "uncertainty_ns":
-                    "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound (half the"
-                    + " dequeue pair's bracket, the rate's error over the distance from it, and the largest rate"
-                    + " change that could have gone unseen; wider for a frame whose interval held a rate change, by"
-                    + " what the change could do); the driver's own stamping latency is not included. Frames"
-                    + " stamped at dequeue: one frame period",
-            ],
+            timeSource: stamp == .exposureStart
+                ? "camera's start of exposure (PTS), mapped"
+                : untrustedTimestamps == 0 ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
+            timestamps: stamp == .exposureStart
+                ? exposureTimestamps
+                : [
+                    "capture_ns":
+                        "the buffer's kernel timestamp (CLOCK_MONOTONIC) mapped into CLOCK_MONOTONIC_RAW by clock pairs"
+                        + " read at every dequeue (a frame stamped across a change of CLOCK_MONOTONIC's rate is placed"
+                        + " once the next pair shows the new rate); the dequeue time for frames whose timestamp could"
+                        + " not be trusted (counted in frames_stamped_at_dequeue)",
+                    "uncertainty_ns":
+                        "mapped frames: 1 µs (the kernel's timeval resolution) plus the clock mapping's bound"
+                        + " (half the dequeue pair's bracket, the rate's error over the distance from it, and the largest rate"
+                        + " change that could have gone unseen; wider for a frame whose interval held a rate change, by"
+                        + " what the change could do); the driver's own stamping latency is not included. Frames"
+                        + " stamped at dequeue: one frame period",
+                ],
             details: details, clockTracker: clockTracker, warnings: warnings)
+    }
+}
+
+extension V4L2Camera {
+    /// For the start line: where the start of exposure comes from, or why it does not.
+    var exposureSummary: String {
+        switch (stamp, metadata) {
+        case (.exposureStart, let metadata?):
+            ", capture_ns: the camera's start of exposure (its PTS, through \(metadata.path))"
+        case (.exposureStart, nil):
+            ", capture_ns: the kernel's time (stamp=exposure-start, but "
+                + (metadataNotes.first ?? "the camera has no metadata node") + ")"
+        case (.kernel, let metadata?):
+            ", start of exposure in the frame log (its PTS, through \(metadata.path))"
+        case (.kernel, nil):
+            ""
+        }
+    }
+
+    /// What `capture_ns` and `uncertainty_ns` mean with `stamp=exposure-start`.
+    var exposureTimestamps: [String: String] {
+        [
+            "capture_ns":
+                "the camera's start of exposure: the PTS of the frame's first payload (UVC), mapped from the camera's"
+                + " clock to CLOCK_MONOTONIC through the payload headers' clock references and the USB frame"
+                + " counter, then into CLOCK_MONOTONIC_RAW by the clock pairs read at every dequeue; frames without"
+                + " one keep the kernel's timestamp, mapped (counted in exposure.frames_without_exposure)",
+            "uncertainty_ns":
+                "what every recent clock reference allows for the PTS (each received after it was sent, within its"
+                + " frames in transit; carried at the fitted rate, widened by three times the rate's error), plus"
+                + " the MONOTONIC to RAW mapping's bound; the camera's own latency between exposure and PTS is"
+                + " its own",
+        ]
+    }
+
+    /// The metadata node and the camera's clock model, for the sidecar.
+    var exposureJSON: JSONValue {
+        let health = metadata?.model.health ?? metadataHealth
+        var fields: [String: JSONValue] = [
+            "stamp": .string(stamp.rawValue), "frames_with_exposure": JSONValue(framesWithExposure),
+            "frames_without_exposure": JSONValue(framesWithoutExposure),
+            "notes": .array(metadataNotes.map { .string($0) }),
+        ]
+        if let metadata {
+            fields["metadata_node"] = .string(metadata.path)
+            fields["damaged_buffers"] = JSONValue(metadata.damagedBuffers)
+        }
+        if let health {
+            fields["clock_references"] = JSONValue(health.references)
+            fields["restarts"] = JSONValue(health.restarts)
+            fields["mapped"] = JSONValue(health.mapped)
+            fields["frame_counters_inconsistent"] = JSONValue(health.inconsistent)
+            if let rate = health.ticksPerSecond { fields["camera_clock_hz"] = .double(rate) }
+            if let error = health.rateErrorPPM { fields["camera_clock_rate_error_ppm"] = .double(error) }
+            if let rms = health.residualRMSNs { fields["transit_jitter_rms_ns"] = .double(rms) }
+        }
+        return .object(fields)
     }
 }

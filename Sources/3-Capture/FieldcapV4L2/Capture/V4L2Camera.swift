@@ -44,6 +44,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         public var stallTimeoutNs: UInt64 = 2_000_000_000
         /// How to wait for the camera after an unplug and take it up again; nil: its stream ends.
         public var rejoin: RejoinPolicy?
+        /// The metadata node beside a video node (a UVC camera's, with its payload headers), asked
+        /// at setup and at every return; nil, or nil answered: none is read.
+        public var metadataNode: (@Sendable (_ videoNode: String) -> String?)?
+        /// Which instant `capture_ns` is.
+        public var stamp: Stamp = .kernel
 
         public init(
             size: (width: Int, height: Int)? = nil, rate: Double? = nil, pixelFormat: VideoFormat.PixelFormat = .yuyv,
@@ -56,6 +61,15 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             self.controls = controls
             self.stallTimeoutNs = stallTimeoutNs
         }
+    }
+
+    /// Which instant a frame's `capture_ns` is.
+    public enum Stamp: String, Sendable, CaseIterable {
+        /// The kernel's timestamp, mapped (the dequeue time where it cannot be trusted).
+        case kernel
+        /// The camera's own start of exposure (a UVC camera's PTS through its metadata node);
+        /// the kernel's timestamp for frames without one.
+        case exposureStart = "exposure-start"
     }
 
     public let descriptor: StreamDescriptor
@@ -74,7 +88,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// The open camera; replaced when it comes back after an unplug (capture thread, while the
     /// writer holds none of its buffers).
     private var device: V4L2Device
-    private let calls: any DeviceCalls
+    let calls: any DeviceCalls
     private let controls: [(name: String, value: Int64)]
     let rejoinPolicy: RejoinPolicy?
     /// The times the camera was away; nil when it is not taken up again after an unplug.
@@ -90,6 +104,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private var tracker = ClockTracker()
     /// A clock pair read before streaming, so the first frame's interval has a start.
     private let setupPair = ClockPairReader.host(CLOCK_MONOTONIC).sample()
+
+    /// `ns` of `CLOCK_MONOTONIC` in RAW with the pairs read so far (capture thread).
+    func clockTrackerNow(_ ns: Int64) -> ClockTracker.Mapped? { tracker.mapNow(ns) }
 
     /// The MONOTONIC→RAW mapping as it stood at the end (drift, rate changes, the worst bound
     /// handed out), for the sidecar. Read after capture ended.
@@ -136,6 +153,18 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let stallTimeoutNs: UInt64
     /// Set by the writer when the device refuses a buffer back (gone, or broken).
     private let requeueFailure = Atomic<Int32>(0)
+    /// Which instant `capture_ns` is.
+    public let stamp: Stamp
+    let metadataNode: (@Sendable (String) -> String?)?
+    /// The camera's metadata node while it is read (capture thread once running).
+    var metadata: UVCMetadataStream?
+    /// What happened to the metadata node: why none is read, or why reading it stopped.
+    var metadataNotes: [String] = []
+    /// The metadata node's clock model as it stood when the node was last closed, for the report.
+    var metadataHealth: UVCClockModel.Health?
+    /// Frames stamped with their start of exposure, and frames that had none (`stamp=exposure-start`).
+    public internal(set) var framesWithExposure = 0
+    public internal(set) var framesWithoutExposure = 0
 
     /// Opens `path` through `calls` (libv4l2 unless a test plays the driver) and sets it up as
     /// `options` ask.
@@ -150,6 +179,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         controls = options.controls
         rejoinPolicy = options.rejoin
         presence = options.rejoin == nil ? nil : StreamPresence()
+        stamp = options.stamp
+        metadataNode = options.metadataNode
         let device = try V4L2Device(path: path, calls: calls)
         self.device = device
         identity = device.identity
@@ -176,9 +207,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
             frameBuffers: buffers.count, sharedBuffers: shared)
         link.camera = self
+        openMetadata(beside: path)
     }
 
     deinit {
+        metadata?.close()
         for descriptor in shared.exportedDescriptors ?? [] { close(descriptor) }
         for buffer in buffers { device.node.munmap(buffer.start, length: buffer.length) }
     }
@@ -234,6 +267,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         for buffer in buffers { old.node.munmap(buffer.start, length: buffer.length) }
         buffers = []
         old.close()
+        closeMetadata()
         // Since when the camera is listed and opens but cannot be set up (a USB device still
         // enumerating, udev not yet done with its node's permissions): tried again for a while.
         var failingSince: UInt64?
@@ -248,6 +282,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     presence.note("\(node) is the camera back on \(camera.identity.bus), not \(identity.bus)")
                 }
                 device = camera
+                openMetadata(beside: node)
                 requeueFailure.store(0, ordering: .relaxed)
                 sequenceBase = nextSequence
                 presence.returned(atNs: MonotonicClock.now(), as: node)
@@ -340,6 +375,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             }
         }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+        startMetadata()
         try device.call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON(), &type)
         defer { _ = node.ioctl(CV4L2_VIDIOC_STREAMOFF(), &type) }
 
@@ -442,6 +478,24 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // V4L2 says an ERROR buffer may hold corrupt data, and streaming goes on: the frame
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
+            readExposure(into: &record, sequence: buffer.sequence)
+            if stamp == .exposureStart {
+                if record.exposureStartNs != 0 && record.exposureStartNs <= record.dequeueNs {
+                    // A frame waiting for its clock pair goes first, with the bound it has.
+                    if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) {
+                        held = nil
+                        pushMapped(&waiting, mapped, into: ring)
+                    }
+                    if record.exposureStartNs >= lastCapture {
+                        framesWithExposure += 1
+                        record.captureNs = record.exposureStartNs
+                        record.uncertaintyNs = record.exposureUncertaintyNs
+                        push(record, into: ring)
+                        continue
+                    }
+                }
+                framesWithoutExposure += 1
+            }
             let monotonic =
                 buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
             guard monotonic else {

@@ -7,13 +7,14 @@
 /// The host time of an STC reading is therefore after it (causality: latency ≥ 0) and, by the
 /// two frame numbers, within one frame of `hostFrame − deviceFrame` frames (1 ms each) before the
 /// reception. fieldcap fits the rate of the camera's clock against the host's by least squares
-/// over `slopeWindowNs`, carries every recent header's bounds (over `boundsWindowNs`) to the PTS
-/// at that rate, widened by three times the rate's error over the distance carried, and keeps
+/// over `slopeWindowNs` (through each tenth of a second's earliest reception), carries every
+/// recent header's bounds (over `boundsWindowNs`) to the PTS at that rate, widened by three times the rate's error over the distance carried, and keeps
 /// what all of them allow: its middle is the mapping, half its width the uncertainty.
 ///
-/// Where the bounds contradict each other (a frame counter that is not true to the millisecond,
-/// as an emulated controller's can be, or a clock that jumped), only causality is kept: the line
-/// through the earliest reception, its uncertainty the frames that header took (`inconsistent`).
+/// Where the bounds contradict each other, or the frame counters do not keep time with their
+/// clocks (an emulated controller's need not), only causality is kept: the earliest reception
+/// bounds the time from above, and that header's frames in transit (or, without counters to
+/// trust, one frame) from below (`inconsistent`).
 /// A header received more than `jumpNs` before the fit says it was sent, or 50 times that after
 /// (the camera reset its clock, or came back after an unplug), starts the model again.
 ///
@@ -45,6 +46,8 @@ public struct UVCClockModel: Sendable {
         /// Mappings made, and those where the frame counters contradicted the fit.
         public var mapped: Int = 0
         public var inconsistent: Int = 0
+        /// Whether the frame counters kept time at the last fit; nil before one.
+        public var frameCountersKeepTime: Bool?
     }
 
     struct Reference {
@@ -52,6 +55,8 @@ public struct UVCClockModel: Sendable {
         var hostNs: Int64
         /// Frames the header took from the camera to the host, by the two frame numbers.
         var framesInTransit: Int
+        var deviceFrame: UInt16
+        var hostFrame: UInt16
     }
 
     public var slopeWindowNs: Int64
@@ -70,6 +75,9 @@ public struct UVCClockModel: Sendable {
         var slopeError: Double
         var centreSTC: Double
         var centreHostNs: Double
+        /// Whether both frame counters kept time with their clocks over the window (a
+        /// millisecond a frame, within one), so that their difference bounds the transit.
+        var framesKeepTime: Bool
 
         func hostNs(at stc: Double) -> Double { centreHostNs + slope * (stc - centreSTC) }
     }
@@ -79,8 +87,8 @@ public struct UVCClockModel: Sendable {
 
     /// A USB frame: the SOF counter counts milliseconds at every speed.
     static let frameNs: Int64 = 1_000_000
-    /// The fit needs this much span of the camera's clock before it maps anything.
-    static let minimumSpanNs: Double = 500_000_000
+    /// The fit needs this much span of the camera's clock (20 of its bins) before it maps anything.
+    static let minimumSpanNs: Double = 2_000_000_000
     static let minimumReferences = 16
     /// The fit is made again after this many new references.
     static let refitEvery = 32
@@ -98,7 +106,9 @@ public struct UVCClockModel: Sendable {
         guard let stc = header.stc, let deviceFrame = header.deviceFrame else { return }
         let unwrapped = unwrap(stc)
         let transit = Int((header.hostFrame &- deviceFrame) & UVCPayloadHeader.frameMask)
-        let reference = Reference(stc: unwrapped, hostNs: Int64(bitPattern: header.hostNs), framesInTransit: transit)
+        let reference = Reference(
+            stc: unwrapped, hostNs: Int64(bitPattern: header.hostNs), framesInTransit: transit,
+            deviceFrame: deviceFrame, hostFrame: header.hostFrame)
         // Received before it was sent, or long after: the camera's clock jumped. A late reception
         // alone (a busy host) is allowed for up to 50 times as long.
         let residual = fit.map { Double(reference.hostNs) - $0.hostNs(at: Double(unwrapped)) } ?? 0
@@ -107,7 +117,9 @@ public struct UVCClockModel: Sendable {
             health.restarts += 1
             stcBase = 0
             lastSTC = stc
-            references.append(Reference(stc: 0, hostNs: reference.hostNs, framesInTransit: transit))
+            var first = reference
+            first.stc = 0
+            references.append(first)
         } else {
             references.append(reference)
         }
@@ -141,11 +153,16 @@ public struct UVCClockModel: Sendable {
             let referenceHigh = carried - max(0, transit - 1) * Double(Self.frameNs) + spread
             low = max(low, referenceLow)
             high = min(high, referenceHigh)
-            if carried + spread < causal.high { causal = (carried + spread, referenceLow) }
+            if carried + spread < causal.high {
+                let below = fit.framesKeepTime ? referenceLow : carried - Double(Self.frameNs) - spread
+                causal = (carried + spread, below)
+            }
         }
-        let consistent = low <= high
-        // The frame counters contradict each other: causality alone (received after it was
-        // sent) from the earliest reception, and that header's own frames in transit below it.
+        let consistent = fit.framesKeepTime && low <= high
+        // The frame counters contradict each other, or do not keep time: causality alone
+        // (received after it was sent) from the earliest reception, and below it that header's
+        // frames in transit, or, where the counters say nothing, one frame: the earliest of a
+        // window's receptions is taken to have come within one USB frame.
         if !consistent { (high, low) = causal }
         let centre = (low + high) / 2
         let uncertainty = (high - low) / 2
@@ -190,38 +207,96 @@ public struct UVCClockModel: Sendable {
         }
     }
 
-    /// Least squares of the host's time on the camera's clock over the window.
+    /// Whether, from the window's first reference to each later one, each frame counter
+    /// advanced (modulo its 11 bits) by the milliseconds its own clock did, within two frames, in
+    /// 95 % of cases. An emulated controller's need not: `dummy_hcd` gives its gadget the
+    /// millisecond within the second and its host a count of its own timer's runs.
+    private func framesKeepTime(slope: Double) -> Bool {
+        guard let origin = references[first...].first else { return false }
+        var agreeing = 0
+        var pairs = 0
+        func agrees(_ frames: UInt16, _ milliseconds: Double) -> Bool {
+            let expected = UInt16(truncatingIfNeeded: Int64(milliseconds.rounded())) & UVCPayloadHeader.frameMask
+            let apart = (frames &- expected) & UVCPayloadHeader.frameMask
+            return apart <= 2 || apart >= UVCPayloadHeader.frameMask - 1
+        }
+        for reference in references[(first + 1)...] {
+            pairs += 1
+            let device = agrees(
+                reference.deviceFrame &- origin.deviceFrame,
+                Double(reference.stc - origin.stc) * slope / Double(Self.frameNs))
+            let host = agrees(
+                reference.hostFrame &- origin.hostFrame, Double(reference.hostNs - origin.hostNs) / Double(Self.frameNs)
+            )
+            if device && host { agreeing += 1 }
+        }
+        return pairs > 0 && Double(agreeing) >= 0.95 * Double(pairs)
+    }
+
+    /// The host's time against the camera's clock over the window: least squares through the
+    /// earliest reception of each tenth of a second. Receptions come late by how busy the host
+    /// was, and the lateness comes in stretches that would tilt a fit through all of them; the
+    /// earliest of each stretch lie on the line of the send times, give or take the shortest
+    /// transit.
     private mutating func refit() {
         sinceFit = 0
         let window = references[first...]
-        guard window.count >= Self.minimumReferences, let oldest = window.first, let newest = window.last else {
-            return
+        guard window.count >= Self.minimumReferences, let oldest = window.first, let newest = window.last,
+            Double(newest.hostNs - oldest.hostNs) >= Self.minimumSpanNs,
+            let rough = Self.leastSquares(Array(window), origin: oldest)
+        else { return }
+        var earliest: [Int64: Reference] = [:]
+        for reference in window {
+            let bin = (reference.hostNs - oldest.hostNs) / Self.binNs
+            let late = Double(reference.hostNs - oldest.hostNs) - rough.slope * Double(reference.stc - oldest.stc)
+            if let kept = earliest[bin],
+                Double(kept.hostNs - oldest.hostNs) - rough.slope * Double(kept.stc - oldest.stc) <= late
+            {
+                continue
+            }
+            earliest[bin] = reference
         }
-        let count = Double(window.count)
-        let meanX = window.reduce(0.0) { $0 + Double($1.stc - oldest.stc) } / count
-        let meanY = window.reduce(0.0) { $0 + Double($1.hostNs - oldest.hostNs) } / count
+        let chosen = earliest.count >= 4 ? earliest.values.sorted { $0.hostNs < $1.hostNs } : Array(window)
+        guard let line = Self.leastSquares(chosen, origin: oldest) else { return }
+        fit = Fit(
+            slope: line.slope, slopeError: line.slopeError, centreSTC: line.centreSTC,
+            centreHostNs: line.centreHostNs, framesKeepTime: framesKeepTime(slope: line.slope))
+        health.frameCountersKeepTime = fit?.framesKeepTime
+        health.ticksPerSecond = 1e9 / line.slope
+        health.rateErrorPPM = line.slopeError / line.slope * 1e6
+        health.residualRMSNs = rough.residualRMS
+    }
+
+    /// The bins of the rate fit.
+    static let binNs: Int64 = 100_000_000
+
+    private static func leastSquares(
+        _ points: [Reference], origin: Reference
+    )
+        -> (slope: Double, slopeError: Double, centreSTC: Double, centreHostNs: Double, residualRMS: Double)?
+    {
+        let count = Double(points.count)
+        guard points.count >= 3 else { return nil }
+        let meanX = points.reduce(0.0) { $0 + Double($1.stc - origin.stc) } / count
+        let meanY = points.reduce(0.0) { $0 + Double($1.hostNs - origin.hostNs) } / count
         var sxx = 0.0
         var sxy = 0.0
-        for reference in window {
-            let dx = Double(reference.stc - oldest.stc) - meanX
+        for point in points {
+            let dx = Double(point.stc - origin.stc) - meanX
             sxx += dx * dx
-            sxy += dx * (Double(reference.hostNs - oldest.hostNs) - meanY)
+            sxy += dx * (Double(point.hostNs - origin.hostNs) - meanY)
         }
-        guard sxx > 0, Double(newest.hostNs - oldest.hostNs) >= Self.minimumSpanNs else { return }
+        guard sxx > 0 else { return nil }
         let slope = sxy / sxx
         var squares = 0.0
-        for reference in window {
-            let dx = Double(reference.stc - oldest.stc) - meanX
-            let residual = Double(reference.hostNs - oldest.hostNs) - meanY - slope * dx
+        for point in points {
+            let residual =
+                Double(point.hostNs - origin.hostNs) - meanY - slope * (Double(point.stc - origin.stc) - meanX)
             squares += residual * residual
         }
-        let variance = count > 2 ? squares / (count - 2) : 0
-        let slopeError = (variance / sxx).squareRoot()
-        fit = Fit(
-            slope: slope, slopeError: slopeError, centreSTC: Double(oldest.stc) + meanX,
-            centreHostNs: Double(oldest.hostNs) + meanY)
-        health.ticksPerSecond = 1e9 / slope
-        health.rateErrorPPM = slopeError / slope * 1e6
-        health.residualRMSNs = (squares / count).squareRoot()
+        let slopeError = (squares / (count - 2) / sxx).squareRoot()
+        return (
+            slope, slopeError, Double(origin.stc) + meanX, Double(origin.hostNs) + meanY, (squares / count).squareRoot()
+        )
     }
 }

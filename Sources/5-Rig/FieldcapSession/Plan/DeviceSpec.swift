@@ -29,7 +29,7 @@ public struct DeviceSpec: Equatable, Sendable {
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
-        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin",
+        "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin", "stamp",
     ]
     public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall", "rejoin"]
 
@@ -137,6 +137,20 @@ public struct DeviceSpec: Equatable, Sendable {
     public func rejoinReturns() throws(PlanError) -> Int {
         try count("rejoin", range: 0...1000) ?? 10
     }
+
+    /// `stamp=`: which instant a camera's `capture_ns` is: `kernel` (the default) or
+    /// `exposure-start` (the camera's own, where its metadata gives it).
+    public func stamp() throws(PlanError) -> String {
+        let stamp = options["stamp"] ?? "kernel"
+        guard Self.stamps.contains(stamp) else {
+            throw problem(
+                "stamp '\(stamp)' must be kernel (the kernel's timestamp, mapped) or exposure-start (the camera's"
+                    + " own start of exposure, from a UVC camera's metadata node)")
+        }
+        return stamp
+    }
+
+    static let stamps = ["kernel", "exposure-start"]
 
     /// `format=`: the pixel format asked for (YUYV when not given).
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {

@@ -106,12 +106,14 @@ public struct V4L2SourceFactory: SourceFactory {
             pixelFormat: try spec.pixelFormat(),
             bufferCount: try spec.count("buffers", range: 2...32) ?? 8, controls: try spec.controls())
         if let stall = try spec.stallTimeoutNs() { options.stallTimeoutNs = stall }
+        options.stamp = V4L2Camera.Stamp(rawValue: try spec.stamp()) ?? .kernel
         return options
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
         var options = try options(spec)
         options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
+        options.metadataNode = Self.metadataNode
         do {
             return try V4L2Camera(id: id, path: spec.device, options: options)
         } catch {
@@ -121,6 +123,23 @@ public struct V4L2SourceFactory: SourceFactory {
 }
 
 extension V4L2SourceFactory {
+    /// The metadata node beside a USB camera's video node (uvcvideo's, with the camera's payload
+    /// headers), found in sysfs: another node of the same interface. nil when there is none, or
+    /// when uvcvideo stamps its metadata with another clock than CLOCK_MONOTONIC (its `clock`
+    /// parameter), which the camera's clock pairs do not read.
+    @Sendable static func metadataNode(beside videoNode: String) -> String? {
+        guard let identity = DeviceIdentity.of(videoNode: videoNode), identity.usb != nil,
+            uvcClockIsMonotonic()
+        else { return nil }
+        return identity.siblingNodes().first
+    }
+
+    static func uvcClockIsMonotonic(_ parameter: String = "/sys/module/uvcvideo/parameters/clock") -> Bool {
+        guard let text = try? String(contentsOfFile: parameter, encoding: .utf8) else { return true }
+        let clock = text.filter { !$0.isWhitespace }.uppercased()
+        return clock.isEmpty || clock == "CLOCK_MONOTONIC" || clock == "MONOTONIC"
+    }
+
     /// How a camera is waited for after an unplug: the same device as udev tells devices apart
     /// (its USB port, vendor, product and serial, or its platform device). nil with `returns` 0,
     /// or for a node sysfs does not describe (nothing tells the same camera).

@@ -1,0 +1,50 @@
+import FieldcapCore
+
+/// A UVC camera's own start of exposure: its metadata node read beside the video, each frame's
+/// PTS mapped through the camera's clock model into `CLOCK_MONOTONIC` and then, with the clock
+/// pairs the camera reads at every dequeue, into `CLOCK_MONOTONIC_RAW`. The metadata node is a
+/// help, never a condition: when it cannot be opened or fails, the camera streams on with the
+/// kernel's timestamps and the sidecar says why.
+extension V4L2Camera {
+    /// Opens the metadata node beside `videoNode`, if the camera has one.
+    func openMetadata(beside videoNode: String) {
+        guard let metadataNode, let path = metadataNode(videoNode) else { return }
+        do {
+            metadata = try UVCMetadataStream(path: path, calls: calls)
+        } catch {
+            metadataNotes.append("\(path) could not be read: \(error)")
+        }
+    }
+
+    /// Stops reading the metadata node: the camera went away, or the node failed (`reason`).
+    func closeMetadata(_ reason: String? = nil) {
+        guard let metadata else { return }
+        if let reason { metadataNotes.append("\(metadata.path): \(reason)") }
+        metadataHealth = metadata.model.health
+        metadata.close()
+        self.metadata = nil
+    }
+
+    /// Starts the metadata queue before the video's; a failure closes it, saying why.
+    func startMetadata() {
+        do { try metadata?.start() } catch { closeMetadata("could not stream: \(error)") }
+    }
+
+    /// The frame's start of exposure into `record`, from its metadata (`sequence`: the kernel's
+    /// number for the frame); left 0 when there is none. Drains the metadata node first: its
+    /// buffer comes back together with the frame's.
+    func readExposure(into record: inout CaptureRecord, sequence: UInt32) {
+        record.exposureStartNs = 0
+        record.exposureUncertaintyNs = 0
+        guard let metadata else { return }
+        do { try metadata.drain() } catch {
+            closeMetadata("stopped: \(error)")
+            return
+        }
+        guard let mapped = metadata.exposureStart(ofSequence: sequence),
+            let raw = clockTrackerNow(mapped.hostNs), raw.rawNs > 0
+        else { return }
+        record.exposureStartNs = UInt64(raw.rawNs)
+        record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(max(0, raw.uncertaintyNs))
+    }
+}
