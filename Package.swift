@@ -228,6 +228,12 @@ let package = Package(
                 "FieldcapCalibration", "FieldcapEncode", "CAVCodec", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
                 "CTurboJPEG",
             ]),
+        // `fieldcap check-sync`: the time offset between each camera and gyroscope of a session,
+        // measured from the images' motion against the gyroscope's. Pure Swift math; the session
+        // is read with the exports' readers.
+        .target(
+            name: "FieldcapSyncCheck",
+            dependencies: ["FieldcapCore", "FieldcapSession", "FieldcapCalibration", "FieldcapExport", "SyncField"]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -255,6 +261,7 @@ let package = Package(
                 "FieldcapSegments", "FieldcapArchive", "FieldcapRig", "FieldcapService", "FieldcapPreview",
                 "FieldcapSyncService",
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
+                "FieldcapSyncCheck",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -313,6 +320,7 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
+        .testTarget(name: "FieldcapSyncCheckTests", dependencies: ["FieldcapSyncCheck", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration", "FieldcapCore"]),
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
         .testTarget(name: "FieldcapFleetTests", dependencies: ["FieldcapFleet", "TestSupport"]),
@@ -379,8 +387,9 @@ let layers: [(folder: String, targets: [String])] = [
     ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode"]),
     // the application layer every front end drives: plans, the recording, recovery, previews, the rig
     ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration", "FieldcapRig"]),
-    // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench
-    ("6-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench"]),
+    // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench,
+    // the camera–IMU offset check
+    ("6-Offline", ["FieldcapArchive", "FieldcapExport", "FieldcapSyncService", "FieldcapBench", "FieldcapSyncCheck"]),
     // the HTTP service, the capture-server client, the fleet, each a face of the rig that uses no
     // other; and the CLI, the program that puts them together
     ("7-Frontends", ["fieldcap", "FieldcapService", "FieldcapCaptureServer", "FieldcapFleet"]),

@@ -199,7 +199,7 @@ extension ExportSession {
     }
 
     /// The cameras' calibration the session keeps (`fieldcap record --intrinsics`), by stream id.
-    func readCalibration() throws(ExportError) -> [String: CameraCalibration] {
+    package func readCalibration() throws(ExportError) -> [String: CameraCalibration] {
         var cameras: [String: CameraCalibration] = [:]
         for entry in document["streams"]?.arrayValue(of: \.objectValue) ?? [] {
             guard let id = entry["id"]?.stringValue, let values = entry["calibration"]?.objectValue else { continue }

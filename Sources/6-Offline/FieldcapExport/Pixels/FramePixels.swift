@@ -4,17 +4,17 @@ import FieldcapEncode
 
 /// A camera frame as the pixels an image file takes: 8-bit grey (EuRoC's default, as its
 /// cameras are), 8-bit RGB, or 16-bit grey (Y16, depth), rows packed.
-struct FramePixels {
-    enum Layout: Sendable {
+package struct FramePixels {
+    package enum Layout: Sendable {
         case grey8
         case rgb8
         case grey16
     }
 
-    var layout: Layout
-    var width: Int
-    var height: Int
-    var bytes: [UInt8]
+    package var layout: Layout
+    package var width: Int
+    package var height: Int
+    package var bytes: [UInt8]
 
     var channels: Int { layout == .rgb8 ? 3 : 1 }
     var bitDepth: Int { layout == .grey16 ? 16 : 8 }
@@ -29,7 +29,7 @@ struct FramePixels {
 /// colour is the camera's), or a Bayer mosaic's bilinear demosaic, MJPEG through its decoder.
 ///
 /// Thread-bound: one per camera and thread (it owns libjpeg-turbo handles and plane buffers).
-final class PixelConverter {
+package final class PixelConverter {
     let format: VideoFormat
     let layout: FramePixels.Layout
     private let planes: YUVPlanes?
@@ -46,7 +46,7 @@ final class PixelConverter {
         }
     }
 
-    init(format: VideoFormat, layout: FramePixels.Layout) throws(ExportError) {
+    package init(format: VideoFormat, layout: FramePixels.Layout) throws(ExportError) {
         if let problem = Self.problem(layout, from: format) { throw ExportError(.request, problem) }
         self.format = format
         self.layout = layout
@@ -69,7 +69,7 @@ final class PixelConverter {
 
     deinit { if let decoder { tjDestroy(decoder) } }
 
-    func pixels(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
+    package func pixels(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
         let width = format.width, height = format.height
         let count = width * height
         if format.pixelFormat == .mjpeg { return try decodeJPEG(frame) }

@@ -1,7 +1,7 @@
 /// Which of a sensor stream's channels are an IMU's accelerometer and gyroscope axes: the IIO
 /// names (`accel_x`, `anglvel_x`) and the synthetic IMU's (`gyro_x`). fieldcap records both in
 /// SI units (m/s², rad/s), as `sensor_msgs/Imu` and EuRoC want them. The rest are `others`.
-struct IMULayout {
+package struct IMULayout {
     /// Channel positions of x, y, z (nil for an axis the stream lacks).
     let accel: [Int?]
     let gyro: [Int?]
@@ -9,7 +9,7 @@ struct IMULayout {
     let others: [Int]
     let otherNames: [String]
 
-    init(channels: [String]) {
+    package init(channels: [String]) {
         func axes(_ prefixes: [String]) -> [Int?] {
             ["x", "y", "z"].map { axis in
                 prefixes.lazy.compactMap { channels.firstIndex(of: "\($0)_\(axis)") }.first
@@ -23,7 +23,7 @@ struct IMULayout {
     }
 
     var hasAccelerometer: Bool { accel.contains { $0 != nil } }
-    var hasGyroscope: Bool { gyro.contains { $0 != nil } }
+    package var hasGyroscope: Bool { gyro.contains { $0 != nil } }
     var isIMU: Bool { hasAccelerometer || hasGyroscope }
 
     /// x, y, z in m/s² (NaN for an axis the stream lacks); nil without an accelerometer.
@@ -32,7 +32,7 @@ struct IMULayout {
     }
 
     /// x, y, z in rad/s; nil without a gyroscope.
-    func gyroscope(_ values: [Double?]) -> [Double]? {
+    package func gyroscope(_ values: [Double?]) -> [Double]? {
         hasGyroscope ? gyro.map { $0.flatMap { values[$0] } ?? .nan } : nil
     }
 }

@@ -5,10 +5,10 @@ import SyncField
 /// of `{id}.timestamps.jsonl`, whose `frame_number` is n (the validator has counted both).
 ///
 /// Thread-bound (the exporter's); the file is read on the feed's own thread.
-final class CameraReader {
-    struct Frame {
-        var bytes: [UInt8]
-        var captureNs: UInt64
+package final class CameraReader {
+    package struct Frame {
+        package var bytes: [UInt8]
+        package var captureNs: UInt64
     }
 
     let stream: ExportSession.Stream
@@ -16,7 +16,7 @@ final class CameraReader {
     private let feed: FrameFeed?
     private let stamps: LineReader?
 
-    init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+    package init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
         self.stream = stream
         guard !stream.recordedNothing else {
             (stamps, feed) = (nil, nil)
@@ -27,7 +27,7 @@ final class CameraReader {
             path: session.layout.video(stream.id), decodingFFV1To: stream.decodesFFV1 ? stream.format : nil)
     }
 
-    func next() throws(ExportError) -> Frame? {
+    package func next() throws(ExportError) -> Frame? {
         guard let feed, let stamps, let frame = try feed.next() else { return nil }
         guard let line = try stamps.next() else {
             throw ExportError(.session, "\(stamps.path) has fewer lines than \(feed.path) has frames")
@@ -43,28 +43,28 @@ final class CameraReader {
         return Frame(bytes: frame.bytes, captureNs: stamp.captureNs)
     }
 
-    func cancel() { feed?.cancel() }
+    package func cancel() { feed?.cancel() }
 }
 
 /// A sensor stream's samples from `{id}.jsonl`: each line's `capture_ns` and its channels' values
 /// in the stream's channel order (nil where a line has no number for a channel).
 ///
 /// Thread-bound.
-final class SensorReader {
-    struct Sample {
-        var captureNs: UInt64
-        var values: [Double?]
+package final class SensorReader {
+    package struct Sample {
+        package var captureNs: UInt64
+        package var values: [Double?]
     }
 
     let stream: ExportSession.Stream
     /// The channels, as the sidecar lists them, or as the first line's keys (sorted, as
     /// SyncField writes them) for a stream recorded without a list; nested values are named by
     /// their path (`gyro[0]`, `joints.wrist[1]`).
-    private(set) var channels: [String]
+    package private(set) var channels: [String]
     private let lines: LineReader
     private var peeked: Sample?
 
-    init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+    package init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
         self.stream = stream
         lines = try LineReader(path: session.layout.sensor(stream.id))
         channels = stream.channels
@@ -73,7 +73,7 @@ final class SensorReader {
         }
     }
 
-    func next() throws(ExportError) -> Sample? {
+    package func next() throws(ExportError) -> Sample? {
         if let peeked {
             self.peeked = nil
             return peeked

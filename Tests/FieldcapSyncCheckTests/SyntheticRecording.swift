@@ -1,0 +1,70 @@
+import FieldcapCore
+import FieldcapSyncCheck
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A recording with a known camera–IMU offset: a textured wall rendered as a camera turning with
+/// `HandMotion` sees it, each frame at its stamp less `delay` (the camera's stamps late by it),
+/// and a gyroscope's samples of the same motion at its own rate, with white noise.
+struct SyntheticRecording {
+    var fps: Double
+    /// Seconds the camera's stamps are late: the offset the check should find.
+    var delay: Double
+    var seconds = 4.0
+    var gyroRate = 400.0
+    /// rad/s, one standard deviation per axis: a MEMS gyroscope's at 400 Hz.
+    var gyroNoise = 0.01
+    var motion = HandMotion.waved
+    /// Each frame's brightness scaled by up to ± this fraction at random, as auto-exposure and
+    /// mains flicker do: nothing turned, but every pixel changed.
+    var flicker = 0.0
+    var width = 160
+    var height = 120
+    /// Where the recording's clock starts: away from zero, as a monotonic clock is.
+    var origin = 1234.5
+
+    func camera() -> CameraMotion {
+        let scene = TexturedScene(width: width, height: height)
+        let factor = GreyImage.factor(forWidth: width)
+        let focal = scene.focalLength / Double(factor)
+        var camera = CameraMotion(focalLength: (focal, focal))
+        var frame = [UInt8](repeating: 0, count: width * height)
+        var random = SplitMix64(seed: 4747)
+        for index in 0..<Int(seconds * fps) {
+            let stamp = origin + Double(index) / fps
+            frame.withUnsafeMutableBytes { scene.render(rotation: motion.rotation(at: stamp - delay), into: $0) }
+            if flicker > 0 {
+                let gain = 1 + Double.random(in: -flicker...flicker, using: &random)
+                for at in frame.indices { frame[at] = UInt8(min(255, (Double(frame[at]) * gain).rounded())) }
+            }
+            let image = frame.withUnsafeBytes { GreyImage(grey8: $0, width: width, height: height, factor: factor) }
+            camera.add(image, at: stamp)
+        }
+        return camera
+    }
+
+    func gyro(seed: UInt64 = 47) -> GyroTrack {
+        var random = SplitMix64(seed: seed)
+        func gaussian() -> Double {
+            // Box–Muller.
+            let u = Double.random(in: Double.ulpOfOne..<1, using: &random)
+            let v = Double.random(in: 0..<1, using: &random)
+            return (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
+        }
+        // The gyroscope starts a little before the camera and ends a little after, as an IMU
+        // opened first does.
+        let samples = (0..<Int((seconds + 1) * gyroRate)).map { index in
+            let time = origin - 0.5 + Double(index) / gyroRate
+            let rate = motion.angularVelocity(at: time)
+            return (
+                time: time,
+                rate: SIMD3(
+                    rate.x + gyroNoise * gaussian(), rate.y + gyroNoise * gaussian(), rate.z + gyroNoise * gaussian())
+            )
+        }
+        return GyroTrack(samples: samples)
+    }
+}
