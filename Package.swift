@@ -261,7 +261,7 @@ let package = Package(
                 "FieldcapSegments", "FieldcapArchive", "FieldcapRig", "FieldcapService", "FieldcapPreview",
                 "FieldcapSyncService",
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
-                "FieldcapSyncCheck",
+                "FieldcapSyncCheck", "FieldcapOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

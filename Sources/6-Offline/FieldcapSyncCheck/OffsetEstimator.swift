@@ -83,7 +83,8 @@ public enum OffsetEstimator {
             throw SyncCheckRefusal(
                 reason: .tooShort,
                 message: "only \(pairs.count) frame pairs overlap the gyroscope by ±\(milliseconds(maximumOffset)) ms "
-                    + "(\(minimumPairs) needed): record a few seconds more of both, or search a smaller offset")
+                    + "(\(minimumPairs) needed): record a few seconds more of both, "
+                    + "or search a smaller offset (--max-offset)")
         }
         let periods = pairs.map { $0.end - $0.start }.sorted()
         let framePeriod = periods[periods.count / 2]

@@ -25,6 +25,7 @@ struct Fieldcap: ParsableCommand {
         version: version,
         subcommands: [
             Record.self, Serve.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, Export.self,
+            CheckSync.self,
             Request.self,
             Upload.self, Fleet.self, List.self,
             Bench.self, InstallUdev.self,

@@ -35,6 +35,25 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     /// starts (the last entry is the end).
     private let jpegFrames: [UInt8]
     private let jpegOffsets: [Int]
+    /// A textured wall seen by a camera turning with a hand's motion, instead of the pattern.
+    private let turning: Turning?
+
+    /// The wall a turning camera sees: each frame is the view at its stamp (CLOCK_MONOTONIC_RAW,
+    /// in seconds) less `delay`, so its stamps are late by `delay` against a synthetic IMU with the
+    /// same motion: the known truth `fieldcap check-sync` is tested against.
+    public struct Turning: Sendable {
+        public var motion: HandMotion
+        /// Seconds; negative for stamps that are early.
+        public var delay: Double
+
+        public init(motion: HandMotion, delay: Double) {
+            self.motion = motion
+            self.delay = delay
+        }
+    }
+
+    /// The formats a turning camera makes: grey and YUYV (its chroma flat).
+    public static let turningFormats: [VideoFormat.PixelFormat] = [.grey, .yuyv]
 
     /// One plane of the pattern: rows of `rowBytes` in the frame, `2 * rowBytes` in `pattern`.
     private struct Plane {
@@ -59,14 +78,16 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     ///   - rate: frames per second.
     ///   - bufferCount: buffers in flight, as a V4L2 camera's mmap buffers.
     ///   - pixelFormat: one of `formats` but MJPEG (`mjpeg(...)` makes those).
+    ///   - turning: a textured wall seen turning instead of the pattern (`turningFormats` only).
     public convenience init(
         id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8,
-        pixelFormat: VideoFormat.PixelFormat = .yuyv
+        pixelFormat: VideoFormat.PixelFormat = .yuyv, turning: Turning? = nil
     ) {
         precondition(pixelFormat != .mjpeg, "SyntheticCamera.mjpeg makes MJPEG cameras")
+        precondition(turning == nil || Self.turningFormats.contains(pixelFormat))
         self.init(
             id: id, width: width, height: height, rate: rate, bufferCount: bufferCount, pixelFormat: pixelFormat,
-            jpegs: nil)
+            jpegs: nil, turning: turning)
     }
 
     /// An MJPEG camera: the YUYV pattern's cycle (a frame moves 4 pixels, so `width / 4` frames
@@ -90,8 +111,9 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 
     private init(
         id: String, width: Int, height: Int, rate: Double, bufferCount: Int, pixelFormat: VideoFormat.PixelFormat,
-        jpegs: (frames: [UInt8], offsets: [Int])?
+        jpegs: (frames: [UInt8], offsets: [Int])?, turning: Turning? = nil
     ) {
+        self.turning = turning
         precondition(width > 0 && width % 2 == 0 && height > 0 && height % 2 == 0 && rate > 0 && bufferCount > 0)
         precondition(Self.formats.contains(pixelFormat))
         format = VideoFormat(width: width, height: height, pixelFormat: pixelFormat)
@@ -230,6 +252,25 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         return frameSize
     }
 
+    /// Draws the wall at `time` less the delay: grey, or YUYV with that grey as its luma.
+    private func drawTurning(_ turning: Turning, at time: Double, into buffer: UnsafeMutableRawPointer) -> Int {
+        let scene = TexturedScene(width: format.width, height: format.height)
+        let pixels = format.width * format.height
+        let rotation = turning.motion.rotation(at: time - turning.delay)
+        if format.pixelFormat == .grey {
+            scene.render(rotation: rotation, into: UnsafeMutableRawBufferPointer(start: buffer, count: pixels))
+            return frameSize
+        }
+        // The grey view at the top of the buffer, spread from the back into YUYV's pairs.
+        let bytes = buffer.assumingMemoryBound(to: UInt8.self)
+        scene.render(rotation: rotation, into: UnsafeMutableRawBufferPointer(start: buffer, count: pixels))
+        for pixel in (0..<pixels).reversed() {
+            bytes[2 * pixel] = bytes[pixel]
+            bytes[2 * pixel + 1] = 128
+        }
+        return frameSize
+    }
+
     public func run(into ring: SPSCRing<CaptureRecord>, stop: StopSignal) throws {
         var due = MonotonicClock.read(CLOCK_MONOTONIC)
         var sequence: UInt64 = 0
@@ -249,7 +290,12 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 continue
             }
             spare = nil
-            let size = draw(sequence, into: buffers[Int(index)])
+            let size =
+                if let turning {
+                    drawTurning(turning, at: Double(dequeued) / 1e9, into: buffers[Int(index)])
+                } else {
+                    draw(sequence, into: buffers[Int(index)])
+                }
             record.sequence = sequence
             record.dequeueNs = dequeued
             record.captureNs = dequeued
@@ -271,16 +317,22 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 }
 
 extension SyntheticCamera {
+    private var source: String {
+        guard let turning else { return "moving test pattern" }
+        return "a textured wall turned by hand, stamps late by \((turning.delay * 1000).formatted) ms"
+    }
+
     public var report: SourceReport {
         SourceReport(
             kind: "synthetic",
             granted: [
-                "device": "synthetic", "source": "moving test pattern", "format": .string(format.pixelFormat.rawValue),
+                "device": "synthetic", "source": .string(source),
+                "format": .string(format.pixelFormat.rawValue),
                 "width": JSONValue(format.width), "height": JSONValue(format.height),
                 "rate": .double(descriptor.nominalRate),
                 "buffers": JSONValue(buffers.count),
             ],
-            summary: "moving test pattern, \(format.pixelFormat.rawValue) \(format.width)x\(format.height), "
+            summary: "\(source), \(format.pixelFormat.rawValue) \(format.width)x\(format.height), "
                 + "\(SourceReport.rate(descriptor.nominalRate)) fps, \(buffers.count) buffers, stamped at dequeue",
             timeSource: "dequeue", timestamps: SourceReport.dequeueTimestamps)
     }

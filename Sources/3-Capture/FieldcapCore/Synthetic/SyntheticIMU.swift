@@ -14,11 +14,17 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
 
     public let descriptor: StreamDescriptor
     private let periodNs: UInt64
+    /// Gyroscope rates of a rig turned by hand rather than the gentle sway, read at each sample's
+    /// stamp (CLOCK_MONOTONIC_RAW, in seconds): the truth a synthetic camera with the same motion
+    /// shares, for `fieldcap check-sync`.
+    public let motion: HandMotion?
 
     /// - Parameters:
     ///   - id: the stream id.
     ///   - rate: samples per second (1 to 100,000).
-    public init(id: String = "imu", rate: Double = 200) {
+    ///   - motion: the rig's turning, for the gyroscope; nil for the gentle sway.
+    public init(id: String = "imu", rate: Double = 200, motion: HandMotion? = nil) {
+        self.motion = motion
         precondition(rate > 0, "a synthetic IMU needs a positive rate")
         descriptor = StreamDescriptor(
             id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate.formatted)"
@@ -56,6 +62,10 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
             // The sample is taken at wake-up; its timing is as good as the scheduler's.
             record.uncertaintyNs = 100_000
             Self.reading(at: Double(now - start) / 1e9, into: &record)
+            if let motion {
+                let rate = motion.angularVelocity(at: Double(now) / 1e9)
+                (record.values[3], record.values[4], record.values[5]) = (rate.x, rate.y, rate.z)
+            }
             ring.push(record, sequence: sequence)
             sequence += 1
         }
@@ -70,7 +80,8 @@ extension SyntheticIMU {
         SourceReport(
             kind: "synthetic",
             granted: [
-                "device": "synthetic", "source": "a rig swaying gently",
+                "device": "synthetic",
+                "source": .string(motion == nil ? "a rig swaying gently" : "a rig turned by hand"),
                 "channels": .array(
                     zip(Self.channelNames, Self.units).map { ["name": .string($0), "unit": .string($1)] }),
                 "rate": .double(descriptor.nominalRate),

@@ -30,8 +30,11 @@ public struct DeviceSpec: Equatable, Sendable {
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
         "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin", "stamp",
+        "motion", "delay",
     ]
-    public static let imuKeys: Set<String> = ["id", "rate", "channels", "trigger", "clock", "stall", "rejoin"]
+    public static let imuKeys: Set<String> = [
+        "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion",
+    ]
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
     /// `synthetic:1000`) is read as `synthetic` with `size`/`fps` or `rate` options, unless the
@@ -129,6 +132,35 @@ public struct DeviceSpec: Equatable, Sendable {
             throw problem("stall '\(text)' must be a time from 100ms to 1h, e.g. stall=2s")
         }
         return span.nanoseconds
+    }
+
+    /// `motion=hand|still`: a synthetic source's rig turned by hand (the camera sees a textured wall
+    /// turning, the IMU's gyroscope reads the same turning) or held still; nil when not given.
+    public func handMotion() throws(PlanError) -> HandMotion? {
+        guard let text = options["motion"] else { return nil }
+        switch text {
+        case "hand": return .waved
+        case "still": return .still
+        default: throw problem("motion '\(text)' must be hand (a rig turned by hand) or still")
+        }
+    }
+
+    /// A device's spec with `motion=` or `delay=`, which only synthetic sources take.
+    public func refuseSyntheticMotion() throws(PlanError) {
+        if options["motion"] != nil || options["delay"] != nil {
+            throw problem("motion and delay are for synthetic sources; a device moves as its rig is moved")
+        }
+    }
+
+    /// `delay=MS`: how late a turning synthetic camera's stamps are, in seconds (`delay=7.5ms`,
+    /// `delay=-20ms`).
+    public func delay() throws(PlanError) -> Double? {
+        guard let text = options["delay"] else { return nil }
+        let number = text.hasSuffix("ms") ? String(text.dropLast(2)) : text
+        guard let value = Double(number), value.isFinite, abs(value) <= 1000 else {
+            throw problem("delay '\(text)' must be milliseconds from -1000ms to 1000ms, e.g. delay=7.5ms")
+        }
+        return value / 1000
     }
 
     /// `rejoin=N`: how often within a minute a device that went away (unplugged) is taken up

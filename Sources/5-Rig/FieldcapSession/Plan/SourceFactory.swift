@@ -67,10 +67,21 @@ public struct SyntheticSourceFactory: SourceFactory {
             }
             let rate = try spec.positiveNumber("fps", limit: 1000) ?? 30
             let buffers = try spec.count("buffers", range: 2...64) ?? 8
+            let motion = try spec.handMotion()
+            let delay = try spec.delay()
+            if delay != nil && motion == nil {
+                throw PlanError("\(spec.label) synthetic: delay is for a turning camera; give motion=hand with it")
+            }
+            if motion != nil && !SyntheticCamera.turningFormats.contains(pixelFormat) {
+                let formats = SyntheticCamera.turningFormats.map(\.rawValue).joined(separator: " or ")
+                throw PlanError(
+                    "\(spec.label) synthetic: a turning camera (motion=) makes \(formats); give format=GREY")
+            }
             guard pixelFormat == .mjpeg else {
                 return SyntheticCamera(
                     id: id, width: size.width, height: size.height, rate: rate, bufferCount: buffers,
-                    pixelFormat: pixelFormat)
+                    pixelFormat: pixelFormat,
+                    turning: motion.map { SyntheticCamera.Turning(motion: $0, delay: delay ?? 0) })
             }
             guard encodingJPEG else { return SyntheticCamera(id: id, width: size.width, height: size.height) }
             // A UVC camera's MJPEG: the preview's libjpeg-turbo encoder, 4:2:2 from the YUYV
@@ -87,7 +98,8 @@ public struct SyntheticSourceFactory: SourceFactory {
                         + "the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))"
                 )
             }
-            return SyntheticIMU(id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200)
+            return SyntheticIMU(
+                id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200, motion: try spec.handMotion())
         }
     }
 }
@@ -111,6 +123,7 @@ public struct V4L2SourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try spec.refuseSyntheticMotion()
         var options = try options(spec)
         options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         options.metadataNode = Self.metadataNode
@@ -184,6 +197,7 @@ public struct IIOSourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try spec.refuseSyntheticMotion()
         var options = try options(spec)
         options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         do {

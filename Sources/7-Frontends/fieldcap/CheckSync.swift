@@ -1,0 +1,144 @@
+import ArgumentParser
+import FieldcapCore
+import FieldcapExport
+import FieldcapOutput
+import FieldcapSyncCheck
+import FoundationEssentials
+import SyncField
+
+struct CheckSync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-sync",
+        abstract: "Measure the time offset between each camera and each IMU's gyroscope of a session.",
+        discussion: """
+            Record a few seconds (10 s is plenty) while turning the rig by hand about all \
+            three axes, irregularly, with the cameras seeing texture, then:
+              fieldcap check-sync sessions/<host>-<UTC time>
+
+            Each camera's turn between consecutive frames is found by aligning the frames \
+            (shift and in-plane rotation, through the focal length of the session's \
+            intrinsics, or of a 60° field of view without them) and cross-correlated with \
+            the gyroscope's turn over the same intervals, shifted by each candidate offset; \
+            the best is refined between steps by a parabola. The simplest peer method \
+            (image-difference energy against the gyroscope) is measured beside it.
+
+            Each camera-IMU pair prints its offset: how much later the camera's stamps are \
+            than the IMU's for the same instant (Kalibr's timeshift_cam_imu is its \
+            negative), the correlation at the peak, the confidence (how far the peak \
+            stands above the next best), and the gyroscope's rms rate. A pair whose motion \
+            was too weak, or matched no offset clearly, is refused with what to do. A \
+            calibration with another timeshift_cam_imu is warned about.
+
+            --save writes the pairs, as --json prints them, into the session as \
+            sync_check.json (replaced whole; the SyncField files and fieldcap.json are left as \
+            recorded).
+
+            Exit status: 0 when every pair has an offset, 1 when one is refused or the \
+            session cannot be read, 64 for a usage error.
+            """
+    )
+
+    @Argument(help: "The session directory (the one holding manifest.json).", completion: .directory)
+    var directory: String
+
+    @Option(help: "How far to search either way, in milliseconds.")
+    var maxOffset: Double = 500
+
+    @Flag(help: "Print one JSON array of the pairs, for scripts.")
+    var json = false
+
+    @Flag(help: "Also write the pairs into the session as sync_check.json.")
+    var save = false
+
+    /// The file `--save` writes in the session.
+    static let savedName = "sync_check.json"
+
+    func validate() throws {
+        guard maxOffset > 0, maxOffset <= 5000 else {
+            throw ValidationError("--max-offset \(maxOffset) must be above 0 and at most 5000 (ms)")
+        }
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
+            throw ValidationError(
+                "\(directory) is not a directory; give the session directory (the one holding manifest.json)")
+        }
+    }
+
+    func run() throws {
+        let pairs: [SyncCheckPair]
+        do {
+            pairs = try SessionSyncCheck.check(directory: directory, maximumOffset: maxOffset / 1000)
+        } catch {
+            say("Error: \(error.message)")
+            throw ExitCode(error.code == .request ? 64 : 1)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let document = Array(try encoder.encode(JSONValue.array(pairs.map(Self.json)))) + Array("\n".utf8)
+        if save {
+            do { try AtomicFile.write(document, to: "\(directory)/\(Self.savedName)") } catch {
+                say("Error: the result cannot be saved: \(error); the session's directory must be writable")
+                throw ExitCode(1)
+            }
+        }
+        if json {
+            print(String(decoding: document.dropLast(), as: UTF8.self))
+        } else {
+            for pair in pairs { print(Self.line(pair)) }
+            for pair in pairs where pair.disagreesWithCalibration {
+                say(
+                    "Warning: \(pair.camera)–\(pair.imu): the calibration's timeshift_cam_imu is "
+                        + "\(Self.milliseconds(pair.calibratedTimeshift!)) ms, the measured one "
+                        + "\(Self.milliseconds(try! pair.alignment.get().timeshiftCamIMU)) ms: calibrate again, "
+                        + "or the camera's stamps moved (a power cycle, another driver)")
+            }
+        }
+        if pairs.contains(where: { (try? $0.alignment.get()) == nil }) { throw ExitCode(1) }
+    }
+
+    static func milliseconds(_ seconds: Double) -> String { cFormat("%+.2f", seconds * 1000) }
+
+    static func line(_ pair: SyncCheckPair) -> String {
+        let name = "\(pair.camera)–\(pair.imu)"
+        switch pair.alignment {
+        case .failure(let refusal): return "\(name): refused: \(refusal.message)"
+        case .success(let estimate):
+            let peer =
+                switch pair.differenceEnergy {
+                case .success(let peer): "\(milliseconds(peer.offset)) ms"
+                case .failure(let refusal): "refused (\(refusal.reason.rawValue))"
+                }
+            return "\(name): offset \(milliseconds(estimate.offset)) ms (camera stamps later than the IMU's), "
+                + cFormat("correlation %.3f, confidence %.2f, ", estimate.peakCorrelation, estimate.confidence)
+                + cFormat("gyro %.2f rad/s rms, %d frame pairs, ", estimate.gyroRMSRate, estimate.pairs)
+                + "\(estimate.method.rawValue)\(pair.usedIntrinsics ? " with the intrinsics" : ""); "
+                + "difference-energy peer: \(peer)"
+        }
+    }
+
+    static func json(_ pair: SyncCheckPair) -> JSONValue {
+        func result(_ result: Result<OffsetEstimate, SyncCheckRefusal>) -> JSONValue {
+            switch result {
+            case .failure(let refusal):
+                return ["refused": .string(refusal.reason.rawValue), "message": .string(refusal.message)]
+            case .success(let estimate):
+                return [
+                    "offset_ns": JSONValue(Int64((estimate.offset * 1e9).rounded())),
+                    "timeshift_cam_imu": JSONValue(estimate.timeshiftCamIMU),
+                    "correlation": JSONValue(estimate.peakCorrelation), "sharpness": JSONValue(estimate.sharpness),
+                    "rival_correlation": JSONValue(estimate.rivalCorrelation),
+                    "confidence": JSONValue(estimate.confidence), "gyro_rms_rad_s": JSONValue(estimate.gyroRMSRate),
+                    "frame_pairs": JSONValue(estimate.pairs),
+                    "frame_period_ns": JSONValue(Int64((estimate.framePeriod * 1e9).rounded())),
+                ]
+            }
+        }
+        return [
+            "camera": .string(pair.camera), "imu": .string(pair.imu),
+            OffsetMethod.imageAlignment.rawValue: result(pair.alignment),
+            OffsetMethod.differenceEnergy.rawValue: result(pair.differenceEnergy),
+            "intrinsics": JSONValue(pair.usedIntrinsics),
+            "calibration_timeshift_cam_imu": pair.calibratedTimeshift.map { JSONValue($0) } ?? .null,
+        ]
+    }
+}
