@@ -17,20 +17,36 @@ struct CheckSyncCommandTests {
         return out
     }
 
+    /// cam0's calibration, as Kalibr writes it: the synthetic camera's focal length, and a time
+    /// shift that is not the one its stamps were given.
+    static let camchain = """
+        cam0:
+          camera_model: pinhole
+          intrinsics: [138.6, 138.6, 79.5, 59.5]
+          distortion_model: radtan
+          distortion_coeffs: [0, 0, 0, 0]
+          resolution: [160, 120]
+          timeshift_cam_imu: 0.03
+
+        """
+
     @Test(
         """
         the offset of each camera against the IMU is the delay its stamps were given, within a \
-        quarter of a frame period, at 30 fps (grey) and 60 fps (YUYV)
+        quarter of a frame period, at 30 fps (grey, with intrinsics) and 60 fps (YUYV, without); \
+        the calibration's other time shift is warned about
         """
     )
     func measuresTheDelays() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
+        let camchain = "\(root)/camchain-imucam.yaml"
+        try Self.camchain.write(toFile: camchain, atomically: true, encoding: .utf8)
         let session = try record(
             "turned",
             [
                 "--cam", "synthetic:160x120@30,id=cam0,format=GREY,motion=hand,delay=7.5ms",
                 "--cam", "synthetic:160x120@60,id=cam1,format=YUYV,motion=hand,delay=-20ms",
-                "--imu", "synthetic:400,id=imu0,motion=hand",
+                "--imu", "synthetic:400,id=imu0,motion=hand", "--intrinsics", camchain,
             ], seconds: "4s")
         let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200", "--json", "--save"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -45,13 +61,18 @@ struct CheckSyncCommandTests {
             #expect((alignment["confidence"] as? Double ?? 0) > 0.5, "\(pair)")
             #expect(pair["difference-energy"] != nil)
         }
+        #expect(pairs.map { $0["intrinsics"] as? Bool } == [true, false])
+        #expect(pairs.first?["calibration_timeshift_cam_imu"] as? Double == 0.03)
         let saved = try String(contentsOfFile: "\(session)/sync_check.json", encoding: .utf8)
         #expect(saved == result.stdout, "--save writes what --json prints")
         #expect(try FieldcapProcess.run(["validate", session]).status == 0, "the saved file leaves the session valid")
         let text = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200"])
         #expect(text.status == 0)
         #expect(text.stdout.contains("cam0–imu0: offset +"), "\(text.stdout)")
-        #expect(text.stdout.contains("image-alignment"), "\(text.stdout)")
+        #expect(text.stdout.contains("image-alignment with the intrinsics"), "\(text.stdout)")
+        #expect(
+            text.stderr.hasPrefix("Warning: cam0–imu0: the calibration's timeshift_cam_imu is +30.00 ms"),
+            "\(text.stderr)")
     }
 
     @Test("a rig held still is refused in one line per pair that says to turn it by hand, with status 1")
