@@ -70,8 +70,15 @@ struct CheckSyncCommandTests {
         #expect(text.status == 0)
         #expect(text.stdout.contains("cam0–imu0: offset +"), "\(text.stdout)")
         #expect(text.stdout.contains("image-alignment with the intrinsics"), "\(text.stdout)")
+        // The synthetic camera claims 1 ms; both delays are larger.
+        #expect(pairs.map { $0["exceeds_frame_uncertainty"] as? Bool } == [true, true])
+        #expect(pairs.map { $0["frame_uncertainty_ns"] as? Int } == [1_000_000, 1_000_000])
+        let warnings = text.stderr.split(separator: "\n")
+        #expect(warnings.count == 3, "\(text.stderr)")
+        #expect(warnings.first?.hasPrefix("Warning: cam0–imu0: the offset, +7.") == true, "\(text.stderr)")
+        #expect(warnings.contains { $0.contains("larger than the camera's uncertainty_ns (1.00 ms") })
         #expect(
-            text.stderr.hasPrefix("Warning: cam0–imu0: the calibration's timeshift_cam_imu is +30.00 ms"),
+            warnings.last?.hasPrefix("Warning: cam0–imu0: the calibration's timeshift_cam_imu is +30.00 ms") == true,
             "\(text.stderr)")
     }
 

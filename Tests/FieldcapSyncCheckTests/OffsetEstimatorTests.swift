@@ -45,6 +45,20 @@ struct OffsetEstimatorTests {
         }
     }
 
+    @Test("a gyroscope that felt another motion (an IMU on another rig) is refused, not matched")
+    func refusesAnotherRigsGyro() {
+        var recording = SyntheticRecording(fps: 30, delay: 0)
+        recording.gyroElsewhere = 37
+        for method in OffsetMethod.allCases {
+            #expect {
+                try OffsetEstimator.estimate(
+                    camera: recording.camera(), gyro: recording.gyro(), method: method, maximumOffset: 0.3)
+            } throws: { error in
+                [.noMatch, .ambiguous].contains((error as? SyncCheckRefusal)?.reason)
+            }
+        }
+    }
+
     @Test("a recording shorter than the search is refused as too short")
     func refusesAShortRecording() {
         let recording = SyntheticRecording(fps: 30, delay: 0, seconds: 1)

@@ -21,6 +21,9 @@ struct SyntheticRecording {
     /// Each frame's brightness scaled by up to ± this fraction at random, as auto-exposure and
     /// mains flicker do: nothing turned, but every pixel changed.
     var flicker = 0.0
+    /// Seconds later in the motion the gyroscope reads than the camera sees: far beyond the
+    /// search, an IMU on another rig.
+    var gyroElsewhere = 0.0
     var width = 160
     var height = 120
     /// Where the recording's clock starts: away from zero, as a monotonic clock is.
@@ -58,7 +61,7 @@ struct SyntheticRecording {
         // opened first does.
         let samples = (0..<Int((seconds + 1) * gyroRate)).map { index in
             let time = origin - 0.5 + Double(index) / gyroRate
-            let rate = motion.angularVelocity(at: time)
+            let rate = motion.angularVelocity(at: time + gyroElsewhere)
             return (
                 time: time,
                 rate: SIMD3(

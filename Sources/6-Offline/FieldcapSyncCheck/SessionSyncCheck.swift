@@ -17,6 +17,15 @@ public struct SyncCheckPair: Sendable {
     public var calibratedTimeshift: Double?
     /// The focal length came from the session's intrinsics (else a 60° field of view is assumed).
     public var usedIntrinsics: Bool
+    /// The median `uncertainty_ns` of the camera's frames, in seconds: what its stamps claim.
+    public var frameUncertainty: Double
+
+    /// The measured offset is larger than the frames' own uncertainty: their stamps are further
+    /// from the instant the IMU saw than they claim (or the IMU's are).
+    public var exceedsFrameUncertainty: Bool {
+        guard case .success(let estimate) = alignment else { return false }
+        return abs(estimate.offset) > frameUncertainty
+    }
 
     /// The measured and calibrated time shifts differ by more than a quarter of a frame period.
     public var disagreesWithCalibration: Bool {
@@ -84,6 +93,7 @@ public enum SessionSyncCheck {
                     return (nominal, nominal)
                 }()
             var motion = CameraMotion(focalLength: focal)
+            var uncertainties: [UInt64] = []
             let converter = try PixelConverter(format: format, layout: .grey8)
             let reader = try CameraReader(session: session, stream: stream)
             defer { reader.cancel() }
@@ -93,7 +103,10 @@ public enum SessionSyncCheck {
                     GreyImage(grey8: $0, width: pixels.width, height: pixels.height, factor: factor)
                 }
                 motion.add(image, at: seconds(frame.captureNs))
+                uncertainties.append(frame.uncertaintyNs)
             }
+            uncertainties.sort()
+            let uncertainty = uncertainties.isEmpty ? 0 : Double(uncertainties[uncertainties.count / 2]) / 1e9
             for gyro in gyros {
                 func estimate(_ method: OffsetMethod) -> Result<OffsetEstimate, SyncCheckRefusal> {
                     Result { () throws(SyncCheckRefusal) in
@@ -105,7 +118,8 @@ public enum SessionSyncCheck {
                     SyncCheckPair(
                         camera: stream.id, imu: gyro.id, alignment: estimate(.imageAlignment),
                         differenceEnergy: estimate(.differenceEnergy),
-                        calibratedTimeshift: calibrated?.timeshiftCamIMU, usedIntrinsics: calibrated != nil))
+                        calibratedTimeshift: calibrated?.timeshiftCamIMU, usedIntrinsics: calibrated != nil,
+                        frameUncertainty: uncertainty))
             }
         }
         return pairs

@@ -27,7 +27,8 @@ struct CheckSync: ParsableCommand {
             negative), the correlation at the peak, the confidence (how far the peak \
             stands above the next best), and the gyroscope's rms rate. A pair whose motion \
             was too weak, or matched no offset clearly, is refused with what to do. A \
-            calibration with another timeshift_cam_imu is warned about.
+            calibration with another timeshift_cam_imu is warned about, and so is an \
+            offset larger than the camera's own uncertainty_ns.
 
             --save writes the pairs, as --json prints them, into the session as \
             sync_check.json (replaced whole; the SyncField files and fieldcap.json are left as \
@@ -85,6 +86,13 @@ struct CheckSync: ParsableCommand {
             print(String(decoding: document.dropLast(), as: UTF8.self))
         } else {
             for pair in pairs { print(Self.line(pair)) }
+            for pair in pairs where pair.exceedsFrameUncertainty {
+                say(
+                    "Warning: \(pair.camera)–\(pair.imu): the offset, "
+                        + "\(Self.milliseconds(try! pair.alignment.get().offset)) ms, is larger than the camera's "
+                        + "uncertainty_ns (\(cFormat("%.2f", pair.frameUncertainty * 1000)) ms, the median): "
+                        + "its stamps are not the instant they claim; correct them by the offset")
+            }
             for pair in pairs where pair.disagreesWithCalibration {
                 say(
                     "Warning: \(pair.camera)–\(pair.imu): the calibration's timeshift_cam_imu is "
@@ -138,6 +146,8 @@ struct CheckSync: ParsableCommand {
             OffsetMethod.imageAlignment.rawValue: result(pair.alignment),
             OffsetMethod.differenceEnergy.rawValue: result(pair.differenceEnergy),
             "intrinsics": JSONValue(pair.usedIntrinsics),
+            "frame_uncertainty_ns": JSONValue(Int64((pair.frameUncertainty * 1e9).rounded())),
+            "exceeds_frame_uncertainty": JSONValue(pair.exceedsFrameUncertainty),
             "calibration_timeshift_cam_imu": pair.calibratedTimeshift.map { JSONValue($0) } ?? .null,
         ]
     }

@@ -9,6 +9,8 @@ package final class CameraReader {
     package struct Frame {
         package var bytes: [UInt8]
         package var captureNs: UInt64
+        /// The timestamp line's `uncertainty_ns` (0 when it has none).
+        package var uncertaintyNs: UInt64 = 0
     }
 
     let stream: ExportSession.Stream
@@ -40,7 +42,7 @@ package final class CameraReader {
                     + "\(stamp.frameNumber) is not the video's frame \(frame.index)"
             )
         }
-        return Frame(bytes: frame.bytes, captureNs: stamp.captureNs)
+        return Frame(bytes: frame.bytes, captureNs: stamp.captureNs, uncertaintyNs: stamp.uncertaintyNs)
     }
 
     package func cancel() { feed?.cancel() }
@@ -114,10 +116,11 @@ package final class SensorReader {
     }
 }
 
-/// A timestamp line's `capture_ns` and `frame_number`.
+/// A timestamp line's `capture_ns`, `frame_number` and `uncertainty_ns` (0 without one).
 struct TimestampFields {
     var captureNs: UInt64
     var frameNumber: Int
+    var uncertaintyNs: UInt64
 
     init(_ line: ArraySlice<UInt8>, path: String, lineNumber: Int) throws(ExportError) {
         let parsed: JSONValue
@@ -129,5 +132,6 @@ struct TimestampFields {
         else { throw ExportError(.session, "\(path) line \(lineNumber): no capture_ns or frame_number") }
         self.captureNs = captureNs
         self.frameNumber = Int(frameNumber)
+        uncertaintyNs = parsed["uncertainty_ns"]?.unsignedValue ?? 0
     }
 }
