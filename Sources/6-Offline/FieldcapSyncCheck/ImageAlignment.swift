@@ -18,8 +18,8 @@ public struct ImageAlignment: Sendable, Equatable {
 
     public static let none = ImageAlignment(shiftX: 0, shiftY: 0, rotation: 0)
 
-    /// Levels below the working size: each halves it, so a shift of up to about 2^levels pixels a
-    /// frame is still found.
+    /// At most this many halvings below the working size (fewer where a level would be under 32x24),
+    /// so a shift of up to about 2^levels pixels a frame is still found.
     static let pyramidLevels = 3
     static let iterationsPerLevel = 8
 
