@@ -53,11 +53,28 @@ struct UVCClockTests {
             #expect(contents.headers.isEmpty)
             #expect(contents.strayBytes == cut)
         }
+        // Any bytes: every header read is the bytes at its place, in order, and what is left
+        // over is less than a header.
         var generator = SplitMix64(seed: 47)
         for _ in 0..<2000 {
             let bytes = (0..<Int(generator.next() % 200)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             let contents = bytes.withUnsafeBytes { UVCMetadata.parse($0) }
-            #expect(contents.strayBytes >= 0 && contents.strayBytes < 22)
+            var offset = 0
+            for header in contents.headers {
+                let block = Self.block(
+                    hostNs: header.hostNs, hostFrame: header.hostFrame, flags: header.flags, pts: header.pts,
+                    stc: header.stc, deviceFrame: header.deviceFrame ?? 0)
+                // The same bytes in the same place, but for the camera's bLength (not kept) and
+                // the SCR's reserved bits above its 11-bit frame counter.
+                for index in block.indices where index != 10 {
+                    let reserved = header.stc != nil && index == block.count - 1
+                    let original = bytes[offset + index] & (reserved ? 0x07 : 0xFF)
+                    #expect(block[index] == original, "byte \(index) of the block at \(offset)")
+                }
+                offset += block.count
+            }
+            #expect(offset + contents.strayBytes == bytes.count)
+            #expect(contents.strayBytes < 12 + 10)
         }
     }
 
@@ -72,6 +89,8 @@ struct UVCClockTests {
         /// dummy_hcd's counters: its gadget reads the millisecond within the second, its host a
         /// counter of its own timer's runs (here 10 % slow).
         var emulatedCounters = false
+        /// EHCI's host frame counter: 10 bits.
+        var hostFrameModulus: Int64 = 2048
 
         func stc(at t: Int64) -> UInt32 {
             let ticks = Double(t) * 0.048 * (1 + driftPPM / 1e6)
@@ -95,7 +114,7 @@ struct UVCClockTests {
                 for payload in 0..<10 {
                     let sent = frameStart + Int64(payload) * 2_000_000 + Int64(generator.next() % 500_000)
                     let received = sent + latency(&generator)
-                    var hostFrame = UInt16(truncatingIfNeeded: received / 1_000_000)
+                    var hostFrame = UInt16(truncatingIfNeeded: received / 1_000_000 % hostFrameModulus)
                     var deviceFrame = UInt16(truncatingIfNeeded: sent / 1_000_000)
                     if hostFrameNoise { hostFrame = UInt16(truncatingIfNeeded: generator.next()) }
                     if emulatedCounters {
@@ -187,6 +206,53 @@ struct UVCClockTests {
         #expect(results.allSatisfy { UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
         let worst = try #require(results.map(\.uncertaintyNs).max())
         #expect(worst < 1_000_000, "uncertainty \(worst) ns")
+    }
+
+    @Test("an EHCI host's 10-bit frame counter is told from the bus's 11 bits, and still bounds the transit")
+    func ehciFrameCounter() throws {
+        let simulation = Simulation(driftPPM: 100, hostFrameModulus: 1024)
+        var model = UVCClockModel()
+        let results = Self.run(simulation.frames(seconds: 6), model: &model)
+        #expect(model.health.hostFrameModulus == 1024)
+        #expect(results.allSatisfy { $0.consistent && UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
+        let worst = try #require(results.map(\.uncertaintyNs).max())
+        #expect(worst < 600_000, "uncertainty \(worst) ns")
+    }
+
+    @Test("one header out of line is left out; error-flagged headers are left out; no restart")
+    func outliersLeftOut() {
+        var frames = Simulation().frames(seconds: 6)
+        // One header received 5 s late, another flagged as an error with a wild clock.
+        frames[120].headers[3].hostNs += 5_000_000_000
+        frames[130].headers[4].flags |= UVCPayloadHeader.error
+        frames[130].headers[4].stc = 7
+        var model = UVCClockModel()
+        let results = Self.run(frames, model: &model)
+        #expect(model.health.restarts == 0)
+        #expect(model.health.leftOut == 2)
+        #expect(results.allSatisfy { UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
+    }
+
+    @Test("a camera whose clock stands still, or runs at an impossible rate, maps nothing and traps nothing")
+    func hostileClock() {
+        var model = UVCClockModel()
+        var frames = Simulation().frames(seconds: 4)
+        for frame in frames.indices {
+            for header in frames[frame].headers.indices where frames[frame].headers[header].stc != nil {
+                frames[frame].headers[header].stc = 1_000
+            }
+        }
+        #expect(Self.run(frames, model: &model).isEmpty)
+        // A clock of 0.5 Hz ... 4 GHz: a PTS 2^31 ticks from its STC.
+        var fast = UVCClockModel()
+        var generator = SplitMix64(seed: 3)
+        for index in 0..<4000 {
+            fast.add(
+                UVCPayloadHeader(
+                    hostNs: UInt64(index) * 1_000_000, hostFrame: UInt16(index % 2048), flags: 0x8C,
+                    stc: UInt32(truncatingIfNeeded: generator.next()), deviceFrame: UInt16(index % 2048)))
+            _ = fast.map(pts: UInt32(truncatingIfNeeded: generator.next()), besideSTC: UInt32(index))
+        }
     }
 
     @Test("nothing is mapped before the fit has span, nor without clock references")

@@ -139,10 +139,10 @@ public struct DeviceIdentity: Sendable, Equatable, CustomStringConvertible {
         present(in: SysfsTree(sysfs)).first { $0.differs(from: self) == nil }?.node
     }
 
-    /// The other nodes of the same device (the same sysfs device: a USB camera's interface),
-    /// lowest number first: `uvcvideo`'s metadata node beside its capture node.
-    public func siblingNodes(sysfs: String = "/sys") -> [String] {
-        present(in: SysfsTree(sysfs)).filter { $0.sysfsPath == sysfsPath && $0.node != node }.map(\.node)
+    /// The other nodes of the same device (the same sysfs device: a USB camera's control
+    /// interface, under which `uvcvideo` registers every node of the camera), lowest number first.
+    public func siblings(sysfs: String = "/sys") -> [DeviceIdentity] {
+        present(in: SysfsTree(sysfs)).filter { $0.sysfsPath == sysfsPath && $0.node != node }
     }
 
     /// The node that now sits where this device sat, the same device or not: the same USB port,

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSystem
 
 /// A UVC camera's own start of exposure: its metadata node read beside the video, each frame's
 /// PTS mapped through the camera's clock model into `CLOCK_MONOTONIC` and then, with the clock
@@ -6,13 +7,29 @@ import FieldcapCore
 /// help, never a condition: when it cannot be opened or fails, the camera streams on with the
 /// kernel's timestamps and the sidecar says why.
 extension V4L2Camera {
-    /// Opens the metadata node beside `videoNode`, if the camera has one.
-    func openMetadata(beside videoNode: String) {
-        guard let metadataNode, let path = metadataNode(videoNode) else { return }
+    /// Opens the metadata node beside `videoNode`, if the camera has one: before the video node
+    /// has buffers. `waitMs`: how long to look for it (a camera back from an unplug registers
+    /// its metadata node after its video node), in steps a stop cuts short. Returns the stream,
+    /// or why there is none.
+    static func openMetadataStream(
+        beside videoNode: String, finder: (@Sendable (String) -> String?)?, calls: any DeviceCalls,
+        waitMs: Int = 0, stop: StopSignal? = nil
+    ) -> (stream: UVCMetadataStream?, note: String?) {
+        guard let finder else { return (nil, nil) }
+        var waited = 0
+        var found = finder(videoNode)
+        while found == nil && waited < waitMs {
+            if stop?.wait(milliseconds: 100) ?? false { return (nil, nil) }
+            waited += 100
+            found = finder(videoNode)
+        }
+        guard let path = found else {
+            return (nil, waitMs > 0 ? "no metadata node came back beside \(videoNode) in \(waitMs) ms" : nil)
+        }
         do {
-            metadata = try UVCMetadataStream(path: path, calls: calls)
+            return (try UVCMetadataStream(path: path, calls: calls), nil)
         } catch {
-            metadataNotes.append("\(path) could not be read: \(error)")
+            return (nil, "\(path) could not be read: \(error)")
         }
     }
 
@@ -41,10 +58,13 @@ extension V4L2Camera {
             closeMetadata("stopped: \(error)")
             return
         }
+        // A start of exposure more than a second from the kernel's own time for the frame is not
+        // believed (a camera's clock gone wrong); the kernel's time is uvcvideo's clock too.
         guard let mapped = metadata.exposureStart(ofSequence: sequence),
-            let raw = clockTrackerNow(mapped.hostNs), raw.rawNs > 0
+            abs(mapped.hostNs &- record.deviceNs) <= 1_000_000_000, mapped.uncertaintyNs < 1_000_000_000,
+            let raw = clockTrackerNow(mapped.hostNs), raw.rawNs > 0, raw.uncertaintyNs >= 0
         else { return }
         record.exposureStartNs = UInt64(raw.rawNs)
-        record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(max(0, raw.uncertaintyNs))
+        record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(raw.uncertaintyNs)
     }
 }

@@ -104,7 +104,10 @@ extension V4L2Camera {
         if stamp == .exposureStart && framesWithoutExposure > 0 {
             warnings.append(
                 "\(framesWithoutExposure) of \(framesDequeued) frames had no start of exposure from the camera's"
-                    + " metadata and kept the kernel's time" + (metadataNotes.isEmpty ? "" : " (\(metadataNotes[0]))"))
+                    + " metadata and kept the kernel's time"
+                    + (metadataNotes.isEmpty
+                        ? " (the camera's clock is fitted over its first two seconds before any is mapped)"
+                        : " (\(metadataNotes[0]))"))
         }
         if emptyBuffers > 0 {
             warnings.append("\(emptyBuffers) buffers came back with no data (not frames: not written)")
@@ -171,6 +174,7 @@ extension V4L2Camera {
         var fields: [String: JSONValue] = [
             "stamp": .string(stamp.rawValue), "frames_with_exposure": JSONValue(framesWithExposure),
             "frames_without_exposure": JSONValue(framesWithoutExposure),
+            "frames_held_back": JSONValue(framesHeldBack),
             "notes": .array(metadataNotes.map { .string($0) }),
         ]
         if let metadata {
@@ -179,12 +183,17 @@ extension V4L2Camera {
         }
         if let health {
             fields["clock_references"] = JSONValue(health.references)
+            fields["clock_references_left_out"] = JSONValue(health.leftOut)
+            if let modulus = health.hostFrameModulus { fields["host_frame_modulus"] = JSONValue(modulus) }
             fields["restarts"] = JSONValue(health.restarts)
             fields["mapped"] = JSONValue(health.mapped)
             fields["frame_counters_inconsistent"] = JSONValue(health.inconsistent)
-            if let rate = health.ticksPerSecond { fields["camera_clock_hz"] = .double(rate) }
-            if let error = health.rateErrorPPM { fields["camera_clock_rate_error_ppm"] = .double(error) }
-            if let rms = health.residualRMSNs { fields["transit_jitter_rms_ns"] = .double(rms) }
+            // Finite only: a camera's odd clock must not stop the sidecar from being written.
+            if let rate = health.ticksPerSecond, rate.isFinite { fields["camera_clock_hz"] = .double(rate) }
+            if let error = health.rateErrorPPM, error.isFinite {
+                fields["camera_clock_rate_error_ppm"] = .double(error)
+            }
+            if let rms = health.residualRMSNs, rms.isFinite { fields["transit_jitter_rms_ns"] = .double(rms) }
         }
         return .object(fields)
     }

@@ -165,6 +165,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// Frames stamped with their start of exposure, and frames that had none (`stamp=exposure-start`).
     public internal(set) var framesWithExposure = 0
     public internal(set) var framesWithoutExposure = 0
+    /// Exposure-stamped frames whose start of exposure lay before the previous frame's stamp
+    /// (a kernel time, later): stamped just after it, the bound widened.
+    public internal(set) var framesHeldBack = 0
 
     /// Opens `path` through `calls` (libv4l2 unless a test plays the driver) and sets it up as
     /// `options` ask.
@@ -196,6 +199,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             applied.append((name, value, try device.setControl(name, to: value)))
         }
         appliedControls = applied
+        let (stream, note) = Self.openMetadataStream(beside: path, finder: options.metadataNode, calls: calls)
+        metadata = stream
+        metadataNotes = note.map { [$0] } ?? []
         (buffers, timestampFlags) = try device.mapBuffers(count: options.bufferCount)
         // The shared buffers call back into the camera, weakly: the sink may keep them longer.
         let link = CameraLink()
@@ -207,7 +213,6 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             id: id, kind: .video, nominalRate: grantedRate, device: path, videoFormat: grantedFormat,
             frameBuffers: buffers.count, sharedBuffers: shared)
         link.camera = self
-        openMetadata(beside: path)
     }
 
     deinit {
@@ -267,6 +272,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         for buffer in buffers { old.node.munmap(buffer.start, length: buffer.length) }
         buffers = []
         old.close()
+        // Looked for again at the return, a while, when the camera had one.
+        let hadMetadata = metadata != nil || metadataHealth != nil
         closeMetadata()
         // Since when the camera is listed and opens but cannot be set up (a USB device still
         // enumerating, udev not yet done with its node's permissions): tried again for a while.
@@ -274,15 +281,19 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         while let node = policy.waitForDevice(stop, { presence.note($0) }) {
             do {
                 let camera = try V4L2Device(path: node, calls: calls)
+                let (stream, note) = Self.openMetadataStream(
+                    beside: node, finder: metadataNode, calls: calls, waitMs: hadMetadata ? 2000 : 0, stop: stop)
+                if let note { presence.note(note) }
                 do { try setUp(camera, as: node) } catch {
+                    stream?.close()
                     camera.close()
                     throw error
                 }
+                metadata = stream
                 if camera.identity.bus != identity.bus {
                     presence.note("\(node) is the camera back on \(camera.identity.bus), not \(identity.bus)")
                 }
                 device = camera
-                openMetadata(beside: node)
                 requeueFailure.store(0, ordering: .relaxed)
                 sequenceBase = nextSequence
                 presence.returned(atNs: MonotonicClock.now(), as: node)
@@ -486,13 +497,17 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                         held = nil
                         pushMapped(&waiting, mapped, into: ring)
                     }
-                    if record.exposureStartNs >= lastCapture {
-                        framesWithExposure += 1
-                        record.captureNs = record.exposureStartNs
-                        record.uncertaintyNs = record.exposureUncertaintyNs
-                        push(record, into: ring)
-                        continue
-                    }
+                    framesWithExposure += 1
+                    // Frames stamped with the kernel's later instant (before the model could map,
+                    // or without metadata) may lie after this exposure start: capture_ns never
+                    // goes back, so this frame takes the next nanosecond, its bound widened to
+                    // reach its exposure start. The stamps catch up within a few frames.
+                    let earliest = lastCapture + 1
+                    record.captureNs = max(record.exposureStartNs, earliest)
+                    record.uncertaintyNs = record.exposureUncertaintyNs + (record.captureNs - record.exposureStartNs)
+                    if record.captureNs > record.exposureStartNs { framesHeldBack += 1 }
+                    push(record, into: ring)
+                    continue
                 }
                 framesWithoutExposure += 1
             }

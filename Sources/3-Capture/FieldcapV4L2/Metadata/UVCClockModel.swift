@@ -1,25 +1,35 @@
 /// The camera's own clock mapped onto the host's, from the clock references in a UVC camera's
 /// payload headers, so that a frame's PTS (its start of exposure, in the camera's clock) becomes
-/// a host time with an honest bound.
+/// a host time with a bound.
 ///
 /// Each header the camera sent with an SCR pairs the camera's clock (STC) with the USB frame
-/// counter, and `uvcvideo` pairs its own clock with the same counter as it received the header.
-/// The host time of an STC reading is therefore after it (causality: latency ≥ 0) and, by the
-/// two frame numbers, within one frame of `hostFrame − deviceFrame` frames (1 ms each) before the
-/// reception. fieldcap fits the rate of the camera's clock against the host's by least squares
-/// over `slopeWindowNs` (through each tenth of a second's earliest reception), carries every
-/// recent header's bounds (over `boundsWindowNs`) to the PTS at that rate, widened by three times the rate's error over the distance carried, and keeps
-/// what all of them allow: its middle is the mapping, half its width the uncertainty.
+/// counter, and `uvcvideo` pairs its own clock with the host's frame counter as it decoded the
+/// header. The host time of an STC reading is therefore before its reception (causality) and,
+/// where both frame counters keep time, within one frame of `hostFrame − deviceFrame` frames
+/// (1 ms each) before it.
+///
+/// The rate of the camera's clock against the host's is fitted by least squares over
+/// `slopeWindowNs`, through each tenth of a second's earliest reception (receptions come late in
+/// stretches, when the host is busy, which would tilt a fit through all of them); it is fitted
+/// again every quarter of a second of host time. Every recent header's bounds (over
+/// `boundsWindowNs`) are carried to the PTS at that rate, widened by three times the rate's error
+/// over the distance carried, and what all of them allow is kept: its middle is the mapping,
+/// half its width the uncertainty.
 ///
 /// Where the bounds contradict each other, or the frame counters do not keep time with their
-/// clocks (an emulated controller's need not), only causality is kept: the earliest reception
-/// bounds the time from above, and that header's frames in transit (or, without counters to
-/// trust, one frame) from below (`inconsistent`).
-/// A header received more than `jumpNs` before the fit says it was sent, or 50 times that after
-/// (the camera reset its clock, or came back after an unplug), starts the model again.
+/// clocks (an emulated controller's need not: `dummy_hcd` gives its gadget the millisecond
+/// within the second), only causality bounds the time from above; from below, the earliest
+/// reception of the window is *assumed* to have come within `assumedTransitNs` of its sending
+/// (`consistent` false, counted in `health.inconsistent`). That is an assumption, not a bound:
+/// a host that batches a camera's packets (`uvcvideo` decodes up to 32 at a time) can break it.
 ///
-/// The 32-bit STC and PTS wrap (at 48 MHz, every 89 s) and the 11-bit frame counter every
-/// 2.048 s; both are unwrapped against the previous header.
+/// A host frame counter of 10 bits (EHCI's wraps at 1024) is told from the USB's 11 bits by
+/// which of the two keeps time. The 32-bit STC and PTS wrap (at 48 MHz, every 89 s); both are
+/// unwrapped against the previous header. Three headers in a row received more than `jumpNs`
+/// before the fit says they were sent, or 50 times that after (the camera reset its clock, or
+/// came back after an unplug), start the model again; a single one is left out. Headers the
+/// camera flagged as errors are left out; a fit with an implausible rate (a camera clock outside
+/// 1 kHz to 1 GHz) is not used.
 ///
 /// Thread-bound (capture): fed and asked on the camera's thread.
 public struct UVCClockModel: Sendable {
@@ -27,146 +37,160 @@ public struct UVCClockModel: Sendable {
     public struct Mapped: Sendable, Equatable {
         public var hostNs: Int64
         public var uncertaintyNs: UInt64
-        /// False when the frame counters contradicted the fit and only causality bounds it.
+        /// False when only causality and `assumedTransitNs` bound it (see the type's comment).
         public var consistent: Bool
     }
 
     /// What the model has seen, for the sidecar.
     public struct Health: Sendable, Equatable {
-        /// Clock references taken in.
+        /// Clock references taken in, and those left out (error-flagged, or single outliers).
         public var references: Int = 0
+        public var leftOut: Int = 0
         /// Times the model started again after a jump.
         public var restarts: Int = 0
         /// The camera's clock rate against the host's, ticks per second, and its error in ppm:
-        /// nil before the fit has enough span.
+        /// nil before a fit.
         public var ticksPerSecond: Double?
         public var rateErrorPPM: Double?
-        /// The residuals of the rate fit, ns (RMS): the jitter of the path from camera to host.
+        /// The residuals of the rough rate fit through every reference, ns (RMS): the jitter of
+        /// the path from camera to host.
         public var residualRMSNs: Double?
-        /// Mappings made, and those where the frame counters contradicted the fit.
+        /// Mappings made, and those bounded only by causality and the assumed transit.
         public var mapped: Int = 0
         public var inconsistent: Int = 0
-        /// Whether the frame counters kept time at the last fit; nil before one.
+        /// Whether the frame counters kept time at the last fit, and the host counter's modulus
+        /// (2048, or EHCI's 1024); nil before a fit.
         public var frameCountersKeepTime: Bool?
+        public var hostFrameModulus: Int?
     }
 
     struct Reference {
         var stc: Int64
         var hostNs: Int64
-        /// Frames the header took from the camera to the host, by the two frame numbers.
-        var framesInTransit: Int
         var deviceFrame: UInt16
         var hostFrame: UInt16
+    }
+
+    /// The host's time against the camera's clock: ns per tick, its standard error, through the
+    /// centre of the window; and the host frame counter's modulus when both counters keep time.
+    struct Fit {
+        var slope: Double
+        var slopeError: Double
+        var centreSTC: Double
+        var centreHostNs: Double
+        var hostFrameModulus: UInt16?
+
+        func hostNs(at stc: Double) -> Double { centreHostNs + slope * (stc - centreSTC) }
     }
 
     public var slopeWindowNs: Int64
     public var boundsWindowNs: Int64
     public var jumpNs: Int64
+    /// Where the frame counters cannot be trusted: how soon after its sending the earliest
+    /// reception of a window is assumed to have come.
+    public var assumedTransitNs: Int64
     public private(set) var health = Health()
 
     private var references: [Reference] = []
     private var first = 0
     private var lastSTC: UInt32 = 0
     private var stcBase: Int64 = 0
-    /// The host's time against the camera's clock: ns per tick, its standard error, through the
-    /// centre of the window.
-    struct Fit {
-        var slope: Double
-        var slopeError: Double
-        var centreSTC: Double
-        var centreHostNs: Double
-        /// Whether both frame counters kept time with their clocks over the window (a
-        /// millisecond a frame, within one), so that their difference bounds the transit.
-        var framesKeepTime: Bool
-
-        func hostNs(at stc: Double) -> Double { centreHostNs + slope * (stc - centreSTC) }
-    }
-
     private var fit: Fit?
-    private var sinceFit = 0
+    /// The host time of the newest reference at the last fit (or attempt); nil before one.
+    private var fittedAtNs: Int64?
+    /// Outliers in a row: three start the model again.
+    private var outliers = 0
 
     /// A USB frame: the SOF counter counts milliseconds at every speed.
     static let frameNs: Int64 = 1_000_000
-    /// The fit needs this much span of the camera's clock (20 of its bins) before it maps anything.
-    static let minimumSpanNs: Double = 2_000_000_000
+    /// The fit needs this much span of host time before it maps anything.
+    static let minimumSpanNs: Int64 = 2_000_000_000
     static let minimumReferences = 16
-    /// The fit is made again after this many new references.
-    static let refitEvery = 32
+    /// How often the rate is fitted again, in host time.
+    static let refitEveryNs: Int64 = 250_000_000
+    /// The bins of the rate fit.
+    static let binNs: Int64 = 100_000_000
+    /// A PTS farther than this from the STC read beside it is not believed.
+    static let ptsReachNs: Double = 1_000_000_000
 
     public init(
-        slopeWindowNs: Int64 = 20_000_000_000, boundsWindowNs: Int64 = 2_000_000_000, jumpNs: Int64 = 20_000_000
+        slopeWindowNs: Int64 = 20_000_000_000, boundsWindowNs: Int64 = 2_000_000_000, jumpNs: Int64 = 20_000_000,
+        assumedTransitNs: Int64 = 1_000_000
     ) {
         self.slopeWindowNs = slopeWindowNs
         self.boundsWindowNs = boundsWindowNs
         self.jumpNs = jumpNs
+        self.assumedTransitNs = assumedTransitNs
     }
 
     /// Takes in a header's clock reference; headers without an SCR are ignored.
     public mutating func add(_ header: UVCPayloadHeader) {
         guard let stc = header.stc, let deviceFrame = header.deviceFrame else { return }
-        let unwrapped = unwrap(stc)
-        let transit = Int((header.hostFrame &- deviceFrame) & UVCPayloadHeader.frameMask)
-        let reference = Reference(
-            stc: unwrapped, hostNs: Int64(bitPattern: header.hostNs), framesInTransit: transit,
-            deviceFrame: deviceFrame, hostFrame: header.hostFrame)
-        // Received before it was sent, or long after: the camera's clock jumped. A late reception
-        // alone (a busy host) is allowed for up to 50 times as long.
-        let residual = fit.map { Double(reference.hostNs) - $0.hostNs(at: Double(unwrapped)) } ?? 0
-        if residual < -Double(jumpNs) || residual > 50 * Double(jumpNs) {
-            restart()
-            health.restarts += 1
-            stcBase = 0
-            lastSTC = stc
-            var first = reference
-            first.stc = 0
-            references.append(first)
-        } else {
-            references.append(reference)
+        guard header.flags & UVCPayloadHeader.error == 0 else {
+            health.leftOut += 1
+            return
         }
+        let hostNs = Int64(bitPattern: header.hostNs)
+        if let fit, references.count > first {
+            let unwrapped = unwrapNoUpdate(stc)
+            let residual = Double(hostNs) - fit.hostNs(at: Double(unwrapped))
+            // Received before it was sent, or long after (a busy host alone is allowed 50 times as
+            // long): the camera's clock jumped, if the next headers agree.
+            if residual < -Double(jumpNs) || residual > 50 * Double(jumpNs) {
+                outliers += 1
+                guard outliers >= 3 else {
+                    health.leftOut += 1
+                    return
+                }
+                restart()
+                health.restarts += 1
+            }
+        }
+        outliers = 0
+        let reference = Reference(
+            stc: unwrap(stc), hostNs: hostNs, deviceFrame: deviceFrame, hostFrame: header.hostFrame)
+        references.append(reference)
         health.references += 1
         dropOld()
-        sinceFit += 1
-        if fit == nil || sinceFit >= Self.refitEvery { refit() }
+        if fittedAtNs.map({ hostNs &- $0 >= Self.refitEveryNs }) ?? true { refit() }
     }
 
     /// The host time of `pts`, read in the same header as `stc` (or the nearest one), so that
-    /// the two wrap together; nil until the fit has the span it needs.
+    /// the two wrap together; nil until the fit has the span it needs, or when the PTS lies
+    /// implausibly far from the STC.
     public mutating func map(pts: UInt32, besideSTC stc: UInt32) -> Mapped? {
-        guard let fit, active > 0 else { return nil }
-        // The PTS lies within half a wrap of the STC read beside it: unwrapped by the same base.
-        let anchor = unwrapNoUpdate(stc)
-        let x = Double(anchor + Int64(Int32(bitPattern: pts &- stc)))
-        // Every recent reference bounds the host time at x: its own (after the camera read its
-        // clock, within its frames in transit), carried to x at the fitted rate, and widened by
-        // three times the rate's error over the distance carried.
+        guard let fit, references.count > first else { return nil }
+        let ticks = Double(Int32(bitPattern: pts &- stc))
+        guard abs(ticks) * fit.slope <= Self.ptsReachNs else { return nil }
+        let x = Double(unwrapNoUpdate(stc)) + ticks
+        // Every recent reference bounds the host time at x: its own (before its reception,
+        // within its frames in transit), carried to x at the fitted rate, and widened by three
+        // times the rate's error over the distance carried.
         var low = -Double.infinity
         var high = Double.infinity
-        var causal = (high: Double.infinity, low: -Double.infinity)
+        var earliest = (high: Double.infinity, low: -Double.infinity)
         let newest = references[references.count - 1].hostNs
+        let frame = Double(Self.frameNs)
         for reference in references[first...].reversed() {
             if newest - reference.hostNs > boundsWindowNs { break }
             let distance = x - Double(reference.stc)
             let carried = Double(reference.hostNs) + fit.slope * distance
             let spread = 3 * fit.slopeError * abs(distance)
-            let transit = Double(reference.framesInTransit)
-            let referenceLow = carried - (transit + 1) * Double(Self.frameNs) - spread
-            let referenceHigh = carried - max(0, transit - 1) * Double(Self.frameNs) + spread
-            low = max(low, referenceLow)
-            high = min(high, referenceHigh)
-            if carried + spread < causal.high {
-                let below = fit.framesKeepTime ? referenceLow : carried - Double(Self.frameNs) - spread
-                causal = (carried + spread, below)
+            if carried + spread < earliest.high {
+                earliest = (carried + spread, carried - Double(assumedTransitNs) - spread)
             }
+            guard let modulus = fit.hostFrameModulus else { continue }
+            let transit = Double((reference.hostFrame &- reference.deviceFrame) % modulus)
+            low = max(low, carried - (transit + 1) * frame - spread)
+            high = min(high, carried - max(0, transit - 1) * frame + spread)
         }
-        let consistent = fit.framesKeepTime && low <= high
-        // The frame counters contradict each other, or do not keep time: causality alone
-        // (received after it was sent) from the earliest reception, and below it that header's
-        // frames in transit, or, where the counters say nothing, one frame: the earliest of a
-        // window's receptions is taken to have come within one USB frame.
-        if !consistent { (high, low) = causal }
+        let consistent = fit.hostFrameModulus != nil && low <= high
+        if !consistent { (high, low) = earliest }
         let centre = (low + high) / 2
         let uncertainty = (high - low) / 2
-        guard centre.isFinite, uncertainty.isFinite, uncertainty >= 0 else { return nil }
+        // Checked before converting: a hostile camera's numbers must not trap.
+        guard centre.isFinite, uncertainty.isFinite, uncertainty >= 0, abs(centre) < 9e18, uncertainty < 1e15
+        else { return nil }
         health.mapped += 1
         if !consistent { health.inconsistent += 1 }
         return Mapped(
@@ -178,19 +202,17 @@ public struct UVCClockModel: Sendable {
         references.removeAll(keepingCapacity: true)
         first = 0
         fit = nil
-        sinceFit = 0
+        fittedAtNs = nil
         stcBase = 0
+        outliers = 0
     }
 
-    private var active: Int { references.count - first }
-
     private mutating func unwrap(_ stc: UInt32) -> Int64 {
-        if references.isEmpty && first == 0 {
+        if references.count == first {
             stcBase = 0
-            lastSTC = stc
-            return 0
+        } else {
+            stcBase += Int64(Int32(bitPattern: stc &- lastSTC))
         }
-        stcBase += Int64(Int32(bitPattern: stc &- lastSTC))
         lastSTC = stc
         return stcBase
     }
@@ -207,78 +229,90 @@ public struct UVCClockModel: Sendable {
         }
     }
 
-    /// Whether, from the window's first reference to each later one, each frame counter
-    /// advanced (modulo its 11 bits) by the milliseconds its own clock did, within two frames, in
-    /// 95 % of cases. An emulated controller's need not: `dummy_hcd` gives its gadget the
-    /// millisecond within the second and its host a count of its own timer's runs.
-    private func framesKeepTime(slope: Double) -> Bool {
-        guard let origin = references[first...].first else { return false }
-        var agreeing = 0
-        var pairs = 0
-        func agrees(_ frames: UInt16, _ milliseconds: Double) -> Bool {
-            let expected = UInt16(truncatingIfNeeded: Int64(milliseconds.rounded())) & UVCPayloadHeader.frameMask
-            let apart = (frames &- expected) & UVCPayloadHeader.frameMask
-            return apart <= 2 || apart >= UVCPayloadHeader.frameMask - 1
-        }
-        for reference in references[(first + 1)...] {
-            pairs += 1
-            let device = agrees(
-                reference.deviceFrame &- origin.deviceFrame,
-                Double(reference.stc - origin.stc) * slope / Double(Self.frameNs))
-            let host = agrees(
-                reference.hostFrame &- origin.hostFrame, Double(reference.hostNs - origin.hostNs) / Double(Self.frameNs)
-            )
-            if device && host { agreeing += 1 }
-        }
-        return pairs > 0 && Double(agreeing) >= 0.95 * Double(pairs)
-    }
-
-    /// The host's time against the camera's clock over the window: least squares through the
-    /// earliest reception of each tenth of a second. Receptions come late by how busy the host
-    /// was, and the lateness comes in stretches that would tilt a fit through all of them; the
-    /// earliest of each stretch lie on the line of the send times, give or take the shortest
-    /// transit.
+    /// Fits the rate through the earliest reception of each bin, once the window has the span;
+    /// a fit with an implausible rate is dropped.
     private mutating func refit() {
-        sinceFit = 0
         let window = references[first...]
         guard window.count >= Self.minimumReferences, let oldest = window.first, let newest = window.last,
-            Double(newest.hostNs - oldest.hostNs) >= Self.minimumSpanNs,
-            let rough = Self.leastSquares(Array(window), origin: oldest)
+            newest.hostNs - oldest.hostNs >= Self.minimumSpanNs
         else { return }
+        fittedAtNs = newest.hostNs
+        guard let rough = Self.leastSquares(window, origin: oldest), Self.isPlausible(rough.slope) else {
+            fit = nil
+            return
+        }
         var earliest: [Int64: Reference] = [:]
+        func lateness(_ reference: Reference) -> Double {
+            Double(reference.hostNs - oldest.hostNs) - rough.slope * Double(reference.stc - oldest.stc)
+        }
         for reference in window {
             let bin = (reference.hostNs - oldest.hostNs) / Self.binNs
-            let late = Double(reference.hostNs - oldest.hostNs) - rough.slope * Double(reference.stc - oldest.stc)
-            if let kept = earliest[bin],
-                Double(kept.hostNs - oldest.hostNs) - rough.slope * Double(kept.stc - oldest.stc) <= late
-            {
-                continue
-            }
+            if let kept = earliest[bin], lateness(kept) <= lateness(reference) { continue }
             earliest[bin] = reference
         }
-        let chosen = earliest.count >= 4 ? earliest.values.sorted { $0.hostNs < $1.hostNs } : Array(window)
-        guard let line = Self.leastSquares(chosen, origin: oldest) else { return }
+        let chosen = earliest.values.sorted { $0.hostNs < $1.hostNs }
+        guard chosen.count >= 4, let line = Self.leastSquares(chosen[...], origin: oldest), Self.isPlausible(line.slope)
+        else {
+            fit = nil
+            return
+        }
         fit = Fit(
-            slope: line.slope, slopeError: line.slopeError, centreSTC: line.centreSTC,
-            centreHostNs: line.centreHostNs, framesKeepTime: framesKeepTime(slope: line.slope))
-        health.frameCountersKeepTime = fit?.framesKeepTime
+            slope: line.slope, slopeError: line.slopeError, centreSTC: line.centreSTC, centreHostNs: line.centreHostNs,
+            hostFrameModulus: hostFrameModulus(slope: line.slope))
+        health.frameCountersKeepTime = fit?.hostFrameModulus != nil
+        health.hostFrameModulus = fit?.hostFrameModulus.map { Int($0) }
         health.ticksPerSecond = 1e9 / line.slope
         health.rateErrorPPM = line.slopeError / line.slope * 1e6
         health.residualRMSNs = rough.residualRMS
     }
 
-    /// The bins of the rate fit.
-    static let binNs: Int64 = 100_000_000
+    /// ns per tick of a camera clock between 1 kHz and 1 GHz.
+    private static func isPlausible(_ slope: Double) -> Bool { slope.isFinite && slope >= 1 && slope <= 1e6 }
+
+    /// The host frame counter's modulus (2048, or EHCI's 1024) with which, from the window's
+    /// first reference to each later one, both counters advanced by the milliseconds their own
+    /// clocks did (within one frame) in 99 % of cases; nil when neither keeps time.
+    private func hostFrameModulus(slope: Double) -> UInt16? {
+        guard let origin = references[first...].first, references.count - first > 1 else { return nil }
+        var device = 0
+        var host = [0, 0]
+        func agrees(_ frames: UInt16, _ milliseconds: Double, modulus: UInt16) -> Bool {
+            guard milliseconds.isFinite, abs(milliseconds) < 1e12 else { return false }
+            let expected = UInt16(truncatingIfNeeded: Int64(milliseconds.rounded())) % modulus
+            let apart = (frames % modulus &- expected &+ modulus) % modulus
+            return apart <= 1 || apart >= modulus - 1
+        }
+        for reference in references[(first + 1)...] {
+            let deviceMs = Double(reference.stc - origin.stc) * slope / Double(Self.frameNs)
+            let hostMs = Double(reference.hostNs - origin.hostNs) / Double(Self.frameNs)
+            if agrees(reference.deviceFrame &- origin.deviceFrame, deviceMs, modulus: 2048) { device += 1 }
+            for (index, modulus) in [UInt16(2048), 1024].enumerated()
+            where agrees((reference.hostFrame &- origin.hostFrame) % modulus, hostMs, modulus: modulus) {
+                host[index] += 1
+            }
+        }
+        let needed = 0.99 * Double(references.count - first - 1)
+        guard Double(device) >= needed else { return nil }
+        if Double(host[0]) >= needed { return 2048 }
+        if Double(host[1]) >= needed { return 1024 }
+        return nil
+    }
 
     private static func leastSquares(
-        _ points: [Reference], origin: Reference
+        _ points: ArraySlice<Reference>, origin: Reference
     )
         -> (slope: Double, slopeError: Double, centreSTC: Double, centreHostNs: Double, residualRMS: Double)?
     {
         let count = Double(points.count)
         guard points.count >= 3 else { return nil }
-        let meanX = points.reduce(0.0) { $0 + Double($1.stc - origin.stc) } / count
-        let meanY = points.reduce(0.0) { $0 + Double($1.hostNs - origin.hostNs) } / count
+        var meanX = 0.0
+        var meanY = 0.0
+        for point in points {
+            meanX += Double(point.stc - origin.stc)
+            meanY += Double(point.hostNs - origin.hostNs)
+        }
+        meanX /= count
+        meanY /= count
         var sxx = 0.0
         var sxy = 0.0
         for point in points {

@@ -33,9 +33,10 @@ final class UVCMetadataStream {
     static let uvcFormat: UInt32 = 0x4843_5655
     static let bufferCount: UInt32 = 8
 
-    /// Opens `path`, asks for `V4L2_META_FMT_UVC`, maps its buffers and queues them. It starts
-    /// streaming with `start()`, before the video does: `uvcvideo` fills metadata buffers only
-    /// while the metadata queue streams.
+    /// Opens `path`, asks for `V4L2_META_FMT_UVC`, maps its buffers and queues them: before the
+    /// video node has buffers, since `uvcvideo` refuses a change of the metadata format (EBUSY)
+    /// after. It starts streaming with `start()`, before the video does: `uvcvideo` fills
+    /// metadata buffers only while the metadata queue streams.
     ///
     /// - Throws: `V4L2Error` when the node is not a metadata node or refuses the format.
     init(path: String, calls: any DeviceCalls) throws(V4L2Error) {
@@ -43,14 +44,14 @@ final class UVCMetadataStream {
         let (node, identity) = try V4L2Device.open(path, calls: calls)
         self.node = node
         guard identity.capabilities & UInt32(V4L2_CAP_META_CAPTURE) != 0 else {
-            node.close()
+            close()
             throw V4L2Error(
                 code: .notADevice, device: path, operation: "VIDIOC_QUERYCAP",
                 hint: "not a metadata node (no V4L2_CAP_META_CAPTURE)")
         }
         do throws(V4L2Error) {
-            // V4L2_META_FMT_UVC is uvcvideo's default, and it refuses a change (EBUSY) once the
-            // video node has buffers: asked for only when another program left another format.
+            // V4L2_META_FMT_UVC is uvcvideo's default: asked for only when another program left
+            // another format (a RealSense's D4XX).
             var format = v4l2_format()
             format.type = Self.bufferType
             try call("VIDIOC_G_FMT", CV4L2_VIDIOC_G_FMT(), &format)
@@ -150,14 +151,13 @@ final class UVCMetadataStream {
     }
 
     private func take(_ buffer: v4l2_buffer, bytes: UnsafeRawBufferPointer) {
-        let contents = UVCMetadata.parse(bytes)
-        if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || contents.strayBytes != 0 { damagedBuffers += 1 }
         var first: (pts: UInt32, stc: UInt32)?
-        for header in contents.headers {
+        let stray = UVCMetadata.forEachHeader(in: bytes) { header in
             model.add(header)
             // The frame's PTS is in its first payload; the STC beside it unwraps it.
             if first == nil, let pts = header.pts, let stc = header.stc { first = (pts, stc) }
         }
+        if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || stray != 0 { damagedBuffers += 1 }
         if let first {
             pending[pendingNext] = (buffer.sequence, first.pts, first.stc)
             pendingNext = (pendingNext + 1) % pending.count

@@ -2,9 +2,10 @@
 /// `struct uvc_meta_buf` in linux/uvcvideo.h): the host's clock and USB frame number when the
 /// payload was decoded, then the header's flags and its PTS and SCR when the camera sent them.
 ///
-/// `uvcvideo` keeps a header only when it carries more than the two standard bytes and its SCR
-/// differs from the last one kept, so a frame's buffer holds one header per payload that told
-/// something new: the first (with the PTS) and those whose clock reference moved.
+/// `uvcvideo` keeps a header only when it carries more than the two standard bytes and, when it
+/// has an SCR, only when that differs from the last one kept; a header with neither PTS nor SCR
+/// is not kept. A frame's buffer thus holds one header per payload that told something new: the
+/// first (with the PTS) and those whose clock reference moved.
 ///
 /// Thread-safe: a value.
 public struct UVCPayloadHeader: Sendable, Equatable {
@@ -58,12 +59,23 @@ public enum UVCMetadata {
     /// `bmHeaderInfo`.
     static let blockPrefix = 12
 
-    /// Parses `bytes` (the buffer's first `bytesused` bytes). For `V4L2_META_FMT_UVC` `uvcvideo`
-    /// copies only the standard fields, so a header's size follows from its flags (2, + 4 for a
-    /// PTS, + 6 for an SCR), not from the `bLength` the camera sent: a camera's vendor bytes are
-    /// left out. Never reads past `bytes`, whatever the flags say.
+    /// Parses `bytes` (the buffer's first `bytesused` bytes) into headers: `forEachHeader`,
+    /// collected.
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> Contents {
         var headers: [UVCPayloadHeader] = []
+        let stray = forEachHeader(in: bytes) { headers.append($0) }
+        return Contents(headers: headers, strayBytes: stray)
+    }
+
+    /// Hands each header in `bytes` to `body`, in order, and returns how many bytes at the end
+    /// did not make a whole one. For `V4L2_META_FMT_UVC` `uvcvideo` copies only the standard
+    /// fields, so a header's size follows from its flags (2, + 4 for a PTS, + 6 for an SCR), not
+    /// from the `bLength` the camera sent: a camera's vendor bytes are left out. Never reads past
+    /// `bytes`, whatever the flags say; allocates nothing (the camera's thread calls it per frame).
+    @discardableResult
+    public static func forEachHeader(
+        in bytes: UnsafeRawBufferPointer, _ body: (UVCPayloadHeader) -> Void
+    ) -> Int {
         var offset = 0
         while bytes.count - offset >= blockPrefix {
             let flags = bytes[offset + 11]
@@ -83,10 +95,10 @@ public enum UVCMetadata {
                 header.stc = UInt32(littleEndianAt: field, in: bytes)
                 header.deviceFrame = UInt16(littleEndianAt: field + 4, in: bytes) & UVCPayloadHeader.frameMask
             }
-            headers.append(header)
+            body(header)
             offset += size
         }
-        return Contents(headers: headers, strayBytes: bytes.count - offset)
+        return bytes.count - offset
     }
 }
 

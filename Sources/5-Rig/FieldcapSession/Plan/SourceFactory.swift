@@ -137,14 +137,17 @@ public struct V4L2SourceFactory: SourceFactory {
 
 extension V4L2SourceFactory {
     /// The metadata node beside a USB camera's video node (uvcvideo's, with the camera's payload
-    /// headers), found in sysfs: another node of the same interface. nil when there is none, or
+    /// headers), found in sysfs: the node of the same device with the next index. nil when there is none, or
     /// when uvcvideo stamps its metadata with another clock than CLOCK_MONOTONIC (its `clock`
     /// parameter), which the camera's clock pairs do not read.
     @Sendable static func metadataNode(beside videoNode: String) -> String? {
-        guard let identity = DeviceIdentity.of(videoNode: videoNode), identity.usb != nil,
+        guard let identity = DeviceIdentity.of(videoNode: videoNode), identity.usb != nil, let index = identity.index,
             uvcClockIsMonotonic()
         else { return nil }
-        return identity.siblingNodes().first
+        // uvcvideo registers each streaming interface's capture node and then its metadata node:
+        // a camera with two (IR and colour) has video0 and video1 for one, video2 and video3 for
+        // the other, all under its control interface.
+        return identity.siblings().first { $0.index == index + 1 }?.node
     }
 
     static func uvcClockIsMonotonic(_ parameter: String = "/sys/module/uvcvideo/parameters/clock") -> Bool {
