@@ -87,6 +87,25 @@ struct DevicePlanTests {
             error?.message.hasPrefix("rig.yaml:3: camera /dev/video0: fps 'fast'") == true, "\(error?.message ?? "")")
     }
 
+    @Test("stamp= names which instant capture_ns is; another word is refused, naming the three")
+    func stampOption() throws {
+        for stamp in ["kernel", "exposure-start", "exposure-middle"] {
+            #expect(try DeviceSpec(kind: .camera, argument: "/dev/video0,stamp=\(stamp)").stamp() == stamp)
+        }
+        #expect(try DeviceSpec(kind: .camera, argument: "/dev/video0").stamp() == "kernel")
+        let error = #expect(throws: RigConfigError.self) {
+            try RigConfig.parse(
+                """
+                cameras:
+                  - device: /dev/video0
+                    stamp: shutter
+                """, name: "rig.yaml")
+        }
+        let message = error?.message ?? ""
+        #expect(message.hasPrefix("rig.yaml:3: camera /dev/video0: stamp 'shutter'"), "\(message)")
+        #expect(message.contains("exposure-middle"), "\(message)")
+    }
+
     @Test("stream ids: given ones kept, the rest numbered per kind; a repeated id is refused")
     func streamIds() throws {
         let plan = DevicePlan(specs: [

@@ -44,8 +44,10 @@ struct Record: ParsableCommand {
             (UVC cameras): capture_ns is the camera's own start of exposure, its PTS read
             from the metadata node beside the video and mapped through its clock
             references (the kernel's time until the model has two seconds, and for frames
-            without one); stamp=kernel, the default, keeps it in the frame log (UVC
-            cameras: exposure_start_ns in {id}.frames.ndjson). IMU options: id, rate
+            without one); stamp=exposure-middle adds half the exposure time the camera
+            keeps (exposure_time_absolute; ctrl.auto_exposure=1 for manual exposure);
+            stamp=kernel, the default, keeps the start in the frame log (UVC cameras:
+            exposure_start_ns in {id}.frames.ndjson). IMU options: id, rate
             (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
             kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
             (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw,

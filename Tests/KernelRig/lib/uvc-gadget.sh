@@ -3,7 +3,10 @@
 # dummy_hcd's host side by the real USB core and the real uvcvideo, as a webcam is.
 #
 #   uvc_gadget_modules COUNT       load the modules, COUNT dummy controllers (one camera each)
-#   uvc_gadget_create NAME SERIAL  a gadget in configfs with the feeder's modes
+#   uvc_gadget_create NAME SERIAL [CONTROLS]
+#                                  a gadget in configfs with the feeder's modes; CONTROLS: the
+#                                  camera terminal's bmControls (default 0: none; 8: exposure
+#                                  time, which the feeder answers)
 #   uvc_gadget_plug NAME INDEX LOG bind it to dummy_udc.INDEX, start its feeder (log to LOG), wait
 #                                  for uvcvideo's node and print it (/dev/videoN)
 #   uvc_gadget_unplug NAME         stop its feeder and unbind it: the camera is unplugged
@@ -46,7 +49,7 @@ uvc_gadget_frame() {
 }
 
 uvc_gadget_create() {
-	local name=$1 serial=$2
+	local name=$1 serial=$2 controls=${3:-0}
 	local g=$UVC_CONFIGFS/$name f=$UVC_CONFIGFS/$name/functions/uvc.0
 	mkdir "$g"
 	echo 0x1d6b >"$g/idVendor"
@@ -65,9 +68,9 @@ uvc_gadget_create() {
 	echo UVC >"$g/configs/c.1/strings/0x409/configuration"
 	echo 100 >"$g/configs/c.1/MaxPower"
 	mkdir "$f"
-	# No camera or processing controls: uvcvideo would query each at probe, 5 s a request the
-	# feeder does not answer.
-	echo 0 >"$f/control/terminal/camera/default/bmControls"
+	# No camera or processing controls unless asked: the feeder answers only the exposure time
+	# (bit 3); uvcvideo waits 5 s on each request nobody answers.
+	echo "$controls" >"$f/control/terminal/camera/default/bmControls"
 	echo 0 >"$f/control/processing/default/bmControls"
 	mkdir "$f/control/header/h"
 	ln -s "$f/control/header/h" "$f/control/class/fs/h"

@@ -1,18 +1,21 @@
 #!/bin/bash
 # rig-timeout: 120
-# rig-share: 25
-# A USB camera's own start of exposure (#47): the UVC gadget puts each frame's PTS (the time its
-# feeder queued it, CLOCK_MONOTONIC in 48 MHz ticks) and clock references (SCR: the same clock and
-# the USB frame counter) in its payload headers; uvcvideo passes them through the metadata node.
-# fieldcap, with stamp=exposure-start, reads that node beside the video, maps each PTS into
-# CLOCK_MONOTONIC_RAW and writes it as capture_ns. Checked against the feeder's log, frame by
-# frame (the number the feeder drew in its pixels): each such frame's time lies at the feeder's
-# clock reading as it queued it (the PTS is read just before), give or take its uncertainty_ns;
-# the frames the model could not map yet (its first two seconds) keep the kernel's time and are
-# counted. The errors are printed. (dummy_hcd's frame counters do not keep time: only causality
-# and the assumed transit bound the mapping here; the simulated counters of UVCClockTests cover
-# the rest, and the camera clock's drift and wraps, which the gadget's clock, the kernel's own,
-# cannot show.)
+# rig-share: 45
+# A USB camera's own start and middle of exposure (#47): the UVC gadget puts each frame's PTS
+# (the time its feeder queued it, CLOCK_MONOTONIC in 48 MHz ticks) and clock references (SCR: the
+# same clock and the USB frame counter) in its payload headers; uvcvideo passes them through the
+# metadata node. fieldcap reads that node beside the video and maps each PTS into
+# CLOCK_MONOTONIC_RAW; with stamp=exposure-middle and the camera's exposure time set
+# (ctrl.exposure_time_absolute=50, 5 ms, which the gadget's feeder answers), capture_ns is that
+# and half the exposure. Checked against the feeder's log, frame by frame (the number the feeder
+# drew in its pixels): each frame's exposure start lies at the feeder's clock reading as it
+# queued it (the PTS is read just before), give or take its uncertainty_ns, and capture_ns 2.5 ms
+# after it; the frames the model could not map yet (its first two seconds) keep the kernel's time
+# and are counted, and every frame from 3 s on has its exposure start. The errors are printed.
+# (dummy_hcd's frame counters do not keep time: only causality and the assumed transit bound the
+# mapping here; the simulated counters of UVCClockTests cover the rest, and the camera clock's
+# drift and wraps, which the gadget's clock, the kernel's own, cannot show.) Then vivid: refused
+# for exposure-middle, the kernel's time for exposure-start, each saying why.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
@@ -21,14 +24,16 @@ fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 work=$FIELDCAP_TEST_TMP/uvc-exposure
 mkdir -p "$work"
 uvc_gadget_modules 2
-uvc_gadget_create fieldcap-exposure fc-e-0001
+# With an exposure time control (bmControls bit 3), which the feeder answers and logs.
+uvc_gadget_create fieldcap-exposure fc-e-0001 8
 trap 'set +e; uvc_gadget_remove fieldcap-exposure' EXIT
 cam=$(uvc_gadget_plug fieldcap-exposure 0 "$work/feeder.log")
 session=$work/session
-"$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam,stamp=exposure-start" --duration 6s --out "$session" \
-	2>"$work/stderr"
-grep -q "capture_ns: the camera's start of exposure" "$work/stderr" \
-	|| { cat "$work/stderr"; echo "FAIL: the start line does not say capture_ns is the start of exposure"; exit 1; }
+"$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam,ctrl.exposure_time_absolute=50,stamp=exposure-middle" \
+	--duration 6s --out "$session" 2>"$work/stderr"
+grep -q "capture_ns: the middle of the camera's exposure (its PTS and half of its fixed exposure time, 5.0 ms)" \
+	"$work/stderr" || { cat "$work/stderr"; echo "FAIL: the start line does not say capture_ns is the middle"; exit 1; }
+grep -qx "exposure 50" "$work/feeder.log" || { echo "FAIL: the feeder was not set to 5 ms of exposure"; exit 1; }
 "$fieldcap" validate -q "$session"
 /usr/bin/python3 - "$session" "$work/feeder.log" <<'PY'
 import json, statistics, sys
@@ -44,11 +49,15 @@ exposure = json.load(open(f"{session}/fieldcap.json"))["streams"][0]["v4l2"]["ex
 fails = []
 if len(seen) != len(frames): fails.append(f"{len(seen)} frames in the video, {len(frames)} in the frame log")
 errors, bounds = [], []
+half = 2_500_000  # half of the 5 ms exposure
 for (number, _, valid), frame, stamp in zip(seen, frames, stamps):
     if "exposure_start_ns" not in frame: continue
     t, bound = frame["exposure_start_ns"], frame["exposure_uncertainty_ns"]
-    if stamp["capture_ns"] < t or stamp["capture_ns"] - t > bound:
-        fails.append(f"frame {frame['frame_number']}: capture_ns is not its exposure start, within its bound")
+    # capture_ns is the middle: the start and half the exposure, its bound the start's and 50 µs.
+    middle = stamp["capture_ns"]
+    if middle < t + half or middle - (t + half) > stamp["uncertainty_ns"] or stamp["uncertainty_ns"] < bound + 50_000:
+        fails.append(f"frame {frame['frame_number']}: capture_ns {middle - t} ns after its exposure start,"
+                     f" not half the exposure within its bound")
     if not valid or number not in queued:
         fails.append(f"frame {frame['frame_number']}: its pixels name no frame the feeder queued")
         continue
@@ -64,10 +73,28 @@ mapped = len(errors)
 print(f"{mapped} of {len(frames)} frames stamped at their exposure start; error against the feeder's queue: "
       f"median {statistics.median(errors) / 1e3:+.1f} µs, {min(errors) / 1e3:+.1f} to {max(errors) / 1e3:+.1f} µs; "
       f"uncertainty median {statistics.median(bounds) / 1e3:.1f} µs, max {max(bounds) / 1e3:.1f} µs" if errors else "none")
+if exposure.get("exposure_time_ns") != 5_000_000: fails.append(f"exposure_time_ns {exposure.get('exposure_time_ns')}")
 print("exposure:", {k: exposure[k] for k in ("frames_with_exposure", "frames_without_exposure", "frames_held_back",
                                              "camera_clock_hz", "frame_counters_inconsistent", "restarts") if k in exposure})
-if mapped < 0.5 * len(frames): fails.append(f"only {mapped} of {len(frames)} frames had their exposure start")
+# The model maps once it has two seconds of clock references: every frame from 3 s on has one.
+late = [f for f in frames if f["dequeue_ns"] - frames[0]["dequeue_ns"] > 3_000_000_000]
+missing = [f["frame_number"] for f in late if "exposure_start_ns" not in f]
+if not late or missing: fails.append(f"frames after the first 3 s without their exposure start: {missing[:10]}")
 if exposure["frames_with_exposure"] != mapped: fails.append("the sidecar's count differs from the frame log's")
 for f in fails[:10]: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY
+
+# A camera that does not report its exposure time (vivid has no exposure_time_absolute) is refused
+# for stamp=exposure-middle at setup, saying what to use; exposure-start without a metadata node
+# records on with the kernel's time and says why.
+status=0
+"$fieldcap" --cam "$FIELDCAP_VIDEO_DEVICE,size=320x180,stamp=exposure-middle" --duration 1s --out "$work/vivid-middle" \
+	2>"$work/vivid-middle.stderr" || status=$?
+[ "$status" != 0 ] && grep -q "does not report its exposure time (no exposure_time_absolute control); use stamp=exposure-start" \
+	"$work/vivid-middle.stderr" || { cat "$work/vivid-middle.stderr"; echo "FAIL: exposure-middle on vivid (exit $status)"; exit 1; }
+"$fieldcap" --cam "$FIELDCAP_VIDEO_DEVICE,size=320x180,stamp=exposure-start" --duration 1s --out "$work/vivid-start" \
+	2>"$work/vivid-start.stderr"
+grep -q "capture_ns: the kernel's time (stamp=exposure-start, but the camera has no metadata node)" \
+	"$work/vivid-start.stderr" || { cat "$work/vivid-start.stderr"; echo "FAIL: exposure-start on vivid"; exit 1; }
+

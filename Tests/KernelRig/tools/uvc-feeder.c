@@ -21,9 +21,12 @@
  *                                               pixels), handed to the gadget at QBUF_NS
  *   sent FRAME RAW_NS                           the gadget gave its buffer back (sent or dropped)
  *   late RAW_NS                                 a frame time passed with no buffer free
+ *   exposure UNITS                              the host set the exposure time (100 us units)
  *   stop REASON                                 the stream ended (streamoff, disconnect)
  *
- * Frames are paced by the committed interval on CLOCK_MONOTONIC_RAW, as a sensor's are.
+ * Frames are paced by the committed interval on CLOCK_MONOTONIC_RAW, as a sensor's are. Each
+ * frame's buffer timestamp (CLOCK_MONOTONIC, read just before QBUF_NS) is what the gadget sends as
+ * its PTS: the start of its exposure, which lasts the exposure time the host set (10 ms if none).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -109,6 +112,15 @@ static void fail(const char *what) {
 static struct uvc_streaming_control probe, commit;
 static int last_selector;
 
+/*
+ * The camera terminal's exposure time (UVC_CT_EXPOSURE_TIME_ABSOLUTE_CONTROL, 100 us units), when
+ * the gadget offers it (bmControls bit 3): what the host sets is logged ("exposure UNITS"), and
+ * each frame's PTS is the start of an exposure that long.
+ */
+#define CAMERA_TERMINAL 1
+static uint32_t exposure_units = 100;
+static int exposure_set_pending;
+
 static void fill_control(struct uvc_streaming_control *control, size_t format, size_t frame, size_t interval) {
 	memset(control, 0, sizeof(*control));
 	control->bmHint = 1;
@@ -176,6 +188,22 @@ static void answer_setup(const struct usb_ctrlrequest *request) {
 			response.length = 1;
 			break;
 		}
+	} else if ((request->bRequestType & USB_TYPE_MASK) == USB_TYPE_CLASS && interface == 0
+		   && (request->wIndex >> 8) == CAMERA_TERMINAL && selector == UVC_CT_EXPOSURE_TIME_ABSOLUTE_CONTROL) {
+		uint32_t value = 0;
+		response.length = 4;
+		switch (request->bRequest) {
+		case UVC_SET_CUR: exposure_set_pending = 1; break;
+		case UVC_GET_CUR: value = exposure_units; break;
+		case UVC_GET_MIN: value = 1; break;
+		case UVC_GET_MAX: value = 10000; break;
+		case UVC_GET_RES: value = 1; break;
+		case UVC_GET_DEF: value = 100; break;
+		case UVC_GET_LEN: value = 4; response.length = 2; break;
+		case UVC_GET_INFO: value = 3; response.length = 1; break; /* GET and SET */
+		default: response.length = -EL2HLT;
+		}
+		memcpy(response.data, &value, 4);
 	} else if ((request->bRequestType & USB_TYPE_MASK) == USB_TYPE_CLASS && interface == 0
 		   && (request->wIndex >> 8) == 0 && selector == UVC_VC_REQUEST_ERROR_CODE_CONTROL
 		   && request->bRequest == UVC_GET_CUR) {
@@ -358,6 +386,14 @@ static void handle_events(void) {
 			answer_setup(&uvc->req);
 			break;
 		case UVC_EVENT_DATA: {
+			if (exposure_set_pending) {
+				exposure_set_pending = 0;
+				uint32_t units = 0;
+				memcpy(&units, uvc->data.data, uvc->data.length < 4 ? (size_t)uvc->data.length : 4);
+				if (units >= 1 && units <= 10000) exposure_units = units;
+				fprintf(logfile, "exposure %u\n", exposure_units);
+				break;
+			}
 			struct uvc_streaming_control asked;
 			memset(&asked, 0, sizeof(asked));
 			memcpy(&asked, uvc->data.data,

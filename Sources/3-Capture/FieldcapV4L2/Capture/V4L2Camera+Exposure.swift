@@ -67,4 +67,28 @@ extension V4L2Camera {
         record.exposureStartNs = UInt64(raw.rawNs)
         record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(raw.uncertaintyNs)
     }
+
+    /// `exposure_time_absolute`'s unit (V4L2: 100 µs): the exposure time is known to half of it.
+    static let exposureStepNs: UInt64 = 100_000
+
+    /// The exposure time a camera keeps, for `stamp=exposure-middle`: `exposure_time_absolute`,
+    /// with its auto exposure (if it has one) set to manual.
+    ///
+    /// - Throws: `V4L2Error` saying what to set, when the camera does not report its exposure
+    ///   time or may change it on its own.
+    static func fixedExposureTimeNs(of device: V4L2Device) throws(V4L2Error) -> UInt64 {
+        func refuse(_ why: String) -> V4L2Error {
+            V4L2Error(
+                code: .unsupported, device: device.path, operation: "stamp=exposure-middle",
+                hint: "\(why); use stamp=exposure-start, or stamp=kernel")
+        }
+        // exposure_auto: 1 is manual (V4L2_EXPOSURE_MANUAL); any other mode changes the time.
+        if let mode = device.controlValue("auto_exposure") ?? device.controlValue("exposure_auto"), mode != 1 {
+            throw refuse("its exposure is automatic (auto_exposure=\(mode)): set ctrl.auto_exposure=1 (manual)")
+        }
+        guard let units = device.controlValue("exposure_time_absolute"), units > 0 else {
+            throw refuse("it does not report its exposure time (no exposure_time_absolute control)")
+        }
+        return UInt64(units) * exposureStepNs
+    }
 }

@@ -101,7 +101,7 @@ extension V4L2Camera {
                 "the camera went away \(absences.count) times and came back \(back) times"
                     + " (the times away are in fieldcap.json: away)")
         }
-        if stamp == .exposureStart && framesWithoutExposure > 0 {
+        if stamp.isExposure && framesWithoutExposure > 0 {
             warnings.append(
                 "\(framesWithoutExposure) of \(framesDequeued) frames had no start of exposure from the camera's"
                     + " metadata and kept the kernel's time"
@@ -114,10 +114,12 @@ extension V4L2Camera {
         }
         return SourceReport(
             kind: "v4l2", granted: granted, summary: summary,
-            timeSource: stamp == .exposureStart
-                ? "camera's start of exposure (PTS), mapped"
+            timeSource: stamp.isExposure
+                ? (stamp == .exposureMiddle
+                    ? "camera's middle of exposure (PTS + half the exposure time), mapped"
+                    : "camera's start of exposure (PTS), mapped")
                 : untrustedTimestamps == 0 ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
-            timestamps: stamp == .exposureStart
+            timestamps: stamp.isExposure
                 ? exposureTimestamps
                 : [
                     "capture_ns":
@@ -139,16 +141,21 @@ extension V4L2Camera {
 extension V4L2Camera {
     /// For the start line: where the start of exposure comes from, or why it does not.
     var exposureSummary: String {
+        let middle =
+            "the middle of the camera's exposure (its PTS and half of its fixed exposure time, "
+            + "\(cFormat("%.1f", Double(exposureTimeNs) / 1e6)) ms)"
         switch (stamp, metadata) {
         case (.exposureStart, let metadata?):
-            ", capture_ns: the camera's start of exposure (its PTS, through \(metadata.path))"
-        case (.exposureStart, nil):
-            ", capture_ns: the kernel's time (stamp=exposure-start, but "
+            return ", capture_ns: the camera's start of exposure (its PTS, through \(metadata.path))"
+        case (.exposureMiddle, let metadata?):
+            return ", capture_ns: \(middle), through \(metadata.path)"
+        case (.exposureStart, nil), (.exposureMiddle, nil):
+            return ", capture_ns: the kernel's time (stamp=\(stamp.rawValue), but "
                 + (metadataNotes.first ?? "the camera has no metadata node") + ")"
         case (.kernel, let metadata?):
-            ", start of exposure in the frame log (its PTS, through \(metadata.path))"
+            return ", start of exposure in the frame log (its PTS, through \(metadata.path))"
         case (.kernel, nil):
-            ""
+            return ""
         }
     }
 
@@ -156,15 +163,18 @@ extension V4L2Camera {
     var exposureTimestamps: [String: String] {
         [
             "capture_ns":
-                "the camera's start of exposure: the PTS of the frame's first payload (UVC), mapped from the camera's"
+                (stamp == .exposureMiddle
+                ? "the middle of the camera's exposure: its start (below) plus half the exposure time the camera"
+                    + " keeps (exposure_time_absolute, read at setup; auto exposure off). Its start: " : "")
+                + "the camera's start of exposure: the PTS of the frame's first payload (UVC), mapped from the camera's"
                 + " clock to CLOCK_MONOTONIC through the payload headers' clock references and the USB frame"
                 + " counter, then into CLOCK_MONOTONIC_RAW by the clock pairs read at every dequeue; frames without"
                 + " one keep the kernel's timestamp, mapped (counted in exposure.frames_without_exposure)",
             "uncertainty_ns":
                 "what every recent clock reference allows for the PTS (each received after it was sent, within its"
                 + " frames in transit; carried at the fitted rate, widened by three times the rate's error), plus"
-                + " the MONOTONIC to RAW mapping's bound; the camera's own latency between exposure and PTS is"
-                + " its own",
+                + " the MONOTONIC to RAW mapping's bound (and half the exposure time's unit, 50 µs, for the"
+                + " middle); the camera's own latency between exposure and PTS is its own",
         ]
     }
 
@@ -175,6 +185,7 @@ extension V4L2Camera {
             "stamp": .string(stamp.rawValue), "frames_with_exposure": JSONValue(framesWithExposure),
             "frames_without_exposure": JSONValue(framesWithoutExposure),
             "frames_held_back": JSONValue(framesHeldBack),
+            "exposure_time_ns": JSONValue(exposureTimeNs),
             "notes": .array(metadataNotes.map { .string($0) }),
         ]
         if let metadata {

@@ -70,6 +70,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         /// The camera's own start of exposure (a UVC camera's PTS through its metadata node);
         /// the kernel's timestamp for frames without one.
         case exposureStart = "exposure-start"
+        /// The middle of the exposure: its start plus half the exposure time, which the camera
+        /// must keep fixed (`exposure_time_absolute`, with any auto exposure off).
+        case exposureMiddle = "exposure-middle"
+
+        /// Whether the instant is the camera's own (from its metadata), not the kernel's.
+        public var isExposure: Bool { self != .kernel }
     }
 
     public let descriptor: StreamDescriptor
@@ -155,6 +161,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private let requeueFailure = Atomic<Int32>(0)
     /// Which instant `capture_ns` is.
     public let stamp: Stamp
+    /// `stamp=exposure-middle`: the exposure time the camera keeps, read at setup (0 otherwise).
+    public let exposureTimeNs: UInt64
     let metadataNode: (@Sendable (String) -> String?)?
     /// The camera's metadata node while it is read (capture thread once running).
     var metadata: UVCMetadataStream?
@@ -199,6 +207,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             applied.append((name, value, try device.setControl(name, to: value)))
         }
         appliedControls = applied
+        exposureTimeNs = options.stamp == .exposureMiddle ? try Self.fixedExposureTimeNs(of: device) : 0
         let (stream, note) = Self.openMetadataStream(beside: path, finder: options.metadataNode, calls: calls)
         metadata = stream
         metadataNotes = note.map { [$0] } ?? []
@@ -490,7 +499,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
             readExposure(into: &record, sequence: buffer.sequence)
-            if stamp == .exposureStart {
+            if stamp.isExposure {
                 if record.exposureStartNs != 0 && record.exposureStartNs <= record.dequeueNs {
                     // A frame waiting for its clock pair goes first, with the bound it has.
                     if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) {
@@ -502,10 +511,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     // or without metadata) may lie after this exposure start: capture_ns never
                     // goes back, so this frame takes the next nanosecond, its bound widened to
                     // reach its exposure start. The stamps catch up within a few frames.
+                    let instant = record.exposureStartNs + exposureTimeNs / 2
                     let earliest = lastCapture + 1
-                    record.captureNs = max(record.exposureStartNs, earliest)
-                    record.uncertaintyNs = record.exposureUncertaintyNs + (record.captureNs - record.exposureStartNs)
-                    if record.captureNs > record.exposureStartNs { framesHeldBack += 1 }
+                    record.captureNs = max(instant, earliest)
+                    record.uncertaintyNs =
+                        record.exposureUncertaintyNs + (record.captureNs - instant)
+                        + (exposureTimeNs > 0 ? Self.exposureStepNs / 2 : 0)
+                    if record.captureNs > instant { framesHeldBack += 1 }
                     push(record, into: ring)
                     continue
                 }

@@ -85,4 +85,13 @@ extension V4L2Device {
         try call("VIDIOC_G_CTRL \(name)", CV4L2_VIDIOC_G_CTRL(), &reading)
         return Int64(reading.value)
     }
+
+    /// The value of the control called `name` (`VIDIOC_G_CTRL`); nil when the camera has no
+    /// such control or will not say.
+    public func controlValue(_ name: String) -> Int64? {
+        guard let control = controls().first(where: { $0.name == name }) else { return nil }
+        var reading = v4l2_control(id: control.id, value: 0)
+        guard succeeds(CV4L2_VIDIOC_G_CTRL(), &reading) else { return nil }
+        return Int64(reading.value)
+    }
 }

@@ -170,19 +170,21 @@ public struct DeviceSpec: Equatable, Sendable {
         try count("rejoin", range: 0...1000) ?? 10
     }
 
-    /// `stamp=`: which instant a camera's `capture_ns` is: `kernel` (the default) or
-    /// `exposure-start` (the camera's own, where its metadata gives it).
+    /// `stamp=`: which instant a camera's `capture_ns` is: `kernel` (the default),
+    /// `exposure-start` (the camera's own, where its metadata gives it) or `exposure-middle`
+    /// (that and half its fixed exposure time).
     public func stamp() throws(PlanError) -> String {
         let stamp = options["stamp"] ?? "kernel"
         guard Self.stamps.contains(stamp) else {
             throw problem(
-                "stamp '\(stamp)' must be kernel (the kernel's timestamp, mapped) or exposure-start (the camera's"
-                    + " own start of exposure, from a UVC camera's metadata node)")
+                "stamp '\(stamp)' must be kernel (the kernel's timestamp, mapped), exposure-start (the camera's"
+                    + " own start of exposure, from a UVC camera's metadata node) or exposure-middle (that and half"
+                    + " the exposure time the camera keeps)")
         }
         return stamp
     }
 
-    static let stamps = ["kernel", "exposure-start"]
+    static let stamps = ["kernel", "exposure-start", "exposure-middle"]
 
     /// `format=`: the pixel format asked for (YUYV when not given).
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {

@@ -49,6 +49,11 @@ public struct SyntheticSourceFactory: SourceFactory {
             if spec.options["stall"] != nil {
                 throw PlanError("\(spec.label) synthetic: stall is for V4L2 cameras; a synthetic camera never stalls")
             }
+            if let stamp = spec.options["stamp"], stamp != "kernel" {
+                throw PlanError(
+                    "\(spec.label) synthetic: stamp=\(stamp) is for UVC cameras, whose metadata gives their own"
+                        + " exposure; a synthetic camera's frames are stamped as they are made")
+            }
             let known = SyntheticCamera.formats.map(\.rawValue).joined(separator: ", ")
             let pixelFormat: VideoFormat.PixelFormat
             do throws(PlanError) { pixelFormat = try spec.pixelFormat() } catch {
