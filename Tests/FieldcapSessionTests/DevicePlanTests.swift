@@ -87,9 +87,9 @@ struct DevicePlanTests {
             error?.message.hasPrefix("rig.yaml:3: camera /dev/video0: fps 'fast'") == true, "\(error?.message ?? "")")
     }
 
-    @Test("stamp= names which instant capture_ns is; another word is refused, naming the three")
+    @Test("stamp= names which instant capture_ns is; another word is refused, naming the four")
     func stampOption() throws {
-        for stamp in ["kernel", "exposure-start", "exposure-middle"] {
+        for stamp in ["kernel", "exposure-start", "exposure-middle", "dequeue"] {
             #expect(try DeviceSpec(kind: .camera, argument: "/dev/video0,stamp=\(stamp)").stamp() == stamp)
         }
         #expect(try DeviceSpec(kind: .camera, argument: "/dev/video0").stamp() == "kernel")

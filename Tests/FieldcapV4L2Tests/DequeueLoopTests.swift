@@ -38,13 +38,14 @@ struct DequeueLoopTests {
         readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil, rejoin: RejoinPolicy? = nil,
         anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
-        widthAfterReopen: UInt32? = nil
+        widthAfterReopen: UInt32? = nil, stamp: V4L2Camera.Stamp = .kernel
     ) throws -> Run {
         let driver = ScriptedCameraDriver(
             script, queueFailure: queueFailure, anotherCameraAfterReopen: anotherCameraAfterReopen,
             movedAfterReopen: movedAfterReopen, failedReopens: failedReopens, widthAfterReopen: widthAfterReopen)
         var options = V4L2Camera.Options(bufferCount: 4, stallTimeoutNs: stallTimeoutNs)
         options.rejoin = rejoin
+        options.stamp = stamp
         let camera = try V4L2Camera(id: "cam", path: path, options: options, calls: driver)
         // The first frame is stamped after the camera was set up, as a real one is.
         usleep(3_000)
@@ -97,6 +98,20 @@ struct DequeueLoopTests {
         #expect(run.camera.framesDequeued == 6)
         #expect(run.driver.streamOffs == 1, "the stream is turned off when the loop ends")
         #expect(run.driver.waitsWithoutStop == 0, "every wait can be woken by a stop")
+    }
+
+    @Test("stamp=dequeue: every frame's capture_ns is its dequeue time, bound one period; the kernel's time kept")
+    func dequeueStamps() throws {
+        let run = try Self.run((0..<6).map { Step.frame(sequence: UInt32($0)) }, stamp: .dequeue)
+        #expect(run.error == nil)
+        try #require(run.records.count == 6)
+        for record in run.records {
+            #expect(record.captureNs == record.dequeueNs)
+            #expect(record.uncertaintyNs == UInt64(1e9 / run.camera.grantedRate))
+            #expect(record.deviceNs != 0, "the kernel's time stays in the record, for the frame log")
+        }
+        #expect(run.camera.untrustedTimestamps == 0, "a chosen instant is not a fallback")
+        #expect(run.camera.report.timeSource == "dequeue (stamp=dequeue)")
     }
 
     @Test("a jump in the kernel's sequence is frames the kernel lost: counted, and the numbers kept")

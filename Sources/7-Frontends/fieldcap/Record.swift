@@ -46,8 +46,9 @@ struct Record: ParsableCommand {
             references (the kernel's time until the model has two seconds, and for frames
             without one); stamp=exposure-middle adds half the exposure time the camera
             keeps (exposure_time_absolute; ctrl.auto_exposure=1 for manual exposure);
-            stamp=kernel, the default, keeps the start in the frame log (UVC cameras:
-            exposure_start_ns in {id}.frames.ndjson). IMU options: id, rate
+            stamp=dequeue: the moment fieldcap took the frame; stamp=kernel, the default,
+            the kernel's time, mapped. The frame log keeps the others (device_ns,
+            dequeue_ns; UVC cameras: exposure_start_ns). IMU options: id, rate
             (Hz), and for IIO devices channels=A+B (kernel channel ids like accel_x, or
             kinds: accel, anglvel, magn, temp; default: all four kinds), trigger=NAME
             (default: the attached one, else a new hrtimer trigger), clock=raw|keep (raw,

@@ -114,11 +114,14 @@ extension V4L2Camera {
         }
         return SourceReport(
             kind: "v4l2", granted: granted, summary: summary,
-            timeSource: stamp.isExposure
-                ? (stamp == .exposureMiddle
-                    ? "camera's middle of exposure (PTS + half the exposure time), mapped"
-                    : "camera's start of exposure (PTS), mapped")
-                : untrustedTimestamps == 0 ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
+            timeSource: stamp == .dequeue
+                ? "dequeue (stamp=dequeue)"
+                : stamp.isExposure
+                    ? (stamp == .exposureMiddle
+                        ? "camera's middle of exposure (PTS + half the exposure time), mapped"
+                        : "camera's start of exposure (PTS), mapped")
+                    : untrustedTimestamps == 0
+                        ? "kernel, mapped" : "kernel, mapped (\(untrustedTimestamps) at dequeue)",
             timestamps: stamp.isExposure
                 ? exposureTimestamps
                 : [
@@ -156,6 +159,8 @@ extension V4L2Camera {
             return ", start of exposure in the frame log (its PTS, through \(metadata.path))"
         case (.kernel, nil):
             return ""
+        case (.dequeue, _):
+            return ", capture_ns: the dequeue time (stamp=dequeue; the kernel's time is in the frame log)"
         }
     }
 

@@ -73,9 +73,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         /// The middle of the exposure: its start plus half the exposure time, which the camera
         /// must keep fixed (`exposure_time_absolute`, with any auto exposure off).
         case exposureMiddle = "exposure-middle"
+        /// The moment fieldcap dequeued the frame (`CLOCK_MONOTONIC_RAW` read at once): what a
+        /// recorder that trusts no driver's timestamp writes. Its bound is one frame period.
+        case dequeue
 
-        /// Whether the instant is the camera's own (from its metadata), not the kernel's.
-        public var isExposure: Bool { self != .kernel }
+        /// Whether the instant is the camera's own (from its metadata).
+        public var isExposure: Bool { self == .exposureStart || self == .exposureMiddle }
     }
 
     public let descriptor: StreamDescriptor
@@ -499,6 +502,16 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
             readExposure(into: &record, sequence: buffer.sequence)
+            if stamp == .dequeue {
+                if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) {
+                    held = nil
+                    pushMapped(&waiting, mapped, into: ring)
+                }
+                record.captureNs = max(record.dequeueNs, lastCapture)
+                record.uncertaintyNs = fallbackUncertaintyNs
+                push(record, into: ring)
+                continue
+            }
             if stamp.isExposure {
                 if record.exposureStartNs != 0 && record.exposureStartNs <= record.dequeueNs {
                     // A frame waiting for its clock pair goes first, with the bound it has.

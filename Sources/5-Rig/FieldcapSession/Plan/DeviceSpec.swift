@@ -171,20 +171,20 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     /// `stamp=`: which instant a camera's `capture_ns` is: `kernel` (the default),
-    /// `exposure-start` (the camera's own, where its metadata gives it) or `exposure-middle`
-    /// (that and half its fixed exposure time).
+    /// `exposure-start` (the camera's own, where its metadata gives it), `exposure-middle`
+    /// (that and half its fixed exposure time) or `dequeue`.
     public func stamp() throws(PlanError) -> String {
         let stamp = options["stamp"] ?? "kernel"
         guard Self.stamps.contains(stamp) else {
             throw problem(
                 "stamp '\(stamp)' must be kernel (the kernel's timestamp, mapped), exposure-start (the camera's"
-                    + " own start of exposure, from a UVC camera's metadata node) or exposure-middle (that and half"
-                    + " the exposure time the camera keeps)")
+                    + " own start of exposure, from a UVC camera's metadata node), exposure-middle (that and half"
+                    + " the exposure time the camera keeps) or dequeue (the moment fieldcap took the frame)")
         }
         return stamp
     }
 
-    static let stamps = ["kernel", "exposure-start", "exposure-middle"]
+    static let stamps = ["kernel", "exposure-start", "exposure-middle", "dequeue"]
 
     /// `format=`: the pixel format asked for (YUYV when not given).
     public func pixelFormat() throws(PlanError) -> VideoFormat.PixelFormat {
