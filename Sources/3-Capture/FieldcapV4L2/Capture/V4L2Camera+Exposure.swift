@@ -58,6 +58,12 @@ extension V4L2Camera {
             closeMetadata("stopped: \(error)")
             return
         }
+        // uvcvideo hands a metadata buffer back with every frame: a node silent for this many
+        // frames has stalled, and is said so once (the frames keep the kernel's time meanwhile).
+        if metadata.framesWithoutMetadata == Self.metadataStallFrames {
+            metadataNotes.append(
+                "\(metadata.path): no metadata for \(Self.metadataStallFrames) frames while the video flowed (stalled)")
+        }
         // A start of exposure more than a second from the kernel's own time for the frame is not
         // believed (a camera's clock gone wrong); the kernel's time is uvcvideo's clock too.
         guard let mapped = metadata.exposureStart(ofSequence: sequence),
@@ -67,6 +73,9 @@ extension V4L2Camera {
         record.exposureStartNs = UInt64(raw.rawNs)
         record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(raw.uncertaintyNs)
     }
+
+    /// Frames without a metadata buffer before the node is said to have stalled.
+    static let metadataStallFrames = 30
 
     /// `exposure_time_absolute`'s unit (V4L2: 100 µs): the exposure time is known to half of it.
     static let exposureStepNs: UInt64 = 100_000

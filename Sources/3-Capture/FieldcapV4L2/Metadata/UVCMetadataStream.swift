@@ -26,6 +26,8 @@ final class UVCMetadataStream {
     private var pendingNext = 0
     /// Buffers `uvcvideo` marked as errors or cut short, for the sidecar.
     private(set) var damagedBuffers = 0
+    /// Frames dequeued since the last metadata buffer: a node that stalls while the video flows.
+    private(set) var framesWithoutMetadata = 0
 
     /// The buffer type and format: the corresponding C constants are `V4L2_BUF_TYPE_META_CAPTURE`
     /// and `V4L2_META_FMT_UVC` ('UVCH').
@@ -100,6 +102,7 @@ final class UVCMetadataStream {
     /// - Throws: `V4L2Error` when the node fails (gone with its camera, or an error other than
     ///   nothing being ready): the caller goes on without it.
     func drain() throws(V4L2Error) {
+        framesWithoutMetadata += 1
         while true {
             var buffer = Self.buffer(0)
             if let error = node.ioctl(CV4L2_VIDIOC_DQBUF(), &buffer) {
@@ -107,6 +110,7 @@ final class UVCMetadataStream {
                 if error == .interrupted { continue }
                 throw .ioctl("VIDIOC_DQBUF", device: path, errno: error.rawValue)
             }
+            framesWithoutMetadata = 0
             let index = Int(buffer.index)
             if index < buffers.count {
                 take(
