@@ -86,11 +86,13 @@ struct UVCClockTests {
         var stcStart: UInt32 = 0
         var latency: (inout SplitMix64) -> Int64 = { 100_000 + Int64($0.next() % 2_900_000) }
         var hostFrameNoise = false
-        /// dummy_hcd's counters: its gadget reads the millisecond within the second, its host a
-        /// counter of its own timer's runs (here 10 % slow).
+        /// Counters that do not keep time: the gadget's the millisecond within the second, the
+        /// host's a count of a timer that runs 10 % slow.
         var emulatedCounters = false
         /// EHCI's host frame counter: 10 bits.
         var hostFrameModulus: Int64 = 2048
+        /// dummy_hcd's frame numbers on both sides: the millisecond within the second.
+        var millisecondOfSecond = false
 
         func stc(at t: Int64) -> UInt32 {
             let ticks = Double(t) * 0.048 * (1 + driftPPM / 1e6)
@@ -117,6 +119,10 @@ struct UVCClockTests {
                     var hostFrame = UInt16(truncatingIfNeeded: received / 1_000_000 % hostFrameModulus)
                     var deviceFrame = UInt16(truncatingIfNeeded: sent / 1_000_000)
                     if hostFrameNoise { hostFrame = UInt16(truncatingIfNeeded: generator.next()) }
+                    if millisecondOfSecond {
+                        hostFrame = UInt16(received % 1_000_000_000 / 1_000_000)
+                        deviceFrame = UInt16(sent % 1_000_000_000 / 1_000_000)
+                    }
                     if emulatedCounters {
                         hostFrame = UInt16(truncatingIfNeeded: received / 1_100_000)
                         deviceFrame = UInt16(truncatingIfNeeded: sent % 1_000_000_000 / 1_000_000)
@@ -195,7 +201,7 @@ struct UVCClockTests {
         #expect(model.health.inconsistent > 0)
     }
 
-    @Test("frame counters that do not keep time (dummy_hcd's) are not trusted: causality and one frame bound it")
+    @Test("frame counters that do not keep time are not trusted: causality and the assumed transit bound it")
     func emulatedCounters() throws {
         let simulation = Simulation(driftPPM: 10, emulatedCounters: true)
         var model = UVCClockModel()
@@ -214,6 +220,18 @@ struct UVCClockTests {
         var model = UVCClockModel()
         let results = Self.run(simulation.frames(seconds: 6), model: &model)
         #expect(model.health.hostFrameModulus == 1024)
+        #expect(results.allSatisfy { $0.consistent && UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
+        let worst = try #require(results.map(\.uncertaintyNs).max())
+        #expect(worst < 600_000, "uncertainty \(worst) ns")
+    }
+
+    @Test("dummy_hcd's frame numbers (the millisecond within the second, both sides) keep time: modulus 1000")
+    func millisecondOfSecond() throws {
+        let simulation = Simulation(driftPPM: 300, stcStart: UInt32.max - 200_000_000, millisecondOfSecond: true)
+        var model = UVCClockModel()
+        let results = Self.run(simulation.frames(seconds: 6), model: &model)
+        #expect(model.health.hostFrameModulus == 1000)
+        #expect(results.count > 100)
         #expect(results.allSatisfy { $0.consistent && UInt64(abs($0.errorNs)) <= $0.uncertaintyNs })
         let worst = try #require(results.map(\.uncertaintyNs).max())
         #expect(worst < 600_000, "uncertainty \(worst) ns")

@@ -12,10 +12,11 @@
 # queued it (the PTS is read just before), give or take its uncertainty_ns, and capture_ns 2.5 ms
 # after it; the frames the model could not map yet (its first two seconds) keep the kernel's time
 # and are counted, and every frame from 3 s on has its exposure start. The errors are printed.
-# (dummy_hcd's frame counters do not keep time: only causality and the assumed transit bound the
-# mapping here; the simulated counters of UVCClockTests cover the rest, and the camera clock's
-# drift and wraps, which the gadget's clock, the kernel's own, cannot show.) Then vivid: refused
-# for exposure-middle, the kernel's time for exposure-start, each saying why.
+# The gadget's camera clock (the rig's patch: usb_f_uvc clock_ppm, clock_offset_us) runs 300 ppm
+# fast and its 32-bit count wraps in the recording; the model must find the rate, cross the wrap,
+# and use dummy_hcd's frame numbers (the millisecond within the second, on both sides) to bound
+# each frame's transit. Then vivid: refused for exposure-middle, the kernel's time for
+# exposure-start, each saying why.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
@@ -26,8 +27,15 @@ mkdir -p "$work"
 uvc_gadget_modules 2
 # With an exposure time control (bmControls bit 3), which the feeder answers and logs.
 uvc_gadget_create fieldcap-exposure fc-e-0001 8
-trap 'set +e; uvc_gadget_remove fieldcap-exposure' EXIT
+params=/sys/module/usb_f_uvc/parameters
+trap 'set +e; echo 0 >$params/clock_ppm; echo 0 >$params/clock_offset_us; uvc_gadget_remove fieldcap-exposure' EXIT
 cam=$(uvc_gadget_plug fieldcap-exposure 0 "$work/feeder.log")
+# The camera's own clock (the rig's patch to the gadget): 300 ppm fast, its 32-bit count wrapping
+# 4.5 s from now, in the recording after the model's first two seconds.
+now_us=$(/usr/bin/python3 -c 'import time; print(int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6))')
+echo 300 >$params/clock_ppm
+/usr/bin/python3 -c "print(int(2**32 / (48 * 1.0003)) - $now_us - 4_500_000)" >$params/clock_offset_us
+wrap_ns=$(( (now_us + 4500000) * 1000 ))
 session=$work/session
 "$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam,ctrl.exposure_time_absolute=50,stamp=exposure-middle" \
 	--duration 6s --out "$session" 2>"$work/stderr"
@@ -35,12 +43,12 @@ grep -q "capture_ns: the middle of the camera's exposure (its PTS and half of it
 	"$work/stderr" || { cat "$work/stderr"; echo "FAIL: the start line does not say capture_ns is the middle"; exit 1; }
 grep -qx "exposure 50" "$work/feeder.log" || { echo "FAIL: the feeder was not set to 5 ms of exposure"; exit 1; }
 "$fieldcap" validate -q "$session"
-/usr/bin/python3 - "$session" "$work/feeder.log" <<'PY'
+/usr/bin/python3 - "$session" "$work/feeder.log" "$wrap_ns" <<'PY'
 import json, statistics, sys
 import os
 sys.path.insert(0, os.environ["FIELDCAP_REPO"] + "/Tests/KernelRig/tools")
 from uvc_check import feeder_log, identities
-session, feeder = sys.argv[1:]
+session, feeder, wrap_mono_ns = sys.argv[1], sys.argv[2], int(sys.argv[3])
 made, queued, _ = feeder_log(feeder)
 frames = [json.loads(line) for line in open(f"{session}/cam.frames.ndjson")]
 stamps = [json.loads(line) for line in open(f"{session}/cam.timestamps.jsonl")]
@@ -74,6 +82,17 @@ print(f"{mapped} of {len(frames)} frames stamped at their exposure start; error 
       f"median {statistics.median(errors) / 1e3:+.1f} µs, {min(errors) / 1e3:+.1f} to {max(errors) / 1e3:+.1f} µs; "
       f"uncertainty median {statistics.median(bounds) / 1e3:.1f} µs, max {max(bounds) / 1e3:.1f} µs" if errors else "none")
 if exposure.get("exposure_time_ns") != 5_000_000: fails.append(f"exposure_time_ns {exposure.get('exposure_time_ns')}")
+# The camera's clock as the model found it: 48 MHz and 300 ppm; dummy_hcd's frame numbers (the
+# millisecond within the second on both sides) keep time, so the transit bounds every frame.
+rate = exposure.get("camera_clock_hz", 0)
+print(f"camera clock {rate:.0f} Hz ({(rate / 48e6 - 1) * 1e6:+.1f} ppm; the gadget runs +300),"
+      f" host frame modulus {exposure.get('host_frame_modulus')}")
+if abs(rate / (48e6 * 1.0003) - 1) > 50e-6: fails.append(f"the camera clock's rate {rate:.0f} Hz is not 48 MHz + 300 ppm")
+if exposure.get("host_frame_modulus") != 1000 or exposure.get("frame_counters_inconsistent") != 0:
+    fails.append("the frame counters (dummy_hcd's, modulo 1000) should bound every frame's transit")
+after_wrap = [f for f in frames if "exposure_start_ns" in f and f["device_ns"] > wrap_mono_ns]
+print(f"{len(after_wrap)} frames after the camera clock's 32-bit wrap")
+if len(after_wrap) < 10: fails.append("too few frames after the camera clock's wrap")
 print("exposure:", {k: exposure[k] for k in ("frames_with_exposure", "frames_without_exposure", "frames_held_back",
                                              "camera_clock_hz", "frame_counters_inconsistent", "restarts") if k in exposure})
 # The model maps once it has two seconds of clock references: every frame from 3 s on has one.

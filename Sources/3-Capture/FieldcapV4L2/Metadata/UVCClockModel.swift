@@ -5,8 +5,9 @@
 /// Each header the camera sent with an SCR pairs the camera's clock (STC) with the USB frame
 /// counter, and `uvcvideo` pairs its own clock with the host's frame counter as it decoded the
 /// header. The host time of an STC reading is therefore before its reception (causality) and,
-/// where both frame counters keep time, within one frame of `hostFrame − deviceFrame` frames
-/// (1 ms each) before it.
+/// where both frame counters keep time, between `hostFrame − deviceFrame` frames (1 ms each)
+/// plus one and minus two before it (a frame number read a moment off its clock can cross a
+/// millisecond).
 ///
 /// The rate of the camera's clock against the host's is fitted by least squares over
 /// `slopeWindowNs`, through each tenth of a second's earliest reception (receptions come late in
@@ -17,14 +18,14 @@
 /// half its width the uncertainty.
 ///
 /// Where the bounds contradict each other, or the frame counters do not keep time with their
-/// clocks (an emulated controller's need not: `dummy_hcd` gives its gadget the millisecond
-/// within the second), only causality bounds the time from above; from below, the earliest
+/// clocks, only causality bounds the time from above; from below, the earliest
 /// reception of the window is *assumed* to have come within `assumedTransitNs` of its sending
 /// (`consistent` false, counted in `health.inconsistent`). That is an assumption, not a bound:
 /// a host that batches a camera's packets (`uvcvideo` decodes up to 32 at a time) can break it.
 ///
 /// A host frame counter of 10 bits (EHCI's wraps at 1024) is told from the USB's 11 bits by
-/// which of the two keeps time. The 32-bit STC and PTS wrap (at 48 MHz, every 89 s); both are
+/// which of the two keeps time; `dummy_hcd`'s, the millisecond within the second on both sides,
+/// too. The 32-bit STC and PTS wrap (at 48 MHz, every 89 s); both are
 /// unwrapped against the previous header. Three headers in a row received more than `jumpNs`
 /// before the fit says they were sent, or 50 times that after (the camera reset its clock, or
 /// came back after an unplug), start the model again; a single one is left out. Headers the
@@ -180,9 +181,15 @@ public struct UVCClockModel: Sendable {
                 earliest = (carried + spread, carried - Double(assumedTransitNs) - spread)
             }
             guard let modulus = fit.hostFrameModulus else { continue }
-            let transit = Double((reference.hostFrame &- reference.deviceFrame) % modulus)
+            let transit =
+                modulus == 1000
+                ? Double((reference.hostFrame % 1000 &+ 1000 &- reference.deviceFrame % 1000) % 1000)
+                : Double((reference.hostFrame &- reference.deviceFrame) % modulus)
+            // A frame number read a moment before its clock (the camera's) or after it (the
+            // host's, after its time) can cross a millisecond: the transit seems one frame longer
+            // than it was, never shorter. Hence two frames of slack below it, one above.
             low = max(low, carried - (transit + 1) * frame - spread)
-            high = min(high, carried - max(0, transit - 1) * frame + spread)
+            high = min(high, carried - max(0, transit - 2) * frame + spread)
         }
         let consistent = fit.hostFrameModulus != nil && low <= high
         if !consistent { (high, low) = earliest }
@@ -258,7 +265,7 @@ public struct UVCClockModel: Sendable {
         }
         fit = Fit(
             slope: line.slope, slopeError: line.slopeError, centreSTC: line.centreSTC, centreHostNs: line.centreHostNs,
-            hostFrameModulus: hostFrameModulus(slope: line.slope))
+            hostFrameModulus: transitModulus(slope: line.slope))
         health.frameCountersKeepTime = fit?.hostFrameModulus != nil
         health.hostFrameModulus = fit?.hostFrameModulus.map { Int($0) }
         health.ticksPerSecond = 1e9 / line.slope
@@ -269,33 +276,47 @@ public struct UVCClockModel: Sendable {
     /// ns per tick of a camera clock between 1 kHz and 1 GHz.
     private static func isPlausible(_ slope: Double) -> Bool { slope.isFinite && slope >= 1 && slope <= 1e6 }
 
-    /// The host frame counter's modulus (2048, or EHCI's 1024) with which, from the window's
-    /// first reference to each later one, both counters advanced by the milliseconds their own
-    /// clocks did (within one frame) in 99 % of cases; nil when neither keeps time.
-    private func hostFrameModulus(slope: Double) -> UInt16? {
+    /// The modulus the transit is counted in, from the moduli with which, from the window's
+    /// first reference to each later one, each frame counter advanced by the milliseconds its own
+    /// clock did (within one frame) in 99 % of cases: the bus's 2048 on both sides, or EHCI's
+    /// 1024 on the host's; or `dummy_hcd`'s, which gives both sides the millisecond within the
+    /// second (1000). nil when they do not keep time, or keep it in moduli that do not divide.
+    private func transitModulus(slope: Double) -> UInt16? {
         guard let origin = references[first...].first, references.count - first > 1 else { return nil }
-        var device = 0
-        var host = [0, 0]
+        let moduli: [UInt16] = [2048, 1024, 1000]
+        var device = [0, 0, 0]
+        var host = [0, 0, 0]
         func agrees(_ frames: UInt16, _ milliseconds: Double, modulus: UInt16) -> Bool {
             guard milliseconds.isFinite, abs(milliseconds) < 1e12 else { return false }
-            let expected = UInt16(truncatingIfNeeded: Int64(milliseconds.rounded())) % modulus
-            let apart = (frames % modulus &- expected &+ modulus) % modulus
+            let expected = UInt16(Int64(milliseconds.rounded()) % Int64(modulus))
+            let apart = (frames % modulus &+ modulus &- expected) % modulus
             return apart <= 1 || apart >= modulus - 1
         }
         for reference in references[(first + 1)...] {
             let deviceMs = Double(reference.stc - origin.stc) * slope / Double(Self.frameNs)
             let hostMs = Double(reference.hostNs - origin.hostNs) / Double(Self.frameNs)
-            if agrees(reference.deviceFrame &- origin.deviceFrame, deviceMs, modulus: 2048) { device += 1 }
-            for (index, modulus) in [UInt16(2048), 1024].enumerated()
-            where agrees((reference.hostFrame &- origin.hostFrame) % modulus, hostMs, modulus: modulus) {
-                host[index] += 1
+            for (index, modulus) in moduli.enumerated() {
+                // Differences of counters that wrap at 1000 are taken modulo 1000 from the raw
+                // readings, which never exceed it; 1024 and 2048 divide the 16 bits they wrap in.
+                let deviceFrames =
+                    modulus == 1000
+                    ? (reference.deviceFrame % 1000 &+ 1000 &- origin.deviceFrame % 1000)
+                    : reference.deviceFrame &- origin.deviceFrame
+                let hostFrames =
+                    modulus == 1000
+                    ? (reference.hostFrame % 1000 &+ 1000 &- origin.hostFrame % 1000)
+                    : reference.hostFrame &- origin.hostFrame
+                if agrees(deviceFrames, deviceMs, modulus: modulus) { device[index] += 1 }
+                if agrees(hostFrames, hostMs, modulus: modulus) { host[index] += 1 }
             }
         }
         let needed = 0.99 * Double(references.count - first - 1)
-        guard Double(device) >= needed else { return nil }
-        if Double(host[0]) >= needed { return 2048 }
-        if Double(host[1]) >= needed { return 1024 }
-        return nil
+        func keeps(_ counts: [Int]) -> UInt16? {
+            moduli.indices.first { Double(counts[$0]) >= needed }.map { moduli[$0] }
+        }
+        guard let deviceModulus = keeps(device), let hostModulus = keeps(host), deviceModulus % hostModulus == 0
+        else { return nil }
+        return hostModulus
     }
 
     private static func leastSquares(
