@@ -221,8 +221,9 @@ public struct ClockTracker: Sendable {
 
     /// `otherNs` in RAW now, for a caller that cannot wait for the next pair: inside a rate
     /// change's interval the uncertainty covers a change anywhere in it. An ambiguous time (at a
-    /// step) takes the side after the step. Nil before the first pair.
-    public mutating func mapNow(_ otherNs: Int64) -> Mapped? {
+    /// step) takes the side after the step. Nil before the first pair. `handedOut` false: the
+    /// time is not a stamp written out (the worst bound handed out does not count it).
+    public mutating func mapNow(_ otherNs: Int64, handedOut: Bool = true) -> Mapped? {
         guard let mapping = locate(otherNs) else { return nil }
         let mapped: Mapped
         switch mapping {
@@ -230,7 +231,7 @@ public struct ClockTracker: Sendable {
         case .ambiguous(_, let after): mapped = after
         case .pending: mapped = beforeNewRate(otherNs)
         }
-        note(mapped)
+        if handedOut { note(mapped) }
         return mapped
     }
 

@@ -115,7 +115,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private let setupPair = ClockPairReader.host(CLOCK_MONOTONIC).sample()
 
     /// `ns` of `CLOCK_MONOTONIC` in RAW with the pairs read so far (capture thread).
-    func clockTrackerNow(_ ns: Int64) -> ClockTracker.Mapped? { tracker.mapNow(ns) }
+    func clockTrackerNow(_ ns: Int64) -> ClockTracker.Mapped? { tracker.mapNow(ns, handedOut: stamp.isExposure) }
 
     /// The MONOTONIC→RAW mapping as it stood at the end (drift, rate changes, the worst bound
     /// handed out), for the sidecar. Read after capture ended.
