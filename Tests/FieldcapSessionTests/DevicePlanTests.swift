@@ -106,6 +106,37 @@ struct DevicePlanTests {
         #expect(message.contains("exposure-middle"), "\(message)")
     }
 
+    @Test(
+        """
+        motion= and delay= on a real camera or IMU are refused by a plan's check and a config's \
+        parse, before any device is opened (as fieldcap check and serve's plan check read them)
+        """
+    )
+    func syntheticMotionRefusedOnDevices() throws {
+        for argument in ["/dev/video0,motion=hand", "/dev/video0,delay=5ms"] {
+            let plan = DevicePlan(specs: [try DeviceSpec(kind: .camera, argument: argument)])
+            let error = #expect(throws: PlanError.self) { try plan.validate(verb: "record") }
+            #expect(error?.message.contains("motion and delay are for synthetic sources") == true, "\(argument)")
+        }
+        let imu = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "iio:device0,motion=hand")])
+        let imuError = #expect(throws: PlanError.self) { try imu.validate(verb: "record") }
+        #expect(imuError?.message.contains("motion and delay are for synthetic sources") == true)
+        let configError = #expect(throws: RigConfigError.self) {
+            try RigConfig.parse(
+                """
+                cameras:
+                  - device: /dev/video0
+                    motion: hand
+                """, name: "rig.yaml")
+        }
+        #expect(
+            configError?.message.hasPrefix("rig.yaml:3: camera /dev/video0: motion and delay") == true,
+            "\(configError?.message ?? "")")
+        // The synthetic sources still take them.
+        try DevicePlan(specs: [try DeviceSpec(kind: .camera, argument: "synthetic:160x120,motion=hand,delay=5ms")])
+            .validate(verb: "record")
+    }
+
     @Test("stream ids: given ones kept, the rest numbered per kind; a repeated id is refused")
     func streamIds() throws {
         let plan = DevicePlan(specs: [

@@ -117,7 +117,10 @@ public struct V4L2SourceFactory: SourceFactory {
 
     public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
 
+    /// The spec's options, checked; `make` and `check` both read them here, so a plan check
+    /// refuses what opening the device would.
     func options(_ spec: DeviceSpec) throws(PlanError) -> V4L2Camera.Options {
+        try spec.refuseSyntheticMotion()
         var options = V4L2Camera.Options(
             size: try spec.size(), rate: try spec.positiveNumber("fps", limit: 1000),
             pixelFormat: try spec.pixelFormat(),
@@ -128,7 +131,6 @@ public struct V4L2SourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
-        try spec.refuseSyntheticMotion()
         var options = try options(spec)
         options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         options.metadataNode = Self.metadataNode
@@ -195,7 +197,10 @@ public struct IIOSourceFactory: SourceFactory {
 
     public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
 
+    /// The spec's options, checked; `make` and `check` both read them here, so a plan check
+    /// refuses what opening the device would.
     func options(_ spec: DeviceSpec) throws(PlanError) -> IIOIMU.Options {
+        try spec.refuseSyntheticMotion()
         var options = IIOIMU.Options(
             rate: try spec.positiveNumber("rate", limit: 100_000), trigger: spec.options["trigger"])
         options.stallTimeoutNs = try spec.stallTimeoutNs()
@@ -205,7 +210,6 @@ public struct IIOSourceFactory: SourceFactory {
     }
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
-        try spec.refuseSyntheticMotion()
         var options = try options(spec)
         options.rejoin = Self.rejoin(spec.device, returns: try spec.rejoinReturns())
         do {
