@@ -24,6 +24,12 @@ struct SyntheticRecording {
     /// Seconds later in the motion the gyroscope reads than the camera sees: far beyond the
     /// search, an IMU on another rig.
     var gyroElsewhere = 0.0
+    /// Frames (by index) the camera lost: never delivered, as a full ring drops them.
+    var lostFrames: Set<Int> = []
+    /// Seconds after `origin` the gyroscope delivered nothing.
+    var gyroGap: Range<Double>?
+    /// rad/s the gyroscope reads on each axis when still, as a MEMS gyroscope does.
+    var gyroBias = SIMD3<Double>.zero
     var width = 160
     var height = 120
     /// Where the recording's clock starts: away from zero, as a monotonic clock is.
@@ -36,7 +42,7 @@ struct SyntheticRecording {
         var camera = CameraMotion(focalLength: (focal, focal))
         var frame = [UInt8](repeating: 0, count: width * height)
         var random = SplitMix64(seed: 4747)
-        for index in 0..<Int(seconds * fps) {
+        for index in 0..<Int(seconds * fps) where !lostFrames.contains(index) {
             let stamp = origin + Double(index) / fps
             frame.withUnsafeMutableBytes { scene.render(rotation: motion.rotation(at: stamp - delay), into: $0) }
             if flicker > 0 {
@@ -59,14 +65,12 @@ struct SyntheticRecording {
         }
         // The gyroscope starts a little before the camera and ends a little after, as an IMU
         // opened first does.
-        let samples = (0..<Int((seconds + 1) * gyroRate)).map { index in
+        let samples = (0..<Int((seconds + 1) * gyroRate)).compactMap { index -> (Double, SIMD3<Double>)? in
             let time = origin - 0.5 + Double(index) / gyroRate
+            if let gyroGap, gyroGap.contains(time - origin) { return nil }
             let rate = motion.angularVelocity(at: time + gyroElsewhere)
-            return (
-                time: time,
-                rate: SIMD3(
-                    rate.x + gyroNoise * gaussian(), rate.y + gyroNoise * gaussian(), rate.z + gyroNoise * gaussian())
-            )
+            let noise = SIMD3(gaussian(), gaussian(), gaussian()) * gyroNoise
+            return (time, SIMD3(rate.x, rate.y, rate.z) + gyroBias + noise)
         }
         return GyroTrack(samples: samples)
     }

@@ -18,9 +18,10 @@ public struct GreyImage: Sendable {
         self.pixels = pixels
     }
 
-    /// 8-bit grey (`width * height` bytes, rows packed), averaged over `factor`-pixel squares.
+    /// 8-bit grey (`width * height` bytes, rows packed), averaged over `factor`-pixel squares; at
+    /// least one square each way (`workingSize` says what a camera's frames give).
     public init(grey8 bytes: UnsafeRawBufferPointer, width: Int, height: Int, factor: Int) {
-        precondition(factor > 0 && bytes.count >= width * height)
+        precondition(factor > 0 && width >= factor && height >= factor && bytes.count >= width * height)
         let outWidth = width / factor, outHeight = height / factor
         var pixels = [Float](repeating: 0, count: outWidth * outHeight)
         let scale = 1 / Float(factor * factor)
@@ -41,6 +42,16 @@ public struct GreyImage: Sendable {
 
     /// The averaging factor that brings `width` down to at most `workingWidth`.
     public static func factor(forWidth width: Int) -> Int { max(1, (width + workingWidth - 1) / workingWidth) }
+
+    /// The smallest working image alignment is given: under it a turn hardly moves a pixel, and
+    /// the gradients have no room.
+    public static let minimumWorkingSize = (width: 16, height: 12)
+
+    /// The working image's size for a camera's frames of `width` x `height`.
+    public static func workingSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        let factor = factor(forWidth: width)
+        return (width / factor, height / factor)
+    }
 
     /// Half the size, each pixel the mean of a 2x2 square: the next pyramid level.
     func halved() -> GreyImage {

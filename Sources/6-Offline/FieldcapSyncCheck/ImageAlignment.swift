@@ -60,6 +60,8 @@ public struct ImageAlignment: Sendable, Equatable {
         _ first: GreyImage, _ second: GreyImage, at motion: ImageAlignment
     ) -> ImageAlignment? {
         let width = first.width, height = first.height
+        // The gradients need a pixel either side.
+        guard width >= 3, height >= 3 else { return nil }
         let centreX = Double(width - 1) / 2, centreY = Double(height - 1) / 2
         let cosine = cos(motion.rotation), sine = sin(motion.rotation)
         // The normal equations' upper triangle and right side, in Double: thousands of terms.

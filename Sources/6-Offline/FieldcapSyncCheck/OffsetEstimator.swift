@@ -25,12 +25,17 @@ public struct OffsetEstimate: Sendable {
     /// The highest other peak of the correlation, more than two frame periods away: near the
     /// best, the motion repeats and the offset is ambiguous.
     public var rivalCorrelation: Double
-    /// 0 to 1: how far the peak stands above its rival, as a fraction of the room above the rival.
+    /// 0 to 1: how far the peak stands above its rival, as a fraction of its height above the
+    /// median correlation (over every offset searched).
     public var confidence: Double
-    /// The excitation: the gyroscope's root mean square rate (rad/s) over the frames used.
+    /// The excitation: the gyroscope's root mean square rate (rad/s) about its mean (its bias
+    /// removed) over the frames used.
     public var gyroRMSRate: Double
     /// Frame pairs correlated, and the median frame period (seconds).
     public var pairs: Int
+    /// Frame pairs the gyroscope covers but left out: across lost frames (longer than
+    /// `OffsetEstimator.maximumPeriodRatio` periods) or a gap in the gyroscope.
+    public var excludedPairs: Int
     public var framePeriod: Double
 
     public var timeshiftCamIMU: Double { -offset }
@@ -44,6 +49,10 @@ public struct SyncCheckRefusal: Error, Sendable, CustomStringConvertible {
         case noMatch = "no-match"
         case ambiguous
         case outOfRange = "out-of-range"
+        /// The camera's frames cannot be read at all (a hardware encoder's H.264 or HEVC).
+        case unreadable
+        /// The camera's frames are too small to align.
+        case tooSmall = "too-small"
     }
 
     public var reason: Reason
@@ -66,6 +75,12 @@ public enum OffsetEstimator {
     /// Below this confidence the best offset hardly stands out of the others.
     public static let minimumConfidence = 0.15
     static let minimumPairs = 20
+    /// A frame pair longer than this many median frame periods spans lost frames.
+    public static let maximumPeriodRatio = 1.5
+    /// The estimate's own error, at most, as tested on rendered truths (30 and 60 fps, delays on
+    /// and off the search's 1 ms grid, through `fieldcap record`): what an offset must exceed
+    /// beyond the frames' own uncertainty before it says their stamps are wrong.
+    public static let accuracy = 0.001
 
     /// - Parameters:
     ///   - maximumOffset: seconds either way to search.
@@ -76,18 +91,27 @@ public enum OffsetEstimator {
         guard let gyroStart = gyro.times.first, let gyroEnd = gyro.times.last else {
             throw SyncCheckRefusal(reason: .tooShort, message: "the gyroscope has no samples")
         }
-        let pairs = camera.pairs.filter {
+        let covered = camera.pairs.filter {
             $0.start - maximumOffset >= gyroStart && $0.end + maximumOffset <= gyroEnd
         }
+        let periods = covered.map { $0.end - $0.start }.sorted()
+        let framePeriod = periods.isEmpty ? 0 : periods[periods.count / 2]
+        // A pair across dropped frames or the camera's absence is not one frame period, and one
+        // whose interval (at any offset searched) spans a gap in the gyroscope would be compared
+        // with a straight line through the gap: both are left out.
+        let pairs = covered.filter {
+            $0.end - $0.start <= maximumPeriodRatio * framePeriod
+                && !gyro.spansGap(from: $0.start - maximumOffset, to: $0.end + maximumOffset)
+        }
         guard pairs.count >= minimumPairs else {
+            let excluded = covered.count - pairs.count
             throw SyncCheckRefusal(
                 reason: .tooShort,
                 message: "only \(pairs.count) frame pairs overlap the gyroscope by ±\(milliseconds(maximumOffset)) ms "
+                    + (excluded > 0 ? "without a lost frame or a gap in the gyroscope between them " : "")
                     + "(\(minimumPairs) needed): record a few seconds more of both, "
                     + "or search a smaller offset (--max-offset)")
         }
-        let periods = pairs.map { $0.end - $0.start }.sorted()
-        let framePeriod = periods[periods.count / 2]
         let rms = gyro.rmsRate(from: pairs.first!.start, to: pairs.last!.end)
         guard rms >= minimumRMSRate else {
             throw SyncCheckRefusal(
@@ -101,9 +125,7 @@ public enum OffsetEstimator {
         let step = min(0.001, framePeriod / 8)
         let steps = Int((maximumOffset / step).rounded(.down))
         let lags = (-steps...steps).map { Double($0) * step }
-        let correlations = lags.map { lag in
-            pearson(signal, pairs.map { gyro.turn(from: $0.start - lag, to: $0.end - lag) ?? 0 })
-        }
+        let correlations = lags.map { lag in pearson(signal, gyro.turns(over: pairs, shiftedBy: lag)) }
         let best = correlations.indices.max { correlations[$0] < correlations[$1] }!
         guard best > 0, best < correlations.count - 1 else {
             throw SyncCheckRefusal(
@@ -125,12 +147,14 @@ public enum OffsetEstimator {
             let value = correlations[index]
             if value >= correlations[index - 1] && value >= correlations[index + 1] { rival = max(rival, value) }
         }
-        let floor = max(rival, 0)
-        let confidence = max(0, min(1, (peakCorrelation - floor) / max(1e-9, 1 - floor)))
+        // Against the typical (median) correlation, not against 1: a motion that repeats has a rival
+        // a hair below a peak that is itself near 1, which only the first scale shows.
+        let typical = correlations.sorted()[correlations.count / 2]
+        let confidence = max(0, min(1, (peakCorrelation - max(rival, typical)) / max(1e-9, peakCorrelation - typical)))
         let estimate = OffsetEstimate(
             method: method, offset: offset, peakCorrelation: peakCorrelation, sharpness: sharpness,
             rivalCorrelation: rival, confidence: confidence, gyroRMSRate: rms, pairs: pairs.count,
-            framePeriod: framePeriod)
+            excludedPairs: covered.count - pairs.count, framePeriod: framePeriod)
         guard peakCorrelation >= minimumCorrelation else {
             throw SyncCheckRefusal(
                 reason: .noMatch,

@@ -28,7 +28,19 @@ struct CheckSync: ParsableCommand {
             stands above the next best), and the gyroscope's rms rate. A pair whose motion \
             was too weak, or matched no offset clearly, is refused with what to do. A \
             calibration with another timeshift_cam_imu is warned about, and so is an \
-            offset larger than the camera's own uncertainty_ns.
+            offset larger than the camera's own uncertainty_ns (where its frames give one) \
+            by more than the estimate's own error (1 ms).
+
+            One minute is analysed: the 60 s in which the first IMU's gyroscope turned the \
+            most (its bias removed), or the whole recording when it is shorter, or the \
+            stretch --from/--to give; only that stretch's frames are aligned and its \
+            gyroscope samples held, so an hour's recording costs what a minute's does. Frame \
+            pairs across lost frames (longer than 1.5 median periods) or a camera's absence, \
+            and pairs whose interval spans a gap in the gyroscope, are left out; a frame that \
+            does not decode or is of another size is skipped and counted. An IMU with only \
+            some gyroscope axes reads the others as 0, and says so. A camera whose frames \
+            cannot be read (a hardware encoder's H.264 or HEVC) or are too small to align \
+            (under 16x12 after averaging) is refused and the others checked.
 
             --save writes the pairs, as --json prints them, into the session as \
             sync_check.json (replaced whole; the SyncField files and fieldcap.json are left as \
@@ -45,6 +57,12 @@ struct CheckSync: ParsableCommand {
     @Option(help: "How far to search either way, in milliseconds.")
     var maxOffset: Double = 500
 
+    @Option(help: "Analyse from this many seconds after the session's start (with --to; 60 s when alone).")
+    var from: Double?
+
+    @Option(help: "Analyse up to this many seconds after the session's start.")
+    var to: Double?
+
     @Flag(help: "Print one JSON array of the pairs, for scripts.")
     var json = false
 
@@ -58,6 +76,9 @@ struct CheckSync: ParsableCommand {
         guard maxOffset > 0, maxOffset <= 5000 else {
             throw ValidationError("--max-offset \(maxOffset) must be above 0 and at most 5000 (ms)")
         }
+        if let from, let to, to <= from {
+            throw ValidationError("--to \(to) must be after --from \(from) (seconds from the session's start)")
+        }
         var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
             throw ValidationError(
@@ -65,17 +86,26 @@ struct CheckSync: ParsableCommand {
         }
     }
 
+    /// The stretch `--from`/`--to` give, in seconds from the session's start; nil without either.
+    var window: ClosedRange<Double>? {
+        guard from != nil || to != nil else { return nil }
+        let start = from ?? 0
+        return start...(to ?? start + SessionSyncCheck.windowLength)
+    }
+
     func run() throws {
-        let pairs: [SyncCheckPair]
+        let report: SyncCheckReport
         do {
-            pairs = try SessionSyncCheck.check(directory: directory, maximumOffset: maxOffset / 1000)
+            report = try SessionSyncCheck.check(directory: directory, maximumOffset: maxOffset / 1000, window: window)
         } catch {
             say("Error: \(error.message)")
             throw ExitCode(error.code == .request ? 64 : 1)
         }
+        let pairs = report.pairs
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let document = Array(try encoder.encode(JSONValue.array(pairs.map(Self.json)))) + Array("\n".utf8)
+        let document =
+            Array(try encoder.encode(JSONValue.array(pairs.map { Self.json($0, report) }))) + Array("\n".utf8)
         if save {
             do { try AtomicFile.write(document, to: "\(directory)/\(Self.savedName)") } catch {
                 say("Error: the result cannot be saved: \(error); the session's directory must be writable")
@@ -85,12 +115,15 @@ struct CheckSync: ParsableCommand {
         if json {
             print(String(decoding: document.dropLast(), as: UTF8.self))
         } else {
+            if case .mostExcited(let imu) = report.windowChoice {
+                say("Note: analysed \(Self.seconds(report.window)) of the session, where \(imu) turned the most")
+            }
             for pair in pairs { print(Self.line(pair)) }
             for pair in pairs where pair.exceedsFrameUncertainty {
                 say(
                     "Warning: \(pair.camera)–\(pair.imu): the offset, "
                         + "\(Self.milliseconds(try! pair.alignment.get().offset)) ms, is larger than the camera's "
-                        + "uncertainty_ns (\(cFormat("%.2f", pair.frameUncertainty * 1000)) ms, the median): "
+                        + "uncertainty_ns (\(cFormat("%.2f", pair.frameUncertainty! * 1000)) ms, the median): "
                         + "its stamps are not the instant they claim; correct them by the offset")
             }
             for pair in pairs where pair.disagreesWithCalibration {
@@ -105,6 +138,10 @@ struct CheckSync: ParsableCommand {
     }
 
     static func milliseconds(_ seconds: Double) -> String { cFormat("%+.2f", seconds * 1000) }
+
+    static func seconds(_ window: ClosedRange<Double>) -> String {
+        cFormat("%.1f–%.1f s", window.lowerBound, window.upperBound)
+    }
 
     static func line(_ pair: SyncCheckPair) -> String {
         let name = "\(pair.camera)–\(pair.imu)"
@@ -121,10 +158,14 @@ struct CheckSync: ParsableCommand {
                 + cFormat("gyro %.2f rad/s rms, %d frame pairs, ", estimate.gyroRMSRate, estimate.pairs)
                 + "\(estimate.method.rawValue)\(pair.usedIntrinsics ? " with the intrinsics" : ""); "
                 + "difference-energy peer: \(peer)"
+                + (pair.missingGyroAxes.isEmpty
+                    ? ""
+                    : "; the IMU has no gyro_\(pair.missingGyroAxes.joined(separator: "/")), read as 0")
+                + (pair.skippedFrames == 0 ? "" : "; \(pair.skippedFrames) unreadable frames left out")
         }
     }
 
-    static func json(_ pair: SyncCheckPair) -> JSONValue {
+    static func json(_ pair: SyncCheckPair, _ report: SyncCheckReport) -> JSONValue {
         func result(_ result: Result<OffsetEstimate, SyncCheckRefusal>) -> JSONValue {
             switch result {
             case .failure(let refusal):
@@ -136,7 +177,7 @@ struct CheckSync: ParsableCommand {
                     "correlation": JSONValue(estimate.peakCorrelation), "sharpness": JSONValue(estimate.sharpness),
                     "rival_correlation": JSONValue(estimate.rivalCorrelation),
                     "confidence": JSONValue(estimate.confidence), "gyro_rms_rad_s": JSONValue(estimate.gyroRMSRate),
-                    "frame_pairs": JSONValue(estimate.pairs),
+                    "frame_pairs": JSONValue(estimate.pairs), "excluded_pairs": JSONValue(estimate.excludedPairs),
                     "frame_period_ns": JSONValue(Int64((estimate.framePeriod * 1e9).rounded())),
                 ]
             }
@@ -146,7 +187,10 @@ struct CheckSync: ParsableCommand {
             OffsetMethod.imageAlignment.rawValue: result(pair.alignment),
             OffsetMethod.differenceEnergy.rawValue: result(pair.differenceEnergy),
             "intrinsics": JSONValue(pair.usedIntrinsics),
-            "frame_uncertainty_ns": JSONValue(Int64((pair.frameUncertainty * 1e9).rounded())),
+            "frame_uncertainty_ns": pair.frameUncertainty.map { JSONValue(Int64(($0 * 1e9).rounded())) } ?? .null,
+            "skipped_frames": JSONValue(pair.skippedFrames),
+            "missing_gyro_axes": .array(pair.missingGyroAxes.map { .string($0) }),
+            "window_s": [JSONValue(report.window.lowerBound), JSONValue(report.window.upperBound)],
             "exceeds_frame_uncertainty": JSONValue(pair.exceedsFrameUncertainty),
             "calibration_timeshift_cam_imu": pair.calibratedTimeshift.map { JSONValue($0) } ?? .null,
         ]

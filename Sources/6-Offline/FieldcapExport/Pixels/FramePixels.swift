@@ -34,7 +34,11 @@ package final class PixelConverter {
     let layout: FramePixels.Layout
     private let planes: YUVPlanes?
     private let demosaic: BayerDemosaic?
-    private let decoder: tjhandle?
+    /// Remade after a frame that does not decode (`restartDecoder`).
+    private var decoder: tjhandle?
+    /// An MJPEG frame whose header gives another size than the stream's is refused before it is
+    /// decoded (a corrupt header can claim 65535 squared), rather than decoded at its own size.
+    package var requiresRecordedSize = false
 
     /// The layouts a format can give: 16-bit only from Y16 and Z16; RGB not from them.
     static func problem(_ layout: FramePixels.Layout, from format: VideoFormat) -> String? {
@@ -135,7 +139,12 @@ package final class PixelConverter {
             tjDecompressHeader3(decoder, $0.baseAddress, UInt(frame.count), &width, &height, &subsampling, &colourspace)
         }
         guard header == 0, width > 0, height > 0 else {
-            throw ExportError(.session, "an MJPEG frame does not decode: \(message(decoder))")
+            let problem = message(decoder)
+            restartDecoder()
+            throw ExportError(.session, "an MJPEG frame does not decode: \(problem)")
+        }
+        if requiresRecordedSize && (Int(width) != format.width || Int(height) != format.height) {
+            throw ExportError(.session, "an MJPEG frame of \(width)x\(height) in a stream of \(format)")
         }
         let layout: FramePixels.Layout = self.layout == .rgb8 ? .rgb8 : .grey8
         let channels = layout == .rgb8 ? 3 : 1
@@ -147,8 +156,20 @@ package final class PixelConverter {
                     height, Int32((layout == .rgb8 ? TJPF_RGB : TJPF_GRAY).rawValue), 0)
             }
         }
-        guard result == 0 else { throw ExportError(.session, "an MJPEG frame does not decode: \(message(decoder))") }
+        guard result == 0 else {
+            let problem = message(decoder)
+            restartDecoder()
+            throw ExportError(.session, "an MJPEG frame does not decode: \(problem)")
+        }
         return FramePixels(layout: layout, width: Int(width), height: Int(height), bytes: pixels)
+    }
+
+    /// A fresh decoder: libjpeg-turbo's is left mid-frame by some errors (a header whose size
+    /// is over its limit), and then refuses every frame after, so one bad frame would lose the rest.
+    private func restartDecoder() {
+        guard let old = decoder else { return }
+        tjDestroy(old)
+        decoder = tjInitDecompress()
     }
 
     private func message(_ handle: tjhandle) -> String { String(cString: tjGetErrorStr2(handle)) }

@@ -23,6 +23,9 @@ public struct ExportSession {
         /// track, no frame) and lists no timestamps file, as a segment that closed while the
         /// device was away. Its exports hold no frame.
         public var recordedNothing = false
+        /// Why the exports cannot read this camera's frames (a hardware encoder's H.264 or HEVC),
+        /// for a session opened `keepingUnreadableCameras`; nil when they can.
+        public var unreadable: String?
 
         public var isCamera: Bool { format != nil }
     }
@@ -35,7 +38,12 @@ public struct ExportSession {
     public let document: [String: JSONValue]
 
     /// Opens and validates `directory`; `progress` hears how far validation has read.
-    public init(directory: String, progress: ((SessionValidator.Progress) -> Void)? = nil) throws(ExportError) {
+    /// `keepingUnreadableCameras`: a camera whose frames cannot be read is kept with the reason
+    /// (`Stream.unreadable`), for a reader that checks the others, rather than refusing the session.
+    public init(
+        directory: String, progress: ((SessionValidator.Progress) -> Void)? = nil,
+        keepingUnreadableCameras: Bool = false
+    ) throws(ExportError) {
         var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory
         else {
@@ -67,12 +75,12 @@ public struct ExportSession {
         for (index, stream) in contents.streams.enumerated() {
             let entry = index < entries.count ? entries[index] : [:]
             var format = stream.format
+            var unreadable: String?
             if let stored = format?.pixelFormat, [.h264, .hevc, .fwht].contains(stored) {
-                throw ExportError(
-                    .session,
+                unreadable =
                     "\(stream.id) is stored as \(stored.rawValue) by a hardware encoder, which the exports cannot "
-                        + "decode yet; play or convert \(SessionLayout.videoName(stream.id)) with ffmpeg or GStreamer"
-                )
+                    + "decode yet; play or convert \(SessionLayout.videoName(stream.id)) with ffmpeg or GStreamer"
+                if !keepingUnreadableCameras { throw ExportError(.session, unreadable!) }
             }
             let ffv1 = format?.pixelFormat == .ffv1
             if ffv1, let stored = format {
@@ -95,7 +103,8 @@ public struct ExportSession {
                     id: stream.id, format: format, decodesFFV1: ffv1,
                     channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
                     device: entry["device"]?.stringValue ?? "",
-                    recordedNothing: format != nil && AbsentStream.recordedNothing(directory: directory, id: stream.id))
+                    recordedNothing: format != nil && AbsentStream.recordedNothing(directory: directory, id: stream.id),
+                    unreadable: unreadable)
             )
         }
         self.streams = streams

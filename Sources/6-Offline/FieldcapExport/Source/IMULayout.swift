@@ -4,7 +4,7 @@
 package struct IMULayout {
     /// Channel positions of x, y, z (nil for an axis the stream lacks).
     let accel: [Int?]
-    let gyro: [Int?]
+    package let gyro: [Int?]
     /// Positions of every channel that is neither, and their names.
     let others: [Int]
     let otherNames: [String]

@@ -9,8 +9,8 @@ package final class CameraReader {
     package struct Frame {
         package var bytes: [UInt8]
         package var captureNs: UInt64
-        /// The timestamp line's `uncertainty_ns` (0 when it has none).
-        package var uncertaintyNs: UInt64 = 0
+        /// The timestamp line's `uncertainty_ns`; nil when it has none.
+        package var uncertaintyNs: UInt64?
     }
 
     let stream: ExportSession.Stream
@@ -116,11 +116,11 @@ package final class SensorReader {
     }
 }
 
-/// A timestamp line's `capture_ns`, `frame_number` and `uncertainty_ns` (0 without one).
+/// A timestamp line's `capture_ns`, `frame_number` and `uncertainty_ns` (nil without one).
 struct TimestampFields {
     var captureNs: UInt64
     var frameNumber: Int
-    var uncertaintyNs: UInt64
+    var uncertaintyNs: UInt64?
 
     init(_ line: ArraySlice<UInt8>, path: String, lineNumber: Int) throws(ExportError) {
         let parsed: JSONValue
@@ -132,6 +132,6 @@ struct TimestampFields {
         else { throw ExportError(.session, "\(path) line \(lineNumber): no capture_ns or frame_number") }
         self.captureNs = captureNs
         self.frameNumber = Int(frameNumber)
-        uncertaintyNs = parsed["uncertainty_ns"]?.unsignedValue ?? 0
+        uncertaintyNs = parsed["uncertainty_ns"]?.unsignedValue
     }
 }
