@@ -113,6 +113,48 @@ struct CheckSyncCommandTests {
         #expect(abs((stretchAlignment["offset_ns"] as? Double ?? 0) - 7_500_000) <= Self.tolerance)
     }
 
+    /// A 90° lens's calibration: its focal length, 80 pixels across 160, is not the 60° one (138.6)
+    /// the check assumes without intrinsics.
+    static let wideCamchain = """
+        cam0:
+          camera_model: pinhole
+          intrinsics: [80, 80, 79.5, 59.5]
+          distortion_model: radtan
+          distortion_coeffs: [0, 0, 0, 0]
+          resolution: [160, 120]
+
+        """
+
+    @Test(
+        """
+        the focal length is the session's intrinsics': a 90° camera's turns are the gyroscope's \
+        with them, and short of them without (a 60° lens assumed)
+        """
+    )
+    func usesTheIntrinsics() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let camchain = "\(root)/wide.yaml"
+        try Self.wideCamchain.write(toFile: camchain, atomically: true, encoding: .utf8)
+        let session = try record(
+            "wide",
+            [
+                "--cam", "synthetic:160x120@30,id=cam0,format=GREY,motion=hand,delay=5ms,fov=90",
+                "--cam", "synthetic:160x120@30,id=cam1,format=GREY,motion=hand,delay=5ms,fov=90",
+                "--imu", "synthetic:400,id=imu0,motion=hand", "--intrinsics", camchain,
+            ], seconds: "3s")
+        let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200", "--json"])
+        let pairs = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
+            "\(result.stdout)\(result.stderr)")
+        #expect(pairs.map { $0["intrinsics"] as? Bool } == [true, false])
+        let alignments = pairs.map { $0["image-alignment"] as? [String: Any] ?? [:] }
+        let scales = alignments.map { $0["turn_scale"] as? Double ?? 0 }
+        #expect(abs(scales[0] - 1) < 0.07, "with the intrinsics: \(scales)")
+        // The shifts read through 138.6 pixels a radian instead of 80: x and y turns at 0.58.
+        #expect(scales[1] < 0.85, "without: \(scales)")
+        #expect(abs((alignments[0]["offset_ns"] as? Double ?? 0) - 5_000_000) <= Self.tolerance, "\(alignments)")
+    }
+
     @Test(
         """
         a rig held still is refused in one line per pair that says to turn it by hand, and a camera \
@@ -179,6 +221,6 @@ struct CheckSyncCommandTests {
             "record", "--out", "\(root)/y", "--duration", "1s", "--cam", "/dev/video99,motion=hand",
         ])
         #expect(device.status != 0)
-        #expect(device.stderr.contains("motion and delay are for synthetic sources"), "\(device.stderr)")
+        #expect(device.stderr.contains("motion, delay and fov are for synthetic sources"), "\(device.stderr)")
     }
 }

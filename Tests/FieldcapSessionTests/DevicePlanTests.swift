@@ -116,11 +116,11 @@ struct DevicePlanTests {
         for argument in ["/dev/video0,motion=hand", "/dev/video0,delay=5ms"] {
             let plan = DevicePlan(specs: [try DeviceSpec(kind: .camera, argument: argument)])
             let error = #expect(throws: PlanError.self) { try plan.validate(verb: "record") }
-            #expect(error?.message.contains("motion and delay are for synthetic sources") == true, "\(argument)")
+            #expect(error?.message.contains("motion, delay and fov are for synthetic sources") == true, "\(argument)")
         }
         let imu = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "iio:device0,motion=hand")])
         let imuError = #expect(throws: PlanError.self) { try imu.validate(verb: "record") }
-        #expect(imuError?.message.contains("motion and delay are for synthetic sources") == true)
+        #expect(imuError?.message.contains("motion, delay and fov are for synthetic sources") == true)
         let configError = #expect(throws: RigConfigError.self) {
             try RigConfig.parse(
                 """
@@ -130,7 +130,7 @@ struct DevicePlanTests {
                 """, name: "rig.yaml")
         }
         #expect(
-            configError?.message.hasPrefix("rig.yaml:3: camera /dev/video0: motion and delay") == true,
+            configError?.message.hasPrefix("rig.yaml:3: camera /dev/video0: motion, delay and fov") == true,
             "\(configError?.message ?? "")")
         // The synthetic sources still take them.
         try DevicePlan(specs: [try DeviceSpec(kind: .camera, argument: "synthetic:160x120,motion=hand,delay=5ms")])

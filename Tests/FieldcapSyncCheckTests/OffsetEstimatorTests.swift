@@ -28,6 +28,7 @@ struct OffsetEstimatorTests {
         #expect(estimate.peakCorrelation > 0.9)
         #expect(estimate.confidence > 0.5)
         #expect(estimate.excludedPairs == 0)
+        #expect(abs(estimate.turnScale - 1) < 0.05, "the scene's own focal length: \(estimate.turnScale)")
     }
 
     @Test(
@@ -233,7 +234,7 @@ struct SyncCheckPairTests {
     static func pair(offset: Double, uncertainty: Double?, timeshift: Double? = nil) -> SyncCheckPair {
         let estimate = OffsetEstimate(
             method: .imageAlignment, offset: offset, peakCorrelation: 0.99, sharpness: 0.5, rivalCorrelation: 0.2,
-            confidence: 0.9, gyroRMSRate: 1, pairs: 100, excludedPairs: 0, framePeriod: 1 / 30.0)
+            confidence: 0.9, gyroRMSRate: 1, turnScale: 1, pairs: 100, excludedPairs: 0, framePeriod: 1 / 30.0)
         return SyncCheckPair(
             camera: "cam0", imu: "imu0", alignment: .success(estimate), differenceEnergy: .success(estimate),
             calibratedTimeshift: timeshift, usedIntrinsics: false, frameUncertainty: uncertainty)

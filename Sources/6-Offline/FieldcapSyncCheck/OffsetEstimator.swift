@@ -31,6 +31,11 @@ public struct OffsetEstimate: Sendable {
     /// The excitation: the gyroscope's root mean square rate (rad/s) about its mean (its bias
     /// removed) over the frames used.
     public var gyroRMSRate: Double
+    /// Image alignment: the camera's turn per radian the gyroscope turned over the same frame
+    /// pairs at the offset (least squares through 0): 1 when the focal length is the camera's,
+    /// under 1 when the one used is too long (as a 60° field of view assumed of a wider lens).
+    /// The difference energy's is in grey levels squared per radian.
+    public var turnScale: Double
     /// Frame pairs correlated, and the median frame period (seconds).
     public var pairs: Int
     /// Frame pairs the gyroscope covers but left out: across lost frames (longer than
@@ -153,7 +158,8 @@ public enum OffsetEstimator {
         let confidence = max(0, min(1, (peakCorrelation - max(rival, typical)) / max(1e-9, peakCorrelation - typical)))
         let estimate = OffsetEstimate(
             method: method, offset: offset, peakCorrelation: peakCorrelation, sharpness: sharpness,
-            rivalCorrelation: rival, confidence: confidence, gyroRMSRate: rms, pairs: pairs.count,
+            rivalCorrelation: rival, confidence: confidence, gyroRMSRate: rms,
+            turnScale: scale(signal, on: gyro.turns(over: pairs, shiftedBy: lags[best])), pairs: pairs.count,
             excludedPairs: covered.count - pairs.count, framePeriod: framePeriod)
         guard peakCorrelation >= minimumCorrelation else {
             throw SyncCheckRefusal(
@@ -170,6 +176,12 @@ public enum OffsetEstimator {
                     + "record again turning the rig irregularly, not back and forth at one pace")
         }
         return estimate
+    }
+
+    /// The least-squares slope of `a` on `b` through the origin.
+    static func scale(_ a: [Double], on b: [Double]) -> Double {
+        let bb = b.reduce(0) { $0 + $1 * $1 }
+        return bb > 0 ? zip(a, b).reduce(0) { $0 + $1.0 * $1.1 } / bb : 0
     }
 
     static func pearson(_ a: [Double], _ b: [Double]) -> Double {

@@ -177,6 +177,7 @@ struct CheckSync: ParsableCommand {
                     "correlation": JSONValue(estimate.peakCorrelation), "sharpness": JSONValue(estimate.sharpness),
                     "rival_correlation": JSONValue(estimate.rivalCorrelation),
                     "confidence": JSONValue(estimate.confidence), "gyro_rms_rad_s": JSONValue(estimate.gyroRMSRate),
+                    "turn_scale": JSONValue(estimate.turnScale),
                     "frame_pairs": JSONValue(estimate.pairs), "excluded_pairs": JSONValue(estimate.excludedPairs),
                     "frame_period_ns": JSONValue(Int64((estimate.framePeriod * 1e9).rounded())),
                 ]

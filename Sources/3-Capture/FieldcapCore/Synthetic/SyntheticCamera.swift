@@ -37,6 +37,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     private let jpegOffsets: [Int]
     /// A textured wall seen by a camera turning with a hand's motion, instead of the pattern.
     private let turning: Turning?
+    /// The wall a turning camera renders, made (texture and all) before capture starts.
+    private let scene: TexturedScene?
 
     /// The wall a turning camera sees: each frame is the view at its stamp (CLOCK_MONOTONIC_RAW,
     /// in seconds) less `delay`, so its stamps are late by `delay` against a synthetic IMU with the
@@ -45,10 +47,13 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         public var motion: HandMotion
         /// Seconds; negative for stamps that are early.
         public var delay: Double
+        /// Degrees across; nil for the 60° the offset check assumes without intrinsics.
+        public var fieldOfView: Double?
 
-        public init(motion: HandMotion, delay: Double) {
+        public init(motion: HandMotion, delay: Double, fieldOfView: Double? = nil) {
             self.motion = motion
             self.delay = delay
+            self.fieldOfView = fieldOfView
         }
     }
 
@@ -114,6 +119,11 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
         jpegs: (frames: [UInt8], offsets: [Int])?, turning: Turning? = nil
     ) {
         self.turning = turning
+        scene = turning.map { turning in
+            TexturedScene(
+                width: width, height: height,
+                focalLength: turning.fieldOfView.map { Double(width) / (2 * tan($0 * .pi / 360)) })
+        }
         precondition(width > 0 && width % 2 == 0 && height > 0 && height % 2 == 0 && rate > 0 && bufferCount > 0)
         precondition(Self.formats.contains(pixelFormat))
         format = VideoFormat(width: width, height: height, pixelFormat: pixelFormat)
@@ -254,7 +264,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 
     /// Draws the wall at `time` less the delay: grey, or YUYV with that grey as its luma.
     private func drawTurning(_ turning: Turning, at time: Double, into buffer: UnsafeMutableRawPointer) -> Int {
-        let scene = TexturedScene(width: format.width, height: format.height)
+        let scene = scene!
         let pixels = format.width * format.height
         let rotation = turning.motion.rotation(at: time - turning.delay)
         if format.pixelFormat == .grey {
@@ -320,6 +330,7 @@ extension SyntheticCamera {
     private var source: String {
         guard let turning else { return "moving test pattern" }
         return "a textured wall turned by hand, stamps late by \((turning.delay * 1000).formatted) ms"
+            + (turning.fieldOfView.map { ", \($0.formatted)° across" } ?? "")
     }
 
     public var report: SourceReport {

@@ -30,7 +30,7 @@ public struct DeviceSpec: Equatable, Sendable {
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
         "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin", "stamp",
-        "motion", "delay",
+        "motion", "delay", "fov",
     ]
     public static let imuKeys: Set<String> = [
         "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion",
@@ -145,11 +145,21 @@ public struct DeviceSpec: Equatable, Sendable {
         }
     }
 
-    /// A device's spec with `motion=` or `delay=`, which only synthetic sources take.
+    /// A device's spec with `motion=`, `delay=` or `fov=`, which only synthetic sources take.
     public func refuseSyntheticMotion() throws(PlanError) {
-        if options["motion"] != nil || options["delay"] != nil {
-            throw problem("motion and delay are for synthetic sources; a device moves as its rig is moved")
+        if options["motion"] != nil || options["delay"] != nil || options["fov"] != nil {
+            throw problem(
+                "motion, delay and fov are for synthetic sources; a device moves as its rig is moved")
         }
+    }
+
+    /// `fov=DEGREES`: a turning synthetic camera's horizontal field of view (60 when not given).
+    public func fieldOfView() throws(PlanError) -> Double? {
+        guard let text = options["fov"] else { return nil }
+        guard let value = Double(text), value >= 10, value <= 150 else {
+            throw problem("fov '\(text)' must be degrees from 10 to 150, e.g. fov=90")
+        }
+        return value
     }
 
     /// `delay=MS`: how late a turning synthetic camera's stamps are, in seconds (`delay=7.5ms`,

@@ -74,8 +74,10 @@ public struct SyntheticSourceFactory: SourceFactory {
             let buffers = try spec.count("buffers", range: 2...64) ?? 8
             let motion = try spec.handMotion()
             let delay = try spec.delay()
-            if delay != nil && motion == nil {
-                throw PlanError("\(spec.label) synthetic: delay is for a turning camera; give motion=hand with it")
+            let fieldOfView = try spec.fieldOfView()
+            if (delay != nil || fieldOfView != nil) && motion == nil {
+                throw PlanError(
+                    "\(spec.label) synthetic: delay and fov are for a turning camera; give motion=hand with them")
             }
             if motion != nil && !SyntheticCamera.turningFormats.contains(pixelFormat) {
                 let formats = SyntheticCamera.turningFormats.map(\.rawValue).joined(separator: " or ")
@@ -86,7 +88,9 @@ public struct SyntheticSourceFactory: SourceFactory {
                 return SyntheticCamera(
                     id: id, width: size.width, height: size.height, rate: rate, bufferCount: buffers,
                     pixelFormat: pixelFormat,
-                    turning: motion.map { SyntheticCamera.Turning(motion: $0, delay: delay ?? 0) })
+                    turning: motion.map {
+                        SyntheticCamera.Turning(motion: $0, delay: delay ?? 0, fieldOfView: fieldOfView)
+                    })
             }
             guard encodingJPEG else { return SyntheticCamera(id: id, width: size.width, height: size.height) }
             // A UVC camera's MJPEG: the preview's libjpeg-turbo encoder, 4:2:2 from the YUYV
