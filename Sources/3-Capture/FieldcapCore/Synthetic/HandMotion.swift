@@ -75,12 +75,16 @@ public struct TexturedScene: Sendable {
 
     private static let textureSide = 256
     /// The texture, `textureSide` squared, wrapping at its edges; values 16 to 235, as video luma.
-    private static let texture: [Float] = makeTexture()
+    private static let sharedTexture: [Float] = makeTexture()
+    /// The shared texture, taken when the scene is made: made then (once per process) rather
+    /// than on the first frame a capture thread renders.
+    private let texture: [Float]
 
     public init(width: Int, height: Int, focalLength: Double? = nil) {
         self.width = width
         self.height = height
         self.focalLength = focalLength ?? Self.nominalFocalLength(width: width)
+        texture = Self.sharedTexture
     }
 
     /// The focal length (pixels) of a 60° horizontal field of view: the synthetic camera's, and what
@@ -94,21 +98,24 @@ public struct TexturedScene: Sendable {
         let shiftX = focalLength * rotation.y, shiftY = -focalLength * rotation.x
         let centreX = Double(width - 1) / 2, centreY = Double(height - 1) / 2
         let side = Self.textureSide
-        Self.texture.withUnsafeBufferPointer { texture in
+        texture.withUnsafeBufferPointer { texture in
             for row in 0..<height {
                 let v = Double(row) - centreY
+                // Along a row the texture coordinates step by (cos, sin) a pixel: added, not
+                // multiplied, per pixel. A fixed offset keeps them positive for the wrap below.
+                var x = cosine * -centreX - sine * v + shiftX + 4096
+                var y = sine * -centreX + cosine * v + shiftY + 4096
+                let line = row * width
                 for column in 0..<width {
-                    let u = Double(column) - centreX
-                    // A fixed offset keeps the coordinates positive for the wrap below.
-                    let x = cosine * u - sine * v + shiftX + 4096
-                    let y = sine * u + cosine * v + shiftY + 4096
                     let x0 = Int(x), y0 = Int(y)
                     let fx = Float(x - Double(x0)), fy = Float(y - Double(y0))
                     let (xa, xb) = (x0 & (side - 1), (x0 + 1) & (side - 1))
                     let (ya, yb) = ((y0 & (side - 1)) * side, ((y0 + 1) & (side - 1)) * side)
                     let top = texture[ya + xa] + (texture[ya + xb] - texture[ya + xa]) * fx
                     let bottom = texture[yb + xa] + (texture[yb + xb] - texture[yb + xa]) * fx
-                    pixels[row * width + column] = UInt8(top + (bottom - top) * fy + 0.5)
+                    pixels[line + column] = UInt8(top + (bottom - top) * fy + 0.5)
+                    x += cosine
+                    y += sine
                 }
             }
         }
