@@ -181,6 +181,32 @@ struct CheckSyncCommandTests {
             "\(result.stdout)")
     }
 
+    @Test("a camera stored as H.264, which the exports cannot read, is refused in its line; the others are checked")
+    func refusesAnUnreadableCamera() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try record(
+            "h264",
+            [
+                "--cam", "synthetic:160x120@30,id=cam0,format=GREY,motion=hand,delay=5ms",
+                "--cam", "synthetic:160x120@30,id=cam1,format=GREY,motion=hand",
+                "--imu", "synthetic:200,id=imu0,motion=hand",
+            ], seconds: "3s")
+        // cam1's sidecar entry says H264, as a hardware encoder's stream is recorded (the
+        // validator reads the Matroska file, not its codec).
+        let sidecar = "\(session)/fieldcap.json"
+        var text = try String(contentsOfFile: sidecar, encoding: .utf8)
+        let cam1Format = try #require(text.range(of: "\"pixel_format\" : \"GREY\"", options: .backwards))
+        text.replaceSubrange(cam1Format, with: "\"pixel_format\" : \"H264\"")
+        try text.write(toFile: sidecar, atomically: true, encoding: .utf8)
+        try #require(try FieldcapProcess.run(["validate", session]).status == 0)
+        let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200"])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2, "\(result.stdout)")
+        #expect(lines.first?.hasPrefix("cam0–imu0: offset +") == true, "\(result.stdout)")
+        #expect(lines.last?.hasPrefix("cam1–imu0: refused: cam1 is stored as H264") == true, "\(result.stdout)")
+    }
+
     @Test(
         """
         an MJPEG frame that does not decode, or whose header gives another size, is skipped and \
