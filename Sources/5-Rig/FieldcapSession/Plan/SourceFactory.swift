@@ -51,8 +51,8 @@ public struct SyntheticSourceFactory: SourceFactory {
             }
             if let stamp = spec.options["stamp"], stamp != "kernel" {
                 throw PlanError(
-                    "\(spec.label) synthetic: stamp=\(stamp) is for UVC cameras, whose metadata gives their own"
-                        + " exposure; a synthetic camera's frames are stamped as they are made")
+                    "\(spec.label) synthetic: stamp=\(stamp) is for V4L2 cameras (exposure-start and"
+                        + " exposure-middle for UVC ones); a synthetic camera's frames are stamped as they are made")
             }
             let known = SyntheticCamera.formats.map(\.rawValue).joined(separator: ", ")
             let pixelFormat: VideoFormat.PixelFormat
