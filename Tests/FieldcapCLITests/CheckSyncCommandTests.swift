@@ -111,6 +111,14 @@ struct CheckSyncCommandTests {
         let stretchFrames = try #require(stretchAlignment["frame_pairs"] as? Int, "\(stretchAlignment)")
         #expect(stretchFrames > 50 && stretchFrames < 60, "2 s of 30 fps: \(stretchFrames) pairs")
         #expect(abs((stretchAlignment["offset_ns"] as? Double ?? 0) - 7_500_000) <= Self.tolerance)
+        // A stretch that is not one: refused in one line, exit 64, nothing traps.
+        for bad in [
+            ["--to", "-5"], ["--from", "nan"], ["--to", "nan"], ["--from", "4", "--to", "2"], ["--to", "0"],
+        ] {
+            let refused = try FieldcapProcess.run(["check-sync", session] + bad)
+            #expect(refused.status == 64, "\(bad): \(refused.status) \(refused.stderr)")
+            #expect(refused.stderr.contains("--"), "\(bad): \(refused.stderr)")
+        }
     }
 
     /// A 90° lens's calibration: its focal length, 80 pixels across 160, is not the 60° one (138.6)

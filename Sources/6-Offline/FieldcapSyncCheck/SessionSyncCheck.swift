@@ -274,11 +274,17 @@ struct ExcitationBins {
     private var bins: [(sum: SIMD3<Double>, squares: Double, count: Int)] = []
     private var first: Int?
 
+    /// Bins past this many seconds from the first are not made: a stamp years out (a damaged
+    /// line) must not make a huge array.
+    static let maximumSeconds = 7 * 24 * 3600
+
     mutating func add(_ rate: SIMD3<Double>, at time: Double) {
+        guard time.isFinite, abs(time) < 1e12 else { return }
         let second = Int(time.rounded(.down))
         if first == nil { first = second }
-        let index = second - first!
-        guard index >= 0 else { return }
+        guard let first else { return }
+        let index = second - first
+        guard index >= 0, index < Self.maximumSeconds else { return }
         if index >= bins.count { bins += Array(repeating: (.zero, 0, 0), count: index - bins.count + 1) }
         bins[index].sum += rate
         bins[index].squares += (rate * rate).sum()

@@ -76,8 +76,15 @@ struct CheckSync: ParsableCommand {
         guard maxOffset > 0, maxOffset <= 5000 else {
             throw ValidationError("--max-offset \(maxOffset) must be above 0 and at most 5000 (ms)")
         }
-        if let from, let to, to <= from {
-            throw ValidationError("--to \(to) must be after --from \(from) (seconds from the session's start)")
+        for (name, value) in [("--from", from), ("--to", to)] {
+            if let value, !(value.isFinite && value >= 0) {
+                throw ValidationError(
+                    "\(name) \(value) must be a number of seconds from the session's start, 0 or more")
+            }
+        }
+        if let to, to <= (from ?? 0) {
+            throw ValidationError(
+                "--to \(to) must be after --from \(from ?? 0) (seconds from the session's start)")
         }
         var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {

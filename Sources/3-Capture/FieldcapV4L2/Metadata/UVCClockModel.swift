@@ -288,7 +288,9 @@ public struct UVCClockModel: Sendable {
         var host = [0, 0, 0]
         func agrees(_ frames: UInt16, _ milliseconds: Double, modulus: UInt16) -> Bool {
             guard milliseconds.isFinite, abs(milliseconds) < 1e12 else { return false }
-            let expected = UInt16(Int64(milliseconds.rounded()) % Int64(modulus))
+            // Wrapped into 0..<modulus from either side: a camera's clock may run backwards.
+            let wrapped = Int64(milliseconds.rounded()) % Int64(modulus)
+            let expected = UInt16(wrapped < 0 ? wrapped + Int64(modulus) : wrapped)
             let apart = (frames % modulus &+ modulus &- expected) % modulus
             return apart <= 1 || apart >= modulus - 1
         }
