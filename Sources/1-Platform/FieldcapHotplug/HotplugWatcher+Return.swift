@@ -21,8 +21,9 @@ extension HotplugWatcher {
     ///   - identity: what the device was, read before it went.
     ///   - wake: readable once the capture should stop (a stop's `Latch`), or -1.
     ///   - isStopped: asked after every wake and look.
-    ///   - rescanEveryMs: how often to look with no monitor (`.rescan`); with one, sysfs is
-    ///     still read every three times that long, a net under events that were lost.
+    ///   - rescanEveryMs: how often to look with no monitor (`.rescan`) or with udevd's (whose
+    ///     events can be missing); with the kernel's, sysfs is still read every three times
+    ///     that long, a net under events that were lost.
     ///   - sysfs: the sysfs root; `devices`: where the nodes' files are. Test trees in the tests.
     ///   - differentDevice: told once for each other device found in the device's place (a
     ///     different camera in the same port), with `differs(from:)`'s words; it is not taken.
@@ -31,8 +32,11 @@ extension HotplugWatcher {
         sysfs: String = "/sys", devices: String = "/dev",
         differentDevice: ((_ node: String, _ reason: String) -> Void)? = nil
     ) -> String? {
+        // The kernel's own events are not lost: sysfs is read every three periods, a net. With
+        // udevd, a device whose udevd event did not come (udevd busy, or gone with its socket
+        // left behind) is taken at the second look in a row: looked at every period.
         let period: Int32
-        if case .rescan = mode { period = max(1, rescanEveryMs) } else { period = max(1, rescanEveryMs) &* 3 }
+        if case .kernel = mode { period = max(1, rescanEveryMs) &* 3 } else { period = max(1, rescanEveryMs) }
         var firstLook = true
         var previousLook: String?
         // The names udevd announced since the wait began: its rules have run on them.

@@ -28,7 +28,13 @@ saved_trigger=$(cat "$sysfs/trigger/current_trigger")
 service=
 restore() {
 	[ -z "$service" ] || { kill -KILL "$service" 2>/dev/null; wait "$service" 2>/dev/null; } || true
+	# udevd stopped for good, and its control socket gone: the other tests run without udevd
+	# (fieldcap takes the socket for a running udevd, as libudev does). `udevadm control --exit`
+	# alone leaves it running a while, and the socket behind.
 	udevadm control --exit >/dev/null 2>&1 || true
+	pkill -x systemd-udevd 2>/dev/null || true
+	for _ in $(seq 30); do pgrep -x systemd-udevd >/dev/null || break; sleep 0.1; done
+	rm -rf /run/udev
 	while read -r mode owner path; do chmod "$mode" "$path"; chown "$owner" "$path"; done <<<"$saved"
 	echo "$saved_clock" > "$sysfs/current_timestamp_clock" || true
 	echo "$saved_trigger" > "$sysfs/trigger/current_trigger" || true
