@@ -152,11 +152,11 @@ extension V4L2Device {
         return descriptors
     }
 
-    /// A capture buffer record for `index`, mmap memory.
-    static func buffer(_ index: UInt32) -> v4l2_buffer {
+    /// A buffer record for `index`, mmap memory, of `type` (video capture unless told).
+    static func buffer(_ index: UInt32, type: UInt32 = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue) -> v4l2_buffer {
         var buffer = v4l2_buffer()
         buffer.index = index
-        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buffer.type = type
         buffer.memory = V4L2_MEMORY_MMAP.rawValue
         return buffer
     }

@@ -59,10 +59,11 @@ public struct UVCClockModel: Sendable {
         /// Mappings made, and those bounded only by causality and the assumed transit.
         public var mapped: Int = 0
         public var inconsistent: Int = 0
-        /// Whether the frame counters kept time at the last fit, and the host counter's modulus
-        /// (2048, or EHCI's 1024); nil before a fit.
-        public var frameCountersKeepTime: Bool?
+        /// The modulus the frame counters kept time in at the last fit (2048; EHCI's host 1024;
+        /// dummy_hcd's 1000); nil before a fit, or when they did not.
         public var hostFrameModulus: Int?
+        /// Whether the frame counters kept time at the last fit; nil before a fit.
+        public var frameCountersKeepTime: Bool? { ticksPerSecond == nil ? nil : hostFrameModulus != nil }
     }
 
     struct Reference {
@@ -266,7 +267,6 @@ public struct UVCClockModel: Sendable {
         fit = Fit(
             slope: line.slope, slopeError: line.slopeError, centreSTC: line.centreSTC, centreHostNs: line.centreHostNs,
             hostFrameModulus: transitModulus(slope: line.slope))
-        health.frameCountersKeepTime = fit?.hostFrameModulus != nil
         health.hostFrameModulus = fit?.hostFrameModulus.map { Int($0) }
         health.ticksPerSecond = 1e9 / line.slope
         health.rateErrorPPM = line.slopeError / line.slope * 1e6

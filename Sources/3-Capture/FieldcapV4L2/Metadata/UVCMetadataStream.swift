@@ -172,11 +172,5 @@ final class UVCMetadataStream {
         if let error = node.ioctl(request, &argument) { throw .ioctl(name, device: path, errno: error.rawValue) }
     }
 
-    private static func buffer(_ index: UInt32) -> v4l2_buffer {
-        var buffer = v4l2_buffer()
-        buffer.index = index
-        buffer.type = bufferType
-        buffer.memory = V4L2_MEMORY_MMAP.rawValue
-        return buffer
-    }
+    private static func buffer(_ index: UInt32) -> v4l2_buffer { V4L2Device.buffer(index, type: bufferType) }
 }
