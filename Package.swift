@@ -167,7 +167,7 @@ let package = Package(
         .target(
             name: "FieldcapRig",
             dependencies: [
-                "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview",
+                "CFieldcapLinux", "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
@@ -233,7 +233,10 @@ let package = Package(
         // is read with the exports' readers.
         .target(
             name: "FieldcapSyncCheck",
-            dependencies: ["FieldcapCore", "FieldcapSession", "FieldcapCalibration", "FieldcapExport", "SyncField"]),
+            dependencies: [
+                "FieldcapCore", "FieldcapSession", "FieldcapSegments", "FieldcapCalibration", "FieldcapExport",
+                "SyncField",
+            ]),
         // libarchive (Debian: libarchive-dev) writes the tar streams the service sends.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // `fieldcap serve`: the HTTP API and its events over Hummingbird, a recording on command.
@@ -320,7 +323,8 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "FieldcapExportTests", dependencies: ["FieldcapExport"]),
-        .testTarget(name: "FieldcapSyncCheckTests", dependencies: ["FieldcapSyncCheck", "FieldcapCore", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapSyncCheckTests", dependencies: ["FieldcapSyncCheck", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapCalibrationTests", dependencies: ["FieldcapCalibration", "FieldcapCore"]),
         .testTarget(name: "FieldcapYAMLTests", dependencies: ["FieldcapYAML"]),
         .testTarget(name: "FieldcapFleetTests", dependencies: ["FieldcapFleet", "TestSupport"]),

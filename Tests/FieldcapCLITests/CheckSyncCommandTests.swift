@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `fieldcap check-sync` on recordings whose truth is known: synthetic cameras that see a textured
@@ -9,6 +10,14 @@ struct CheckSyncCommandTests {
     let root = NSTemporaryDirectory() + "/check-sync-cli-\(UUID().uuidString)"
 
     init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+
+    /// The pairs of what `check-sync --json` printed.
+    static func pairs(_ result: FieldcapProcess) throws -> [[String: Any]] {
+        let printed = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            "\(result.stdout)\(result.stderr)")
+        return try #require(printed["pairs"] as? [[String: Any]], "\(result.stdout)")
+    }
 
     func record(_ name: String, _ devices: [String], seconds: String) throws -> String {
         let out = "\(root)/\(name)"
@@ -63,24 +72,31 @@ struct CheckSyncCommandTests {
             ], seconds: "4s")
         let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200", "--json", "--save"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        let pairs = try #require(
-            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]], "\(result.stdout)")
+        let printed = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        let pairs = try #require(printed["pairs"] as? [[String: Any]], "\(result.stdout)")
         #expect(pairs.map { "\($0["camera"]!)-\($0["imu"]!)" } == ["cam0-imu0", "cam1-imu0", "cam2-imu0"])
         let truths: [Double] = [7_500_000, -20_000_000, 7_300_000]
         for (pair, delayNs) in zip(pairs, truths) {
-            let alignment = try #require(pair["image-alignment"] as? [String: Any], "\(pair)")
+            let alignment = try #require(pair["image_alignment"] as? [String: Any], "\(pair)")
             let offset = try #require(alignment["offset_ns"] as? Double, "\(pair)")
             #expect(abs(offset - delayNs) <= Self.tolerance, "\(pair)")
             #expect((alignment["confidence"] as? Double ?? 0) > 0.5, "\(pair)")
-            #expect(pair["difference-energy"] != nil)
+            #expect(pair["difference_energy"] != nil)
             #expect(pair["skipped_frames"] as? Int == 0)
             #expect(pair["missing_gyro_axes"] as? [String] == [])
         }
         #expect(pairs.map { $0["intrinsics"] as? Bool } == [true, false, true])
         #expect(pairs.map { $0["calibration_timeshift_cam_imu"] as? Double } == [-0.0075, nil, 0.0075])
-        let saved = try String(contentsOfFile: "\(session)/sync_check.json", encoding: .utf8)
-        #expect(saved == result.stdout, "--save writes what --json prints")
-        #expect(try FieldcapProcess.run(["validate", session]).status == 0, "the saved file leaves the session valid")
+        let sidecar = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(session)/fieldcap.json")))
+                as? [String: Any])
+        let saved = try #require(sidecar["sync_check"] as? [String: Any], "--save puts it into fieldcap.json")
+        #expect(NSDictionary(dictionary: saved).isEqual(to: printed), "--save writes what --json prints")
+        #expect(printed["window"] as? String == "whole", "\(printed)")
+        #expect((printed["checked_utc"] as? String)?.hasSuffix("Z") == true, "\(printed)")
+        #expect(
+            try FieldcapProcess.run(["validate", session]).status == 0, "the saved result leaves the session valid")
         let text = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200"])
         #expect(text.status == 0)
         #expect(text.stdout.contains("cam0–imu0: offset +7."), "\(text.stdout)")
@@ -103,11 +119,13 @@ struct CheckSyncCommandTests {
         let stretch = try FieldcapProcess.run([
             "check-sync", session, "--max-offset", "200", "--json", "--from", "1", "--to", "3",
         ])
-        let stretchPairs = try #require(
-            try JSONSerialization.jsonObject(with: Data(stretch.stdout.utf8)) as? [[String: Any]],
+        let stretchObject = try #require(
+            try JSONSerialization.jsonObject(with: Data(stretch.stdout.utf8)) as? [String: Any],
             "\(stretch.stdout)\(stretch.stderr)")
-        #expect(stretchPairs.first?["window_s"] as? [Double] == [1, 3])
-        let stretchAlignment = try #require(stretchPairs.first?["image-alignment"] as? [String: Any])
+        #expect(stretchObject["window_s"] as? [Double] == [1, 3])
+        #expect(stretchObject["window"] as? String == "given")
+        let stretchPairs = try #require(stretchObject["pairs"] as? [[String: Any]])
+        let stretchAlignment = try #require(stretchPairs.first?["image_alignment"] as? [String: Any])
         let stretchFrames = try #require(stretchAlignment["frame_pairs"] as? Int, "\(stretchAlignment)")
         // At most 2 s of 30 fps; on a busy machine the camera skips frames, and a pair across a
         // skip is left out, so only "some, and not the whole recording's" is held.
@@ -153,11 +171,9 @@ struct CheckSyncCommandTests {
                 "--imu", "synthetic:400,id=imu0,motion=hand", "--intrinsics", camchain,
             ], seconds: "3s")
         let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200", "--json"])
-        let pairs = try #require(
-            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
-            "\(result.stdout)\(result.stderr)")
+        let pairs = try Self.pairs(result)
         #expect(pairs.map { $0["intrinsics"] as? Bool } == [true, false])
-        let alignments = pairs.map { $0["image-alignment"] as? [String: Any] ?? [:] }
+        let alignments = pairs.map { $0["image_alignment"] as? [String: Any] ?? [:] }
         let scales = alignments.map { $0["turn_scale"] as? Double ?? 0 }
         #expect(abs(scales[0] - 1) < 0.07, "with the intrinsics: \(scales)")
         // The shifts read through 138.6 pixels a radian instead of 80: x and y turns at 0.58.
@@ -239,10 +255,71 @@ struct CheckSyncCommandTests {
         video[starts[10] + 1] = 0  // no longer a JPEG
         try Data(video).write(to: URL(fileURLWithPath: "\(session)/cam0.mkv"))
         let result = try FieldcapProcess.run(["check-sync", session, "--max-offset", "200", "--json"])
-        let pairs = try #require(
-            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
-            "\(result.stdout)\(result.stderr)")
+        let pairs = try Self.pairs(result)
         #expect(pairs.first?["skipped_frames"] as? Int == 2, "\(pairs)")
+    }
+
+    @Test(
+        """
+        serve --check-sync: a recording is checked once it stops; the event sync_checked, the \
+        session's sync_check in the API, fieldcap.json and fieldcap sessions all say the offset
+        """)
+    func serveChecksAfterRecording() throws {
+        let serve = try ServeProcess(
+            [
+                "--cam", "synthetic:160x120@30,id=cam0,format=GREY,motion=hand,delay=7.5ms",
+                "--imu", "synthetic:400,id=imu0,motion=hand", "--check-sync",
+            ], root: "\(root)/served")
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let events = serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events"
+        client.arguments = [
+            "python3", ServeCommandTests.script("Clients/events_client.py"), events, "90", "", "sync_checked",
+        ]
+        let out = Pipe()
+        client.standardOutput = out
+        client.standardError = out
+        try client.run()
+        var received = Data()
+        while !String(decoding: received, as: UTF8.self).contains("connected") && client.isRunning {
+            received += out.fileHandleForReading.availableData
+        }
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"3s\"}")
+        #expect(started.status == 201, "\(started.text)")
+        let name = try #require(started.json["name"] as? String)
+        received += out.fileHandleForReading.readDataToEndOfFile()
+        client.waitUntilExit()
+        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
+        let checked = try #require(
+            lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+                .first { $0["event"] as? String == "sync_checked" }, "\(lines.suffix(3)) \(serve.stderr)")
+        #expect(checked["name"] as? String == name)
+        let event = try #require(checked["sync_check"] as? [String: Any], "\(checked)")
+        let pair = try #require((event["pairs"] as? [[String: Any]])?.first)
+        let offset = try #require((pair["image_alignment"] as? [String: Any])?["offset_ns"] as? Double, "\(pair)")
+        #expect(abs(offset - 7_500_000) <= Self.tolerance, "\(pair)")
+        // The API shows what the event told, as fieldcap.json keeps it.
+        let shown = try serve.request("GET", "/api/v1/sessions/\(name)")
+        let entry = try #require(shown.json["sync_check"] as? [String: Any], "\(shown.text)")
+        #expect(NSDictionary(dictionary: entry).isEqual(to: event))
+        let sidecar = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: "\(root)/served/\(name)/fieldcap.json"))) as? [String: Any])
+        #expect(NSDictionary(dictionary: sidecar["sync_check"] as? [String: Any] ?? [:]).isEqual(to: event))
+        #expect(serve.stderr.contains("sync check of \(name): cam0–imu0 +7."), "\(serve.stderr)")
+        let spec = ServeCommandTests.package
+            .appendingPathComponent("Sources/7-Frontends/FieldcapService/Web/openapi.yaml").path
+        let check = try runTool(
+            "env",
+            [
+                "python3", ServeCommandTests.script("Clients/openapi_check.py"), serve.base, spec, "--token", "",
+                "--session", name,
+            ])
+        #expect(check.status == 0, "the session with its sync_check matches openapi.yaml: \(check.output)")
+        let listed = try FieldcapProcess.run(["sessions", "\(root)/served"])
+        #expect(listed.stdout.contains("; sync cam0–imu0 +7."), "\(listed.stdout)")
+        #expect(try FieldcapProcess.run(["validate", "\(root)/served/\(name)"]).status == 0)
+        #expect(serve.terminate() == 0)
     }
 
     @Test("motion and delay are refused on a real device, and delay without motion on a synthetic camera")

@@ -429,6 +429,11 @@ struct ServeCommandTests: ServeSuite {
         let checks = result?["checks"] as? [[String: Any]] ?? []
         #expect(checks.count >= 30)
         #expect((result?["failed"] as? [Any])?.isEmpty == true, "\(result?["failed"] ?? "")")
+        // The recording started with check_sync was checked once it stopped: 1.5 s of a still rig,
+        // refused, which the session shows.
+        let syncCheck = result?["sync_check"] as? [String: Any]
+        let pair = (syncCheck?["pairs"] as? [[String: Any]])?.first
+        #expect((pair?["image_alignment"] as? [String: Any])?["refused"] as? String != nil, "\(syncCheck ?? [:])")
         // Every path of the document was exercised (the events' WebSocket by its own test).
         let document = try String(contentsOfFile: spec, encoding: .utf8)
         let paths = document.split(separator: "\n").filter { $0.hasPrefix("  /") }.map {

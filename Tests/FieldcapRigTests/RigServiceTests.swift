@@ -3,6 +3,7 @@ import FieldcapRig
 import FieldcapSession
 import Foundation
 import SyncField
+import Synchronization
 import Testing
 
 /// The rig as a program of its own drives it, without HTTP: what `serve`, the capture-server
@@ -89,5 +90,53 @@ struct RigServiceTests {
         let stopped = try await rig.stop("test")
         #expect(stopped.reason == "test")
         await rig.shutdown("test over")
+    }
+
+    /// A check that says what it was given, as the program's real one (FieldcapSyncCheck) would
+    /// say an offset.
+    final class RecordingCheck: SyncChecker {
+        let checked = Mutex<[String]>([])
+        func checkAndSave(directory: String) throws -> (session: String, entry: SyncCheckEntry) {
+            checked.withLock { $0.append(directory) }
+            return (
+                directory,
+                SyncCheckEntry(
+                    checkedUtc: "2026-11-29T10:00:00Z", window: 0...1, windowChoice: "whole", windowIMU: nil, pairs: [])
+            )
+        }
+    }
+
+    @Test("check_sync: the check runs once the recording stopped and is told; without a check it is refused")
+    func checkSyncAfterRecording() async throws {
+        let root = NSTemporaryDirectory() + "rig-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let devices = [try DeviceSpec(kind: .imu, argument: "synthetic:100")]
+        let overrides = RecordingSettings.Overrides(hostId: "rig_01", root: root, minFree: ByteSize(bytes: 0))
+        let check = RecordingCheck()
+        let rig = try RigService(base: .init(config: nil, devices: devices, overrides: overrides, syncChecker: check))
+        let events = rig.events.watch()
+        var heard = events.makeAsyncIterator()
+        var request = RigService.StartRequest()
+        request.checkSync = true
+        let directory = try await rig.start(request)
+        _ = try await rig.stop("test")
+        var checked: SyncCheckedEvent?
+        while checked == nil, let event = await heard.next() {
+            if case .syncChecked(let event) = event { checked = event }
+        }
+        #expect(checked?.directory == directory && checked?.entry != nil && checked?.error == nil)
+        #expect(check.checked.withLock { $0 } == [directory])
+        // Not asked (the service's default is off): not checked.
+        _ = try await rig.start(.init())
+        _ = try await rig.stop("test")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(check.checked.withLock { $0 }.count == 1)
+        await rig.shutdown("test over")
+
+        // A rig given no check refuses a start that asks for one, before opening anything.
+        let bare = try RigService(base: .init(config: nil, devices: devices, overrides: overrides))
+        await #expect(throws: RigService.Refusal.self) { try await bare.start(request) }
+        #expect(bare.status.state == "idle")
+        await bare.shutdown("test over")
     }
 }

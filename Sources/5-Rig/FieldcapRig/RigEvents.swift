@@ -24,6 +24,8 @@ public enum RigEvent: Sendable {
     /// The cameras could not be opened for a preview while no recording runs (another program
     /// has them, one was unplugged).
     case previewUnavailable(error: String)
+    /// The camera–IMU offset check after a recording (`StartRequest.checkSync`) finished.
+    case syncChecked(SyncCheckedEvent)
 }
 
 extension RigEvent {

@@ -22,10 +22,15 @@ public final class RigService: Sendable {
         public var previewRate: Double
         /// The previews' JPEG quality, 1 to 100.
         public var previewQuality: Int
+        /// The camera–IMU offset check, which a start may ask for; nil: none can.
+        public var syncChecker: (any SyncChecker)?
+        /// Check every recording whose start does not say (`serve --check-sync`).
+        public var checkSyncByDefault: Bool
 
         public init(
             config: RigConfig?, devices: [DeviceSpec], overrides: RecordingSettings.Overrides, directIO: Bool = true,
-            previewRate: Double = 10, previewQuality: Int = 80
+            previewRate: Double = 10, previewQuality: Int = 80, syncChecker: (any SyncChecker)? = nil,
+            checkSyncByDefault: Bool = false
         ) {
             self.config = config
             self.devices = devices
@@ -33,6 +38,8 @@ public final class RigService: Sendable {
             self.directIO = directIO
             self.previewRate = previewRate
             self.previewQuality = previewQuality
+            self.syncChecker = syncChecker
+            self.checkSyncByDefault = checkSyncByDefault
         }
     }
 
@@ -46,6 +53,8 @@ public final class RigService: Sendable {
         public var captureId: String?
         /// Take the sync point at this wall-clock instant (a fleet's shared start).
         public var startAtWallClockNs: UInt64?
+        /// Check the camera–IMU offset once the recording has stopped (`Base.syncChecker`).
+        public var checkSync: Bool?
 
         public init(
             duration: TimeSpan? = nil, segment: TimeSpan? = nil, maxStorage: ByteSize? = nil, keep: TimeSpan? = nil
@@ -217,6 +226,11 @@ public final class RigService: Sendable {
                 hostId: "--host-id", segment: "segment", maxStorage: "max_storage", keep: "keep")
         }
         let scheduled = request.startAtWallClockNs.map { ScheduledStart(atNs: $0) }
+        let wantsCheck = request.checkSync ?? base.checkSyncByDefault
+        let checker = wantsCheck ? base.syncChecker : nil
+        if wantsCheck && checker == nil {
+            throw Refusal(kind: .badRequest, description: "check_sync: this rig has no camera–IMU offset check")
+        }
         let busy = state.withLock { state -> String? in
             // SIGTERM came: the recording is being finished and the process ends; a start now
             // (a fleet's, a capture server's, the API's) would be cut off unfinished.
@@ -281,6 +295,7 @@ public final class RigService: Sendable {
                 state.last = stopped
             }
             reopenPreviewIfWatched()
+            if let checker { checkSync(after: stopped, with: checker) }
         }
         return directory
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FieldcapCore
 import FieldcapExport
 import FieldcapOutput
+import FieldcapSession
 import FieldcapSyncCheck
 import FoundationEssentials
 import SyncField
@@ -42,16 +43,20 @@ struct CheckSync: ParsableCommand {
             cannot be read (a hardware encoder's H.264 or HEVC) or are too small to align \
             (under 16x12 after averaging) is refused and the others checked.
 
-            --save writes the pairs, as --json prints them, into the session as \
-            sync_check.json (replaced whole; the SyncField files and fieldcap.json are left as \
-            recorded).
+            --save puts the result, as --json prints it, into the session's fieldcap.json as \
+            sync_check (an earlier one replaced; every other member, and the SyncField files, \
+            left as recorded), where validate checks it, and `fieldcap serve` shows it \
+            (GET /api/v1/sessions/NAME and the web page). `serve --check-sync` does this after \
+            each recording.
 
             Exit status: 0 when every pair has an offset, 1 when one is refused or the \
             session cannot be read, 64 for a usage error.
             """
     )
 
-    @Argument(help: "The session directory (the one holding manifest.json).", completion: .directory)
+    @Argument(
+        help: "The session directory (the one holding manifest.json), or a segmented recording's (its first segment).",
+        completion: .directory)
     var directory: String
 
     @Option(help: "How far to search either way, in milliseconds.")
@@ -63,14 +68,11 @@ struct CheckSync: ParsableCommand {
     @Option(help: "Analyse up to this many seconds after the session's start.")
     var to: Double?
 
-    @Flag(help: "Print one JSON array of the pairs, for scripts.")
+    @Flag(help: "Print the result as one JSON object (the window and the pairs), for scripts.")
     var json = false
 
-    @Flag(help: "Also write the pairs into the session as sync_check.json.")
+    @Flag(help: "Also put the result into the session's fieldcap.json (sync_check).")
     var save = false
-
-    /// The file `--save` writes in the session.
-    static let savedName = "sync_check.json"
 
     func validate() throws {
         guard maxOffset > 0, maxOffset <= 5000 else {
@@ -102,25 +104,27 @@ struct CheckSync: ParsableCommand {
 
     func run() throws {
         let report: SyncCheckReport
+        // A segmented recording is checked in its first segment, where a rig is waved.
+        let session = SessionSyncCheck.session(for: directory) ?? directory
+        if session != directory { say("Note: checking the recording's first segment, \(session)") }
         do {
-            report = try SessionSyncCheck.check(directory: directory, maximumOffset: maxOffset / 1000, window: window)
+            report = try SessionSyncCheck.check(directory: session, maximumOffset: maxOffset / 1000, window: window)
         } catch {
             say("Error: \(error.message)")
             throw ExitCode(error.code == .request ? 64 : 1)
         }
         let pairs = report.pairs
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let document =
-            Array(try encoder.encode(JSONValue.array(pairs.map { Self.json($0, report) }))) + Array("\n".utf8)
+        let entry = report.entry()
         if save {
-            do { try AtomicFile.write(document, to: "\(directory)/\(Self.savedName)") } catch {
+            do { try Sidecar.storeSyncCheck(entry, layout: SessionLayout(directory: session)) } catch {
                 say("Error: the result cannot be saved: \(error); the session's directory must be writable")
                 throw ExitCode(1)
             }
         }
         if json {
-            print(String(decoding: document.dropLast(), as: UTF8.self))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(entry.json), as: UTF8.self))
         } else {
             if case .mostExcited(let imu) = report.windowChoice {
                 say("Note: analysed \(Self.seconds(report.window)) of the session, where \(imu) turned the most")
@@ -170,37 +174,5 @@ struct CheckSync: ParsableCommand {
                     : "; the IMU has no gyro_\(pair.missingGyroAxes.joined(separator: "/")), read as 0")
                 + (pair.skippedFrames == 0 ? "" : "; \(pair.skippedFrames) unreadable frames left out")
         }
-    }
-
-    static func json(_ pair: SyncCheckPair, _ report: SyncCheckReport) -> JSONValue {
-        func result(_ result: Result<OffsetEstimate, SyncCheckRefusal>) -> JSONValue {
-            switch result {
-            case .failure(let refusal):
-                return ["refused": .string(refusal.reason.rawValue), "message": .string(refusal.message)]
-            case .success(let estimate):
-                return [
-                    "offset_ns": JSONValue(Int64((estimate.offset * 1e9).rounded())),
-                    "timeshift_cam_imu": JSONValue(estimate.timeshiftCamIMU),
-                    "correlation": JSONValue(estimate.peakCorrelation), "sharpness": JSONValue(estimate.sharpness),
-                    "rival_correlation": JSONValue(estimate.rivalCorrelation),
-                    "confidence": JSONValue(estimate.confidence), "gyro_rms_rad_s": JSONValue(estimate.gyroRMSRate),
-                    "turn_scale": JSONValue(estimate.turnScale),
-                    "frame_pairs": JSONValue(estimate.pairs), "excluded_pairs": JSONValue(estimate.excludedPairs),
-                    "frame_period_ns": JSONValue(Int64((estimate.framePeriod * 1e9).rounded())),
-                ]
-            }
-        }
-        return [
-            "camera": .string(pair.camera), "imu": .string(pair.imu),
-            OffsetMethod.imageAlignment.rawValue: result(pair.alignment),
-            OffsetMethod.differenceEnergy.rawValue: result(pair.differenceEnergy),
-            "intrinsics": JSONValue(pair.usedIntrinsics),
-            "frame_uncertainty_ns": pair.frameUncertainty.map { JSONValue(Int64(($0 * 1e9).rounded())) } ?? .null,
-            "skipped_frames": JSONValue(pair.skippedFrames),
-            "missing_gyro_axes": .array(pair.missingGyroAxes.map { .string($0) }),
-            "window_s": [JSONValue(report.window.lowerBound), JSONValue(report.window.upperBound)],
-            "exceeds_frame_uncertainty": JSONValue(pair.exceedsFrameUncertainty),
-            "calibration_timeshift_cam_imu": pair.calibratedTimeshift.map { JSONValue($0) } ?? .null,
-        ]
     }
 }

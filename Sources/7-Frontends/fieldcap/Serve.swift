@@ -1,11 +1,13 @@
 import ArgumentParser
 import FieldcapCaptureServer
 import FieldcapClockQuality
+import FieldcapCore
 import FieldcapFleet
 import FieldcapPreview
 import FieldcapRig
 import FieldcapService
 import FieldcapSession
+import FieldcapSyncCheck
 import FieldcapSystem
 import FoundationEssentials
 import Glibc
@@ -25,7 +27,7 @@ struct Serve: ParsableCommand {
             The API (JSON; docs/service-and-web-page.md lists every field):
               GET  /api/health                  status, timestamp, uptime; open to all
               GET  /api/v1/rig                  devices, what they were granted, storage
-              POST /api/v1/recording/start      optional: {"duration":"10s"}
+              POST /api/v1/recording/start      optional: {"duration":"10s","check_sync":true}
               POST /api/v1/recording/stop
               GET  /api/v1/status               the status line's figures
               GET  /api/v1/sessions             and GET or DELETE /api/v1/sessions/NAME
@@ -43,6 +45,13 @@ struct Serve: ParsableCommand {
 
             The web page is at http://127.0.0.1:8080/: previews, status, start and stop, \
             the sessions with download and delete.
+
+            With --check-sync (or a start's "check_sync":true) each recording is checked once \
+            it has stopped, as `fieldcap check-sync --save` does (a segmented one: its first \
+            segment), on a thread at the lowest priority: the camera–IMU offsets go into its \
+            fieldcap.json, the event sync_checked tells them, and the sessions (API, page, \
+            `fieldcap sessions`) show them. Wave the rig by hand in the recording's first \
+            minute.
 
             With --server ws://HOST:PORT (or auto: the first _allspark._tcp server DNS-SD \
             finds, wss:// tried before ws://) it also keeps a WebSocket connection to an \
@@ -131,6 +140,12 @@ struct Serve: ParsableCommand {
 
     @Flag(help: "Write the videos through the page cache (see `fieldcap record --help`).")
     var noDirectIO = false
+
+    @Flag(
+        help: ArgumentHelp(
+            "After each recording, measure each camera–IMU offset into its fieldcap.json "
+                + "(`fieldcap check-sync --save`); a start's check_sync says otherwise."))
+    var checkSync = false
 
     @Option(help: ArgumentHelp("The most frames a second each camera's preview encodes (10).", valueName: "FPS"))
     var previewRate = 10.0
@@ -285,7 +300,8 @@ struct Serve: ParsableCommand {
         let base = RigService.Base(
             config: rigConfig, devices: rigConfig == nil ? try devices.specs : [],
             overrides: overrides,
-            directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality)
+            directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality,
+            syncChecker: SessionSyncChecker(), checkSyncByDefault: checkSync)
         let rig: RigService
         do {
             rig = try RigService(base: base, logger: .lines(label: "fieldcap.recording") { say($0) })
@@ -403,6 +419,31 @@ struct Serve: ParsableCommand {
         } catch {
             say("Error: --scmf \(scmf): \(error); give another ADDR:PORT, or --scmf off")
             throw ExitCode(1)
+        }
+    }
+}
+
+/// The rig's camera–IMU offset check (`serve --check-sync`): `FieldcapSyncCheck`, handed to the
+/// rig layer, which runs it after each recording that asks. Says what it found on the terminal.
+struct SessionSyncChecker: SyncChecker {
+    func checkAndSave(directory: String) throws -> (session: String, entry: SyncCheckEntry) {
+        do {
+            let checked = try SessionSyncCheck.checkAndSave(directory: directory)
+            let pairs = checked.entry.pairs.map { pair in
+                guard let estimate = pair.imageAlignment.estimate else {
+                    if case .refused(_, let message) = pair.imageAlignment {
+                        return "\(pair.camera)–\(pair.imu) refused: \(message)"
+                    }
+                    return "\(pair.camera)–\(pair.imu) refused"
+                }
+                return "\(pair.camera)–\(pair.imu) " + cFormat("%+.2f ms", Double(estimate.offsetNs) / 1e6)
+                    + cFormat(" (confidence %.2f)", estimate.confidence)
+            }
+            say("sync check of \(PathName.base(of: checked.session)): \(pairs.joined(separator: "; "))")
+            return checked
+        } catch {
+            say("sync check of \(PathName.base(of: directory)) not done: \(error)")
+            throw error
         }
     }
 }

@@ -105,7 +105,16 @@ enum CatalogTable {
                 let count = stream.records.map { " \($0)" } ?? ""
                 return "\(stream.id)\(count)" + (stream.format.map { " \($0)" } ?? "")
             }.joined(separator: ", "))
+        if let check = entry.syncCheck, !check.pairs.isEmpty {
+            parts[parts.count - 1] += "; sync " + check.pairs.map(syncText).joined(separator: ", ")
+        }
         return parts.joined(separator: " ")
+    }
+
+    /// `cam0–imu0 +7.50 ms`, or `cam0–imu0 refused`: a pair of `check-sync --save`.
+    static func syncText(_ pair: SyncCheckEntry.Pair) -> String {
+        guard let estimate = pair.imageAlignment.estimate else { return "\(pair.camera)–\(pair.imu) refused" }
+        return "\(pair.camera)–\(pair.imu) " + cFormat("%+.2f ms", Double(estimate.offsetNs) / 1e6)
     }
 
     /// `2026-11-23 14:02:00`: the table's column already says UTC.

@@ -21,6 +21,7 @@ def main():
     parser.add_argument("base")
     parser.add_argument("spec", help="the repository's openapi.yaml")
     parser.add_argument("--token", required=True)
+    parser.add_argument("--session", help="only GET this session and the sessions, as they are now")
     arguments = parser.parse_args()
     base, token = arguments.base, arguments.token
 
@@ -30,7 +31,7 @@ def main():
     checks = []
 
     def call(method, path, expected, body=None, authorised=True, stream=False):
-        headers = {"Authorization": f"Bearer {token}"} if authorised else {}
+        headers = {"Authorization": f"Bearer {token}"} if authorised and token else {}
         response = requests.request(method, base + path, headers=headers, json=body, timeout=30, stream=stream)
         if stream:
             # A live MJPEG stream: the first bytes are enough for its status and type.
@@ -50,6 +51,11 @@ def main():
             "valid": error is None, "error": error,
         })
         return response
+
+    if arguments.session:
+        call("GET", "/api/v1/sessions", 200)
+        call("GET", f"/api/v1/sessions/{arguments.session}", 200)
+        return finish(same_document, checks)
 
     call("GET", "/api/health", 200, authorised=False)
     for path in ("/api/v1/rig", "/api/v1/status", "/api/v1/sessions", "/api/v1/preview/cam0.jpg"):
@@ -85,8 +91,25 @@ def main():
     call("DELETE", f"/api/v1/sessions/{name}", 200)
     call("DELETE", f"/api/v1/sessions/{name}", 404)
 
+    # A recording checked for sync once it stopped: the rig's still, so each pair is refused,
+    # and the session shows why.
+    checked = call("POST", "/api/v1/recording/start", 201, body={"duration": "1.5s", "check_sync": True}).json()
+    call("POST", "/api/v1/recording/start", 400, body={"check_sync": "yes"})
+    deadline, shown = time.monotonic() + 60, {}
+    while time.monotonic() < deadline:
+        shown = requests.get(f"{base}/api/v1/sessions/{checked.get('name', '')}",
+                             headers={"Authorization": f"Bearer {token}"}, timeout=10).json()
+        if "sync_check" in shown:
+            break
+        time.sleep(0.5)
+    call("GET", f"/api/v1/sessions/{checked.get('name', '')}", 200)
+    call("GET", "/api/v1/sessions", 200)
+    finish(same_document, checks, {"sync_check": shown.get("sync_check")})
+
+
+def finish(same_document, checks, extra=None):
     failed = [c for c in checks if not c["valid"] or c["status"] != c["expected"]]
-    json.dump({"same_document": same_document, "checks": checks, "failed": failed}, sys.stdout)
+    json.dump({"same_document": same_document, "checks": checks, "failed": failed, **(extra or {})}, sys.stdout)
     print()
     sys.exit(0 if same_document and not failed else 1)
 

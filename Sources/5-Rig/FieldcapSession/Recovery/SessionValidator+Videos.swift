@@ -32,10 +32,24 @@ extension SessionValidator {
         report.warnings += videos.warnings
         report.problems += spanProblems(directory: directory)
         report.problems += gaps.problems
+        report.problems += syncCheckProblems(sidecar)
         report.problems += holeProblems(
             directory: directory, holes: report.holes, streams: gaps.streams,
             syncMonotonicNs: sidecar?["sync_point"]?["monotonic_ns"]?.uint64Value)
         return report
+    }
+
+    /// A `sync_check` member (`fieldcap check-sync --save`) must read as fieldcap writes it, its
+    /// pairs naming the session's streams.
+    static func syncCheckProblems(_ sidecar: JSONValue?) -> [Problem] {
+        guard let value = sidecar?[SyncCheckEntry.member] else { return [] }
+        let streams = Set(sidecar?["streams"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
+        do throws(SyncCheckEntry.Problem) {
+            _ = try SyncCheckEntry(json: value, streams: streams)
+            return []
+        } catch {
+            return [Problem(file: SessionLayout.sidecarName, message: error.description)]
+        }
     }
 
     /// How long after the stop a stream's last `capture_ns` may fall. Through the monotonic

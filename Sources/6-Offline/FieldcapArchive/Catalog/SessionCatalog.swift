@@ -75,7 +75,15 @@ public enum SessionCatalog {
                 id: stream.id, kind: stream.kind, format: stream.format?.description,
                 records: counts?[stream.id])
         }
+        entry.syncCheck = syncCheck(sidecar)
         return entry
+    }
+
+    /// The sidecar's `sync_check` (`fieldcap check-sync --save`), when it reads as fieldcap
+    /// writes it: a damaged one is left out here, and `validate` names it.
+    static func syncCheck(_ sidecar: Sidecar.Contents) -> SyncCheckEntry? {
+        guard let value = sidecar.document[SyncCheckEntry.member] else { return nil }
+        return try? SyncCheckEntry(json: value, streams: Set(sidecar.streams.map(\.id)))
     }
 
     static func recording(_ index: RecordingIndex, directory: String, name: String) -> CatalogEntry {
@@ -101,6 +109,12 @@ public enum SessionCatalog {
         entry.streams = index.streams.map { stream in
             let records = present.reduce(0) { $0 + ($1.streams?[stream.id]?.records ?? 0) }
             return CatalogEntry.Stream(id: stream.id, kind: stream.kind, format: stream.format, records: records)
+        }
+        // A recording's check is of its first segment (`serve --check-sync`): one sidecar read.
+        if let first = present.first(where: { $0.state != .recording }),
+            let sidecar = Sidecar.Contents(layout: SessionLayout(directory: "\(directory)/\(first.directory)"))
+        {
+            entry.syncCheck = syncCheck(sidecar)
         }
         return entry
     }
@@ -177,6 +191,9 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     /// Recordings: segments on disk, and deleted (by the budget or `sessions rm`).
     public var segments: Int?
     public var segmentsDeleted: Int?
+    /// The camera–IMU offsets measured in it (`check-sync --save`; a recording's first segment).
+    /// Written, not read back by `init(from:)`.
+    public var syncCheck: SyncCheckEntry?
 
     public var startUtc: String? { startNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } }
     public var endUtc: String? { endNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } }
@@ -197,6 +214,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         case name, path, kind, state, note, startUtc = "start_utc", endUtc = "end_utc"
         case durationSeconds = "duration_seconds", bytes, streams, segments
         case segmentsDeleted = "segments_deleted"
+        case syncCheck = "sync_check"
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -213,6 +231,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         try container.encode(streams, forKey: .streams)
         try container.encodeIfPresent(segments, forKey: .segments)
         try container.encodeIfPresent(segmentsDeleted, forKey: .segmentsDeleted)
+        try container.encodeIfPresent(syncCheck?.json, forKey: .syncCheck)
     }
 
     public init(from decoder: Decoder) throws {

@@ -247,6 +247,7 @@ struct EventBody: Encodable {
 
     enum Keys: String, CodingKey {
         case event, directory, name, stream, error, freeBytes, minFreeBytes, segment, reason, node, awaySeconds
+        case session, syncCheck
     }
 
     func encode(to encoder: Encoder) throws {
@@ -285,6 +286,13 @@ struct EventBody: Encodable {
         case .previewUnavailable(let error):
             try container.encode("preview_unavailable", forKey: .event)
             try container.encode(error, forKey: .error)
+        case .syncChecked(let checked):
+            try container.encode("sync_checked", forKey: .event)
+            try container.encode(checked.directory, forKey: .directory)
+            try container.encode(PathName.base(of: checked.directory), forKey: .name)
+            try container.encodeIfPresent(checked.session, forKey: .session)
+            try container.encodeIfPresent(checked.entry?.json, forKey: .syncCheck)
+            try container.encodeIfPresent(checked.error, forKey: .error)
         }
     }
 }
@@ -292,12 +300,13 @@ struct EventBody: Encodable {
 /// `POST /api/v1/recording/start`'s optional body: `duration`, `segment`, `keep` as seconds or
 /// as text (`"10s"`, `"5m"`), `max_storage` as bytes or as text (`"16G"`).
 enum StartBody {
-    static let keys: Set<String> = ["duration", "segment", "max_storage", "keep"]
+    static let keys: Set<String> = ["duration", "segment", "max_storage", "keep", "check_sync"]
 
-    /// A JSON number or string; anything else is kept as `other` for the error.
+    /// A JSON number, string or boolean; anything else is kept as `other` for the error.
     enum Value: Decodable {
         case number(Double)
         case text(String)
+        case flag(Bool)
         case other
 
         init(from decoder: Decoder) throws {
@@ -306,6 +315,8 @@ enum StartBody {
                 self = .number(number)
             } else if let text = try? container.decode(String.self) {
                 self = .text(text)
+            } else if let flag = try? container.decode(Bool.self) {
+                self = .flag(flag)
             } else {
                 self = .other
             }
@@ -335,6 +346,11 @@ enum StartBody {
             request.maxStorage = ByteSize(text)
         default:
             throw APIError(.badRequest, "max_storage must be bytes above 0 or a size like \"16G\"")
+        }
+        switch object["check_sync"] {
+        case nil: break
+        case .flag(let check): request.checkSync = check
+        default: throw APIError(.badRequest, "check_sync must be true or false")
         }
         return request
     }
