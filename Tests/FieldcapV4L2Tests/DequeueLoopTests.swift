@@ -38,7 +38,7 @@ struct DequeueLoopTests {
         readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil, rejoin: RejoinPolicy? = nil,
         anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
-        widthAfterReopen: UInt32? = nil, stamp: V4L2Camera.Stamp = .kernel
+        widthAfterReopen: UInt32? = nil, stamp: V4L2Camera.Stamp = .kernel, metadataNode: Bool = false
     ) throws -> Run {
         let driver = ScriptedCameraDriver(
             script, queueFailure: queueFailure, anotherCameraAfterReopen: anotherCameraAfterReopen,
@@ -46,6 +46,7 @@ struct DequeueLoopTests {
         var options = V4L2Camera.Options(bufferCount: 4, stallTimeoutNs: stallTimeoutNs)
         options.rejoin = rejoin
         options.stamp = stamp
+        if metadataNode { options.metadataNode = { _ in ScriptedCameraDriver.metadataPath } }
         let camera = try V4L2Camera(id: "cam", path: path, options: options, calls: driver)
         // The first frame is stamped after the camera was set up, as a real one is.
         usleep(3_000)
@@ -278,5 +279,36 @@ struct DequeueLoopTests {
         #expect(run.ring.drops.count == 3)
         #expect(run.ring.drops.droppedRuns == [2...4])
         #expect(run.driver.queueCalls == 4 + 3)
+    }
+
+    @Test(
+        """
+        a metadata node that stalls while the video flows: every frame keeps the kernel's time, \
+        the stall is said once after 30 frames, and the node is drained at every frame and closed
+        """)
+    func stalledMetadataNode() throws {
+        let driver: ScriptedCameraDriver
+        do {
+            let run = try Self.run(
+                (0..<40).map { Step.frame(sequence: UInt32($0)) }, stamp: .exposureStart, metadataNode: true)
+            driver = run.driver
+            #expect(run.error == nil)
+            #expect(run.records.count == 40)
+            #expect(run.records.allSatisfy { $0.exposureStartNs == 0 && $0.exposureUncertaintyNs == 0 })
+            // Stamped as the kernel's: each within its bound of the driver's time, mapped.
+            for (record, handed) in zip(run.records, driver.handed) {
+                #expect(abs(Int64(record.captureNs) - handed.rawNs) <= Int64(record.uncertaintyNs) + handed.rawWidthNs)
+            }
+            let notes = run.camera.metadataNotes
+            let stalled = notes.filter { $0.contains("no metadata for 30 frames while the video flowed") }
+            #expect(stalled.count == 1, "\(notes)")
+            #expect(stalled.first?.hasPrefix(ScriptedCameraDriver.metadataPath) == true)
+            #expect(driver.metadataOpens == 1)
+            #expect(driver.metadataStreaming, "streamed beside the video")
+            #expect(driver.metadataDequeues >= 40, "drained at every frame")
+        }
+        // The camera gone, its metadata node is stopped and closed with it.
+        #expect(driver.metadataCloses == 1)
+        #expect(!driver.metadataStreaming)
     }
 }

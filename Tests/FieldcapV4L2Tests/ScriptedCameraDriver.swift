@@ -41,6 +41,9 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
 
     static let monotonic = UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC | V4L2_BUF_FLAG_TSTAMP_SRC_SOE)
     static let descriptor: Int32 = 1_000
+    /// The metadata node beside the camera (a UVC camera's), opened by its path: `metadataPath`.
+    static let metadataDescriptor: Int32 = 1_001
+    static let metadataPath = "/nonexistent/scripted-video1"
     static let bufferLength = 4_096
 
     /// A frame as the driver handed it out: its stamp in CLOCK_MONOTONIC and the
@@ -67,6 +70,11 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         var opens = 0
         /// The mapped buffers' addresses (as integers: a pointer may not cross the lock).
         var memory: [Int] = []
+        var metadataOpens = 0
+        var metadataCloses = 0
+        var metadataStreaming = false
+        var metadataQueued: Set<UInt32> = []
+        var metadataDequeues = 0
     }
     private let state: Mutex<State>
     /// From the frame with this index on, every QBUF fails with `errno` (a device gone while the
@@ -115,10 +123,20 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     /// The flags of the last open.
     var openFlags: Int32 { state.withLock { $0.openFlags } }
     var opens: Int { state.withLock { $0.opens } }
+    /// The metadata node: opens, closes, and DQBUFs asked of it (it never has a buffer ready:
+    /// a node that stalled while the video flows).
+    var metadataOpens: Int { state.withLock { $0.metadataOpens } }
+    var metadataCloses: Int { state.withLock { $0.metadataCloses } }
+    var metadataDequeues: Int { state.withLock { $0.metadataDequeues } }
+    var metadataStreaming: Bool { state.withLock { $0.metadataStreaming } }
 
     // MARK: DeviceCalls
 
     func open(_ path: String, _ flags: Int32) -> Int32 {
+        if path == Self.metadataPath {
+            state.withLock { $0.metadataOpens += 1 }
+            return Self.metadataDescriptor
+        }
         let refused: Bool = state.withLock {
             $0.openFlags = flags
             $0.opens += 1
@@ -127,7 +145,9 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         return refused ? fail(ENODEV) : Self.descriptor
     }
     func close(_ descriptor: Int32) -> Int32 {
-        state.withLock { $0.closes += 1 }
+        state.withLock {
+            if descriptor == Self.metadataDescriptor { $0.metadataCloses += 1 } else { $0.closes += 1 }
+        }
         return 0
     }
 
@@ -180,6 +200,7 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     }
 
     func ioctl(_ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
+        if descriptor == Self.metadataDescriptor { return metadataIoctl(request, argument) }
         switch request {
         case CV4L2_VIDIOC_QUERYCAP():
             let capability = argument.assumingMemoryBound(to: v4l2_capability.self)
@@ -254,6 +275,43 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             }
         case CV4L2_VIDIOC_DQBUF():
             return dequeue(argument.assumingMemoryBound(to: v4l2_buffer.self))
+        default:
+            return fail(ENOTTY)
+        }
+        return 0
+    }
+
+    /// A UVC metadata node as uvcvideo's answers it, up to its stream: then it never has a
+    /// buffer ready.
+    private func metadataIoctl(_ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
+        switch request {
+        case CV4L2_VIDIOC_QUERYCAP():
+            let capability = argument.assumingMemoryBound(to: v4l2_capability.self)
+            let capabilities = UInt32(V4L2_CAP_META_CAPTURE | V4L2_CAP_STREAMING)
+            capability.pointee.capabilities = capabilities | UInt32(V4L2_CAP_DEVICE_CAPS)
+            capability.pointee.device_caps = capabilities
+        case CV4L2_VIDIOC_G_FMT(), CV4L2_VIDIOC_S_FMT():
+            argument.assumingMemoryBound(to: v4l2_format.self).pointee.fmt.meta.dataformat = UVCMetadataStream.uvcFormat
+        case CV4L2_VIDIOC_REQBUFS():
+            let request = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
+            request.pointee.count = min(request.pointee.count, 4)
+        case CV4L2_VIDIOC_QUERYBUF():
+            let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
+            buffer.pointee.length = 1_024
+            buffer.pointee.m.offset = 1 << 20 + buffer.pointee.index * 1_024
+        case CV4L2_VIDIOC_QBUF():
+            let index = argument.assumingMemoryBound(to: v4l2_buffer.self).pointee.index
+            let queued = state.withLock { $0.metadataQueued.insert(index).inserted }
+            if !queued { return fail(EINVAL) }
+        case CV4L2_VIDIOC_STREAMON(): state.withLock { $0.metadataStreaming = true }
+        case CV4L2_VIDIOC_STREAMOFF():
+            state.withLock {
+                $0.metadataStreaming = false
+                $0.metadataQueued.removeAll()
+            }
+        case CV4L2_VIDIOC_DQBUF():
+            state.withLock { $0.metadataDequeues += 1 }
+            return fail(EAGAIN)
         default:
             return fail(ENOTTY)
         }

@@ -16,7 +16,8 @@ import SyncField
 ///
 /// A camera that reports its own start of exposure (a UVC camera's PTS, through its metadata
 /// node) adds `exposure_start_ns` and `exposure_uncertainty_ns`, whichever instant `capture_ns`
-/// is.
+/// is; with `stamp=exposure-middle`, `exposure_time_ns`, the exposure time its middle was taken
+/// with (the camera's, followed while it records).
 ///
 /// It also holds every value of the frame's timestamp line (`capture_ns`, `frame_number`,
 /// `uncertainty_ns`; the rest is the session's), so `fieldcap recover` can write back the lines a
@@ -83,6 +84,10 @@ public final class FrameLog {
             line.appendJSONNumber(record.exposureStartNs)
             line.append(#","exposure_uncertainty_ns":"#)
             line.appendJSONNumber(record.exposureUncertaintyNs)
+        }
+        if record.exposureTimeNs != 0 {
+            line.append(#","exposure_time_ns":"#)
+            line.appendJSONNumber(record.exposureTimeNs)
         }
         line.append("}\n")
         lastLine.removeAll(keepingCapacity: true)

@@ -1,6 +1,6 @@
 #!/bin/bash
-# rig-timeout: 120
-# rig-share: 45
+# rig-timeout: 160
+# rig-share: 60
 # A USB camera's own start and middle of exposure (#47): the UVC gadget puts each frame's PTS
 # (the time its feeder queued it, CLOCK_MONOTONIC in 48 MHz ticks) and clock references (SCR: the
 # same clock and the USB frame counter) in its payload headers; uvcvideo passes them through the
@@ -16,7 +16,9 @@
 # fast and its 32-bit count wraps in the recording; the model must find the rate, cross the wrap,
 # and use dummy_hcd's frame numbers (the millisecond within the second, on both sides) to bound
 # each frame's transit. Then vivid: refused for exposure-middle, the kernel's time for
-# exposure-start, each saying why.
+# exposure-start, each saying why. Last, the same camera on auto exposure (the feeder changes
+# its exposure time every 12 frames through 3 to 20 ms, as a camera following the light does):
+# fieldcap follows it, and each frame's middle lies within its bound of the feeder's truth.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
@@ -25,8 +27,9 @@ fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 work=$FIELDCAP_TEST_TMP/uvc-exposure
 mkdir -p "$work"
 uvc_gadget_modules 2
-# With an exposure time control (bmControls bit 3), which the feeder answers and logs.
-uvc_gadget_create fieldcap-exposure fc-e-0001 8
+# With an auto-exposure mode and an exposure time control (bmControls bits 1 and 3), which the
+# feeder answers and logs.
+uvc_gadget_create fieldcap-exposure fc-e-0001 10
 params=/sys/module/usb_f_uvc/parameters
 trap 'set +e; echo 0 >$params/clock_ppm; echo 0 >$params/clock_offset_us; uvc_gadget_remove fieldcap-exposure' EXIT
 cam=$(uvc_gadget_plug fieldcap-exposure 0 "$work/feeder.log")
@@ -47,9 +50,10 @@ grep -qx "exposure 50" "$work/feeder.log" || { echo "FAIL: the feeder was not se
 import json, statistics, sys
 import os
 sys.path.insert(0, os.environ["FIELDCAP_REPO"] + "/Tests/KernelRig/tools")
-from uvc_check import feeder_log, identities
+from uvc_check import feeder_log, identities, pts_read
 session, feeder, wrap_mono_ns = sys.argv[1], sys.argv[2], int(sys.argv[3])
 made, queued, _ = feeder_log(feeder)
+pts = pts_read(feeder)
 frames = [json.loads(line) for line in open(f"{session}/cam.frames.ndjson")]
 stamps = [json.loads(line) for line in open(f"{session}/cam.timestamps.jsonl")]
 seen = list(identities(f"{session}/cam.mkv", 320, 240))
@@ -71,8 +75,9 @@ for (number, _, valid), frame, stamp in zip(seen, frames, stamps):
         continue
     # The frame's own PTS (matched by the number in its pixels): the feeder read CLOCK_MONOTONIC
     # for it just before its RAW reading at the queue, and the gadget truncates it to a µs.
-    truth = queued[number]
-    if not truth - 50_000 - bound <= t <= truth + bound:
+    # The PTS was read between two RAW readings (the gadget truncates it to a µs).
+    earliest, truth = pts[number]
+    if not earliest - 1_000 - bound <= t <= truth + bound:
         fails.append(f"frame {frame['frame_number']} (the feeder's {number}): {(t - truth) / 1e3:+.1f} µs from its"
                      f" queue, bound {bound / 1e3:.1f} µs")
     errors.append(t - truth)
@@ -117,3 +122,54 @@ status=0
 grep -q "capture_ns: the kernel's time (stamp=exposure-start, but the camera has no metadata node)" \
 	"$work/vivid-start.stderr" || { cat "$work/vivid-start.stderr"; echo "FAIL: exposure-start on vivid"; exit 1; }
 
+# Auto exposure: the camera chooses each frame's exposure time; fieldcap follows it.
+echo 0 >$params/clock_ppm
+echo 0 >$params/clock_offset_us
+session=$work/auto
+"$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam,ctrl.auto_exposure=0,stamp=exposure-middle" \
+	--duration 5s --out "$session" 2>"$work/auto.stderr"
+grep -q "half of its exposure time, which its auto exposure chooses: followed" "$work/auto.stderr" \
+	|| { cat "$work/auto.stderr"; echo "FAIL: the start line does not say the exposure is followed"; exit 1; }
+grep -qx "ae_mode 2" "$work/feeder.log" || { echo "FAIL: the feeder was not set to auto exposure"; exit 1; }
+"$fieldcap" validate -q "$session"
+/usr/bin/python3 - "$session" "$work/feeder.log" <<'PY'
+import bisect, json, os, statistics, sys
+sys.path.insert(0, os.environ["FIELDCAP_REPO"] + "/Tests/KernelRig/tools")
+from uvc_check import feeder_log, identities, pts_read
+session, feeder = sys.argv[1], sys.argv[2]
+made, queued, _ = feeder_log(feeder)
+pts = pts_read(feeder)
+# The exposure each feeder frame had: the feeder's own changes, frame by frame.
+changes = [(int(w[1]), int(w[2]) * 100_000) for w in (line.split() for line in open(feeder)) if w[0] == "exposure_auto"]
+frames = [json.loads(line) for line in open(f"{session}/cam.frames.ndjson")]
+stamps = [json.loads(line) for line in open(f"{session}/cam.timestamps.jsonl")]
+seen = list(identities(f"{session}/cam.mkv", 320, 240))
+exposure = json.load(open(f"{session}/fieldcap.json"))["streams"][0]["v4l2"]["exposure"]
+followed = exposure.get("exposure_followed", {})
+fails, errors, bounds, exact = [], [], [], 0
+for (number, _, valid), frame, stamp in zip(seen, frames, stamps):
+    if "exposure_start_ns" not in frame or not valid or number not in queued: continue
+    at = bisect.bisect_right([c[0] for c in changes], number) - 1
+    if at < 0: continue  # before the feeder's first change of its own
+    earliest, latest = pts[number]
+    truth = latest + changes[at][1] // 2
+    middle, bound = stamp["capture_ns"], stamp["uncertainty_ns"]
+    # The PTS read between two RAW readings and truncated to a µs (as in the fixed part).
+    if not earliest + changes[at][1] // 2 - 1_000 - bound <= middle <= truth + bound:
+        fails.append(f"frame {frame['frame_number']} (the feeder's {number}, {changes[at][1] / 1e6:.1f} ms): "
+                     f"{(middle - truth) / 1e3:+.1f} µs from the middle of its exposure, bound {bound / 1e3:.1f} µs")
+    exact += frame.get("exposure_time_ns") == changes[at][1]
+    errors.append(middle - truth)
+    bounds.append(bound)
+print(f"auto exposure: {len(changes)} changes by the feeder, {followed}; {len(errors)} frames checked, "
+      f"{exact} with the feeder's exposure time exactly; error median "
+      f"{statistics.median(errors) / 1e3:+.1f} µs ({min(errors) / 1e3:+.1f} to {max(errors) / 1e3:+.1f}), "
+      f"bound median {statistics.median(bounds) / 1e3:.1f} µs, max {max(bounds) / 1e3:.1f} µs" if errors else "none")
+if exposure.get("auto_exposure") is not True: fails.append("the sidecar does not say auto exposure")
+if len(errors) < 40: fails.append(f"only {len(errors)} frames with an exposure middle to check")
+if followed.get("changes", 0) < 3: fails.append(f"fieldcap saw {followed.get('changes')} changes of the exposure time")
+if exact < len(errors) * 0.7: fails.append(f"only {exact} of {len(errors)} frames took the feeder's exposure time")
+for f in fails[:10]: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+echo "PASS: the exposure stamps, fixed and followed"

@@ -17,11 +17,16 @@
  *
  * LOG gets one line per event, for the test to hold fieldcap's recording against:
  *   stream KIND WIDTH HEIGHT INTERVAL_100NS     the host committed a mode and started a stream
- *   queued FRAME RAW_NS BYTES QBUF_NS           frame FRAME, made at RAW_NS (the reading in its
- *                                               pixels), handed to the gadget at QBUF_NS
+ *   queued FRAME RAW_NS BYTES QBUF_NS PTS_NS    frame FRAME, made at RAW_NS (the reading in its
+ *                                               pixels), handed to the gadget at QBUF_NS; its
+ *                                               PTS read between PTS_NS and QBUF_NS (RAW)
  *   sent FRAME RAW_NS                           the gadget gave its buffer back (sent or dropped)
  *   late RAW_NS                                 a frame time passed with no buffer free
  *   exposure UNITS                              the host set the exposure time (100 us units)
+ *   ae_mode MODE                                the host set the auto-exposure mode (1 manual,
+ *                                               2 auto: UVC's bitmap)
+ *   exposure_auto FRAME UNITS                   on auto exposure, the feeder chose this time from
+ *                                               frame FRAME on (it changes every 12 frames)
  *   stop REASON                                 the stream ended (streamoff, disconnect)
  *
  * Frames are paced by the committed interval on CLOCK_MONOTONIC_RAW, as a sensor's are. Each
@@ -121,6 +126,16 @@ static int last_selector;
 static uint32_t exposure_units = 100;
 static int exposure_set_pending;
 
+/*
+ * Its auto-exposure mode (UVC_CT_AE_MODE_CONTROL, bmControls bit 1), manual (1, the default) or
+ * auto (2): on auto the feeder changes the exposure time itself, as a camera following the light
+ * does, through a fixed cycle of times, just before the frame that first has it. What the host
+ * reads (GET_CUR) is the time now, as a real camera's auto-updated control.
+ */
+static uint8_t ae_mode = 1;
+static int ae_mode_set_pending;
+static const uint32_t auto_cycle[] = {50, 120, 80, 200, 30, 150};
+
 static void fill_control(struct uvc_streaming_control *control, size_t format, size_t frame, size_t interval) {
 	memset(control, 0, sizeof(*control));
 	control->bmHint = 1;
@@ -200,10 +215,24 @@ static void answer_setup(const struct usb_ctrlrequest *request) {
 		case UVC_GET_RES: value = 1; break;
 		case UVC_GET_DEF: value = 100; break;
 		case UVC_GET_LEN: value = 4; response.length = 2; break;
-		case UVC_GET_INFO: value = 3; response.length = 1; break; /* GET and SET */
+		/* GET, SET and autoupdate (D3): the camera may change it itself (auto exposure), so
+		 * uvcvideo asks for it at every read rather than keeping the value it set. */
+		case UVC_GET_INFO: value = 0x0b; response.length = 1; break;
 		default: response.length = -EL2HLT;
 		}
 		memcpy(response.data, &value, 4);
+	} else if ((request->bRequestType & USB_TYPE_MASK) == USB_TYPE_CLASS && interface == 0
+		   && (request->wIndex >> 8) == CAMERA_TERMINAL && selector == UVC_CT_AE_MODE_CONTROL) {
+		response.length = 1;
+		switch (request->bRequest) {
+		case UVC_SET_CUR: ae_mode_set_pending = 1; break;
+		case UVC_GET_CUR: response.data[0] = ae_mode; break;
+		case UVC_GET_RES: response.data[0] = 0x03; break; /* manual and auto */
+		case UVC_GET_DEF: response.data[0] = 1; break;
+		case UVC_GET_LEN: response.data[0] = 1; response.length = 2; break;
+		case UVC_GET_INFO: response.data[0] = 3; break; /* GET and SET */
+		default: response.length = -EL2HLT;
+		}
 	} else if ((request->bRequestType & USB_TYPE_MASK) == USB_TYPE_CLASS && interface == 0
 		   && (request->wIndex >> 8) == 0 && selector == UVC_VC_REQUEST_ERROR_CODE_CONTROL
 		   && request->bRequest == UVC_GET_CUR) {
@@ -315,15 +344,24 @@ static uint32_t render(void *memory, size_t length, uint32_t frame, int64_t raw_
 }
 
 static void queue_frame(int index) {
-	int64_t raw = now_ns(CLOCK_MONOTONIC_RAW);
 	uint32_t frame = next_frame++;
+	if (ae_mode == 2 && frame % 12 == 0) {
+		uint32_t units = auto_cycle[frame / 12 % (sizeof(auto_cycle) / sizeof(auto_cycle[0]))];
+		if (units != exposure_units) {
+			exposure_units = units;
+			fprintf(logfile, "exposure_auto %u %u\n", frame, units);
+		}
+	}
+	int64_t raw = now_ns(CLOCK_MONOTONIC_RAW);
 	struct v4l2_buffer buffer;
 	memset(&buffer, 0, sizeof(buffer));
 	buffer.type = V4L2_BUF_TYPE_VIDEO_OUTPUT;
 	buffer.memory = V4L2_MEMORY_MMAP;
 	buffer.index = index;
 	buffer.bytesused = render(stream.memory[index], stream.length[index], frame, raw);
-	/* The gadget sends this as the frame's PTS (CLOCK_MONOTONIC, as a camera's own clock). */
+	/* The gadget sends this as the frame's PTS (CLOCK_MONOTONIC, as a camera's own clock),
+	 * read between two CLOCK_MONOTONIC_RAW readings: the PTS's instant lies between them. */
+	int64_t before = now_ns(CLOCK_MONOTONIC_RAW);
 	int64_t mono = now_ns(CLOCK_MONOTONIC);
 	buffer.timestamp.tv_sec = mono / 1000000000;
 	buffer.timestamp.tv_usec = mono % 1000000000 / 1000;
@@ -335,7 +373,8 @@ static void queue_frame(int index) {
 	}
 	stream.free_[index] = 0;
 	stream.frame_of[index] = frame;
-	fprintf(logfile, "queued %u %lld %u %lld\n", frame, (long long)raw, buffer.bytesused, (long long)handed);
+	fprintf(logfile, "queued %u %lld %u %lld %lld\n", frame, (long long)raw, buffer.bytesused, (long long)handed,
+		(long long)before);
 }
 
 static void stream_off(const char *reason) {
@@ -386,6 +425,13 @@ static void handle_events(void) {
 			answer_setup(&uvc->req);
 			break;
 		case UVC_EVENT_DATA: {
+			if (ae_mode_set_pending) {
+				ae_mode_set_pending = 0;
+				if (uvc->data.length >= 1 && (uvc->data.data[0] == 1 || uvc->data.data[0] == 2))
+					ae_mode = uvc->data.data[0];
+				fprintf(logfile, "ae_mode %u\n", ae_mode);
+				break;
+			}
 			if (exposure_set_pending) {
 				exposure_set_pending = 0;
 				uint32_t units = 0;

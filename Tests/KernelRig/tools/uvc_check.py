@@ -39,6 +39,17 @@ def identities(video, width, height):
         yield frame, clock, valid
 
 
+def pts_read(path):
+    """Each frame's PTS reading as the feeder logged it: between two CLOCK_MONOTONIC_RAW readings
+    (earliest, latest)."""
+    read = {}
+    for line in open(path):
+        words = line.split()
+        if words[0] == "queued" and len(words) > 5:
+            read[int(words[1])] = (int(words[5]), int(words[4]))
+    return read
+
+
 def feeder_log(path):
     made, queued, sent = {}, {}, {}
     for line in open(path):

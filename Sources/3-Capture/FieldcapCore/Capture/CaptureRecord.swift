@@ -18,6 +18,8 @@ public struct CaptureRecord: BitwiseCopyable {
     /// instant mapped into `CLOCK_MONOTONIC_RAW`, and its bound; 0 when the frame has none.
     public var exposureStartNs: UInt64 = 0
     public var exposureUncertaintyNs: UInt64 = 0
+    /// The exposure time taken for the frame's middle (`stamp=exposure-middle`), 0 otherwise.
+    public var exposureTimeNs: UInt64 = 0
     /// The device's flags for the frame (V4L2 buffer flags), 0 for samples.
     public var flags: UInt32 = 0
     /// Frames: the source buffer holding the bytes (handed back after writing); -1 for samples.

@@ -80,24 +80,64 @@ extension V4L2Camera {
     /// `exposure_time_absolute`'s unit (V4L2: 100 µs): the exposure time is known to half of it.
     static let exposureStepNs: UInt64 = 100_000
 
-    /// The exposure time a camera keeps, for `stamp=exposure-middle`: `exposure_time_absolute`,
-    /// with its auto exposure (if it has one) set to manual.
+    /// The exposure time at setup, for `stamp=exposure-middle`, and whether the camera chooses it
+    /// (its auto exposure is on: `auto_exposure` other than 1, manual).
     ///
-    /// - Throws: `V4L2Error` saying what to set, when the camera does not report its exposure
-    ///   time or may change it on its own.
-    static func fixedExposureTimeNs(of device: V4L2Device) throws(V4L2Error) -> UInt64 {
-        func refuse(_ why: String) -> V4L2Error {
-            V4L2Error(
-                code: .unsupported, device: device.path, operation: "stamp=exposure-middle",
-                hint: "\(why); use stamp=exposure-start, or stamp=kernel")
-        }
-        // exposure_auto: 1 is manual (V4L2_EXPOSURE_MANUAL); any other mode changes the time.
-        if let mode = device.controlValue("auto_exposure") ?? device.controlValue("exposure_auto"), mode != 1 {
-            throw refuse("its exposure is automatic (auto_exposure=\(mode)): set ctrl.auto_exposure=1 (manual)")
-        }
+    /// - Throws: `V4L2Error` saying what to use instead, when the camera does not report its
+    ///   exposure time.
+    static func exposureTime(of device: V4L2Device) throws(V4L2Error) -> (ns: UInt64, isAuto: Bool) {
         guard let units = device.controlValue("exposure_time_absolute"), units > 0 else {
-            throw refuse("it does not report its exposure time (no exposure_time_absolute control)")
+            throw V4L2Error(
+                code: .unsupported, device: device.path, operation: "stamp=exposure-middle",
+                hint: "it does not report its exposure time (no exposure_time_absolute control); "
+                    + "use stamp=exposure-start, or stamp=kernel")
         }
-        return UInt64(units) * exposureStepNs
+        let mode = device.controlValue("auto_exposure") ?? device.controlValue("exposure_auto")
+        return (UInt64(units) * exposureStepNs, mode.map { $0 != 1 } ?? false)
+    }
+
+    /// With `stamp=exposure-middle`, the exposure time followed while the camera streams: twice a
+    /// frame period on auto exposure, once a second when fixed (a program may still set it).
+    func startExposureWatch() -> ExposureWatch? {
+        guard stamp == .exposureMiddle, let id = device.controlID("exposure_time_absolute") else { return nil }
+        let periodNs = exposureIsAuto ? UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30)) : 2_000_000_000
+        let reader = ControlReader(device: device, id: id)
+        let watch = ExposureWatch(device: device.path, unitNs: Self.exposureStepNs, periodNs: periodNs) {
+            reader.read()
+        }
+        watch.start()
+        return watch
+    }
+
+    /// The stream ended: the watch stops, its figures are kept for the sidecar.
+    func stopExposureWatch(_ watch: ExposureWatch?) {
+        guard let watch else { return }
+        watch.finish()
+        let figures = watch.figures
+        exposureFollowed.readings += figures.readings
+        exposureFollowed.failures += figures.failures
+        exposureFollowed.changes += figures.changes
+        exposureFollowed.minimumNs = min(exposureFollowed.minimumNs, figures.minimumNs)
+        exposureFollowed.maximumNs = max(exposureFollowed.maximumNs, figures.maximumNs)
+        exposureFollowed.framesAtAChange += figures.framesAtAChange
+        exposureFollowed.framesAheadOfReadings += figures.framesAheadOfReadings
+        exposureFollowed.lastError = figures.lastError ?? exposureFollowed.lastError
+        exposureFollowed.cachedReadings += figures.cachedReadings
+        // On auto exposure a value read from uvcvideo's cache is the one it last had, not the
+        // camera's choice: said, since the middles then assume it.
+        if exposureIsAuto && figures.readings > 10 && figures.cachedReadings * 10 >= figures.readings * 9 {
+            metadataNotes.append(
+                "\(device.path): exposure_time_absolute was answered from uvcvideo's cache (in under 20 µs), not by "
+                    + "the camera, which does not mark it auto-update: the exposure its auto exposure chose is not "
+                    + "seen, and the middles take the value last read")
+        }
+    }
+
+    /// A control read from the watch's thread: the device is used by the capture thread too,
+    /// which the kernel allows (each ioctl on its own).
+    private struct ControlReader: @unchecked Sendable {
+        let device: V4L2Device
+        let id: UInt32
+        func read() -> Result<Int64, Errno> { device.readControl(id) }
     }
 }

@@ -145,8 +145,11 @@ extension V4L2Camera {
     /// For the start line: where the start of exposure comes from, or why it does not.
     var exposureSummary: String {
         let middle =
-            "the middle of the camera's exposure (its PTS and half of its fixed exposure time, "
-            + "\(cFormat("%.1f", Double(exposureTimeNs) / 1e6)) ms)"
+            exposureIsAuto
+            ? "the middle of the camera's exposure (its PTS and half of its exposure time, which its auto "
+                + "exposure chooses: followed, \(cFormat("%.1f", Double(exposureTimeNs) / 1e6)) ms at the start)"
+            : "the middle of the camera's exposure (its PTS and half of its fixed exposure time, "
+                + "\(cFormat("%.1f", Double(exposureTimeNs) / 1e6)) ms)"
         switch (stamp, metadata) {
         case (.exposureStart, let metadata?):
             return ", capture_ns: the camera's start of exposure (its PTS, through \(metadata.path))"
@@ -170,7 +173,9 @@ extension V4L2Camera {
             "capture_ns":
                 (stamp == .exposureMiddle
                 ? "the middle of the camera's exposure: its start (below) plus half the exposure time the camera"
-                    + " keeps (exposure_time_absolute, read at setup; auto exposure off). Its start: " : "")
+                    + " had as the frame began (exposure_time_absolute, followed while recording: read twice a"
+                    + " frame period on auto exposure, once a second when fixed; exposure_time_ns in the"
+                    + " frame log). Its start: " : "")
                 + "the camera's start of exposure: the PTS of the frame's first payload (UVC), mapped from the camera's"
                 + " clock to CLOCK_MONOTONIC through the payload headers' clock references and the USB frame"
                 + " counter, then into CLOCK_MONOTONIC_RAW by the clock pairs read at every dequeue; frames without"
@@ -178,8 +183,9 @@ extension V4L2Camera {
             "uncertainty_ns":
                 "what every recent clock reference allows for the PTS (each received after it was sent, within its"
                 + " frames in transit; carried at the fitted rate, widened by three times the rate's error), plus"
-                + " the MONOTONIC to RAW mapping's bound (and half the exposure time's unit, 50 µs, for the"
-                + " middle); the camera's own latency between exposure and PTS is its own",
+                + " the MONOTONIC to RAW mapping's bound (and for the middle: half the exposure time's unit,"
+                + " 50 µs, and where the readings around the frame's start differ, a quarter of their"
+                + " difference); the camera's own latency between exposure and PTS is its own",
         ]
     }
 
@@ -191,11 +197,27 @@ extension V4L2Camera {
             "frames_without_exposure": JSONValue(framesWithoutExposure),
             "frames_held_back": JSONValue(framesHeldBack),
             "exposure_time_ns": JSONValue(exposureTimeNs),
+            "auto_exposure": JSONValue(exposureIsAuto),
             "notes": .array(metadataNotes.map { .string($0) }),
         ]
         if let metadata {
             fields["metadata_node"] = .string(metadata.path)
             fields["damaged_buffers"] = JSONValue(metadata.damagedBuffers)
+        }
+        if stamp == .exposureMiddle {
+            let followed = exposureFollowed
+            var entry: [String: JSONValue] = [
+                "readings": JSONValue(followed.readings), "failed_readings": JSONValue(followed.failures),
+                "changes": JSONValue(followed.changes), "frames_at_a_change": JSONValue(followed.framesAtAChange),
+                "frames_ahead_of_readings": JSONValue(followed.framesAheadOfReadings),
+                "cached_readings": JSONValue(followed.cachedReadings),
+            ]
+            if followed.maximumNs > 0 {
+                entry["minimum_ns"] = JSONValue(followed.minimumNs)
+                entry["maximum_ns"] = JSONValue(followed.maximumNs)
+            }
+            if let error = followed.lastError { entry["last_error"] = .string("\(error)") }
+            fields["exposure_followed"] = .object(entry)
         }
         if let health {
             fields["clock_references"] = JSONValue(health.references)

@@ -96,7 +96,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     public let appliedControls: [(name: String, asked: Int64, granted: Int64)]
     /// The open camera; replaced when it comes back after an unplug (capture thread, while the
     /// writer holds none of its buffers).
-    private var device: V4L2Device
+    private(set) var device: V4L2Device
     let calls: any DeviceCalls
     private let controls: [(name: String, value: Int64)]
     let rejoinPolicy: RejoinPolicy?
@@ -164,8 +164,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     private let requeueFailure = Atomic<Int32>(0)
     /// Which instant `capture_ns` is.
     public let stamp: Stamp
-    /// `stamp=exposure-middle`: the exposure time the camera keeps, read at setup (0 otherwise).
+    /// `stamp=exposure-middle`: the exposure time read at setup (0 otherwise), and whether the
+    /// camera chooses it (auto exposure): then it is followed twice a frame, else once a second.
     public let exposureTimeNs: UInt64
+    let exposureIsAuto: Bool
+    /// The exposure followed (`ExposureWatch`) in each stream so far, summed.
+    var exposureFollowed = ExposureWatch.Figures()
     let metadataNode: (@Sendable (String) -> String?)?
     /// The camera's metadata node while it is read (capture thread once running).
     var metadata: UVCMetadataStream?
@@ -210,7 +214,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             applied.append((name, value, try device.setControl(name, to: value)))
         }
         appliedControls = applied
-        exposureTimeNs = options.stamp == .exposureMiddle ? try Self.fixedExposureTimeNs(of: device) : 0
+        (exposureTimeNs, exposureIsAuto) =
+            options.stamp == .exposureMiddle ? try Self.exposureTime(of: device) : (0, false)
         let (stream, note) = Self.openMetadataStream(beside: path, finder: options.metadataNode, calls: calls)
         metadata = stream
         metadataNotes = note.map { [$0] } ?? []
@@ -401,6 +406,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         startMetadata()
         try device.call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON(), &type)
         defer { _ = node.ioctl(CV4L2_VIDIOC_STREAMOFF(), &type) }
+        let watch = startExposureWatch()
+        defer { stopExposureWatch(watch) }
 
         // Every dequeue reads a clock pair a few ms after the kernel stamped the frame, so a
         // change of CLOCK_MONOTONIC's rate (an NTP update) is seen at the next frame. A frame
@@ -411,9 +418,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             ClockPairReader.hostSample(CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
         var record = CaptureRecord()
         var held: CaptureRecord?
+        /// A frame stamped at the middle of its exposure, waiting for a reading of the exposure
+        /// time after its start (`ExposureWatch`): until the next frame at most.
+        var awaitingExposure: CaptureRecord?
         defer {
             // The stream ends: a frame still waiting takes the bound that covers the change.
             if var last = held, let mapped = tracker.mapNow(last.deviceNs) { pushMapped(&last, mapped, into: ring) }
+            if var last = awaitingExposure { pushExposureStamped(&last, watch: watch, into: ring) }
         }
         var firstSequence: UInt32?
         var lastSequence: UInt32 = 0
@@ -426,7 +437,8 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                 // With every buffer at the writer or held for the next clock pair (a disk slower
                 // than the video, or stalled), the camera has nowhere to put a frame: it skips
                 // them (sequence gaps), it has not stalled.
-                if buffersAtWriter.load(ordering: .relaxed) + (held != nil ? 1 : 0) >= buffers.count {
+                let waiting = (held != nil ? 1 : 0) + (awaitingExposure != nil ? 1 : 0)
+                if buffersAtWriter.load(ordering: .relaxed) + waiting >= buffers.count {
                     lastFrame = MonotonicClock.now()
                 } else {
                     throw DeviceError.stalled(device: device.path, timeoutNs: stallTimeoutNs, what: "frame")
@@ -502,6 +514,12 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
             // is kept (so frame_number stays the index in the video) and counted.
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { errorFlaggedFrames += 1 }
             readExposure(into: &record, sequence: buffer.sequence)
+            // A frame waiting for its exposure time's readings goes before this one, with what
+            // the watch has read by now.
+            if var waiting = awaitingExposure {
+                awaitingExposure = nil
+                pushExposureStamped(&waiting, watch: watch, into: ring)
+            }
             if stamp == .dequeue {
                 if var waiting = held, let mapped = tracker.mapNow(waiting.deviceNs) {
                     held = nil
@@ -519,19 +537,13 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                         held = nil
                         pushMapped(&waiting, mapped, into: ring)
                     }
-                    framesWithExposure += 1
-                    // Frames stamped with the kernel's later instant (before the model could map,
-                    // or without metadata) may lie after this exposure start: capture_ns never
-                    // goes back, so this frame takes the next nanosecond, its bound widened to
-                    // reach its exposure start. The stamps catch up within a few frames.
-                    let instant = record.exposureStartNs + exposureTimeNs / 2
-                    let earliest = lastCapture + 1
-                    record.captureNs = max(instant, earliest)
-                    record.uncertaintyNs =
-                        record.exposureUncertaintyNs + (record.captureNs - instant)
-                        + (exposureTimeNs > 0 ? Self.exposureStepNs / 2 : 0)
-                    if record.captureNs > instant { framesHeldBack += 1 }
-                    push(record, into: ring)
+                    // The middle needs the exposure time the camera had as the frame began: a frame
+                    // the watch has not read past yet waits for the next frame (one at most).
+                    if let watch, !watch.hasReading(after: record.exposureStartNs) {
+                        awaitingExposure = record
+                        continue
+                    }
+                    pushExposureStamped(&record, watch: watch, into: ring)
                     continue
                 }
                 framesWithoutExposure += 1
@@ -615,6 +627,30 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         record.captureNs = UInt64(mapped.rawNs)
         // timeval truncates the kernel's time to a microsecond; the mapping adds its own bound.
         record.uncertaintyNs = 1_000 + UInt64(mapped.uncertaintyNs)
+        push(record, into: ring)
+    }
+
+    /// Pushes a frame stamped at its exposure start or middle. Frames stamped with the kernel's
+    /// later instant (before the model could map, or without metadata) may lie after this
+    /// exposure start: capture_ns never goes back, so this frame takes the next nanosecond, its
+    /// bound widened to reach its instant (`framesHeldBack`); the stamps catch up within a few
+    /// frames. The middle: half the exposure time the camera had as the frame began (followed:
+    /// between the readings around its start, half their spread added to its bound).
+    private func pushExposureStamped(
+        _ record: inout CaptureRecord, watch: ExposureWatch?, into ring: SPSCRing<CaptureRecord>
+    ) {
+        framesWithExposure += 1
+        var exposure = (timeNs: exposureTimeNs, halfSpreadNs: UInt64(0))
+        if let watch, let followed = watch.exposure(startingAt: record.exposureStartNs) { exposure = followed }
+        if stamp != .exposureMiddle { exposure = (0, 0) }
+        record.exposureTimeNs = exposure.timeNs
+        let instant = record.exposureStartNs + exposure.timeNs / 2
+        let earliest = lastCapture + 1
+        record.captureNs = max(instant, earliest)
+        record.uncertaintyNs =
+            record.exposureUncertaintyNs + (record.captureNs - instant)
+            + (exposure.timeNs > 0 ? Self.exposureStepNs / 2 + exposure.halfSpreadNs / 2 : 0)
+        if record.captureNs > instant { framesHeldBack += 1 }
         push(record, into: ring)
     }
 

@@ -1,4 +1,5 @@
 import CV4L2
+import FieldcapSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -84,6 +85,17 @@ extension V4L2Device {
         var reading = v4l2_control(id: control.id, value: 0)
         try call("VIDIOC_G_CTRL \(name)", CV4L2_VIDIOC_G_CTRL(), &reading)
         return Int64(reading.value)
+    }
+
+    /// The id of the control called `name`, for `readControl`; nil when the camera has none.
+    public func controlID(_ name: String) -> UInt32? { controls().first(where: { $0.name == name })?.id }
+
+    /// The control's value now (`VIDIOC_G_CTRL`), or the errno. A UVC camera answers over USB:
+    /// milliseconds, more from a camera in trouble, so never on a capture thread.
+    public func readControl(_ id: UInt32) -> Result<Int64, Errno> {
+        var reading = v4l2_control(id: id, value: 0)
+        if let error = node.ioctl(CV4L2_VIDIOC_G_CTRL(), &reading) { return .failure(error) }
+        return .success(Int64(reading.value))
     }
 
     /// The value of the control called `name` (`VIDIOC_G_CTRL`); nil when the camera has no
