@@ -163,12 +163,14 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     /// `delay=MS`: how late a turning synthetic camera's stamps are, in seconds (`delay=7.5ms`,
-    /// `delay=-20ms`).
+    /// `delay=-20ms`). Up to two minutes either way: frames rendered ahead (`delay=-30000ms`
+    /// shows the turn 30 s in the future) can be played into a real driver's loopback at the
+    /// instant they show, as the kernel rig's vivid test does.
     public func delay() throws(PlanError) -> Double? {
         guard let text = options["delay"] else { return nil }
         let number = text.hasSuffix("ms") ? String(text.dropLast(2)) : text
-        guard let value = Double(number), value.isFinite, abs(value) <= 1000 else {
-            throw problem("delay '\(text)' must be milliseconds from -1000ms to 1000ms, e.g. delay=7.5ms")
+        guard let value = Double(number), value.isFinite, abs(value) <= 120_000 else {
+            throw problem("delay '\(text)' must be milliseconds from -120000ms to 120000ms, e.g. delay=7.5ms")
         }
         return value / 1000
     }

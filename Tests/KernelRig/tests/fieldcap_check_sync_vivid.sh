@@ -1,0 +1,97 @@
+#!/bin/bash
+# rig-timeout: 240
+# rig-share: 60
+# `fieldcap check-sync` on frames a real V4L2 driver delivered (#47): vivid's S-Video loopback
+# (one instance with a capture and an output node; input 2 connected to output 0, PAL, no OSD
+# text) passes each frame written to its output through its capture node, scaled to 720x576. The frames are a
+# synthetic turning camera's rendered 30 s ahead (delay=-30000ms), each written at the instant
+# its scene shows (tools/vivid_loopback.py), while fieldcap records the capture node beside a
+# synthetic gyroscope that turns as the scene does. Each frame carries its number in its pixels,
+# so every captured frame's true lag (its capture_ns against the instant its scene shows) is
+# known; check-sync must find their mean within 4 ms (a tenth of vivid's 40 ms frame period),
+# refuse nothing, and its peer method is printed beside it. vivid is reloaded as the other tests
+# have it afterwards.
+set -euo pipefail
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+tools=$FIELDCAP_REPO/Tests/KernelRig/tools
+restore() {
+	set +e
+	rmmod vivid 2>/dev/null
+	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
+	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
+}
+trap restore EXIT
+for _ in $(seq 50); do rmmod vivid 2>/dev/null && break; sleep 0.1; done
+modprobe vivid n_devs=1 node_types=0x101
+node() {
+	for n in /sys/class/video4linux/video*; do
+		if [ "$(cat "$n/name")" = "$1" ]; then echo "/dev/${n##*/}"; fi
+	done
+}
+for _ in $(seq 50); do
+	cap=$(node vivid-000-vid-cap) out=$(node vivid-000-vid-out)
+	if [ -n "$cap" ] && [ -n "$out" ]; then break; fi
+	sleep 0.1
+done
+[ -n "$cap" ] && [ -n "$out" ] || { echo "FAIL: vivid's capture and output nodes did not appear"; exit 1; }
+# The scene is rendered at a quarter of PAL's size (a synthetic render of 720x576 falls behind
+# 25 fps under emulation); vivid's output scaler fills the 720x576 picture with it.
+width=720 height=576 small=360x288
+v4l2-ctl -d "$cap" -i 2 -c s_video_000_0_is_connected_to=2 -c osd_text_mode=2 \
+	--set-fmt-video=width=$width,height=$height,pixelformat=GREY,field=interlaced
+v4l2-ctl -d "$out" -o 0 --set-fmt-video-out=width=360,height=288,pixelformat=GREY,field=interlaced
+v4l2-ctl -d "$cap" --get-fmt-video | grep -q "Grey" || { echo "FAIL: the capture node is not GREY"; exit 1; }
+
+work=$FIELDCAP_TEST_TMP/check-sync-vivid
+mkdir -p "$work"
+# The scene, rendered ahead: 6 s of a turning camera at vivid's PAL rate.
+"$fieldcap" --cam synthetic:$small@25,format=GREY,motion=hand,delay=-30000ms,id=scene \
+	--duration 6s --out "$work/rendered" -q
+ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
+session=$work/session
+/usr/bin/python3 "$tools/vivid_loopback.py" "$work/rendered.raw" "$work/rendered/scene.timestamps.jsonl" "$out" \
+	30000000000 360 288 -- \
+	"$fieldcap" --cam "$cap,id=cam,size=${width}x${height},format=GREY" --imu synthetic:400,id=imu,motion=hand \
+	--duration 7500ms --out "$session" -q \
+	>"$work/played.json"
+/usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.pop("shows"); print("played:", p)' \
+	"$work/played.json"
+"$fieldcap" validate -q "$session"
+ffmpeg -v error -i "$session/cam.mkv" -f rawvideo -pix_fmt gray "$work/captured.raw"
+/usr/bin/python3 "$tools/vivid_loopback.py" measure "$work/captured.raw" "$session" \
+	$width $height 2 "$work/played.json" >"$work/truth.json"
+echo "truth: $(cat "$work/truth.json")"
+# The stretch in which played frames came through (the loopback starts a second or so into the
+# recording and ends before it).
+stretch=$(/usr/bin/python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["from_s"], t["to_s"])' \
+	"$work/truth.json")
+set -- $stretch
+"$fieldcap" check-sync "$session" --from "$1" --to "$2" --max-offset 200 --json >"$work/check.json" || true
+"$fieldcap" check-sync "$session" --from "$1" --to "$2" --max-offset 200 || true
+/usr/bin/python3 - "$work/truth.json" "$work/check.json" "$work/played.json" <<'PY'
+import json, sys
+truth, check, played = (json.load(open(p)) for p in sys.argv[1:4])
+fails = []
+if played["recorder_status"] != 0:
+    fails.append(f"fieldcap exited {played['recorder_status']}")
+if truth["named"] < 100:
+    fails.append(f"only {truth['named']} of {truth['captured']} captured frames carry a played frame's number")
+pair = check["pairs"][0]
+found = pair["image_alignment"]
+if "offset_ns" not in found:
+    fails.append(f"check-sync refused: {found}")
+else:
+    error = found["offset_ns"] - truth["lag_mean_ns"]
+    print(f"check-sync {found['offset_ns'] / 1e6:+.2f} ms (confidence {found['confidence']:.2f}), "
+          f"the true lag {truth['lag_mean_ns'] / 1e6:+.2f} ms mean "
+          f"({truth['lag_min_ns'] / 1e6:+.1f} to {truth['lag_max_ns'] / 1e6:+.1f}): error {error / 1e6:+.2f} ms; "
+          f"difference-energy peer: {pair['difference_energy']}")
+    if abs(error) > 4_000_000:
+        fails.append(f"check-sync's offset is {error / 1e6:+.2f} ms from the true mean lag")
+for fail in fails:
+    print("FAIL:", fail)
+sys.exit(1 if fails else 0)
+PY
+echo "PASS: check-sync on frames through vivid's loopback"
