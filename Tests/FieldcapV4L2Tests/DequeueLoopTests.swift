@@ -38,11 +38,13 @@ struct DequeueLoopTests {
         readDuringRun: Bool = true, queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         until: ((ScriptedCameraDriver, Bool) -> Bool)? = nil, rejoin: RejoinPolicy? = nil,
         anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
-        widthAfterReopen: UInt32? = nil, stamp: V4L2Camera.Stamp = .kernel, metadataNode: Bool = false
+        widthAfterReopen: UInt32? = nil, stamp: V4L2Camera.Stamp = .kernel, metadataNode: Bool = false,
+        metadataWithoutClock: Bool = false
     ) throws -> Run {
         let driver = ScriptedCameraDriver(
             script, queueFailure: queueFailure, anotherCameraAfterReopen: anotherCameraAfterReopen,
-            movedAfterReopen: movedAfterReopen, failedReopens: failedReopens, widthAfterReopen: widthAfterReopen)
+            movedAfterReopen: movedAfterReopen, failedReopens: failedReopens, widthAfterReopen: widthAfterReopen,
+            metadataWithoutClock: metadataWithoutClock)
         var options = V4L2Camera.Options(bufferCount: 4, stallTimeoutNs: stallTimeoutNs)
         options.rejoin = rejoin
         options.stamp = stamp
@@ -310,5 +312,19 @@ struct DequeueLoopTests {
         // The camera gone, its metadata node is stopped and closed with it.
         #expect(driver.metadataCloses == 1)
         #expect(!driver.metadataStreaming)
+    }
+
+    @Test("metadata that comes without the camera's clock (no PTS): the frames keep the kernel's time, said once")
+    func metadataWithoutClock() throws {
+        let run = try Self.run(
+            (0..<40).map { Step.frame(sequence: UInt32($0)) }, stamp: .exposureStart, metadataNode: true,
+            metadataWithoutClock: true)
+        #expect(run.error == nil)
+        #expect(run.records.count == 40)
+        #expect(run.records.allSatisfy { $0.exposureStartNs == 0 })
+        let notes = run.camera.metadataNotes
+        #expect(notes.filter { $0.contains("no PTS in the metadata for 30 frames") }.count == 1, "\(notes)")
+        #expect(!notes.contains { $0.contains("(stalled)") }, "buffers came: the node did not stall")
+        #expect(run.camera.framesWithoutExposure == 40)
     }
 }

@@ -75,6 +75,10 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         var metadataStreaming = false
         var metadataQueued: Set<UInt32> = []
         var metadataDequeues = 0
+        /// Metadata buffers handed back (one per frame handed out, when `metadataWithoutClock`).
+        var metadataHanded = 0
+        /// The metadata buffers' memory, by index (as integers).
+        var metadataMemory: [UInt32: Int] = [:]
     }
     private let state: Mutex<State>
     /// From the frame with this index on, every QBUF fails with `errno` (a device gone while the
@@ -91,13 +95,17 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     private let failedReopens: Int
     /// From the second open on, the only size S_FMT grants: a camera back with other modes.
     private let widthAfterReopen: UInt32?
+    /// The metadata node hands back a buffer with each frame, its one header without a PTS or an
+    /// SCR (a camera whose clock stopped travelling); else it never has one ready (stalled).
+    private let metadataWithoutClock: Bool
 
     init(
         _ script: [Step], queueFailure: (afterFrames: Int, errno: Int32)? = nil,
         capabilities: UInt32 = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING),
         anotherCameraAfterReopen: Bool = false, movedAfterReopen: Bool = false, failedReopens: Int = 0,
-        widthAfterReopen: UInt32? = nil
+        widthAfterReopen: UInt32? = nil, metadataWithoutClock: Bool = false
     ) {
+        self.metadataWithoutClock = metadataWithoutClock
         state = Mutex(State(script: script))
         self.queueFailure = queueFailure
         self.capabilities = capabilities
@@ -155,7 +163,12 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
         let block = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
         block.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: offset / 4_096), count: length)
         let address = Int(bitPattern: block)
-        state.withLock { $0.memory.append(address) }
+        state.withLock {
+            $0.memory.append(address)
+            if descriptor == Self.metadataDescriptor {
+                $0.metadataMemory[UInt32((offset - (1 << 20)) / 1_024)] = address
+            }
+        }
         return block
     }
 
@@ -310,8 +323,26 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
                 $0.metadataQueued.removeAll()
             }
         case CV4L2_VIDIOC_DQBUF():
-            state.withLock { $0.metadataDequeues += 1 }
-            return fail(EAGAIN)
+            let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
+            let handed: (index: UInt32, address: Int)? = state.withLock { state in
+                state.metadataDequeues += 1
+                guard metadataWithoutClock, state.metadataHanded < state.handed.count,
+                    let index = state.metadataQueued.min(), let address = state.metadataMemory[index]
+                else { return nil }
+                state.metadataQueued.remove(index)
+                state.metadataHanded += 1
+                return (index, address)
+            }
+            guard let handed, let memory = UnsafeMutableRawPointer(bitPattern: handed.address) else {
+                return fail(EAGAIN)
+            }
+            // One header as uvcvideo copies it: the host's time and frame, bLength 2, end of header.
+            let header: [UInt8] = [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 2, 0x80]
+            memory.copyMemory(from: header, byteCount: header.count)
+            buffer.pointee.index = handed.index
+            buffer.pointee.bytesused = UInt32(header.count)
+            buffer.pointee.sequence = UInt32(state.withLock { $0.metadataHanded } - 1)
+            return 0
         default:
             return fail(ENOTTY)
         }

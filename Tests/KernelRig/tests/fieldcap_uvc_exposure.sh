@@ -122,21 +122,35 @@ status=0
 grep -q "capture_ns: the kernel's time (stamp=exposure-start, but the camera has no metadata node)" \
 	"$work/vivid-start.stderr" || { cat "$work/vivid-start.stderr"; echo "FAIL: exposure-start on vivid"; exit 1; }
 
-# Auto exposure: the camera chooses each frame's exposure time; fieldcap follows it.
+# Auto exposure: the camera chooses each frame's exposure time; fieldcap follows it. And its clock
+# stops travelling for 1.2 s (the rig's patch: usb_f_uvc clock_off, headers without PTS or SCR):
+# those frames keep the kernel's time, fieldcap says so, and the stamps come back after.
 echo 0 >$params/clock_ppm
 echo 0 >$params/clock_offset_us
+trap 'set +e; echo 0 >$params/clock_ppm; echo 0 >$params/clock_offset_us; echo 0 >$params/clock_off; uvc_gadget_remove fieldcap-exposure' EXIT
 session=$work/auto
 "$fieldcap" --cam "$cam,size=320x240,fps=30,id=cam,ctrl.auto_exposure=0,stamp=exposure-middle" \
-	--duration 5s --out "$session" 2>"$work/auto.stderr"
+	--duration 8s --out "$session" 2>"$work/auto.stderr" &
+recorder=$!
+for _ in $(seq 100); do [ -s "$session/cam.timestamps.jsonl" ] && break; sleep 0.1; done
+sleep 2
+clock_off_ns=$(/usr/bin/python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))')
+echo 1 >$params/clock_off
+sleep 1.2
+# Read before the clock travels again (a Python start takes a while under emulation).
+clock_on_ns=$(/usr/bin/python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))')
+echo 0 >$params/clock_off
+wait "$recorder"
 grep -q "half of its exposure time, which its auto exposure chooses: followed" "$work/auto.stderr" \
 	|| { cat "$work/auto.stderr"; echo "FAIL: the start line does not say the exposure is followed"; exit 1; }
 grep -qx "ae_mode 2" "$work/feeder.log" || { echo "FAIL: the feeder was not set to auto exposure"; exit 1; }
 "$fieldcap" validate -q "$session"
-/usr/bin/python3 - "$session" "$work/feeder.log" <<'PY'
+/usr/bin/python3 - "$session" "$work/feeder.log" "$clock_off_ns" "$clock_on_ns" <<'PY'
 import bisect, json, os, statistics, sys
 sys.path.insert(0, os.environ["FIELDCAP_REPO"] + "/Tests/KernelRig/tools")
 from uvc_check import feeder_log, identities, pts_read
 session, feeder = sys.argv[1], sys.argv[2]
+clock_off, clock_on = int(sys.argv[3]), int(sys.argv[4])
 made, queued, _ = feeder_log(feeder)
 pts = pts_read(feeder)
 # The exposure each feeder frame had: the feeder's own changes, frame by frame.
@@ -169,7 +183,20 @@ if exposure.get("auto_exposure") is not True: fails.append("the sidecar does not
 if len(errors) < 40: fails.append(f"only {len(errors)} frames with an exposure middle to check")
 if followed.get("changes", 0) < 3: fails.append(f"fieldcap saw {followed.get('changes')} changes of the exposure time")
 if exact < len(errors) * 0.7: fails.append(f"only {exact} of {len(errors)} frames took the feeder's exposure time")
+# The camera's clock stopped for 1.2 s: frames made well inside that time have no exposure
+# start, fieldcap says why, and frames from a second after it came back have one again.
+inside = [f for f in frames if clock_off + 500_000_000 < f["dequeue_ns"] < clock_on]
+after = [f for f in frames if f["dequeue_ns"] > clock_on + 1_000_000_000]
+print(f"clock stopped: {len(inside)} frames inside, {sum('exposure_start_ns' in f for f in inside)} with an exposure"
+      f" start; {len(after)} after it, {sum('exposure_start_ns' in f for f in after)} with one")
+if not inside or any("exposure_start_ns" in f for f in inside):
+    fails.append("frames made while the camera's clock stopped have an exposure start")
+if not after or not all("exposure_start_ns" in f for f in after):
+    fails.append("frames a second after the camera's clock came back lack their exposure start")
+notes = exposure.get("notes", [])
+if not any("no PTS in the metadata for 30 frames" in n for n in notes):
+    fails.append(f"the sidecar does not say the camera's clock stopped: {notes}")
 for f in fails[:10]: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 PY
-echo "PASS: the exposure stamps, fixed and followed"
+echo "PASS: the exposure stamps, fixed and followed, and a camera clock that stops"

@@ -61,8 +61,14 @@ extension V4L2Camera {
         // uvcvideo hands a metadata buffer back with every frame: a node silent for this many
         // frames has stalled, and is said so once (the frames keep the kernel's time meanwhile).
         if metadata.framesWithoutMetadata == Self.metadataStallFrames {
-            metadataNotes.append(
+            note(
                 "\(metadata.path): no metadata for \(Self.metadataStallFrames) frames while the video flowed (stalled)")
+        }
+        // Metadata that comes without the camera's clock (no PTS): each time it starts, said once.
+        if metadata.buffersWithoutPTS == Self.metadataStallFrames {
+            note(
+                "\(metadata.path): no PTS in the metadata for \(Self.metadataStallFrames) frames while the video "
+                    + "flowed (the camera's clock stopped travelling): those frames keep the kernel's time")
         }
         // A start of exposure more than a second from the kernel's own time for the frame is not
         // believed (a camera's clock gone wrong); the kernel's time is uvcvideo's clock too.
@@ -74,8 +80,16 @@ extension V4L2Camera {
         record.exposureUncertaintyNs = mapped.uncertaintyNs + UInt64(raw.uncertaintyNs)
     }
 
-    /// Frames without a metadata buffer before the node is said to have stalled.
+    /// Frames without a metadata buffer (or without a PTS in it) before the node is said to have
+    /// stalled.
     static let metadataStallFrames = 30
+    /// The notes a camera keeps about its metadata node: a node that stalls again and again is
+    /// said this many times.
+    static let metadataNoteLimit = 20
+
+    func note(_ text: String) {
+        if metadataNotes.count < Self.metadataNoteLimit { metadataNotes.append(text) }
+    }
 
     /// `exposure_time_absolute`'s unit (V4L2: 100 µs): the exposure time is known to half of it.
     static let exposureStepNs: UInt64 = 100_000

@@ -28,6 +28,9 @@ final class UVCMetadataStream {
     private(set) var damagedBuffers = 0
     /// Frames dequeued since the last metadata buffer: a node that stalls while the video flows.
     private(set) var framesWithoutMetadata = 0
+    /// Metadata buffers in a row whose headers carried no PTS: a camera whose clock stopped
+    /// travelling while its frames still come.
+    private(set) var buffersWithoutPTS = 0
 
     /// The buffer type and format: the corresponding C constants are `V4L2_BUF_TYPE_META_CAPTURE`
     /// and `V4L2_META_FMT_UVC` ('UVCH').
@@ -165,6 +168,9 @@ final class UVCMetadataStream {
         if let first {
             pending[pendingNext] = (buffer.sequence, first.pts, first.stc)
             pendingNext = (pendingNext + 1) % pending.count
+            buffersWithoutPTS = 0
+        } else {
+            buffersWithoutPTS += 1
         }
     }
 
