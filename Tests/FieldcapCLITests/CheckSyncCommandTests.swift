@@ -270,26 +270,11 @@ struct CheckSyncCommandTests {
                 "--cam", "synthetic:160x120@30,id=cam0,format=GREY,motion=hand,delay=7.5ms",
                 "--imu", "synthetic:400,id=imu0,motion=hand", "--check-sync",
             ], root: "\(root)/served")
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let events = serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events"
-        client.arguments = [
-            "python3", ServeCommandTests.script("Clients/events_client.py"), events, "90", "", "sync_checked",
-        ]
-        let out = Pipe()
-        client.standardOutput = out
-        client.standardError = out
-        try client.run()
-        var received = Data()
-        while !String(decoding: received, as: UTF8.self).contains("connected") && client.isRunning {
-            received += out.fileHandleForReading.availableData
-        }
+        let watcher = try EventsWatcher(serve, seconds: 90, until: "sync_checked")
         let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"3s\"}")
         #expect(started.status == 201, "\(started.text)")
         let name = try #require(started.json["name"] as? String)
-        received += out.fileHandleForReading.readDataToEndOfFile()
-        client.waitUntilExit()
-        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
+        let lines = watcher.lines()
         let checked = try #require(
             lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
                 .first { $0["event"] as? String == "sync_checked" }, "\(lines.suffix(3)) \(serve.stderr)")

@@ -103,6 +103,36 @@ final class ServeProcess {
     }
 }
 
+/// A client of `serve`'s events WebSocket (Clients/events_client.py: the websockets library, not
+/// fieldcap's code), running from its connection until `until` comes or `seconds` pass.
+final class EventsWatcher {
+    let process = Process()
+    private let out = Pipe()
+    private var received = Data()
+
+    /// Returns once the client is connected (its first line), so no event after is missed.
+    init(_ serve: ServeProcess, seconds: Int, until: String = "stopped") throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let url = serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events"
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/events_client.py").path
+        process.arguments = ["python3", script, url, "\(seconds)", "", until]
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        while !String(decoding: received, as: UTF8.self).contains("connected") && process.isRunning {
+            received += out.fileHandleForReading.availableData
+        }
+    }
+
+    /// Every line after the connection's, once the client has ended.
+    func lines() -> [Substring] {
+        received += out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: received, as: UTF8.self).split(separator: "\n").dropFirst().map { $0 }
+    }
+}
+
 /// What the `fieldcap serve` suites share. They run beside each other, each one test at a time:
 /// the API, the previews and the web page, the fleet and hostile clients.
 protocol ServeSuite {}
@@ -362,29 +392,13 @@ struct ServeCommandTests: ServeSuite {
         """)
     func events() throws {
         let serve = try ServeProcess(Self.devices)
-        let script = Self.script("Clients/events_client.py")
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        client.arguments = [
-            "python3", script, serve.base.replacingOccurrences(of: "http://", with: "ws://") + "/api/v1/events", "30",
-        ]
-        let out = Pipe()
-        client.standardOutput = out
-        client.standardError = out
-        try client.run()
-        // Until the client is connected (its first line), so no event is missed.
-        var received = Data()
-        while !String(decoding: received, as: UTF8.self).contains("connected") && client.isRunning {
-            received += out.fileHandleForReading.availableData
-        }
+        let watcher = try EventsWatcher(serve, seconds: 30)
         let started = try serve.request(
             "POST", "/api/v1/recording/start", body: "{\"duration\":3.5,\"segment\":\"1s\",\"keep\":\"1s\"}")
         #expect(started.status == 201, "\(started.text)")
-        received += out.fileHandleForReading.readDataToEndOfFile()
+        let lines = watcher.lines()
         // The recording's own notices reach serve's output, as record's reach its terminal.
         #expect(serve.stderr.contains("deleted segment "), "\(serve.stderr)")
-        client.waitUntilExit()
-        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").dropFirst()
         let events = lines.compactMap {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
         }
