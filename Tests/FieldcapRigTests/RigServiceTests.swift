@@ -131,7 +131,16 @@ struct RigServiceTests {
         _ = try await rig.stop("test")
         try await Task.sleep(for: .milliseconds(300))
         #expect(check.checked.withLock { $0 }.count == 1)
+        // Asked, but SIGTERM ends it (the service shuts down): not begun, told as not done.
+        let last = try await rig.start(request)
         await rig.shutdown("test over")
+        var told: SyncCheckedEvent?
+        while told == nil, let event = await heard.next() {
+            if case .syncChecked(let event) = event { told = event }
+        }
+        #expect(told?.directory == last && told?.entry == nil, "\(String(describing: told))")
+        #expect(told?.error?.contains("fieldcap was shutting down; run `fieldcap check-sync --save") == true)
+        #expect(check.checked.withLock { $0 }.count == 1)
 
         // A rig given no check refuses a start that asks for one, before opening anything.
         let bare = try RigService(base: .init(config: nil, devices: devices, overrides: overrides))

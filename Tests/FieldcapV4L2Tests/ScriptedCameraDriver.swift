@@ -95,8 +95,8 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
     private let failedReopens: Int
     /// From the second open on, the only size S_FMT grants: a camera back with other modes.
     private let widthAfterReopen: UInt32?
-    /// The metadata node hands back a buffer with each frame, its one header without a PTS or an
-    /// SCR (a camera whose clock stopped travelling); else it never has one ready (stalled).
+    /// The metadata node hands back a buffer with each frame, empty (the camera's headers carry no
+    /// PTS or SCR: its clock stopped travelling); else it never has one ready (stalled).
     private let metadataWithoutClock: Bool
 
     init(
@@ -336,11 +336,11 @@ final class ScriptedCameraDriver: DeviceCalls, @unchecked Sendable {
             guard let handed, let memory = UnsafeMutableRawPointer(bitPattern: handed.address) else {
                 return fail(EAGAIN)
             }
-            // One header as uvcvideo copies it: the host's time and frame, bLength 2, end of header.
-            let header: [UInt8] = [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 2, 0x80]
-            memory.copyMemory(from: header, byteCount: header.count)
+            // uvcvideo copies no block for a header of two bytes (no PTS, no SCR): the buffer comes
+            // back with the frame, empty.
+            _ = memory
             buffer.pointee.index = handed.index
-            buffer.pointee.bytesused = UInt32(header.count)
+            buffer.pointee.bytesused = 0
             buffer.pointee.sequence = UInt32(state.withLock { $0.metadataHanded } - 1)
             return 0
         default:

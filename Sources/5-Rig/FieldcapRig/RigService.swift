@@ -90,6 +90,8 @@ public final class RigService: Sendable {
     public let settings: RecordingSettings
     public let devices: [Device]
     public let events = EventHub()
+    /// The checks after recordings (`Base.syncChecker`), one at a time.
+    let syncChecks: SyncCheckQueue
     public let startedAt = Date()
     /// Each camera's live preview, fed by the recording when one runs, else by `PreviewCapture`.
     public let previews: Previews
@@ -122,6 +124,7 @@ public final class RigService: Sendable {
     public init(base: Base, logger: Logger = .silent(label: "fieldcap.recording")) throws {
         self.base = base
         self.logger = logger
+        syncChecks = SyncCheckQueue(events: events)
         settings = try RecordingSettings.resolve(config: base.config, devices: base.devices, overrides: base.overrides)
         let sources = try settings.plan.makeSources()
         devices = zip(settings.plan.specs, sources).map { spec, source in
@@ -347,6 +350,8 @@ public final class RigService: Sendable {
     @discardableResult
     public func shutdown(_ why: String) async -> StoppedEvent? {
         state.withLock { $0.shutDown = true }
+        // No check begins now: the process is about to end (each is told as not done).
+        syncChecks.close()
         await onCameraQueue { [self] in closePreviewCapture() }
         // A start opening its devices as the signal came holds no runner yet, and stop would find
         // nothing to stop: let it finish (10 s at most), then stop what it started.

@@ -48,10 +48,11 @@ struct Serve: ParsableCommand {
 
             With --check-sync (or a start's "check_sync":true) each recording is checked once \
             it has stopped, as `fieldcap check-sync --save` does (a segmented one: its first \
-            segment), on a thread at the lowest priority: the camera–IMU offsets go into its \
-            fieldcap.json, the event sync_checked tells them, and the sessions (API, page, \
-            `fieldcap sessions`) show them. Wave the rig by hand in the recording's first \
-            minute.
+            segment still on disk), one at a time on a thread at the lowest CPU priority: the \
+            camera–IMU offsets go into its fieldcap.json, the event sync_checked tells them, \
+            and the sessions (API, page, `fieldcap sessions`) show them. Wave the rig by hand \
+            in the recording's first minute (its first segment). A check not begun when \
+            fieldcap shuts down is told as not done.
 
             With --server ws://HOST:PORT (or auto: the first _allspark._tcp server DNS-SD \
             finds, wss:// tried before ws://) it also keeps a WebSocket connection to an \

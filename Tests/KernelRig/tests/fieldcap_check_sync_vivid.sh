@@ -10,7 +10,7 @@
 # synthetic gyroscope that turns as the scene does. Each frame carries its number in its pixels,
 # so every captured frame's true lag (its capture_ns against the instant its scene shows) is
 # known; check-sync must find their mean within 4 ms (a tenth of vivid's 40 ms frame period),
-# refuse nothing, and its peer method is printed beside it. vivid is reloaded as the other tests
+# not refuse the pair, and its peer method is printed beside it. vivid is reloaded as the other tests
 # have it afterwards.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}

@@ -113,12 +113,20 @@ extension V4L2Camera {
     /// With `stamp=exposure-middle`, the exposure time followed while the camera streams: twice a
     /// frame period on auto exposure, once a second when fixed (a program may still set it).
     func startExposureWatch() -> ExposureWatch? {
-        guard stamp == .exposureMiddle, let id = device.controlID("exposure_time_absolute") else { return nil }
-        let periodNs = exposureIsAuto ? UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30)) : 2_000_000_000
-        let reader = ControlReader(device: device, id: id)
-        let watch = ExposureWatch(device: device.path, unitNs: Self.exposureStepNs, periodNs: periodNs) {
-            reader.read()
-        }
+        guard stamp == .exposureMiddle,
+            let control = device.controls().first(where: { $0.name == "exposure_time_absolute" })
+        else { return nil }
+        let framePeriodNs = UInt64(1e9 / (grantedRate > 0 ? grantedRate : 30))
+        let reader = ControlReader(device: device, id: control.id)
+        // What an exposure not read can be: what the control allows, and no longer than two frame
+        // periods (a camera exposing longer than its frame interval slows its frames, as auto
+        // exposure's priority lets it, by as much: two periods covers a rate halved).
+        let low = min(control.minimum, control.maximum)
+        let high = max(low, min(max(control.minimum, control.maximum), Int64(2 * framePeriodNs / Self.exposureStepNs)))
+        let watch = ExposureWatch(
+            device: device.path, unitNs: Self.exposureStepNs,
+            periodNs: exposureIsAuto ? framePeriodNs : 2_000_000_000, isAuto: exposureIsAuto, range: low...high
+        ) { reader.read() }
         watch.start()
         return watch
     }
@@ -139,11 +147,11 @@ extension V4L2Camera {
         exposureFollowed.cachedReadings += figures.cachedReadings
         // On auto exposure a value read from uvcvideo's cache is the one it last had, not the
         // camera's choice: said, since the middles then assume it.
-        if exposureIsAuto && figures.readings > 10 && figures.cachedReadings * 10 >= figures.readings * 9 {
-            metadataNotes.append(
+        if watch.readsFromCache {
+            note(
                 "\(device.path): exposure_time_absolute was answered from uvcvideo's cache (in under 20 µs), not by "
                     + "the camera, which does not mark it auto-update: the exposure its auto exposure chose is not "
-                    + "seen, and the middles take the value last read")
+                    + "seen, and the middles span what it allows up to two frame periods")
         }
     }
 

@@ -404,10 +404,11 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
         }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         startMetadata()
-        try device.call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON(), &type)
-        defer { _ = node.ioctl(CV4L2_VIDIOC_STREAMOFF(), &type) }
+        // The exposure time's first reading before the first frame's start.
         let watch = startExposureWatch()
         defer { stopExposureWatch(watch) }
+        try device.call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON(), &type)
+        defer { _ = node.ioctl(CV4L2_VIDIOC_STREAMOFF(), &type) }
 
         // Every dequeue reads a clock pair a few ms after the kernel stamped the frame, so a
         // change of CLOCK_MONOTONIC's rate (an NTP update) is seen at the next frame. A frame
@@ -539,7 +540,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     }
                     // The middle needs the exposure time the camera had as the frame began: a frame
                     // the watch has not read past yet waits for the next frame (one at most).
-                    if let watch, !watch.hasReading(after: record.exposureStartNs) {
+                    if let watch, watch.isAuto, !watch.hasReading(after: record.exposureStartNs) {
                         awaitingExposure = record
                         continue
                     }
@@ -641,7 +642,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     ) {
         framesWithExposure += 1
         var exposure = (timeNs: exposureTimeNs, halfSpreadNs: UInt64(0))
-        if let watch, let followed = watch.exposure(startingAt: record.exposureStartNs) { exposure = followed }
+        if let watch { exposure = watch.exposure(startingAt: record.exposureStartNs) }
         if stamp != .exposureMiddle { exposure = (0, 0) }
         record.exposureTimeNs = exposure.timeNs
         let instant = record.exposureStartNs + exposure.timeNs / 2

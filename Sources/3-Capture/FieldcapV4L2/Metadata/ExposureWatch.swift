@@ -13,15 +13,20 @@ struct ExposureReading: BitwiseCopyable {
 
 /// Follows a camera's exposure time while it records, for `stamp=exposure-middle`: a camera on
 /// auto exposure chooses each frame's, and nothing in a UVC frame says which it chose. A thread of
-/// its own reads `exposure_time_absolute` twice a frame period (a UVC camera answers over USB, in
-/// milliseconds, or seconds when in trouble: the capture thread never waits for it) into a ring;
-/// the capture thread takes the readings when it stamps a frame, and places the frame's exposure
-/// between the last reading before its start and the first after it. Where those two differ the
-/// exposure changed around the frame: its middle is put halfway between the two candidates, with
-/// half their distance added to its bound.
+/// its own reads `exposure_time_absolute` twice a frame period on auto exposure, once a second
+/// when fixed (a UVC camera answers over USB, in milliseconds, or seconds when in trouble: the
+/// capture loop never waits for it), into a ring; the capture thread takes the readings when it
+/// stamps a frame and places the frame's exposure between the last reading before its start and
+/// the first after it.
 ///
-/// Thread-safe as used: `start`/`finish` by the camera's owner, `exposure(startingAt:)` and the
-/// figures on the capture thread.
+/// Every frame gets an exposure time and a half-spread such that the true time lies within it:
+/// where the two readings agree, exactly; where they differ (the exposure changed around the
+/// frame), halfway between them; where one side has no fresh reading (the watch a step behind,
+/// stalled, failing, or `uvcvideo` answering from its cache), on auto exposure the whole `range`
+/// (what the control allows, up to two frame periods: the camera's owner says), and when fixed the
+/// range the kept readings span.
+///
+/// Thread-safe as used: `start`/`finish` by the camera's owner, the rest on the capture thread.
 final class ExposureWatch: @unchecked Sendable {
     /// What the sidecar says of the exposure followed.
     struct Figures: Sendable {
@@ -31,9 +36,8 @@ final class ExposureWatch: @unchecked Sendable {
         var changes = 0
         var minimumNs: UInt64 = .max
         var maximumNs: UInt64 = 0
-        /// Frames whose exposure changed around them (their bound widened), and frames stamped
-        /// with no reading after their start yet (the last value taken, its bound widened by the
-        /// spread the last second saw).
+        /// Frames whose exposure changed around them (their bound widened), and frames with no
+        /// fresh reading on one side of their start (their bound widened to what could be).
         var framesAtAChange = 0
         var framesAheadOfReadings = 0
         var lastError: Errno?
@@ -45,31 +49,49 @@ final class ExposureWatch: @unchecked Sendable {
     let device: String
     /// Nanoseconds per control unit (V4L2's `exposure_time_absolute`: 100 µs).
     let unitNs: UInt64
+    /// The camera chooses its exposure (auto exposure): a value not read around a frame can be
+    /// anything in `range`.
+    let isAuto: Bool
+    /// What an exposure not read can be, in the control's units.
+    let range: ClosedRange<Int64>
     private let read: @Sendable () -> Result<Int64, Errno>
     private let intervalMs: Int32
+    /// A reading further than this from a frame's start says nothing of its exposure (on auto
+    /// exposure): four reading intervals, so one late reading is still used.
+    private let freshNs: UInt64
     private let ring = SPSCRing<ExposureReading>(minimumCapacity: 256)
     private let stop = StopSignal()
     private var thread: DedicatedThread?
     /// The errno of the newest failed read, for the sidecar.
     private let failure = Atomic<Int32>(0)
-    /// The newest readings, oldest first: the capture thread's own copy.
+    /// The usable readings of the last `keptNs`, oldest first: the capture thread's own copy.
     private var history: [ExposureReading] = []
     private(set) var figures = Figures()
-    /// Readings older than this before the newest are let go.
+    /// Readings older than this before a frame's start are let go.
     static let keptNs: UInt64 = 2_000_000_000
+    /// A read that took less than this was no USB transfer.
+    static let cachedReadNs: UInt64 = 20_000
 
-    /// `read`: one reading of the control, from the watch's thread.
-    init(device: String, unitNs: UInt64, periodNs: UInt64, read: @escaping @Sendable () -> Result<Int64, Errno>) {
+    /// `read`: one reading of the control, from the watch's thread. `periodNs`: how often to read
+    /// it, twice; `range`: what the control allows.
+    init(
+        device: String, unitNs: UInt64, periodNs: UInt64, isAuto: Bool, range: ClosedRange<Int64>,
+        read: @escaping @Sendable () -> Result<Int64, Errno>
+    ) {
         self.device = device
         self.unitNs = unitNs
+        self.isAuto = isAuto
+        self.range = max(0, range.lowerBound)...max(0, range.upperBound)
         self.read = read
         intervalMs = Int32(max(5, min(1_000, periodNs / 2_000_000)))
+        freshNs = UInt64(intervalMs) * 4_000_000
+        history.reserveCapacity(1_024)
     }
 
     deinit { finish() }
 
-    /// Starts reading. The first reading is taken before this returns, so the first frame has
-    /// one before its start.
+    /// Takes a first reading and starts the watch's thread: before the camera streams, so the
+    /// first frame has a reading before its start.
     func start() {
         guard thread == nil else { return }
         take()
@@ -101,57 +123,79 @@ final class ExposureWatch: @unchecked Sendable {
     /// Capture thread: whether a reading was taken after `startNs` (the frame's exposure time is
     /// then known on both sides of its start).
     func hasReading(after startNs: UInt64) -> Bool {
-        takeReadings()
+        takeReadings(before: startNs)
         return history.last.map { $0.beforeNs >= startNs } ?? false
     }
 
+    /// On auto exposure, `uvcvideo` answers from its cache, not the camera: the values read say
+    /// nothing of what the camera chose.
+    var readsFromCache: Bool {
+        isAuto && figures.readings >= 10 && figures.cachedReadings * 10 >= figures.readings * 9
+    }
+
     /// Capture thread: the exposure of a frame whose exposure started at `startNs`
-    /// (`CLOCK_MONOTONIC_RAW`): its length and how far the middle may be from half of it
-    /// (`halfSpreadNs`); nil before any reading.
-    func exposure(startingAt startNs: UInt64) -> (timeNs: UInt64, halfSpreadNs: UInt64)? {
-        takeReadings()
+    /// (`CLOCK_MONOTONIC_RAW`): a time and how far the true one may be from it (`halfSpreadNs`).
+    /// Allocates nothing.
+    func exposure(startingAt startNs: UInt64) -> (timeNs: UInt64, halfSpreadNs: UInt64) {
+        takeReadings(before: startNs)
         var before: ExposureReading?
         var after: ExposureReading?
-        for reading in history where reading.units >= 0 {
+        for reading in history {
             if reading.afterNs <= startNs { before = reading }
             if reading.beforeNs >= startNs && after == nil { after = reading }
         }
-        switch (before, after) {
-        case (nil, nil):
-            return nil
-        case (let only?, nil), (nil, let only?):
-            // No reading on one side (the watch is a step behind, or the frame came before the
-            // first): the one there is, its bound the spread of what the last readings saw.
-            figures.framesAheadOfReadings += 1
-            let values = history.filter { $0.units >= 0 }.map(\.units)
-            let spread = UInt64(values.max()! - values.min()!) * unitNs
-            return (UInt64(only.units) * unitNs, spread / 2)
-        case (let earlier?, let later?):
-            let low = UInt64(min(earlier.units, later.units)) * unitNs
-            let high = UInt64(max(earlier.units, later.units)) * unitNs
-            if high != low { figures.framesAtAChange += 1 }
-            return ((low + high) / 2, (high - low) / 2)
+        if !readsFromCache, let before, let after, isFresh(startNs - before.afterNs),
+            isFresh(after.beforeNs - startNs)
+        {
+            if before.units != after.units { figures.framesAtAChange += 1 }
+            return spread(min(before.units, after.units), max(before.units, after.units))
         }
+        figures.framesAheadOfReadings += 1
+        // On auto exposure the camera may have chosen anything since the last reading.
+        if isAuto || history.isEmpty { return spread(range.lowerBound, range.upperBound) }
+        var low = Int64.max
+        var high = Int64.min
+        for reading in history {
+            low = min(low, reading.units)
+            high = max(high, reading.units)
+        }
+        return spread(low, high)
     }
 
-    private func takeReadings() {
+    /// Whether a reading this far from a frame's start tells its exposure: any when fixed.
+    private func isFresh(_ gapNs: UInt64) -> Bool { !isAuto || gapNs <= freshNs }
+
+    /// The middle of `low...high` (in units) and half its width, in nanoseconds.
+    private func spread(_ low: Int64, _ high: Int64) -> (timeNs: UInt64, halfSpreadNs: UInt64) {
+        let lowNs = UInt64(max(0, low)) * unitNs
+        let highNs = UInt64(max(0, high)) * unitNs
+        return ((lowNs + highNs) / 2, (highNs - lowNs) / 2)
+    }
+
+    /// Moves the ring's readings into the history, counting them, and lets go of readings older
+    /// than `keptNs` before `startNs`.
+    private func takeReadings(before startNs: UInt64) {
         while let reading = ring.pop() {
             figures.readings += 1
             guard reading.units >= 0 else {
                 figures.failures += 1
                 continue
             }
+            if reading.afterNs &- reading.beforeNs < Self.cachedReadNs { figures.cachedReadings += 1 }
             let ns = UInt64(reading.units) * unitNs
-            if reading.afterNs &- reading.beforeNs < 20_000 { figures.cachedReadings += 1 }
-            if let last = history.last(where: { $0.units >= 0 }), last.units != reading.units { figures.changes += 1 }
+            if let last = history.last, last.units != reading.units { figures.changes += 1 }
             figures.minimumNs = min(figures.minimumNs, ns)
             figures.maximumNs = max(figures.maximumNs, ns)
             history.append(reading)
         }
         let error = failure.load(ordering: .relaxed)
         if error != 0 { figures.lastError = Errno(error) }
-        if let newest = history.last?.afterNs {
-            history.removeAll { newest - $0.afterNs > Self.keptNs }
+        if startNs > Self.keptNs {
+            let oldest = startNs - Self.keptNs
+            // All older than the window go, but the newest of all stays: the value last known.
+            if let last = history.lastIndex(where: { $0.afterNs < oldest }) {
+                history.removeFirst(min(last + 1, history.count - 1))
+            }
         }
     }
 }

@@ -159,8 +159,10 @@ final class UVCMetadataStream {
 
     private func take(_ buffer: v4l2_buffer, bytes: UnsafeRawBufferPointer) {
         var first: (pts: UInt32, stc: UInt32)?
+        var sawPTS = false
         let stray = UVCMetadata.forEachHeader(in: bytes) { header in
             model.add(header)
+            if header.pts != nil { sawPTS = true }
             // The frame's PTS is in its first payload; the STC beside it unwraps it.
             if first == nil, let pts = header.pts, let stc = header.stc { first = (pts, stc) }
         }
@@ -168,10 +170,8 @@ final class UVCMetadataStream {
         if let first {
             pending[pendingNext] = (buffer.sequence, first.pts, first.stc)
             pendingNext = (pendingNext + 1) % pending.count
-            buffersWithoutPTS = 0
-        } else {
-            buffersWithoutPTS += 1
         }
+        buffersWithoutPTS = sawPTS ? 0 : buffersWithoutPTS + 1
     }
 
     private func call<Argument>(_ name: String, _ request: UInt, _ argument: inout Argument) throws(V4L2Error) {

@@ -18,9 +18,11 @@ public enum SessionFiles {
     /// The names of the files fieldcap writes in a session of `streams`: the calibration
     /// (`--intrinsics`) among them, which every segment of a calibrated recording holds.
     public static func names(streams: [String]) -> Set<String> {
+        // The sidecar's temporary file is fieldcap's too: a rewrite (`check-sync --save`) cut off
+        // by a crash leaves it beside the sidecar it was to replace.
         var expected: Set<String> = [
             SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
-            SessionLayout.reserveName, SessionCalibration.fileName,
+            SessionLayout.sidecarName + ".tmp", SessionLayout.reserveName, SessionCalibration.fileName,
         ]
         for id in streams {
             expected.formUnion([

@@ -32,15 +32,17 @@ extension SessionValidator {
         report.warnings += videos.warnings
         report.problems += spanProblems(directory: directory)
         report.problems += gaps.problems
-        report.problems += syncCheckProblems(sidecar)
+        // A derived member (check-sync's): a damaged one is said, and does not make the recording
+        // unreadable (`check-sync --save` replaces it).
+        report.warnings += syncCheckProblems(sidecar)
         report.problems += holeProblems(
             directory: directory, holes: report.holes, streams: gaps.streams,
             syncMonotonicNs: sidecar?["sync_point"]?["monotonic_ns"]?.uint64Value)
         return report
     }
 
-    /// A `sync_check` member (`fieldcap check-sync --save`) must read as fieldcap writes it, its
-    /// pairs naming the session's streams.
+    /// A `sync_check` member (`fieldcap check-sync --save`) should read as fieldcap writes it, its
+    /// pairs naming the session's streams: what is wrong with it, as warnings.
     static func syncCheckProblems(_ sidecar: JSONValue?) -> [Problem] {
         guard let value = sidecar?[SyncCheckEntry.member] else { return [] }
         let streams = Set(sidecar?["streams"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])

@@ -28,11 +28,11 @@ public enum TarFile {
                 size += UInt64(bytes.count)
             }
             var chunk = [UInt8](repeating: 0, count: TarStream.chunkBytes)
-            for entry in entries {
-                try put(try tar.header(entry))
-                let input = open(entry.path, O_RDONLY | O_CLOEXEC)
-                guard input >= 0 else { throw TarStream.Failure(description: "cannot read \(entry.path)") }
+            for listed in entries {
+                // Sized as the file is when it is read, not as it was listed.
+                guard let (input, entry) = try TarStream.open(listed) else { continue }
                 defer { close(input) }
+                try put(try tar.header(entry))
                 var left = entry.size
                 while left > 0 {
                     let want = Int(min(left, UInt64(chunk.count)))

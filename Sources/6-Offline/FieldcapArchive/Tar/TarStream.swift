@@ -70,6 +70,27 @@ public final class TarStream {
         return entries
     }
 
+    /// Opens the entry's file for sending, and takes its size and time from the open file: a file
+    /// replaced since the listing (a sidecar rewritten whole, as `check-sync --save` does) is sent
+    /// whole, as it is now, with the header saying so. Nil when the file is gone (a temporary one
+    /// renamed away); throws when it cannot be read.
+    public static func open(_ entry: Entry) throws -> (descriptor: Int32, entry: Entry)? {
+        let descriptor = Glibc.open(entry.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            throw Failure(description: "open \(entry.path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw Failure(description: "\(entry.path) is no longer a regular file")
+        }
+        var now = entry
+        now.size = UInt64(info.st_size)
+        now.modified = info.st_mtim
+        return (descriptor, now)
+    }
+
     /// The header of a file of `entry.size` bytes; its data follows through `data`.
     public func header(_ entry: Entry) throws -> [UInt8] {
         let header = archive_entry_new()

@@ -31,9 +31,12 @@ enum TarResponse {
         let body = ResponseBody { writer in
             defer { done() }
             let tar = TarStream()
-            for entry in entries {
+            for listed in entries {
+                // Sized as the file is when it is sent, not as it was listed.
+                guard let (fd, entry) = try TarStream.open(listed) else { continue }
+                defer { close(fd) }
                 try await writer.write(ByteBuffer(bytes: try tar.header(entry)))
-                try await send(entry, through: tar, to: &writer)
+                try await send(entry, fd: fd, through: tar, to: &writer)
             }
             try await writer.write(ByteBuffer(bytes: try tar.finish()))
             try await writer.finish(nil)
@@ -49,13 +52,8 @@ enum TarResponse {
 
     /// The entry's bytes, exactly as many as its header says (libarchive pads a file that shrank).
     private static func send(
-        _ entry: TarStream.Entry, through tar: TarStream, to writer: inout any ResponseBodyWriter
+        _ entry: TarStream.Entry, fd: Int32, through tar: TarStream, to writer: inout any ResponseBodyWriter
     ) async throws {
-        let fd = open(entry.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw TarStream.Failure(description: "open \(entry.path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
         var offset: UInt64 = 0
         while offset < entry.size {
             let want = Int(min(UInt64(TarStream.chunkBytes), entry.size - offset))
