@@ -118,9 +118,11 @@ struct DevicePlanTests {
             let error = #expect(throws: PlanError.self) { try plan.validate(verb: "record") }
             #expect(error?.message.contains("motion, delay and fov are for synthetic sources") == true, "\(argument)")
         }
-        let imu = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "iio:device0,motion=hand")])
-        let imuError = #expect(throws: PlanError.self) { try imu.validate(verb: "record") }
-        #expect(imuError?.message.contains("motion, delay and fov are for synthetic sources") == true)
+        for argument in ["iio:device0,motion=hand", "iio:device0,delay=5ms"] {
+            let imu = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: argument)])
+            let imuError = #expect(throws: PlanError.self) { try imu.validate(verb: "record") }
+            #expect(imuError?.message.contains("motion, delay and fov are for synthetic sources") == true)
+        }
         let configError = #expect(throws: RigConfigError.self) {
             try RigConfig.parse(
                 """
@@ -132,9 +134,14 @@ struct DevicePlanTests {
         #expect(
             configError?.message.hasPrefix("rig.yaml:3: camera /dev/video0: motion, delay and fov") == true,
             "\(configError?.message ?? "")")
-        // The synthetic sources still take them.
-        try DevicePlan(specs: [try DeviceSpec(kind: .camera, argument: "synthetic:160x120,motion=hand,delay=5ms")])
-            .validate(verb: "record")
+        // The synthetic sources still take them; an IMU's delay only with its motion.
+        try DevicePlan(specs: [
+            try DeviceSpec(kind: .camera, argument: "synthetic:160x120,motion=hand,delay=5ms"),
+            try DeviceSpec(kind: .imu, argument: "synthetic:100,motion=hand,delay=-12000ms"),
+        ]).validate(verb: "record")
+        let unturned = DevicePlan(specs: [try DeviceSpec(kind: .imu, argument: "synthetic:100,delay=5ms")])
+        let unturnedError = #expect(throws: PlanError.self) { _ = try unturned.makeSources() }
+        #expect(unturnedError?.message.contains("delay is for a turning IMU; give motion=hand") == true)
     }
 
     @Test("stream ids: given ones kept, the rest numbered per kind; a repeated id is refused")

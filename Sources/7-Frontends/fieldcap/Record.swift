@@ -57,8 +57,8 @@ struct Record: ParsableCommand {
             Synthetic sources with motion=hand: the camera (GREY or YUYV) sees a textured
             wall turned by hand, its stamps late by delay=MS (7.5ms, -20ms), through a
             lens fov=DEGREES across (60 by default), the IMU's gyroscope reads the same
-            turning (motion=still: a rig held still); the known truth `fieldcap
-            check-sync` is tested with.
+            turning, its stamps late by its own delay=MS (motion=still: a rig held
+            still); the known truth `fieldcap check-sync` is tested with.
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under
             --root (./sessions by default). fieldcap never writes into an existing

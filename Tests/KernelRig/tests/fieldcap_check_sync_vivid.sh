@@ -4,14 +4,16 @@
 # `fieldcap check-sync` on frames a real V4L2 driver delivered (#47): vivid's S-Video loopback
 # (one instance with a capture and an output node; input 2 connected to output 0, PAL, no OSD
 # text) passes each frame written to its output through its capture node, scaled to 720x576.
-# The frames are a synthetic turning camera's rendered 24 s ahead (delay=-24000ms: the render,
-# its decoding and the feeder's start take about 15 s under emulation; the rest is waited, and
-# is most of the test's time), each written at the instant its scene shows (tools/vivid_loopback.py), while fieldcap records the capture node beside a
-# synthetic gyroscope that turns as the scene does. Each frame carries its number in its pixels,
+# The frames are a synthetic turning camera's, rendered first (at 360x288), each written a fixed
+# time after its rendering (the first 4 s from when it is known: tools/vivid_loopback.py), while
+# fieldcap records the capture node beside a synthetic gyroscope whose stamps are late by that
+# time (delay=), so that it turns as the scene shows. Each frame carries its number in its pixels,
 # so every captured frame's true lag (its capture_ns against the instant its scene shows) is
-# known; check-sync must find their mean within 4 ms (a tenth of vivid's 40 ms frame period),
-# not refuse the pair, and its peer method is printed beside it. vivid is reloaded as the other tests
-# have it afterwards.
+# known (it varies within a run by up to a frame period: a frame lands either side of vivid's
+# output tick); check-sync must find an offset among them, within a quarter frame (10 ms) of
+# their mean,
+# not refuse the pair, and its peer method is printed beside it. vivid is reloaded as the other
+# tests have it afterwards.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
@@ -38,7 +40,8 @@ for _ in $(seq 50); do
 done
 [ -n "$cap" ] && [ -n "$out" ] || { echo "FAIL: vivid's capture and output nodes did not appear"; exit 1; }
 # The scene is rendered at a quarter of PAL's size (a synthetic render of 720x576 falls behind
-# 25 fps under emulation); vivid's output scaler fills the 720x576 picture with it.
+# 25 fps under emulation, and a stuttering scene tells no offset; at 180x144 the scene's texture is
+# too coarse: correlation 0.66, not 0.95); vivid's output scaler fills the 720x576 picture with it.
 width=720 height=576 small=360x288
 v4l2-ctl -d "$cap" -i 2 -c s_video_000_0_is_connected_to=2 -c osd_text_mode=2 \
 	--set-fmt-video=width=$width,height=$height,pixelformat=GREY,field=interlaced
@@ -48,14 +51,21 @@ v4l2-ctl -d "$cap" --get-fmt-video | grep -q "Grey" || { echo "FAIL: the capture
 work=$FIELDCAP_TEST_TMP/check-sync-vivid
 mkdir -p "$work"
 # The scene, rendered ahead: 6 s of a turning camera at vivid's PAL rate.
-"$fieldcap" --cam synthetic:$small@25,format=GREY,motion=hand,delay=-24000ms,id=scene \
+"$fieldcap" --cam synthetic:$small@25,format=GREY,motion=hand,id=scene \
 	--duration 6s --out "$work/rendered" -q
 ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
 session=$work/session
+# How long after its rendering the scene is played (its first frame 4 s from now): the IMU's
+# stamps are late by as much, so that it turns now as the scene shows.
+ahead_ms=$(/usr/bin/python3 -c 'import json, sys, time
+first = json.loads(open(sys.argv[1]).readline())["capture_ns"]
+print(round((time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW) + 4_000_000_000 - first) / 1e6, 3))' \
+	"$work/rendered/scene.timestamps.jsonl")
+ahead_ns=$(/usr/bin/python3 -c "print(round($ahead_ms * 1e6))")
 /usr/bin/python3 "$tools/vivid_loopback.py" "$work/rendered.raw" "$work/rendered/scene.timestamps.jsonl" "$out" \
-	24000000000 360 288 -- \
-	"$fieldcap" --cam "$cap,id=cam,size=${width}x${height},format=GREY" --imu synthetic:400,id=imu,motion=hand \
-	--duration 7500ms --out "$session" -q \
+	"$ahead_ns" 360 288 -- \
+	"$fieldcap" --cam "$cap,id=cam,size=${width}x${height},format=GREY" \
+	--imu "synthetic:400,id=imu,motion=hand,delay=${ahead_ms}ms" --duration 7500ms --out "$session" -q \
 	>"$work/played.json"
 /usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.pop("shows"); print("played:", p)' \
 	"$work/played.json"
@@ -89,7 +99,9 @@ else:
           f"the true lag {truth['lag_mean_ns'] / 1e6:+.2f} ms mean "
           f"({truth['lag_min_ns'] / 1e6:+.1f} to {truth['lag_max_ns'] / 1e6:+.1f}): error {error / 1e6:+.2f} ms; "
           f"difference-energy peer: {pair['difference_energy']}")
-    if abs(error) > 4_000_000:
+    # vivid's loopback lag varies within a run (a frame lands either side of its output's tick):
+    # the offset must lie among the true lags and within a quarter frame of their mean.
+    if abs(error) > 10_000_000 or not truth["lag_min_ns"] <= found["offset_ns"] <= truth["lag_max_ns"]:
         fails.append(f"check-sync's offset is {error / 1e6:+.2f} ms from the true mean lag")
 for fail in fails:
     print("FAIL:", fail)

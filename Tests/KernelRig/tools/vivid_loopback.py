@@ -3,12 +3,13 @@
 fieldcap records vivid's capture node (the S-Video loopback) beside a synthetic gyroscope that
 turns as the frames do, then measures what the capture really delivered.
 
-The frames come from a synthetic turning camera recorded with delay=-AHEAD (each frame stamped t
-shows the turn at t + AHEAD); frame k is written to the output at its stamp + AHEAD, so the scene
-it shows is the gyroscope's at that instant. Each frame carries its number in its top left
+The frames come from a synthetic turning camera; frame k shows the turn at its stamp, and is played
+to show at its stamp + AHEAD, while the gyroscope (delay=AHEAD) reads the turn at its own stamp -
+AHEAD: the scene it shows is the gyroscope's at that instant. Each frame carries its number in its top left
 (16 bits, a cell of 8x8 pixels each), which vivid's output scaler enlarges; each captured frame
 is named by it, and its true lag is its capture_ns minus the instant its scene
-shows. Prints one JSON object: frames written (and how many late by over 20 ms) and the recorder's
+shows. Prints one JSON object: frames written (and how many written over 20 ms after their
+instant) and the recorder's
 exit status; `measure` prints the frames captured, named, and the lags' mean, median, min and max
 (ns).
 
@@ -143,6 +144,8 @@ def main():
     output = Output(out_node)
     sleep_until(shows[0] - 1_500_000_000)
     process = subprocess.Popen(recorder, stdout=sys.stderr)
+    # Each frame at its instant: vivid shows it from its output's next tick (a queue kept full
+    # instead let the shown frame slip a whole period mid-run).
     written = late = 0
     for frame, show in zip(frames, shows):
         sleep_until(show)

@@ -18,13 +18,18 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
     /// stamp (CLOCK_MONOTONIC_RAW, in seconds): the truth a synthetic camera with the same motion
     /// shares, for `fieldcap check-sync`.
     public let motion: HandMotion?
+    /// How late its stamps are, in seconds: a sample stamped `t` reads the turning at `t - delay`
+    /// (as a turning synthetic camera's frame does).
+    public let delay: Double
 
     /// - Parameters:
     ///   - id: the stream id.
     ///   - rate: samples per second (1 to 100,000).
     ///   - motion: the rig's turning, for the gyroscope; nil for the gentle sway.
-    public init(id: String = "imu", rate: Double = 200, motion: HandMotion? = nil) {
+    ///   - delay: how late its stamps are against `motion`, in seconds.
+    public init(id: String = "imu", rate: Double = 200, motion: HandMotion? = nil, delay: Double = 0) {
         self.motion = motion
+        self.delay = delay
         precondition(rate > 0, "a synthetic IMU needs a positive rate")
         descriptor = StreamDescriptor(
             id: id, kind: .sensor, channels: Self.channelNames, nominalRate: rate, device: "synthetic:\(rate.formatted)"
@@ -63,7 +68,7 @@ public final class SyntheticIMU: CaptureSource, @unchecked Sendable {
             record.uncertaintyNs = 100_000
             Self.reading(at: Double(now - start) / 1e9, into: &record)
             if let motion {
-                let rate = motion.angularVelocity(at: Double(now) / 1e9)
+                let rate = motion.angularVelocity(at: Double(now) / 1e9 - delay)
                 (record.values[3], record.values[4], record.values[5]) = (rate.x, rate.y, rate.z)
             }
             ring.push(record, sequence: sequence)

@@ -33,7 +33,7 @@ public struct DeviceSpec: Equatable, Sendable {
         "motion", "delay", "fov",
     ]
     public static let imuKeys: Set<String> = [
-        "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion",
+        "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion", "delay",
     ]
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
@@ -162,10 +162,10 @@ public struct DeviceSpec: Equatable, Sendable {
         return value
     }
 
-    /// `delay=MS`: how late a turning synthetic camera's stamps are, in seconds (`delay=7.5ms`,
-    /// `delay=-20ms`). Up to two minutes either way: frames rendered ahead (`delay=-30000ms`
-    /// shows the turn 30 s in the future) can be played into a real driver's loopback at the
-    /// instant they show, as the kernel rig's vivid test does.
+    /// `delay=MS`: how late a turning synthetic source's stamps are, in seconds (`delay=7.5ms`,
+    /// `delay=-20ms`). Up to two minutes either way: a gyroscope late by the time between a
+    /// scene's rendering and its playing into a real driver's loopback turns as the played
+    /// scene shows, as the kernel rig's vivid test does.
     public func delay() throws(PlanError) -> Double? {
         guard let text = options["delay"] else { return nil }
         let number = text.hasSuffix("ms") ? String(text.dropLast(2)) : text

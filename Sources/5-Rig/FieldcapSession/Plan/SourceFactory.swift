@@ -107,8 +107,14 @@ public struct SyntheticSourceFactory: SourceFactory {
                         + "the synthetic IMU always has \(SyntheticIMU.channelNames.joined(separator: ","))"
                 )
             }
+            let motion = try spec.handMotion()
+            let delay = try spec.delay()
+            if delay != nil && motion == nil {
+                throw PlanError("\(spec.label) synthetic: delay is for a turning IMU; give motion=hand with it")
+            }
             return SyntheticIMU(
-                id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200, motion: try spec.handMotion())
+                id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200, motion: motion,
+                delay: delay ?? 0)
         }
     }
 }
