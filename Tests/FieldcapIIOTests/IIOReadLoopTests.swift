@@ -17,6 +17,8 @@ final class ScriptedIIOBuffer: IIOBufferCalls {
 
     enum Wait {
         case ready
+        /// The recorder stops during this wait (the samples still to read are in the kernel's buffer).
+        case stop
         case interrupted
         case hangUp
         case quiet
@@ -92,6 +94,10 @@ final class ScriptedIIOBuffer: IIOBufferCalls {
             guard count == 2 else { return 0 }
             descriptors[1].revents = Int16(POLLIN)
             return 1
+        case .stop:
+            stop.request()
+            descriptors[0].revents = Int16(POLLIN)
+            return 1
         case .interrupted:
             errno = EINTR
             return -1
@@ -159,6 +165,20 @@ struct IIOReadLoopTests {
         #expect(result.loop.samplesRead == 6 && result.loop.samplesBeforeStart == 0)
     }
 
+    @Test("at the stop, what the kernel's buffer holds is read before the loop ends: nothing made before it is lost")
+    func readsWhatIsLeftAtTheStop() {
+        let start = later
+        // The stop comes while three samples wait in the kernel's buffer (made since the last read).
+        let buffer = ScriptedIIOBuffer(
+            reads: [scans(2, start: start), scans(3, from: 2, start: start)], waits: [.ready, .stop],
+            stop: StopSignal())
+        let result = run(buffer)
+        #expect(result.error == nil)
+        #expect(result.records.map(\.sequence) == Array(0...4))
+        // One read past them found nothing (EAGAIN): the stop waited for nothing more.
+        #expect(buffer.refills == 3)
+    }
+
     @Test("samples stamped before the recording started are left out, and counted")
     func beforeStartLeftOut() {
         let earlier = Int64(MonotonicClock.now()) - 1_000_000_000
@@ -216,8 +236,9 @@ struct IIOReadLoopTests {
             reads: [scans(2, start: 0)], waits: [.quiet, .quiet, .ready], stop: StopSignal())
         let result = run(buffer, timestamps: false)
         #expect(result.records.count == 2)
-        // Two quiet waits read nothing; the third reads the samples; the fourth finds the stop.
-        #expect(buffer.refills == 1 && buffer.polls == 4)
+        // Two quiet waits read nothing; the third reads the samples; the fourth finds the stop, and
+        // a last read (what the buffer holds at the stop) finds nothing.
+        #expect(buffer.refills == 2 && buffer.polls == 4)
     }
 
     @Test("a wait that fails ends the stream with its errno")

@@ -32,6 +32,8 @@ struct IIOReadLoop {
     let stallTimeoutNs: UInt64
     /// Scans one read takes at most: a full read is followed by another at once.
     let samplesPerRead: Int
+    /// Reads at the stop, at most: what the buffer held, if it holds more than a read's worth.
+    static let readsAtStop = 8
 
     var tracker = ClockTracker()
     var emitter = SampleEmitter()
@@ -103,11 +105,19 @@ struct IIOReadLoop {
         var record = CaptureRecord()
         var lastData = MonotonicClock.now()
         let period = periodNs
-        while !stop.isRequested {
-            if MonotonicClock.now() &- lastData > stallTimeoutNs {
+        // At a stop, what the kernel's buffer holds is read before the loop ends (samples made
+        // since the last read, up to a read interval's worth): a few reads at most, never a wait.
+        var stopping = false
+        var lastReads = 0
+        while true {
+            if !stopping && stop.isRequested { stopping = true }
+            if stopping {
+                lastReads += 1
+                if lastReads > Self.readsAtStop { break }
+            } else if MonotonicClock.now() &- lastData > stallTimeoutNs {
                 throw DeviceError.stalled(device: label, timeoutNs: stallTimeoutNs, what: "sample")
             }
-            if !moreWaiting {
+            if !moreWaiting && !stopping {
                 // poll(2) on the stop signal's pipe and, when waited on, the device: a stop wakes
                 // the wait at once, and a device that went away answers POLLERR or POLLHUP.
                 // An interrupted wait goes back to the stall watchdog rather than waiting the
@@ -122,8 +132,11 @@ struct IIOReadLoop {
                 }
                 if waited < 0 && errno == EINTR { continue }
                 if waited < 0 { throw IIOError.system("poll", device: label, errno: errno) }
-                if stop.isRequested { break }
-                if waitOnDevice {
+                if stop.isRequested {
+                    // The stop: on to the last reads.
+                    stopping = true
+                    lastReads = 1
+                } else if waitOnDevice {
                     if deviceEvents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                         throw IIOError.system("poll", device: label, errno: ENODEV)
                     }
@@ -132,7 +145,12 @@ struct IIOReadLoop {
             }
             let read = buffer.refill()
             moreWaiting = false
-            if read == -Int(EAGAIN) { continue }
+            if read == -Int(EAGAIN) {
+                if stopping { break }
+                continue
+            }
+            // A device gone as the recording stops: what was read is kept, the stop goes on.
+            if read < 0 && stopping { break }
             if read < 0 { throw IIOError.system("read samples", device: label, errno: Int32(-read)) }
             let dequeued = MonotonicClock.now()
             lastData = dequeued
