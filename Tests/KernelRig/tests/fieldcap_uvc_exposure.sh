@@ -1,5 +1,5 @@
 #!/bin/bash
-# rig-timeout: 160
+# rig-timeout: 300
 # rig-share: 60
 # A USB camera's own start and middle of exposure (#47): the UVC gadget puts each frame's PTS
 # (the time its feeder queued it, CLOCK_MONOTONIC in 48 MHz ticks) and clock references (SCR: the
