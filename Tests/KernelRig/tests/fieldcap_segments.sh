@@ -38,8 +38,12 @@ if any(s["state"] != "complete" for s in segments): fails.append("a segment is n
 # vivid: the kernel's sequence numbers, read from each segment's frame log, in segment order.
 sequences, missing = [], 0
 for s in segments:
-    # A 1 s segment can close before the emulated vivid's first frame: it holds no camera file.
-    if s["streams"]["cam"]["records"] == 0 and not os.path.exists(f"{recording}/{s['directory']}/cam.frames.ndjson"):
+    # A 1 s segment can close before the emulated vivid's first frame (the last one when the stop
+    # falls just past a boundary): it holds no camera frame, so no timestamp lines either.
+    if s["streams"]["cam"]["records"] == 0:
+        d = f"{recording}/{s['directory']}"
+        held = [f for f in ("cam.frames.ndjson", "cam.timestamps.jsonl") if os.path.exists(f"{d}/{f}") and os.path.getsize(f"{d}/{f}")]
+        if held: fails.append(f"{s['directory']}: no camera record in the index, but {', '.join(held)} not empty")
         missing += s["streams"]["cam"]["missing"]
         continue
     log = [json.loads(l) for l in open(f"{recording}/{s['directory']}/cam.frames.ndjson")]
