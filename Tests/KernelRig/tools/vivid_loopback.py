@@ -4,16 +4,17 @@ fieldcap records vivid's capture node (the S-Video loopback) beside a synthetic 
 turns as the frames do, then measures what the capture really delivered.
 
 The frames come from a synthetic turning camera; frame k shows the turn at its stamp, and is played
-to show at its stamp + AHEAD, while the gyroscope (delay=AHEAD) reads the turn at its own stamp -
-AHEAD: the scene it shows is the gyroscope's at that instant. Each frame carries its number in its top left
-(16 bits, a cell of 8x8 pixels each), which vivid's output scaler enlarges; each captured frame
-is named by it, and its true lag is its capture_ns minus the instant its scene
-shows. Prints one JSON object: frames written (and how many written over 20 ms after their
-instant) and the recorder's
-exit status; `measure` prints the frames captured, named, and the lags' mean, median, min and max
-(ns).
+to show at its stamp + AHEAD (AHEAD chosen once the frames are loaded: the first shows 3 s later),
+while the gyroscope (the recorder's `{delay_ms}` replaced by AHEAD) reads the turn at its own
+stamp - AHEAD: the scene it shows is the gyroscope's at that instant. Each frame carries its number
+in its top left (16 bits, a cell of 8x8 pixels each); each captured frame is named by it, and its
+true lag is its capture_ns minus the instant its scene shows. The recorder is ended with SIGINT
+0.3 s after the last frame. Prints one JSON object: frames written, skipped (the driver had not
+taken the one before), passed over (their instant had gone when the loop came to them), the
+recorder's exit status, AHEAD and each frame's instant; `measure` prints the frames captured,
+named, and the lags' mean, median, min and max (ns).
 
-Usage: vivid_loopback.py RENDERED_RAW STAMPS OUT_NODE AHEAD_NS WIDTH HEIGHT -- RECORDER...
+Usage: vivid_loopback.py RENDERED_RAW STAMPS OUT_NODE WIDTH HEIGHT -- RECORDER...
        vivid_loopback.py measure CAPTURED_RAW SESSION WIDTH HEIGHT SCALE PLAYED_JSON
 """
 import fcntl
@@ -21,11 +22,14 @@ import json
 import mmap
 import os
 import struct
+import signal
 import subprocess
 import sys
 import time
 
 BITS, CELL = 16, 8
+LEAD_NS, TAIL_NS = 3_000_000_000, 300_000_000
+STEADY_NS = 90_000_000
 
 # The V4L2 calls, as <linux/videodev2.h> lays them out on a 64-bit machine: vb2's write() path
 # queues output buffers with no payload on 6.12 (vivid refuses them), so the frames go through
@@ -49,11 +53,14 @@ OUTPUT, MMAP, FIELD_INTERLACED = 2, 1, 4
 
 
 class Output:
-    """An output node streamed with mmap buffers: `play` hands it a frame, waiting for a buffer
-    the driver is done with when all are queued."""
+    """An output node streamed with mmap buffers. vivid shows the first buffer of its queue and
+    retires it at the next tick that finds another behind it, so `play` keeps at most one frame
+    waiting behind the one shown: when the driver has not yet taken the last one (it runs slowly
+    on a busy host), the frame is skipped rather than queued, so that what vivid shows is never
+    more than a tick older than its instant, however slowly it runs."""
 
     def __init__(self, path, count=4):
-        self.fd = os.open(path, os.O_RDWR)
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
         request = bytearray(struct.pack(REQUESTBUFFERS, count, OUTPUT, MMAP, 0, 0))
         fcntl.ioctl(self.fd, VIDIOC_REQBUFS, request)
         count = struct.unpack(REQUESTBUFFERS, request)[0]
@@ -66,10 +73,16 @@ class Output:
             self.maps.append(mmap.mmap(self.fd, length, mmap.MAP_SHARED, mmap.PROT_WRITE, offset=offset & 0xFFFFFFFF))
 
     def play(self, frame):
-        if not self.free:
+        """Queues the frame, or returns False (skipped) when one is still waiting to be shown."""
+        while len(self.free) < len(self.maps):
             buffer = bytearray(struct.pack(BUFFER, 0, OUTPUT, 0, 0, 0, 0, 0, bytes(16), 0, MMAP, 0, 0, 0, 0))
-            fcntl.ioctl(self.fd, VIDIOC_DQBUF, buffer)
+            try:
+                fcntl.ioctl(self.fd, VIDIOC_DQBUF, buffer)
+            except BlockingIOError:
+                break
             self.free.append(struct.unpack(BUFFER, buffer)[0])
+        if len(self.maps) - len(self.free) >= 2:
+            return False
         index = self.free.pop(0)
         self.maps[index][:len(frame)] = frame
         buffer = bytearray(struct.pack(
@@ -78,6 +91,7 @@ class Output:
         if not self.streaming:
             fcntl.ioctl(self.fd, VIDIOC_STREAMON, struct.pack("<i", OUTPUT))
             self.streaming = True
+        return True
 
     def close(self):
         if self.streaming:
@@ -126,51 +140,70 @@ def read_number(frame, width, scale):
 
 def main():
     split = sys.argv.index("--")
-    raw, stamps_path, out_node, ahead, width, height = sys.argv[1:split]
+    raw, stamps_path, out_node, width, height = sys.argv[1:split]
     recorder = sys.argv[split + 1:]
-    ahead, width, height = int(ahead), int(width), int(height)
+    width, height = int(width), int(height)
     size = width * height
     stamps = [json.loads(line)["capture_ns"] for line in open(stamps_path)]
-    shows = [t + ahead for t in stamps]
     with open(raw, "rb") as source:
         frames = [bytearray(source.read(size)) for _ in stamps]
     if any(len(f) != size for f in frames):
         sys.exit(f"{raw} holds fewer frames than {stamps_path} has lines")
     for number, frame in enumerate(frames):
         stamp(frame, number + 1, width)  # 0 would read as a black frame
-
-    # The recorder starts a second and a half before the first frame shows; the output is
-    # opened now.
     output = Output(out_node)
-    sleep_until(shows[0] - 1_500_000_000)
+
+    # The instants are chosen only now that everything is loaded (starting Python alone takes
+    # seconds on a busy emulated machine): the first frame shows LEAD from now, and the recorder,
+    # started now, is told the delay. Frames whose instant passed before the recorder captures are
+    # simply not seen.
+    ahead = now_ns() + LEAD_NS - stamps[0]
+    shows = [t + ahead for t in stamps]
+    recorder = [word.replace("{delay_ms}", f"{ahead / 1e6:.3f}") for word in recorder]
     process = subprocess.Popen(recorder, stdout=sys.stderr)
-    # Each frame at its instant: vivid shows it from its output's next tick (a queue kept full
-    # instead let the shown frame slip a whole period mid-run).
-    written = late = 0
-    for frame, show in zip(frames, shows):
-        sleep_until(show)
-        if now_ns() - show > 20_000_000:
-            late += 1
-        output.play(frame)
-        written += 1
+    # At each frame's instant the frame due now is played (a late loop skips the frames whose
+    # instant has passed, rather than showing them late): vivid shows it from its output's next
+    # tick. A queue kept full instead let the shown frame slip a whole period mid-run.
+    written = late = skipped = 0
+    k = 0
+    while k < len(frames):
+        sleep_until(shows[k])
+        now = now_ns()
+        while k + 1 < len(frames) and shows[k + 1] <= now:
+            k, late = k + 1, late + 1
+        if output.play(frames[k]):
+            written += 1
+        else:
+            skipped += 1
+        k += 1
+    # The recorder ends a little after the last frame (its --duration only a cap).
+    sleep_until(shows[-1] + TAIL_NS)
+    process.send_signal(signal.SIGINT)
     status = process.wait()
     output.close()
-    print(json.dumps({"written": written, "written_late": late, "recorder_status": status, "shows": shows}))
+    print(json.dumps({"written": written, "skipped": skipped, "passed_late": late, "recorder_status": status,
+                      "ahead_ns": ahead, "shows": shows}))
 
 
 def measure():
-    """measure CAPTURED_RAW SESSION WIDTH HEIGHT SCALE PLAYED_JSON: each captured frame's lag,
-    and the stretch of the session (seconds from its sync point) in which played frames came
-    through, less half a second at its start and a frame at its end (after the last frame played,
-    vivid shows it on and on: the scene stops while the gyroscope turns)."""
+    """measure CAPTURED_RAW SESSION WIDTH HEIGHT SCALE PLAYED_JSON: each captured frame's lag, and
+    the stretches of the session (seconds from its sync point) to analyse: `whole`, where played
+    frames came through (less half a second at its start and a frame at its end: after the last
+    frame played, vivid shows it on and on, the scene stopped while the gyroscope turns), and
+    `steady`, the longest run of frames inside it in which vivid kept up: no frame lost by its
+    sequence numbers, and every frame showing one played at most STEADY_NS before the lowest lags
+    (vivid shows a frame from its next output tick, so the lag moves within a frame period or so;
+    on a starved host a frame is held for several, or the scene rendered ahead has gaps, and there
+    the scene stops while the gyroscope turns)."""
     raw, session, width, height, scale, played = sys.argv[2:8]
     width, height, scale = int(width), int(height), int(scale)
     shows = json.load(open(played))["shows"]
     origin = json.load(open(f"{session}/sync_point.json"))["monotonic_ns"]
     stamps = [json.loads(line)["capture_ns"] for line in open(f"{session}/cam.timestamps.jsonl")]
-    seen = []
+    sequences = [json.loads(line)["sequence"] for line in open(f"{session}/cam.frames.ndjson")]
+    seen = []  # (capture_ns, lag, kernel sequence)
     with open(raw, "rb") as source:
-        for capture_ns in stamps:
+        for capture_ns, sequence in zip(stamps, sequences):
             frame = source.read(width * height)
             if len(frame) < width * height:
                 break
@@ -178,17 +211,35 @@ def measure():
             # The last frame played stays on: its captures after the first are not its lag.
             if number is None or not 1 <= number < len(shows):
                 continue
-            seen.append((capture_ns, capture_ns - shows[number - 1]))
+            seen.append((capture_ns, capture_ns - shows[number - 1], sequence))
+
+    def seconds(capture_ns):
+        return (capture_ns - origin) / 1e9
+
+    def stretch(frames):
+        lags = sorted(lag for _, lag, _ in frames)
+        return {"from_s": round(seconds(frames[0][0]), 3), "to_s": round(seconds(frames[-1][0]), 3),
+                "lags": len(lags), "lag_mean_ns": int(sum(lags) / len(lags)),
+                "lag_median_ns": lags[len(lags) // 2], "lag_min_ns": lags[0], "lag_max_ns": lags[-1]}
+
     result = {"captured": len(stamps), "named": len(seen)}
-    if seen:
-        start = (seen[0][0] - origin) / 1e9 + 0.5
-        end = (seen[-1][0] - origin) / 1e9 - 0.04
-        lags = sorted(lag for capture_ns, lag in seen if start <= (capture_ns - origin) / 1e9 <= end)
-        result.update({
-            "from_s": round(start, 3), "to_s": round(end, 3), "lags": len(lags),
-            "lag_mean_ns": int(sum(lags) / len(lags)), "lag_median_ns": lags[len(lags) // 2],
-            "lag_min_ns": lags[0], "lag_max_ns": lags[-1],
-        })
+    start, end = (seconds(seen[0][0]) + 0.5, seconds(seen[-1][0]) - 0.04) if seen else (0, 0)
+    inside = [f for f in seen if start <= seconds(f[0]) <= end]
+    if inside:
+        result["whole"] = stretch(inside)
+        lowest = sorted(lag for _, lag, _ in inside)[len(inside) // 10]
+        runs, run = [], []
+        for frame in inside:
+            if frame[1] > lowest + STEADY_NS or (run and frame[2] != run[-1][2] + 1):
+                runs.append(run)
+                run = []
+            if frame[1] <= lowest + STEADY_NS:
+                run.append(frame)
+        runs.append(run)
+        longest = max(runs, key=len)
+        if len(longest) >= 2:
+            result["steady"] = stretch(longest)
+            result["steady"]["seconds"] = round(seconds(longest[-1][0]) - seconds(longest[0][0]), 3)
     print(json.dumps(result))
 
 
