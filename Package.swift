@@ -21,6 +21,9 @@ let package = Package(
         // Live preview of a camera, for a program of one's own: the frame tap's JPEGs.
         .library(name: "FieldcapPreview", targets: ["FieldcapPreview"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
+        // The face detector (MTCNN on OpenCV's DNN module), a library of its own that fieldcap
+        // opens with dlopen when faces are to be covered: the rig binary never links OpenCV.
+        .library(name: "FieldcapFaceDetector", type: .dynamic, targets: ["CFaceDetector"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -47,6 +50,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         // Hummingbird's header types, named directly for the preview's own headers.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // SHA-256 of the face model's files, checked before they are opened: Apple's swift-crypto
+        // (BoringSSL's), already under the WebSocket client's dependencies.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // The house's system tools, below every layer: the syscall seam and its EINTR policy, named
@@ -143,6 +149,22 @@ let package = Package(
                 "FieldcapSystem", "CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2",
                 "SyncField",
             ]),
+        // MTCNN's face detector over OpenCV's DNN module (Debian: libopencv-dnn-dev,
+        // libopencv-imgproc-dev): C++ behind a C interface, built as the FieldcapFaceDetector
+        // library only (Sources/1-Platform/CFaceDetector/include says why). Debian's OpenCV has no
+        // pkg-config file short of libopencv-dev, which pulls all of OpenCV (about 1 GiB): hence
+        // the header path and the three libraries named here.
+        .target(
+            name: "CFaceDetector",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [
+                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"),
+            ]),
+        // Faces covered before frames leave the rig: the detector (loaded, never linked), the
+        // tracker that carries faces between detections, the pixelation of each frame layout.
+        .target(
+            name: "FieldcapFaces",
+            dependencies: ["FieldcapSystem", "FieldcapCore", .product(name: "Crypto", package: "swift-crypto")]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(
@@ -341,6 +363,8 @@ let package = Package(
         .testTarget(
             name: "FieldcapSyncServiceTests",
             dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapFacesTests", dependencies: ["FieldcapFaces", "FieldcapCore", "CPNG", "TestSupport"]),
         .testTarget(name: "FieldcapEncodeTests", dependencies: ["FieldcapEncode", "FieldcapCore", "TestSupport"]),
         .testTarget(
             name: "FieldcapPreviewTests",
@@ -379,7 +403,7 @@ let layers: [(folder: String, targets: [String])] = [
         "1-Platform",
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
-            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
+            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "CFaceDetector", "FieldcapYAML",
             "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput", "CUdev", "FieldcapHotplug",
         ]
     ),
@@ -387,8 +411,8 @@ let layers: [(folder: String, targets: [String])] = [
     ("2-SDK", ["SyncField"]),
     // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, the clocks
     ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapClockQuality"]),
-    // records to files: segments, Matroska videos, encoders
-    ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode"]),
+    // records to files: segments, Matroska videos, encoders, faces covered before frames are encoded
+    ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode", "FieldcapFaces"]),
     // the application layer every front end drives: plans, the recording, recovery, previews, the rig
     ("5-Rig", ["FieldcapSession", "FieldcapPreview", "FieldcapCalibration", "FieldcapRig"]),
     // what reads recordings afterwards: browsing, extracting, exports, the alignment service, bench,

@@ -2,6 +2,7 @@
 
 #include <png.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,4 +64,28 @@ void CPNG_free(CPNG_output *output) {
     free(output->bytes);
     output->bytes = NULL;
     output->count = output->capacity = 0;
+}
+
+int CPNG_decode_file(const char *path, int channels, uint8_t **pixels, uint32_t *width, uint32_t *height,
+                     char *message) {
+    // libpng's simplified API, which reports errors in the image structure, never by longjmp.
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, path)) {
+        snprintf(message, 256, "%s: %s", path, image.message);
+        return -1;
+    }
+    image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    uint8_t *buffer = malloc(PNG_IMAGE_SIZE(image));
+    if (buffer == NULL || !png_image_finish_read(&image, NULL, buffer, 0, NULL)) {
+        snprintf(message, 256, "%s: %s", path, buffer == NULL ? "out of memory" : image.message);
+        free(buffer);
+        png_image_free(&image);
+        return -1;
+    }
+    *pixels = buffer;
+    *width = image.width;
+    *height = image.height;
+    return 0;
 }

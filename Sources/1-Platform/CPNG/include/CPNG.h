@@ -22,4 +22,10 @@ int CPNG_encode(const void *pixels, uint32_t width, uint32_t height, int channel
 
 void CPNG_free(CPNG_output *output);
 
+/// Reads the PNG file at `path` as 8-bit pixels of `channels` 1 (grey) or 3 (RGB), rows packed,
+/// into `*pixels` (free it with free()), its size into `width` and `height`. Returns 0, or -1 with
+/// `message` (256 bytes) filled. The tests read their photographs with it.
+int CPNG_decode_file(const char *path, int channels, uint8_t **pixels, uint32_t *width, uint32_t *height,
+                     char *message);
+
 #endif

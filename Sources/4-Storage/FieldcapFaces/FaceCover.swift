@@ -1,0 +1,169 @@
+/// Covers the faces of one camera's frames, in their order: the detector looks at every
+/// `detectEvery`th frame, the tracker carries its faces over the frames between and the ones it
+/// misses, and each box, grown by `margin` on every side, is pixelated in the frame itself.
+/// What it did is counted for the export's metadata or the sidecar (`FaceCoverReport`).
+///
+/// Thread-bound: one per camera and thread (the detector and the tracker are).
+public final class FaceCover {
+    public struct Settings: Equatable, Sendable {
+        /// Look for faces in every `detectEvery`th frame (1: each).
+        public var detectEvery = 1
+        /// The fraction of a face's size added on every side before it is covered: a box fits
+        /// the face from brow to chin, and hair, ears and the outline identify people too.
+        public var margin = 0.25
+        /// Blocks along the longer side of a covered box.
+        public var blocksAcross = 6
+        /// Frames a face stays covered after the detector last saw it (half a second at 30 fps).
+        public var hold = 15
+        /// The smallest face searched for, in pixels.
+        public var minFace = 36
+
+        public init() {}
+    }
+
+    public let layout: FrameLayout
+    public let settings: Settings
+    public let detector: any FaceDetecting
+    public private(set) var report: FaceCoverReport
+    private var tracker: FaceTracker
+    private var frame = 0
+    /// The detector's input when the frame is not grey or RGB already.
+    private var scratch: [UInt8] = []
+
+    public init(layout: FrameLayout, settings: Settings, detector: any FaceDetecting) {
+        precondition(settings.detectEvery >= 1 && settings.margin >= 0 && settings.blocksAcross >= 1)
+        self.layout = layout
+        self.settings = settings
+        self.detector = detector
+        tracker = FaceTracker(hold: max(settings.hold, settings.detectEvery))
+        report = FaceCoverReport(detector: detector.name, settings: settings)
+    }
+
+    /// MTCNN with the installed model: `settings.minFace`, one OpenCV thread.
+    public static func mtcnn(layout: FrameLayout, settings: Settings) throws(FaceCoverError) -> FaceCover {
+        FaceCover(layout: layout, settings: settings, detector: try MTCNNFaceDetector(minFace: settings.minFace))
+    }
+
+    /// Covers the faces of the next frame in place; returns the boxes covered.
+    @discardableResult
+    public func cover(_ bytes: UnsafeMutableRawBufferPointer) throws(FaceCoverError) -> [FaceBox] {
+        guard bytes.count >= layout.byteCount else {
+            throw FaceCoverError("a \(layout) frame holds \(layout.byteCount) bytes, this one \(bytes.count)")
+        }
+        if frame % settings.detectEvery == 0 {
+            let faces = try detect(UnsafeRawBufferPointer(bytes))
+            tracker.detected(faces, inFrame: frame)
+            report.detections += 1
+            report.facesDetected += faces.count
+        }
+        let boxes = tracker.boxes(inFrame: frame).map { $0.grown(by: settings.margin) }
+        Pixelation.cover(boxes, in: bytes, layout: layout, blocksAcross: settings.blocksAcross)
+        report.count(boxes: boxes.count)
+        frame += 1
+        return boxes
+    }
+
+    /// `cover` on an array's bytes.
+    @discardableResult
+    public func cover(_ bytes: inout [UInt8]) throws(FaceCoverError) -> [FaceBox] {
+        let covered = bytes.withUnsafeMutableBytes { raw in Result { () throws(FaceCoverError) in try cover(raw) } }
+        return try covered.get()
+    }
+
+    private func detect(_ bytes: UnsafeRawBufferPointer) throws(FaceCoverError) -> [FaceBox] {
+        let width = layout.width, height = layout.height
+        switch layout.kind {
+        case .grey8:
+            return try detector.detect(
+                DetectionImage(pixels: bytes, width: width, height: height, stride: width, channels: 1))
+        case .rgb8:
+            return try detector.detect(
+                DetectionImage(pixels: bytes, width: width, height: height, stride: 3 * width, channels: 3))
+        case .grey16:
+            // The high byte: what an 8-bit view of the frame shows.
+            if scratch.count != width * height { scratch = [UInt8](repeating: 0, count: width * height) }
+            for index in 0..<(width * height) { scratch[index] = bytes[2 * index + 1] }
+            return try detectScratch(channels: 1)
+        case .yuyv, .nv12:
+            // Colour: the detector finds more faces in RGB than in the luma alone (93 of 95
+            // against 89 of the labelled set).
+            if scratch.count != 3 * width * height { scratch = [UInt8](repeating: 0, count: 3 * width * height) }
+            scratch.withUnsafeMutableBytes { rgb in YUVToRGB.convert(bytes, layout: layout, into: rgb) }
+            return try detectScratch(channels: 3)
+        }
+    }
+
+    private func detectScratch(channels: Int) throws(FaceCoverError) -> [FaceBox] {
+        let result = scratch.withUnsafeBytes { pixels in
+            Result { () throws(FaceCoverError) in
+                try detector.detect(
+                    DetectionImage(
+                        pixels: pixels, width: layout.width, height: layout.height, stride: channels * layout.width,
+                        channels: channels))
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// What a `FaceCover` did, for a reviewer: the detector and its settings, the frames, how many
+/// the detector looked at, the faces it found, and the boxes covered (frames with any, the
+/// most in one frame, all of them).
+public struct FaceCoverReport: Equatable, Sendable {
+    public let detector: String
+    public let settings: FaceCover.Settings
+    public var frames = 0
+    public var detections = 0
+    public var facesDetected = 0
+    public var framesCovered = 0
+    public var boxesCovered = 0
+    public var mostBoxesInAFrame = 0
+
+    mutating func count(boxes: Int) {
+        frames += 1
+        boxesCovered += boxes
+        if boxes > 0 { framesCovered += 1 }
+        mostBoxesInAFrame = max(mostBoxesInAFrame, boxes)
+    }
+
+    /// The report as a JSON object, keys in a fixed order.
+    public var json: String {
+        """
+        {"detector":"\(detector)","detect_every":\(settings.detectEvery),"min_face_px":\(settings.minFace),\
+        "margin":\(settings.margin),"blocks_across":\(settings.blocksAcross),"hold_frames":\(settings.hold),\
+        "cover":"pixelation","frames":\(frames),"frames_detected":\(detections),"faces_detected":\(facesDetected),\
+        "frames_covered":\(framesCovered),"boxes_covered":\(boxesCovered),"most_boxes_in_a_frame":\(mostBoxesInAFrame)}
+        """
+    }
+}
+
+/// YUYV and NV12 to RGB for the detector: BT.601 full range (as JPEG's), each chroma sample for
+/// the pixels it was sampled from.
+enum YUVToRGB {
+    static func convert(_ frame: UnsafeRawBufferPointer, layout: FrameLayout, into rgb: UnsafeMutableRawBufferPointer) {
+        let width = layout.width, height = layout.height
+        for y in 0..<height {
+            for x in 0..<width {
+                let luma: Int, u: Int, v: Int
+                if layout.kind == .yuyv {
+                    let pair = y * 2 * width + (x / 2) * 4
+                    luma = Int(frame[y * 2 * width + 2 * x])
+                    u = Int(frame[pair + 1]) - 128
+                    v = Int(frame[pair + 3]) - 128
+                } else {
+                    let chroma = width * height + (y / 2) * width + (x / 2) * 2
+                    luma = Int(frame[y * width + x])
+                    u = Int(frame[chroma]) - 128
+                    v = Int(frame[chroma + 1]) - 128
+                }
+                // Fixed point, 16 fractional bits: 1.402, 0.344136, 0.714136, 1.772.
+                let at = 3 * (y * width + x)
+                rgb[at] = clamp(luma + (91881 * v + 32768) >> 16)
+                rgb[at + 1] = clamp(luma - (22554 * u + 46802 * v + 32768) >> 16)
+                rgb[at + 2] = clamp(luma + (116130 * u + 32768) >> 16)
+            }
+        }
+    }
+
+    private static func clamp(_ value: Int) -> UInt8 { UInt8(max(0, min(255, value))) }
+}

@@ -1,0 +1,12 @@
+/// Why faces could not be covered: the detector's library or model missing or damaged, a frame
+/// it cannot read. One line that says what to do.
+public struct FaceCoverError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+
+    /// A C library's message, from its NUL-terminated buffer.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,72 @@
+/// Carries faces between the frames the detector looks at, and over the ones it misses: each
+/// face found becomes a track that moves with the speed its last two detections showed, and
+/// stays covered for `hold` frames after its last detection. Between detections a track covers
+/// both where it was last seen and where its motion puts it, grown a little more each frame, so
+/// that a face is not exposed because it moved or turned away from the detector for a moment.
+public struct FaceTracker: Sendable {
+    struct Track: Sendable {
+        var box: FaceBox
+        var seenAt: Int
+        var velocityX = 0.0
+        var velocityY = 0.0
+    }
+
+    /// Frames a face stays covered after the detector last saw it.
+    public let hold: Int
+    /// How much a box carried forward grows each frame after its last detection (a fraction of
+    /// its size on each side), up to `maximumGrowth`.
+    static let growthPerFrame = 0.05
+    static let maximumGrowth = 0.5
+
+    private(set) var tracks: [Track] = []
+
+    public init(hold: Int) {
+        precondition(hold >= 0)
+        self.hold = hold
+    }
+
+    /// What the detector found in frame `frame` (frames numbered in order; not every one need
+    /// be given).
+    public mutating func detected(_ faces: [FaceBox], inFrame frame: Int) {
+        var unmatched = Array(tracks.indices)
+        var fresh: [Track] = []
+        // Each face to the track whose predicted box it overlaps most, the surest faces first.
+        for face in faces.sorted(by: { $0.score > $1.score }) {
+            let best = unmatched.max { a, b in
+                predicted(tracks[a], at: frame).overlap(face) < predicted(tracks[b], at: frame).overlap(face)
+            }
+            if let best, predicted(tracks[best], at: frame).overlap(face) > 0.1 {
+                var track = tracks[best]
+                let frames = Double(max(1, frame - track.seenAt))
+                track.velocityX = (face.centerX - track.box.centerX) / frames
+                track.velocityY = (face.centerY - track.box.centerY) / frames
+                track.box = face
+                track.seenAt = frame
+                tracks[best] = track
+                unmatched.removeAll { $0 == best }
+            } else {
+                fresh.append(Track(box: face, seenAt: frame))
+            }
+        }
+        tracks = tracks.filter { frame - $0.seenAt <= hold } + fresh
+    }
+
+    /// The boxes to cover in frame `frame`: each track's, carried forward from its last detection.
+    public func boxes(inFrame frame: Int) -> [FaceBox] {
+        tracks.compactMap { track in
+            let since = frame - track.seenAt
+            guard since <= hold else { return nil }
+            guard since > 0 else { return track.box }
+            let growth = min(Self.maximumGrowth, Self.growthPerFrame * Double(since))
+            return track.box.union(predicted(track, at: frame)).grown(by: growth)
+        }
+    }
+
+    private func predicted(_ track: Track, at frame: Int) -> FaceBox {
+        let since = Double(frame - track.seenAt)
+        var box = track.box
+        box.x += track.velocityX * since
+        box.y += track.velocityY * since
+        return box
+    }
+}

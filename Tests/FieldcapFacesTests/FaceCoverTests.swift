@@ -1,0 +1,92 @@
+import TestSupport
+import Testing
+
+@testable import FieldcapFaces
+
+/// A detector that finds what it is told, and notes what it was shown.
+final class ScriptedDetector: FaceDetecting {
+    let name = "scripted"
+    var faces: (Int) -> [FaceBox]
+    private(set) var shown: [(width: Int, height: Int, channels: Int, first: [UInt8])] = []
+
+    init(faces: @escaping (Int) -> [FaceBox]) { self.faces = faces }
+
+    func detect(_ image: DetectionImage) throws(FaceCoverError) -> [FaceBox] {
+        shown.append((image.width, image.height, image.channels, Array(image.pixels.prefix(6))))
+        return faces(shown.count - 1)
+    }
+}
+
+@Suite("Covering a camera's faces frame by frame")
+struct FaceCoverTests {
+    @Test("the detector sees every Nth frame; the boxes, grown by the margin, are covered in each; the report counts")
+    func everyNth() throws {
+        let layout = FrameLayout(.grey8, width: 160, height: 120)
+        let detector = ScriptedDetector { _ in [FaceBox(x: 60, y: 40, width: 20, height: 24, score: 0.99)] }
+        var settings = FaceCover.Settings()
+        settings.detectEvery = 3
+        settings.margin = 0.5
+        let cover = FaceCover(layout: layout, settings: settings, detector: detector)
+        var random = SplitMix64(seed: 3)
+        let detected = FaceBox(x: 50, y: 28, width: 40, height: 48, score: 0.99)
+        for index in 0..<7 {
+            let original = (0..<layout.byteCount).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var frame = original
+            let boxes = try cover.cover(&frame)
+            #expect(boxes.count == 1)
+            if index % 3 == 0 {
+                #expect(boxes == [detected])
+            } else {
+                // Carried forward: grown, never smaller than the face as last detected.
+                #expect(boxes[0].x < detected.x && boxes[0].x + boxes[0].width > detected.x + detected.width)
+            }
+            let box = boxes[0]
+            let columns = Int(box.x.rounded(.down))..<Int((box.x + box.width).rounded(.up))
+            let rows = Int(box.y.rounded(.down))..<Int((box.y + box.height).rounded(.up))
+            for y in 0..<120 {
+                for x in 0..<160 where !columns.contains(x) || !rows.contains(y) {
+                    #expect(frame[y * 160 + x] == original[y * 160 + x])
+                }
+            }
+            #expect(frame != original)
+        }
+        #expect(detector.shown.count == 3)  // frames 0, 3 and 6
+        #expect(cover.report.frames == 7 && cover.report.detections == 3 && cover.report.facesDetected == 3)
+        #expect(
+            cover.report.framesCovered == 7 && cover.report.boxesCovered == 7 && cover.report.mostBoxesInAFrame == 1)
+        #expect(cover.report.json.contains("\"detect_every\":3"))
+    }
+
+    @Test("YUYV and NV12 are shown to the detector in RGB; Y16 as its high byte")
+    func detectorInput() throws {
+        // YUYV: Y 100, U 128, V 128 (grey) then Y 200, U 90, V 240 (a red).
+        var yuyv: [UInt8] = []
+        for _ in 0..<(16 * 12 / 2) { yuyv += [100, 128, 100, 128] }
+        yuyv[0...3] = [100, 90, 200, 240]
+        let detector = ScriptedDetector { _ in [] }
+        _ = try FaceCover(layout: FrameLayout(.yuyv, width: 16, height: 12), settings: .init(), detector: detector)
+            .cover(&yuyv)
+        let rgb = detector.shown[0].first
+        #expect(detector.shown[0].channels == 3)
+        // Y 100, U -38, V +112: R = 100 + 1.402 * 112 = 257 → 255; G = 100 - 0.344 * -38 - 0.714 * 112 = 33;
+        // B = 100 + 1.772 * -38 = 33.
+        #expect(Array(rgb[0..<3]) == [255, 33, 33])
+        #expect(Array(rgb[3..<6]) == [255, 133, 133])
+        var y16 = [UInt8](repeating: 0, count: 16 * 12 * 2)
+        y16[0] = 0x34
+        y16[1] = 0x12
+        let grey = ScriptedDetector { _ in [] }
+        _ = try FaceCover(layout: FrameLayout(.grey16, width: 16, height: 12), settings: .init(), detector: grey)
+            .cover(&y16)
+        #expect(grey.shown[0].channels == 1 && grey.shown[0].first[0] == 0x12)
+    }
+
+    @Test("a frame shorter than its layout is refused")
+    func shortFrame() {
+        var frame = [UInt8](repeating: 0, count: 100)
+        let cover = FaceCover(
+            layout: FrameLayout(.grey8, width: 16, height: 12), settings: .init(),
+            detector: ScriptedDetector { _ in [] })
+        #expect(throws: FaceCoverError.self) { try cover.cover(&frame) }
+    }
+}
