@@ -117,6 +117,7 @@ let package = Package(
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
                 "FieldcapHotplug", "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
+                "CPNG",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // What a root of recordings holds, read from indexes and sidecars: the sessions browser,
@@ -247,8 +248,8 @@ let package = Package(
             dependencies: [
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
-                "FieldcapCalibration", "FieldcapEncode", "CAVCodec", "CFieldcapLinux", "CZstd", "CLZ4", "CZlib", "CPNG",
-                "CTurboJPEG",
+                "FieldcapCalibration", "FieldcapEncode", "FieldcapFaces", "CAVCodec", "CFieldcapLinux", "CZstd", "CLZ4",
+                "CZlib", "CPNG", "CTurboJPEG",
             ]),
         // `fieldcap check-sync`: the time offset between each camera and gyroscope of a session,
         // measured from the images' motion against the gyroscope's. Pure Swift math; the session
@@ -286,7 +287,7 @@ let package = Package(
                 "FieldcapSegments", "FieldcapArchive", "FieldcapRig", "FieldcapService", "FieldcapPreview",
                 "FieldcapSyncService",
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
-                "FieldcapSyncCheck", "FieldcapOutput",
+                "FieldcapSyncCheck", "FieldcapOutput", "FieldcapFaces",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

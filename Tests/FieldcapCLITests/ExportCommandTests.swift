@@ -29,13 +29,13 @@ struct ExportCommandTests {
     /// Runs the independent checker (`export_check.py`, or `folder_check.py` for the folders);
     /// its output, and whether it passed.
     static func judge(
-        _ arguments: [String], checker: String = "export_check.py"
+        _ arguments: [String], checker: String = "export_check.py", python: String = "python3"
     ) throws -> (
         passed: Bool, output: String
     ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", ServeCommandTests.script("Clients/\(checker)")] + arguments
+        process.arguments = [python, ServeCommandTests.script("Clients/\(checker)")] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -23,10 +23,15 @@ struct FieldcapProcess {
         return bundleDirectory.appendingPathComponent("fieldcap")
     }
 
-    static func run(_ arguments: [String], whileRunning: ((Process) -> Void)? = nil) throws -> FieldcapProcess {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], whileRunning: ((Process) -> Void)? = nil
+    ) throws -> FieldcapProcess {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

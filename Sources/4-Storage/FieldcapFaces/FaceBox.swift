@@ -46,3 +46,10 @@ public struct FaceBox: Equatable, Sendable, CustomStringConvertible {
         "\(Int(x.rounded())),\(Int(y.rounded())) \(Int(width.rounded()))x\(Int(height.rounded()))"
     }
 }
+
+extension FaceBox {
+    /// `[x,y,width,height]` in whole pixels, for the exports' per-frame records.
+    public var pixelsJSON: String {
+        "[" + [x, y, width, height].map { String(Int($0.rounded())) }.joined(separator: ",") + "]"
+    }
+}

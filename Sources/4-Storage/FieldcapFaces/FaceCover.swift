@@ -167,3 +167,11 @@ enum YUVToRGB {
 
     private static func clamp(_ value: Int) -> UInt8 { UInt8(max(0, min(255, value))) }
 }
+
+extension FaceCoverReport {
+    /// One line for a command's outcome.
+    public var summary: String {
+        "faces covered in \(framesCovered) of \(frames) frames (\(boxesCovered) boxes, at most \(mostBoxesInAFrame) "
+            + "in one; the detector looked at \(detections) frames and found \(facesDetected) faces)"
+    }
+}

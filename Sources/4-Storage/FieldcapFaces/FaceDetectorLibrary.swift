@@ -6,7 +6,7 @@ import Glibc
 /// covered. fieldcap does not link it: OpenCV and what it needs weigh about 250 MiB on a bare
 /// rig, and a rig that never covers faces should neither need them installed nor map them.
 ///
-/// It is looked for in `FIELDCAP_FACE_DETECTOR` (a path), beside the running program (where
+/// It is looked for in `FIELDCAP_FACE_DETECTOR` (a path: then only there), beside the running program (where
 /// `swift build` and scripts/build-release put it), then in `../lib/fieldcap/` from it (an
 /// installed layout: /usr/local/bin/fieldcap, /usr/local/lib/fieldcap/).
 final class FaceDetectorLibrary: @unchecked Sendable {
@@ -71,10 +71,11 @@ final class FaceDetectorLibrary: @unchecked Sendable {
     }
 
     static func candidates() -> [String] {
-        var paths: [String] = []
+        // A path given is the only one: it was given to use that library and no other.
         if let given = getenv("FIELDCAP_FACE_DETECTOR").map({ String(cString: $0) }), !given.isEmpty {
-            paths.append(given)
+            return [given]
         }
+        var paths: [String] = []
         if let program = ProgramPath.directory() {
             paths.append("\(program)/\(fileName)")
             paths.append("\(PathName.directory(of: program))/lib/fieldcap/\(fileName)")

@@ -8,7 +8,7 @@ import Glibc
 /// takes them from the wheel pinned by its hash; fieldcap checks each file's SHA-256 before
 /// opening it and never fetches anything itself.
 ///
-/// Looked for in `FIELDCAP_FACE_MODEL` (a directory), then `face-model/` beside the running
+/// Looked for in `FIELDCAP_FACE_MODEL` (a directory: then only there), else `face-model/` beside the running
 /// program, `../share/fieldcap/face-model/` from it, ~/.local/share/fieldcap/face-model (or under
 /// XDG_DATA_HOME), /usr/local/share/fieldcap/face-model and /usr/share/fieldcap/face-model.
 public struct FaceModel: Sendable {
@@ -51,10 +51,10 @@ public struct FaceModel: Sendable {
     }
 
     static func candidates() -> [String] {
-        var paths: [String] = []
         if let given = getenv("FIELDCAP_FACE_MODEL").map({ String(cString: $0) }), !given.isEmpty {
-            paths.append(given)
+            return [given]
         }
+        var paths: [String] = []
         if let program = ProgramPath.directory() {
             paths.append("\(program)/face-model")
             paths.append("\(PathName.directory(of: program))/share/fieldcap/face-model")

@@ -16,7 +16,7 @@ public struct FaceTracker: Sendable {
     /// How much a box carried forward grows each frame after its last detection (a fraction of
     /// its size on each side), up to `maximumGrowth`.
     static let growthPerFrame = 0.05
-    static let maximumGrowth = 0.5
+    static let maximumGrowth = 0.25
 
     private(set) var tracks: [Track] = []
 

@@ -2,6 +2,7 @@ import CFieldcapLinux
 import FieldcapArchive
 import FieldcapCalibration
 import FieldcapCore
+import FieldcapFaces
 import FieldcapSegments
 import FieldcapSession
 import FieldcapSystem
@@ -47,6 +48,8 @@ public enum SessionExporter {
         public var quality = 90
         public var every = 1
         public var fps: Double?
+        /// Cover the faces in every camera's frames before they are written (nil: as recorded).
+        public var faces: FaceCover.Settings?
 
         public init(source: String, format: ExportFormat, out: String) {
             self.source = source
@@ -124,7 +127,8 @@ public enum SessionExporter {
             if request.rosbag2 { try makeDirectory(staging) }
             let summary = try MCAPExport.write(
                 session: session, streams: streams, path: file,
-                options: .init(compression: request.compression, depthStreams: Set(request.depthStreams)),
+                options: .init(
+                    compression: request.compression, depthStreams: Set(request.depthStreams), faces: request.faces),
                 calibration: calibration, progress: report, isCancelled: isCancelled)
             if request.rosbag2 {
                 try ExportFile.write(
@@ -132,21 +136,27 @@ public enum SessionExporter {
                     to: "\(staging)/metadata.yaml")
             }
             lines = summary.topics.map { "\($0.topic) (\($0.type.rawValue)): \($0.count) messages" }
+            if !summary.facesCovered.isEmpty {
+                lines.append(
+                    "faces covered in " + summary.facesCovered.keys.sorted().joined(separator: ", ")
+                        + " (metadata fieldcap.faces_covered)")
+            }
         case .euroc:
             lines = try EuRoCExport.write(
                 session: session, streams: streams, directory: staging,
-                options: .init(colour: request.colour, depthStreams: Set(request.depthStreams)),
+                options: .init(colour: request.colour, depthStreams: Set(request.depthStreams), faces: request.faces),
                 calibration: calibration, progress: report, isCancelled: isCancelled)
         case .images:
             lines = try ImageFolderExport.write(
                 session: session, streams: streams, directory: staging,
                 options: .init(
                     quality: request.quality, every: request.every, fps: request.fps,
-                    depthStreams: Set(request.depthStreams)),
+                    depthStreams: Set(request.depthStreams), faces: request.faces),
                 calibration: calibration, progress: report, isCancelled: isCancelled)
         case .mp4:
             lines = try MP4Export.write(
-                session: session, streams: streams, directory: staging, options: .init(), progress: report,
+                session: session, streams: streams, directory: staging, options: .init(faces: request.faces),
+                progress: report,
                 isCancelled: isCancelled)
         }
         try syncAndRename(staging, to: out)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FieldcapArchive
 import FieldcapExport
+import FieldcapFaces
 import FieldcapSession
 import FieldcapSystem
 import Glibc
@@ -44,6 +45,20 @@ struct Export: ParsableCommand {
                       first, so gaps play as recorded. For people, not measurement: the
                       session's frame logs keep the times.
 
+            --blur-faces covers every face in the cameras' frames before they are written
+            (all four formats): MTCNN (OpenCV's DNN module, the model installed by
+            scripts/install-face-model) looks for faces in every frame (every N-th with
+            --face-detect-every, carrying each face between), and each box, grown by a
+            quarter of its size on every side, is pixelated in the frame: six blocks across,
+            each its own average, which cannot be undone. A face the detector misses stays
+            covered for half a second after it last saw it. Grey, Y16, YUYV and NV12 frames
+            (and FFV1 cameras, decoded) are covered; MJPEG and Bayer cameras are refused.
+            What was covered is kept beside the frames (images: metadata.json's
+            faces_covered; euroc: mav0/camN/faces_covered.json; mp4: ID.faces_covered.json;
+            mcap: the metadata record fieldcap.faces_covered). The session itself is never
+            changed. Needs libFieldcapFaceDetector.so (scripts/build-release builds it beside
+            fieldcap) and Debian's libopencv-dnn406 and libopencv-imgproc406.
+
             A camera's intrinsics come from the session (`fieldcap record --intrinsics`):
             MCAP gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its
             matrix.
@@ -59,6 +74,8 @@ struct Export: ParsableCommand {
               fieldcap export sessions/rig-20261123T140000Z --format images --fps 2 \\
                   --out run_images
               fieldcap export sessions/rig-20261123T140000Z --format mp4 --out run_videos
+              fieldcap export sessions/rig-20261123T140000Z --format images --blur-faces \\
+                  --out run_shared
               fieldcap export recordings/rig-20261123T140000Z --format mcap \\
                   --out clip.mcap \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z
@@ -113,6 +130,21 @@ struct Export: ParsableCommand {
     @Option(help: ArgumentHelp("images: keep at most F frames a second.", valueName: "F"))
     var fps: Double?
 
+    @Flag(help: "Cover every face in the cameras' frames (pixelated) before they are written.")
+    var blurFaces = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With --blur-faces: the smallest face looked for, in pixels (36; 20 finds smaller ones, at twice the time).",
+            valueName: "PX"))
+    var faceMinSize: Int = 36
+
+    @Option(
+        help: ArgumentHelp(
+            "With --blur-faces: look for faces in every N-th frame, carrying them between (1: each).", valueName: "N"
+        ))
+    var faceDetectEvery: Int = 1
+
     func run() throws {
         guard let format = ExportFormat(rawValue: format) else {
             throw PlanError("--format \(format) is not one fieldcap writes; use mcap, euroc, images or mp4")
@@ -137,7 +169,23 @@ struct Export: ParsableCommand {
         guard let compression = MCAPCompression(rawValue: compression) else {
             throw PlanError("--compression \(compression): use zstd, lz4 or none").exitForCommand()
         }
+        if !blurFaces && (faceMinSize != 36 || faceDetectEvery != 1) {
+            throw PlanError("--face-min-size and --face-detect-every are options of --blur-faces").exitForCommand()
+        }
+        guard faceMinSize >= 12 else {
+            throw PlanError("--face-min-size \(faceMinSize): give 12 pixels or more (36 is the default)")
+                .exitForCommand()
+        }
+        guard faceDetectEvery >= 1 else {
+            throw PlanError("--face-detect-every \(faceDetectEvery): give 1 or more").exitForCommand()
+        }
         var request = SessionExporter.Request(source: source, format: format, out: out)
+        if blurFaces {
+            var faces = FaceCover.Settings()
+            faces.minFace = faceMinSize
+            faces.detectEvery = faceDetectEvery
+            request.faces = faces
+        }
         request.streams = streams.map { $0.split(separator: ",").map(String.init) }
         request.depthStreams = depth.map { $0.split(separator: ",").map(String.init) } ?? []
         request.compression = compression

@@ -39,6 +39,8 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     private let turning: Turning?
     /// The wall a turning camera renders, made (texture and all) before capture starts.
     private let scene: TexturedScene?
+    /// A photograph moving across the pattern, in the camera's own format.
+    private let overlay: Overlay?
 
     /// The wall a turning camera sees: each frame is the view at its stamp (CLOCK_MONOTONIC_RAW,
     /// in seconds) less `delay`, so its stamps are late by `delay` against a synthetic IMU with the
@@ -59,6 +61,37 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 
     /// The formats a turning camera makes: grey and YUYV (its chroma flat).
     public static let turningFormats: [VideoFormat.PixelFormat] = [.grey, .yuyv]
+
+    /// A photograph (RGB, rows packed) that moves to and fro across the pattern, four pixels a
+    /// frame, as a person walks past a camera: what `--blur-faces` is tested and shown with.
+    public struct Picture: Sendable {
+        public var name: String
+        public var width: Int
+        public var height: Int
+        public var rgb: [UInt8]
+
+        public init(name: String, width: Int, height: Int, rgb: [UInt8]) {
+            precondition(width > 0 && height > 0 && rgb.count == width * height * 3)
+            self.name = name
+            self.width = width
+            self.height = height
+            self.rgb = rgb
+        }
+    }
+
+    /// The formats a picture is shown in.
+    public static let pictureFormats: [VideoFormat.PixelFormat] = [.grey, .yuyv, .nv12]
+
+    /// A picture in the camera's format: its rows as the frame holds them (YUYV's pairs, NV12's
+    /// luma rows then its chroma rows), an even size.
+    private struct Overlay {
+        var name: String
+        var width: Int
+        var height: Int
+        var luma: [UInt8]
+        /// YUYV: the whole rows (luma and chroma interleaved); NV12: the chroma rows.
+        var chroma: [UInt8]
+    }
 
     /// One plane of the pattern: rows of `rowBytes` in the frame, `2 * rowBytes` in `pattern`.
     private struct Plane {
@@ -84,15 +117,19 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     ///   - bufferCount: buffers in flight, as a V4L2 camera's mmap buffers.
     ///   - pixelFormat: one of `formats` but MJPEG (`mjpeg(...)` makes those).
     ///   - turning: a textured wall seen turning instead of the pattern (`turningFormats` only).
+    ///   - picture: a photograph moving across the pattern (`pictureFormats` only; no larger
+    ///     than the frame).
     public convenience init(
         id: String = "cam", width: Int = 640, height: Int = 480, rate: Double = 30, bufferCount: Int = 8,
-        pixelFormat: VideoFormat.PixelFormat = .yuyv, turning: Turning? = nil
+        pixelFormat: VideoFormat.PixelFormat = .yuyv, turning: Turning? = nil, picture: Picture? = nil
     ) {
         precondition(pixelFormat != .mjpeg, "SyntheticCamera.mjpeg makes MJPEG cameras")
         precondition(turning == nil || Self.turningFormats.contains(pixelFormat))
+        precondition(picture == nil || (Self.pictureFormats.contains(pixelFormat) && turning == nil))
+        precondition(picture.map { $0.width <= width && $0.height <= height } ?? true)
         self.init(
             id: id, width: width, height: height, rate: rate, bufferCount: bufferCount, pixelFormat: pixelFormat,
-            jpegs: nil, turning: turning)
+            jpegs: nil, turning: turning, picture: picture)
     }
 
     /// An MJPEG camera: the YUYV pattern's cycle (a frame moves 4 pixels, so `width / 4` frames
@@ -116,9 +153,10 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 
     private init(
         id: String, width: Int, height: Int, rate: Double, bufferCount: Int, pixelFormat: VideoFormat.PixelFormat,
-        jpegs: (frames: [UInt8], offsets: [Int])?, turning: Turning? = nil
+        jpegs: (frames: [UInt8], offsets: [Int])?, turning: Turning? = nil, picture: Picture? = nil
     ) {
         self.turning = turning
+        overlay = picture.map { Self.overlay($0, pixelFormat: pixelFormat) }
         scene = turning.map { turning in
             TexturedScene(
                 width: width, height: height,
@@ -306,6 +344,7 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
                 } else {
                     draw(sequence, into: buffers[Int(index)])
                 }
+            if let overlay { paste(overlay, sequence: sequence, into: buffers[Int(index)]) }
             record.sequence = sequence
             record.dequeueNs = dequeued
             record.captureNs = dequeued
@@ -327,7 +366,78 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
 }
 
 extension SyntheticCamera {
+    /// The picture in the camera's format, cut to an even size. BT.601 full range (JPEG's).
+    private static func overlay(_ picture: Picture, pixelFormat: VideoFormat.PixelFormat) -> Overlay {
+        let width = picture.width / 2 * 2, height = picture.height / 2 * 2
+        func yuv(_ x: Int, _ y: Int) -> (Double, Double, Double) {
+            let at = (y * picture.width + x) * 3
+            let r = Double(picture.rgb[at]), g = Double(picture.rgb[at + 1]), b = Double(picture.rgb[at + 2])
+            let luma = 0.299 * r + 0.587 * g + 0.114 * b
+            return (luma, (b - luma) / 1.772 + 128, (r - luma) / 1.402 + 128)
+        }
+        func byte(_ value: Double) -> UInt8 { UInt8(max(0, min(255, value.rounded()))) }
+        var luma = [UInt8](repeating: 0, count: width * height)
+        for y in 0..<height { for x in 0..<width { luma[y * width + x] = byte(yuv(x, y).0) } }
+        var chroma: [UInt8] = []
+        if pixelFormat == .yuyv {
+            for y in 0..<height {
+                for x in stride(from: 0, to: width, by: 2) {
+                    let (y0, u0, v0) = yuv(x, y), (y1, u1, v1) = yuv(x + 1, y)
+                    chroma += [byte(y0), byte((u0 + u1) / 2), byte(y1), byte((v0 + v1) / 2)]
+                }
+            }
+        } else if pixelFormat == .nv12 {
+            for y in stride(from: 0, to: height, by: 2) {
+                for x in stride(from: 0, to: width, by: 2) {
+                    let samples = [yuv(x, y), yuv(x + 1, y), yuv(x, y + 1), yuv(x + 1, y + 1)]
+                    chroma += [byte(samples.map(\.1).reduce(0, +) / 4), byte(samples.map(\.2).reduce(0, +) / 4)]
+                }
+            }
+        }
+        return Overlay(name: picture.name, width: width, height: height, luma: luma, chroma: chroma)
+    }
+
+    /// Where the picture is in frame `sequence`: to and fro along the middle, 4 pixels a frame.
+    func pictureOrigin(sequence: UInt64) -> (x: Int, y: Int)? {
+        guard let overlay else { return nil }
+        let travel = format.width - overlay.width
+        let step = travel > 0 ? Int(sequence * 4 % UInt64(2 * travel)) : 0
+        let x = step <= travel ? step : 2 * travel - step
+        return (x / 2 * 2, (format.height - overlay.height) / 4 * 2)
+    }
+
+    private func paste(_ overlay: Overlay, sequence: UInt64, into buffer: UnsafeMutableRawPointer) {
+        guard let (left, top) = pictureOrigin(sequence: sequence) else { return }
+        let width = format.width
+        switch format.pixelFormat {
+        case .yuyv:
+            overlay.chroma.withUnsafeBytes { rows in
+                for y in 0..<overlay.height {
+                    (buffer + (top + y) * width * 2 + left * 2).copyMemory(
+                        from: rows.baseAddress! + y * overlay.width * 2, byteCount: overlay.width * 2)
+                }
+            }
+        default:
+            overlay.luma.withUnsafeBytes { rows in
+                for y in 0..<overlay.height {
+                    (buffer + (top + y) * width + left).copyMemory(
+                        from: rows.baseAddress! + y * overlay.width, byteCount: overlay.width)
+                }
+            }
+            if format.pixelFormat == .nv12 {
+                let plane = buffer + width * format.height
+                overlay.chroma.withUnsafeBytes { rows in
+                    for y in 0..<(overlay.height / 2) {
+                        (plane + (top / 2 + y) * width + left).copyMemory(
+                            from: rows.baseAddress! + y * overlay.width, byteCount: overlay.width)
+                    }
+                }
+            }
+        }
+    }
+
     private var source: String {
+        if let overlay { return "moving test pattern with the picture \(overlay.name) passing" }
         guard let turning else { return "moving test pattern" }
         return "a textured wall turned by hand, stamps late by \((turning.delay * 1000).formatted) ms"
             + (turning.fieldOfView.map { ", \($0.formatted)° across" } ?? "")

@@ -30,7 +30,7 @@ public struct DeviceSpec: Equatable, Sendable {
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
     public static let cameraKeys: Set<String> = [
         "id", "size", "fps", "format", "buffers", "stall", "encode", "encoder", "threads", "rejoin", "stamp",
-        "motion", "delay", "fov",
+        "motion", "delay", "fov", "picture",
     ]
     public static let imuKeys: Set<String> = [
         "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion", "delay",
@@ -145,11 +145,14 @@ public struct DeviceSpec: Equatable, Sendable {
         }
     }
 
-    /// A device's spec with `motion=`, `delay=` or `fov=`, which only synthetic sources take.
+    /// A device's spec with `motion=`, `delay=`, `fov=` or `picture=`, which only synthetic sources take.
     public func refuseSyntheticMotion() throws(PlanError) {
         if options["motion"] != nil || options["delay"] != nil || options["fov"] != nil {
             throw problem(
                 "motion, delay and fov are for synthetic sources; a device moves as its rig is moved")
+        }
+        if options["picture"] != nil {
+            throw problem("picture is for synthetic cameras; a device shows what is in front of it")
         }
     }
 

@@ -1,7 +1,9 @@
+import CPNG
 import FieldcapCore
 import FieldcapEncode
 import FieldcapHotplug
 import FieldcapIIO
+import FieldcapSystem
 import FieldcapV4L2
 
 #if canImport(Glibc)
@@ -40,6 +42,36 @@ public struct SyntheticSourceFactory: SourceFactory {
 
     public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
         try make(spec, id: id, encodingJPEG: true)
+    }
+
+    /// A synthetic camera's `picture=`: a PNG file read whole, checked against the frame.
+    static func picture(
+        _ path: String, spec: DeviceSpec, size: (width: Int, height: Int), pixelFormat: VideoFormat.PixelFormat,
+        turning: Bool
+    ) throws(PlanError) -> SyntheticCamera.Picture {
+        guard !turning else {
+            throw PlanError("\(spec.label) synthetic: picture= and motion= are two cameras; give one of them")
+        }
+        guard SyntheticCamera.pictureFormats.contains(pixelFormat) else {
+            let formats = SyntheticCamera.pictureFormats.map(\.rawValue).joined(separator: ", ")
+            throw PlanError("\(spec.label) synthetic: a picture is shown in \(formats) frames; give one with format=")
+        }
+        var pixels: UnsafeMutablePointer<UInt8>?
+        var width: UInt32 = 0, height: UInt32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        guard CPNG_decode_file(path, 3, &pixels, &width, &height, &message) == 0, let pixels else {
+            let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw PlanError("\(spec.label) synthetic: picture=\(path) cannot be read (\(why)): give a PNG file")
+        }
+        defer { free(pixels) }
+        guard Int(width) <= size.width, Int(height) <= size.height, width >= 2, height >= 2 else {
+            throw PlanError(
+                "\(spec.label) synthetic: picture=\(path) is \(width)x\(height), larger than the "
+                    + "\(size.width)x\(size.height) frame: give a larger size= or a smaller picture")
+        }
+        return SyntheticCamera.Picture(
+            name: PathName.base(of: path), width: Int(width), height: Int(height),
+            rgb: Array(UnsafeBufferPointer(start: pixels, count: Int(width) * Int(height) * 3)))
     }
 
     /// `encodingJPEG` false: an MJPEG camera's options are checked without encoding its frames.
@@ -84,13 +116,16 @@ public struct SyntheticSourceFactory: SourceFactory {
                 throw PlanError(
                     "\(spec.label) synthetic: a turning camera (motion=) makes \(formats); give format=GREY")
             }
+            let picture = try spec.options["picture"].map { path throws(PlanError) in
+                try Self.picture(path, spec: spec, size: size, pixelFormat: pixelFormat, turning: motion != nil)
+            }
             guard pixelFormat == .mjpeg else {
                 return SyntheticCamera(
                     id: id, width: size.width, height: size.height, rate: rate, bufferCount: buffers,
                     pixelFormat: pixelFormat,
                     turning: motion.map {
                         SyntheticCamera.Turning(motion: $0, delay: delay ?? 0, fieldOfView: fieldOfView)
-                    })
+                    }, picture: picture)
             }
             guard encodingJPEG else { return SyntheticCamera(id: id, width: size.width, height: size.height) }
             // A UVC camera's MJPEG: the preview's libjpeg-turbo encoder, 4:2:2 from the YUYV

@@ -1,5 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
+import FieldcapFaces
 import FoundationEssentials
 import Glibc
 
@@ -20,6 +21,7 @@ enum EuRoCExport {
         /// RGB PNGs instead of grey (EuRoC's cameras are grey, and most VI-SLAM systems read grey).
         var colour = false
         var depthStreams: Set<String> = []
+        var faces: FaceCover.Settings?
     }
 
     static func write(
@@ -80,10 +82,16 @@ enum EuRoCExport {
             let csv = try ExportFile(creating: "\(folder)/data.csv")
             try csv.write(Array("#timestamp [ns],filename\n".utf8))
             let times = name == "cam0" ? try ExportFile(creating: "\(directory)/times.txt") : nil
-            let reader = try CameraReader(session: session, stream: stream)
+            let reader = try CameraReader(
+                session: session, stream: stream, coveringFaces: isDepth ? nil : options.faces)
             defer { reader.cancel() }
             var count = 0, trimmed = 0
             var batch: [(ns: UInt64, bytes: [UInt8])] = []
+            // Each frame's covered boxes, for a reviewer: the time, then x y width height of each.
+            let faceLines =
+                options.faces != nil && !isDepth
+                ? try ExportFile(creating: "\(folder)/faces_covered.csv") : nil
+            try faceLines?.write(Array("#timestamp [ns],boxes (x y width height, pixels)\n".utf8))
             func flush() throws(ExportError) {
                 let files = try encoders.encode(batch.map(\.bytes))
                 for (frame, png) in zip(batch, files) {
@@ -104,18 +112,29 @@ enum EuRoCExport {
                     written += 1
                     continue
                 }
+                if let faceLines, let covered = frame.facesCovered {
+                    let boxes = covered.map { box in
+                        [box.x, box.y, box.width, box.height].map { String(Int($0.rounded())) }.joined(separator: " ")
+                    }
+                    try faceLines.write(Array("\(ns),\(boxes.joined(separator: ";"))\n".utf8))
+                }
                 batch.append((ns, frame.bytes))
                 if batch.count == encoders.workers * 2 { try flush() }
             }
             try flush()
             try csv.finish()
             try times?.finish()
+            try faceLines?.finish()
             try ExportFile.write(
                 Array(cameraYAML(stream: stream, format: format, calibration: calibration[stream.id]).utf8),
                 to: "\(folder)/sensor.yaml")
             let outside = trimmed > 0 ? ", \(trimmed) outside imu0's span left out" : ""
             let kind = layout == .grey16 ? "16-bit" : layout == .rgb8 ? "RGB" : "grey"
             lines.append("\(stream.id) -> mav0/\(name): \(count) \(kind) PNGs\(outside)")
+            if let faces = reader.facesReport {
+                try ExportFile.write(Array((faces.json + "\n").utf8), to: "\(folder)/faces_covered.json")
+                lines.append("\(stream.id): \(faces.summary) (mav0/\(name)/faces_covered.json)")
+            }
         }
         return lines
     }

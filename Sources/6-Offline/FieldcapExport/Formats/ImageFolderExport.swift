@@ -1,6 +1,7 @@
 import FieldcapCalibration
 import FieldcapCore
 import FieldcapEncode
+import FieldcapFaces
 import FieldcapSystem
 import FoundationEssentials
 import SyncField
@@ -28,6 +29,7 @@ enum ImageFolderExport {
         /// Keep at most this many frames a second (nil: all).
         var fps: Double?
         var depthStreams: Set<String> = []
+        var faces: FaceCover.Settings?
     }
 
     /// The standard gravity, for accelerations in g as Core Motion gives them.
@@ -84,7 +86,7 @@ enum ImageFolderExport {
             }
         }
 
-        let reader = try CameraReader(session: session, stream: camera)
+        let reader = try CameraReader(session: session, stream: camera, coveringFaces: options.faces)
         defer { reader.cancel() }
         let depthReader = try depths.first.map { stream throws(ExportError) in
             try CameraReader(session: session, stream: stream)
@@ -156,6 +158,9 @@ enum ImageFolderExport {
                     fields.append("\"user_acceleration\":\(Self.json(accel.map { $0 / standardGravity }))")
                 }
             }
+            if let covered = frame.facesCovered {
+                fields.append("\"faces_covered\":[" + covered.map(\.pixelsJSON).joined(separator: ",") + "]")
+            }
             first = first ?? frame.captureNs
             last = frame.captureNs
             batch.append((frame, "{" + fields.joined(separator: ",") + "}\n"))
@@ -184,6 +189,7 @@ enum ImageFolderExport {
               "depthResolution": \(depthFormat.map { "[\($0.width), \($0.height)]" } ?? "null"),
               "clock": "CLOCK_MONOTONIC_RAW seconds (capture_ns / 1e9); wall_clock_ns is UTC through the sync point",
               "camera": \(Self.json(camera.id)),
+              "faces_covered": \(reader.facesReport?.json ?? "null"),
               "imu": \(Self.json(imuStream?.id)),
               "user_acceleration": "accelerometer in g, gravity not removed (fieldcap has no attitude estimate)",
               "camera_transform": "identity: fieldcap tracks no pose (tracking_state not_available)",
@@ -196,6 +202,7 @@ enum ImageFolderExport {
         var outcome = ["\(camera.id) -> rgb: \(kept) JPEGs of \(read) frames"]
         if let depth = depths.first { outcome.append("\(depth.id) -> depth: \(kept) PNGs and .bin, nearest in time") }
         if let imuStream { outcome.append("\(imuStream.id) -> frames.jsonl: the sample nearest each frame") }
+        if let faces = reader.facesReport { outcome.append("\(camera.id): \(faces.summary)") }
         return outcome
     }
 

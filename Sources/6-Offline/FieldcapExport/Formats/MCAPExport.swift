@@ -1,5 +1,6 @@
 import FieldcapCalibration
 import FieldcapCore
+import FieldcapFaces
 import FieldcapSession
 import SyncField
 
@@ -18,6 +19,7 @@ enum MCAPExport {
         var chunkBytes = 4 << 20
         /// 16-bit cameras to write as depth (`16UC1`); Z16 cameras always are.
         var depthStreams: Set<String> = []
+        var faces: FaceCover.Settings?
     }
 
     struct Summary {
@@ -27,6 +29,8 @@ enum MCAPExport {
         var lastNs: UInt64 = 0
         /// Per topic, in the file's channel order: its type and how many messages it got.
         var topics: [(topic: String, type: ROS2Schema, count: Int)] = []
+        /// Per camera whose faces were covered, the cover's report (JSON).
+        var facesCovered: [String: String] = [:]
     }
 
     /// The QoS rosbag2 records a reliable, volatile publisher with, which `ros2 bag` and
@@ -99,7 +103,9 @@ enum MCAPExport {
                 let info = calibration[stream.id] != nil ? try channel("/\(name)/camera_info", .cameraInfo) : nil
                 sources.append(
                     .camera(
-                        try CameraReader(session: session, stream: stream), format: format, depth: depth,
+                        try CameraReader(
+                            session: session, stream: stream, coveringFaces: depth ? nil : options.faces),
+                        format: format, depth: depth,
                         image: image, info: info))
             } else {
                 let reader = try SensorReader(session: session, stream: stream)
@@ -170,6 +176,15 @@ enum MCAPExport {
                 }
             default: preconditionFailure("a record of the wrong kind for its stream")
             }
+        }
+        // What covering the faces did, per camera, for a reviewer (Foxglove lists the metadata).
+        var faces: [String: String] = [:]
+        for case .camera(let reader, _, _, _, _) in sources {
+            if let report = reader.facesReport { faces[reader.stream.id] = report.json }
+        }
+        if !faces.isEmpty {
+            try writer.addMetadata(name: "fieldcap.faces_covered", faces)
+            summary.facesCovered = faces
         }
         try writer.finish()
         summary.messageCount = writer.messageCount

@@ -1,6 +1,7 @@
 import CAVCodec
 import FieldcapCore
 import FieldcapEncode
+import FieldcapFaces
 
 /// `fieldcap export --format mp4`: each camera as an H.264 MP4 anyone can play (a browser, a
 /// phone, VLC, AllSpark's server page), `<camera>.mp4` in the output directory. For people and
@@ -11,6 +12,7 @@ import FieldcapEncode
 enum MP4Export {
     struct Options {
         var settings = H264Encoder.Settings()
+        var faces: FaceCover.Settings?
     }
 
     static func write(
@@ -47,7 +49,7 @@ enum MP4Export {
             let ticks = Double(H264Encoder.timeBase.den) / Double(H264Encoder.timeBase.num)
             let frameDuration = Int64((ticks / (camera.nominalRate > 0 ? camera.nominalRate : 30)).rounded())
             let writer = try MP4Writer(path: path, encoder: encoder, frameDuration: frameDuration)
-            let reader = try CameraReader(session: session, stream: camera)
+            let reader = try CameraReader(session: session, stream: camera, coveringFaces: options.faces)
             defer { reader.cancel() }
             var first: UInt64?
             var lastPts: Int64 = -1
@@ -82,6 +84,11 @@ enum MP4Export {
                 "\(camera.id).mp4: \(frames) frames of \(format.width)x\(format.height) "
                     + "H.264 (from \(format.pixelFormat.rawValue))"
             )
+            if let faces = reader.facesReport {
+                try ExportFile.write(
+                    Array((faces.json + "\n").utf8), to: "\(directory)/\(camera.id).faces_covered.json")
+                lines.append("\(camera.id): \(faces.summary) (\(camera.id).faces_covered.json)")
+            }
         }
         return lines
     }

