@@ -21,9 +21,6 @@ let package = Package(
         // Live preview of a camera, for a program of one's own: the frame tap's JPEGs.
         .library(name: "FieldcapPreview", targets: ["FieldcapPreview"]),
         .executable(name: "fieldcap", targets: ["fieldcap"]),
-        // The face detector (MTCNN on OpenCV's DNN module), a library of its own that fieldcap
-        // opens with dlopen when faces are to be covered: the rig binary never links OpenCV.
-        .library(name: "FieldcapFaceDetector", type: .dynamic, targets: ["CFaceDetector"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -150,19 +147,11 @@ let package = Package(
                 "FieldcapSystem", "CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2",
                 "SyncField",
             ]),
-        // MTCNN's face detector over OpenCV's DNN module (Debian: libopencv-dnn-dev,
-        // libopencv-imgproc-dev): C++ behind a C interface, built as the FieldcapFaceDetector
-        // library only (Sources/1-Platform/CFaceDetector/include says why). Debian's OpenCV has no
-        // pkg-config file short of libopencv-dev, which pulls all of OpenCV (about 1 GiB): hence
-        // the header path and the three libraries named here.
-        .target(
-            name: "CFaceDetector",
-            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
-            linkerSettings: [
-                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"),
-            ]),
-        // Faces covered before frames leave the rig: the detector (loaded, never linked), the
-        // tracker that carries faces between detections, the pixelation of each frame layout.
+        // Faces covered before frames leave the rig: the detector (loaded, never linked: its C++
+        // over OpenCV, Sources/1-Platform/CFaceDetector, is built by scripts/build-face-detector as a
+        // plain shared object, since SwiftPM would link a dynamic product with the Swift runtime a
+        // rig running the static fieldcap lacks), the tracker that carries faces between
+        // detections, the pixelation of each frame layout.
         .target(
             name: "FieldcapFaces",
             dependencies: ["FieldcapSystem", "FieldcapCore", .product(name: "Crypto", package: "swift-crypto")]),
@@ -218,7 +207,7 @@ let package = Package(
             name: "FieldcapCaptureServer",
             dependencies: [
                 "FieldcapSystem", "FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
-                "FieldcapDiscovery", "FieldcapNetworking", "FieldcapExport",
+                "FieldcapDiscovery", "FieldcapNetworking", "FieldcapExport", "FieldcapFaces",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -404,7 +393,7 @@ let layers: [(folder: String, targets: [String])] = [
         "1-Platform",
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
-            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "CFaceDetector", "FieldcapYAML",
+            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
             "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput", "CUdev", "FieldcapHotplug",
         ]
     ),

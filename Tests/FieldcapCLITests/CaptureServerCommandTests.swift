@@ -343,40 +343,7 @@ struct CaptureServerCommandTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         // As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
         // noted, each upload's file kept by its name.
-        let server = try PythonPeer(
-            script:
-                """
-                import asyncio, json, os, signal, sys, websockets
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-                async def rig(socket):
-                    await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
-                    metadata = None
-                    with open(os.path.join(sys.argv[1], "messages.txt"), "a") as out:
-                        async for message in socket:
-                            if isinstance(message, bytes):
-                                with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
-                                    f.write(message)
-                                await socket.send(json.dumps({"status": "success", "message": "Video uploaded \
-                successfully"}))
-                                continue
-                            data = json.loads(message)
-                            out.write(json.dumps(data) + "\\n")
-                            out.flush()
-                            if data.get("type") == "upload":
-                                metadata = data
-                            if data.get("type") == "chunkSaved":
-                                await socket.send(json.dumps({"status": "success", "message": "Chunk saved info \
-                received"}))
-                                await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": \
-                data["startTime"],
-                                                              "endTime": data["endTime"]}))
-                async def main():
-                    async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
-                        print("listening", server.sockets[0].getsockname()[1], flush=True)
-                        await asyncio.sleep(60)
-                asyncio.run(main())
-                """,
-            arguments: [work])
+        let server = try PythonPeer(script: Self.autoUploadServer, arguments: [work])
         // Held to the end of the test: released earlier, it would end the peer.
         defer { withExtendedLifetime(server) {} }
         let port = server.port
@@ -419,6 +386,88 @@ struct CaptureServerCommandTests {
                 fields.first == "h264" && (fields.last.flatMap { Int($0) } ?? 0) >= 45, "\(probe.output)"
             )
         }
+        #expect(serve.terminate() == 0)
+    }
+
+    /// As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
+    /// noted in ARGV[1]/messages.txt, each upload's file kept there by its name.
+    static let autoUploadServer =
+        """
+        import asyncio, json, os, signal, sys, websockets
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        async def rig(socket):
+            await socket.send(json.dumps({"type": "clientConfig", "config": {"videoChunkDurationMs": 1000}}))
+            metadata = None
+            with open(os.path.join(sys.argv[1], "messages.txt"), "a") as out:
+                async for message in socket:
+                    if isinstance(message, bytes):
+                        with open(os.path.join(sys.argv[1], metadata["filename"]), "wb") as f:
+                            f.write(message)
+                        await socket.send(json.dumps({"status": "success", "message": "Video uploaded \
+        successfully"}))
+                        continue
+                    data = json.loads(message)
+                    out.write(json.dumps(data) + "\\n")
+                    out.flush()
+                    if data.get("type") == "upload":
+                        metadata = data
+                    if data.get("type") == "chunkSaved":
+                        await socket.send(json.dumps({"status": "success", "message": "Chunk saved info \
+        received"}))
+                        await socket.send(json.dumps({"command": "uploadTimeRange", "startTime": \
+        data["startTime"],
+                                                      "endTime": data["endTime"]}))
+        async def main():
+            async with websockets.serve(rig, "127.0.0.1", 0, max_size=None) as server:
+                print("listening", server.sockets[0].getsockname()[1], flush=True)
+                await asyncio.sleep(60)
+        asyncio.run(main())
+        """
+
+    @Test(
+        """
+        --blur-faces: the MP4 the server stores shows no face OpenCV's cascade finds (a plain \
+        export of the recording shows it), and no video goes as recorded
+        """
+    )
+    func blurredUploads() throws {
+        let work = NSTemporaryDirectory() + "/capture-faces-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let server = try PythonPeer(script: Self.autoUploadServer, arguments: [work])
+        defer { withExtendedLifetime(server) {} }
+        let serve = try ServeProcess([
+            "--cam", "synthetic:800x600@10,format=YUYV,picture=\(FacesExportTests.astronaut)", "--server",
+            "ws://127.0.0.1:\(server.port)", "--blur-faces",
+        ])
+        for _ in 0..<100
+        where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
+            as? String != "connected"
+        { usleep(100_000) }
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 200 || started.status == 201, "\(started.body)")
+        var link: [String: Any] = [:]
+        for _ in 0..<300 {
+            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
+            if (link["uploads"] as? Int ?? 0) >= 2 { break }
+            usleep(100_000)
+        }
+        #expect(link["uploads"] as? Int == 2, "\(link)")
+        let stored = try FileManager.default.contentsOfDirectory(atPath: work)
+        let video = try #require(stored.first { $0.hasSuffix(".mp4") }, "\(stored)")
+        let tar = try #require(stored.first { $0.hasSuffix(".tar") }, "\(stored)")
+        let listing = try runExecutable("/usr/bin/tar", ["-tf", "\(work)/\(tar)"]).output
+        #expect(!listing.contains(".mkv") && listing.contains("cam0.faces_covered.json"), "\(listing)")
+        // The recording itself, exported plain: the face is there to be covered.
+        let recording = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: serve.root).first { !$0.hasPrefix(".") })
+        let plain = try FieldcapProcess.run(
+            ["export", "\(serve.root)/\(recording)", "--format", "mp4", "--out", "\(work)/plain"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let verdict = try ExportCommandTests.judge(
+            ["mp4", "\(work)/plain/cam0.mp4", "\(work)/\(video)"], checker: "faces_check.py",
+            python: FacesExportTests.debianPython)
+        #expect(verdict.passed, "\(verdict.output)")
         #expect(serve.terminate() == 0)
     }
 

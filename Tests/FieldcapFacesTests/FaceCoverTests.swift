@@ -28,14 +28,15 @@ struct FaceCoverTests {
         settings.margin = 0.5
         let cover = FaceCover(layout: layout, settings: settings, detector: detector)
         var random = SplitMix64(seed: 3)
-        let detected = FaceBox(x: 50, y: 28, width: 40, height: 48, score: 0.99)
+        let detected = FaceBox(x: 50, y: 28, width: 40, height: 48, score: 0.99)  // 60,40 20x24 grown by half
         for index in 0..<7 {
             let original = (0..<layout.byteCount).map { _ in UInt8.random(in: 0...255, using: &random) }
             var frame = original
             let boxes = try cover.cover(&frame)
             #expect(boxes.count == 1)
             if index % 3 == 0 {
-                #expect(boxes == [detected])
+                // 50..90 x 28..76 in blocks of 8 (48 / 6) on the frame's grid: 48..96 x 24..80.
+                #expect(boxes == [FaceBox(x: 48, y: 24, width: 48, height: 56, score: 0.99)])
             } else {
                 // Carried forward: grown, never smaller than the face as last detected.
                 #expect(boxes[0].x < detected.x && boxes[0].x + boxes[0].width > detected.x + detected.width)
@@ -72,13 +73,20 @@ struct FaceCoverTests {
         // B = 100 + 1.772 * -38 = 33.
         #expect(Array(rgb[0..<3]) == [255, 33, 33])
         #expect(Array(rgb[3..<6]) == [255, 133, 133])
+        // A 10-bit camera's Y16: samples 0 to 955 (their high byte never above 3, a black frame
+        // to an 8-bit view) are stretched over the grey scale from their 1st to 99th percentile.
         var y16 = [UInt8](repeating: 0, count: 16 * 12 * 2)
-        y16[0] = 0x34
-        y16[1] = 0x12
+        for index in 0..<(16 * 12) {
+            y16[2 * index] = UInt8((index * 5) & 0xFF)
+            y16[2 * index + 1] = UInt8((index * 5) >> 8)
+        }
         let grey = ScriptedDetector { _ in [] }
         _ = try FaceCover(layout: FrameLayout(.grey16, width: 16, height: 12), settings: .init(), detector: grey)
             .cover(&y16)
-        #expect(grey.shown[0].channels == 1 && grey.shown[0].first[0] == 0x12)
+        #expect(grey.shown[0].channels == 1)
+        // Past the lowest and highest 1% (one sample each): 5 to 0, 950 to 255; so the first six,
+        // 0, 5, 10, 15, 20, 25 -> 0, 0, 1, 2, 4, 5 (255 * (v - 5) / 945, rounded down).
+        #expect(grey.shown[0].first == [0, 0, 1, 2, 4, 5])
     }
 
     @Test("a frame shorter than its layout is refused")

@@ -30,30 +30,38 @@ struct PixelationTests {
         var frame = original
         // 10.3..30.3 x 7.7..22.7, aligned outward: 10..32 x 6..24 for the 2-aligned layouts.
         let box = FaceBox(x: 10.3, y: 7.7, width: 20, height: 15)
-        frame.withUnsafeMutableBytes { Pixelation.cover([box], in: $0, layout: layout, blocksAcross: 4) }
+        let covered = frame.withUnsafeMutableBytes {
+            Pixelation.cover([box], in: $0, layout: layout, blocksAcross: 4)
+        }
+        // The box out to whole chroma samples (10..31 x 7..23, or 10..32 x 6..24 by pairs), its
+        // longer side in 4 blocks (22 / 4 -> 6 px), and out to the frame's grid of that block.
         let align = layout.alignment
         let left = 10 / align * align, top = 7 / align * align
         let right = (30 + align) / align * align, bottom = (22 + align) / align * align
-        let covered = Self.inside(layout, left: left, top: top, right: right, bottom: bottom)
-        for index in 0..<layout.byteCount where !covered.contains(index) {
-            #expect(frame[index] == original[index], "byte \(index) outside the box changed")
-        }
-        // Blocks of ceil(longest side / 4), aligned: each component's samples in a block equal,
-        // and equal to their mean in the original.
         let longer = max(right - left, bottom - top)
-        let block = max(align, (longer + 3) / 4 / align * align)
-        var y = top
-        while y < bottom {
-            var x = left
-            while x < right {
+        let block = ((longer + 3) / 4 + align - 1) / align * align
+        #expect(block == 6)
+        let gridLeft = left / block * block, gridTop = top / block * block
+        let gridRight = (right + block - 1) / block * block, gridBottom = (bottom + block - 1) / block * block
+        #expect(
+            covered == [
+                FaceBox(
+                    x: Double(gridLeft), y: Double(gridTop), width: Double(gridRight - gridLeft),
+                    height: Double(gridBottom - gridTop))
+            ])
+        let inside = Self.inside(layout, left: gridLeft, top: gridTop, right: gridRight, bottom: gridBottom)
+        for index in 0..<layout.byteCount where !inside.contains(index) {
+            #expect(frame[index] == original[index], "byte \(index) outside the covered area changed")
+        }
+        // Each component's samples in a block equal, and equal to their mean in the original.
+        var y = gridTop
+        while y < gridBottom {
+            var x = gridLeft
+            while x < gridRight {
                 for component in layout.components {
                     let samples = Self.inside(
-                        FrameLayout(kind, width: 64, height: 48), left: x, top: y, right: min(x + block, right),
-                        bottom: min(y + block, bottom)
-                    ).intersection(
-                        Set(
-                            Self.componentBytes(layout, component))
-                    ).filter { ($0 - component.offset) % component.sampleBytes == 0 }
+                        layout, left: x, top: y, right: min(x + block, gridRight), bottom: min(y + block, gridBottom)
+                    ).intersection(Set(Self.componentBytes(layout, component)))
                     let value = { (bytes: [UInt8], at: Int) -> Int in
                         component.sampleBytes == 2 ? Int(bytes[at]) | Int(bytes[at + 1]) << 8 : Int(bytes[at])
                     }

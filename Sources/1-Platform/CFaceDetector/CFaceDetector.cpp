@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -185,7 +186,7 @@ extern "C" fc_face_detector *fc_face_detector_open(
     std::string path;
     try {
         cv::setNumThreads(std::max(1, threads));
-        auto *detector = new fc_face_detector;
+        auto detector = std::make_unique<fc_face_detector>();
         const std::string directory(model_directory);
         path = directory + "/pnet.onnx";
         detector->proposal = cv::dnn::readNetFromONNX(path);
@@ -193,9 +194,12 @@ extern "C" fc_face_detector *fc_face_detector_open(
         detector->refine = cv::dnn::readNetFromONNX(path);
         path = directory + "/onet.onnx";
         detector->output = cv::dnn::readNetFromONNX(path);
-        return detector;
+        return detector.release();
     } catch (const std::exception &failure) {
         say(error, error_size, path.empty() ? "OpenCV" : path.c_str(), failure.what());
+        return nullptr;
+    } catch (...) {
+        say(error, error_size, path.empty() ? "OpenCV" : path.c_str(), "an exception that is not std::exception");
         return nullptr;
     }
 }
@@ -232,6 +236,15 @@ extern "C" int fc_face_detector_detect(
         if (!boxes.empty()) {
             boxes = rescore(detector->output, rgb, boxes, 48, settings.thresholds[2], {"dense_5", "softmax_2"});
             for (Candidate &box : boxes) correct(box);
+            // A correction can turn a box inside out or send it to infinity: such a box is no face's.
+            boxes.erase(std::remove_if(boxes.begin(), boxes.end(),
+                                       [&](const Candidate &box) {
+                                           return !std::isfinite(box.x1) || !std::isfinite(box.y1) ||
+                                                  !std::isfinite(box.x2) || !std::isfinite(box.y2) ||
+                                                  box.width() < 1 || box.height() < 1 ||
+                                                  box.width() > 4.0f * rgb.cols || box.height() > 4.0f * rgb.rows;
+                                       }),
+                        boxes.end());
             boxes = suppressed(boxes, 0.7f, true);
         }
         for (size_t k = 0; k < boxes.size() && static_cast<int>(k) < capacity; k++) {
@@ -242,6 +255,9 @@ extern "C" int fc_face_detector_detect(
         return static_cast<int>(boxes.size());
     } catch (const std::exception &failure) {
         say(error, error_size, "face detection", failure.what());
+        return -1;
+    } catch (...) {
+        say(error, error_size, "face detection", "an exception that is not std::exception");
         return -1;
     }
 }

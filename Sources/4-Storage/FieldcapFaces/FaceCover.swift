@@ -13,7 +13,8 @@ public final class FaceCover {
         public var margin = 0.25
         /// Blocks along the longer side of a covered box.
         public var blocksAcross = 6
-        /// Frames a face stays covered after the detector last saw it (half a second at 30 fps).
+        /// Frames a face stays covered after the detector last saw it (half a second at 30 fps;
+        /// the exports give each camera half a second of its own rate).
         public var hold = 15
         /// The smallest face searched for, in pixels.
         public var minFace = 36
@@ -29,13 +30,18 @@ public final class FaceCover {
     private var frame = 0
     /// The detector's input when the frame is not grey or RGB already.
     private var scratch: [UInt8] = []
+    /// A 16-bit frame's histogram, for its stretch.
+    private var histogram: [Int32] = []
 
     public init(layout: FrameLayout, settings: Settings, detector: any FaceDetecting) {
         precondition(settings.detectEvery >= 1 && settings.margin >= 0 && settings.blocksAcross >= 1)
+        var settings = settings
+        // A face is held at least until the detector looks again.
+        settings.hold = max(settings.hold, settings.detectEvery)
         self.layout = layout
         self.settings = settings
         self.detector = detector
-        tracker = FaceTracker(hold: max(settings.hold, settings.detectEvery))
+        tracker = FaceTracker(hold: settings.hold)
         report = FaceCoverReport(detector: detector.name, settings: settings)
     }
 
@@ -44,7 +50,8 @@ public final class FaceCover {
         FaceCover(layout: layout, settings: settings, detector: try MTCNNFaceDetector(minFace: settings.minFace))
     }
 
-    /// Covers the faces of the next frame in place; returns the boxes covered.
+    /// Covers the faces of the next frame in place; returns the areas covered (each face's box
+    /// grown by the margin, out to the pixelation's grid, cut at the frame's edges).
     @discardableResult
     public func cover(_ bytes: UnsafeMutableRawBufferPointer) throws(FaceCoverError) -> [FaceBox] {
         guard bytes.count >= layout.byteCount else {
@@ -57,10 +64,10 @@ public final class FaceCover {
             report.facesDetected += faces.count
         }
         let boxes = tracker.boxes(inFrame: frame).map { $0.grown(by: settings.margin) }
-        Pixelation.cover(boxes, in: bytes, layout: layout, blocksAcross: settings.blocksAcross)
-        report.count(boxes: boxes.count)
+        let covered = Pixelation.cover(boxes, in: bytes, layout: layout, blocksAcross: settings.blocksAcross)
+        report.count(boxes: covered.count)
         frame += 1
-        return boxes
+        return covered
     }
 
     /// `cover` on an array's bytes.
@@ -80,9 +87,11 @@ public final class FaceCover {
             return try detector.detect(
                 DetectionImage(pixels: bytes, width: width, height: height, stride: 3 * width, channels: 3))
         case .grey16:
-            // The high byte: what an 8-bit view of the frame shows.
+            // Stretched from its own 1st to 99th percentile: a 10- or 12-bit camera's samples sit
+            // in the low bits, where the high byte alone would show the detector a black frame
+            // while a viewer that scales 16-bit images shows every face.
             if scratch.count != width * height { scratch = [UInt8](repeating: 0, count: width * height) }
-            for index in 0..<(width * height) { scratch[index] = bytes[2 * index + 1] }
+            Self.stretch(bytes, pixels: width * height, into: &scratch, histogram: &histogram)
             return try detectScratch(channels: 1)
         case .yuyv, .nv12:
             // Colour: the detector finds more faces in RGB than in the luma alone (93 of 95
@@ -90,6 +99,36 @@ public final class FaceCover {
             if scratch.count != 3 * width * height { scratch = [UInt8](repeating: 0, count: 3 * width * height) }
             scratch.withUnsafeMutableBytes { rgb in YUVToRGB.convert(bytes, layout: layout, into: rgb) }
             return try detectScratch(channels: 3)
+        }
+    }
+
+    /// 16-bit samples to 8 bits, their 1st percentile to 0 and 99th to 255.
+    static func stretch(
+        _ bytes: UnsafeRawBufferPointer, pixels: Int, into grey: inout [UInt8], histogram: inout [Int32]
+    ) {
+        if histogram.count != 65536 { histogram = [Int32](repeating: 0, count: 65536) }
+        for value in 0..<65536 { histogram[value] = 0 }
+        for index in 0..<pixels { histogram[Int(bytes[2 * index]) | Int(bytes[2 * index + 1]) << 8] += 1 }
+        var low = 0, high = 65535, seen = 0
+        for value in 0..<65536 {
+            seen += Int(histogram[value])
+            if seen > pixels / 100 {
+                low = value
+                break
+            }
+        }
+        seen = 0
+        for value in (0..<65536).reversed() {
+            seen += Int(histogram[value])
+            if seen > pixels / 100 {
+                high = value
+                break
+            }
+        }
+        let span = max(1, high - low)
+        for index in 0..<pixels {
+            let value = Int(bytes[2 * index]) | Int(bytes[2 * index + 1]) << 8
+            grey[index] = UInt8(max(0, min(255, (value - low) * 255 / span)))
         }
     }
 

@@ -28,8 +28,8 @@ public protocol FaceDetecting: AnyObject {
 /// MTCNN through the face detector's library (`FaceDetectorLibrary`) with the installed model.
 public final class MTCNNFaceDetector: FaceDetecting {
     /// The smallest face searched for, in pixels (12 or more). The default, 36, found every
-    /// frontal face of 40 pixels or more in the labelled set at 38 ms a 640x480 frame; 20 finds
-    /// smaller ones at twice the time (BENCHMARKS.md).
+    /// frontal face of 40 pixels or more in the labelled set at 27 ms a 640x480 frame; 20 looks
+    /// for smaller ones at 2.5 times the time (BENCHMARKS.md).
     public let minFace: Int
     public let name: String
     private let library: FaceDetectorLibrary
@@ -78,7 +78,7 @@ public final class MTCNNFaceDetector: FaceDetecting {
             found = [Float](repeating: 0, count: Int(count) * 5)
         }
         var faces: [FaceBox] = []
-        for k in 0..<Int(count) {
+        for k in 0..<min(Int(count), found.count / 5) {
             let values = found[(5 * k)..<(5 * k + 5)].map { Double($0) }
             faces.append(FaceBox(x: values[0], y: values[1], width: values[2], height: values[3], score: values[4]))
         }

@@ -2,12 +2,13 @@ import FieldcapSystem
 import Glibc
 
 /// The face detector's shared library (`libFieldcapFaceDetector.so`, Sources/1-Platform/
-/// CFaceDetector: MTCNN on OpenCV's DNN module), opened with dlopen the first time faces are
-/// covered. fieldcap does not link it: OpenCV and what it needs weigh about 250 MiB on a bare
-/// rig, and a rig that never covers faces should neither need them installed nor map them.
+/// CFaceDetector: MTCNN on OpenCV's DNN module, built by scripts/build-face-detector), opened
+/// with dlopen the first time faces are covered. fieldcap does not link it: OpenCV and what it
+/// needs weigh about 250 MiB on a bare rig, and a rig that never covers faces should neither
+/// need them installed nor map them.
 ///
-/// It is looked for in `FIELDCAP_FACE_DETECTOR` (a path: then only there), beside the running program (where
-/// `swift build` and scripts/build-release put it), then in `../lib/fieldcap/` from it (an
+/// It is looked for in `FIELDCAP_FACE_DETECTOR` (a path: then only there), beside the running
+/// program (where scripts/build-release puts it), then in `../lib/fieldcap/` from it (an
 /// installed layout: /usr/local/bin/fieldcap, /usr/local/lib/fieldcap/).
 final class FaceDetectorLibrary: @unchecked Sendable {
     static let fileName = "libFieldcapFaceDetector.so"
@@ -41,15 +42,16 @@ final class FaceDetectorLibrary: @unchecked Sendable {
             throw FaceCoverError(
                 "the face detector's library \(Self.fileName) is not installed (looked in "
                     + candidates.joined(separator: ", ")
-                    + "): build it with scripts/build-release (or `swift build --product FieldcapFaceDetector`), "
-                    + "or give its path in FIELDCAP_FACE_DETECTOR")
+                    + "): build it with scripts/build-face-detector DIRECTORY-OF-FIELDCAP (scripts/build-release "
+                    + "does), or give its path in FIELDCAP_FACE_DETECTOR")
         }
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let why = dlerror().map { String(cString: $0) } ?? "dlopen failed"
             // The usual cause on a rig: OpenCV's runtime libraries are not installed.
             let hint =
-                why.contains("libopencv")
-                ? ": install Debian's \(Self.debianPackages) (apt-get install \(Self.debianPackages))" : ""
+                why.contains("cannot open shared object file")
+                ? ": a library it needs is missing (it needs Debian's \(Self.debianPackages): "
+                    + "apt-get install \(Self.debianPackages))" : ""
             throw FaceCoverError("cannot load the face detector \(path): \(why)\(hint)")
         }
         func symbol<F>(_ name: String, as _: F.Type) throws(FaceCoverError) -> F {

@@ -38,6 +38,8 @@ public struct FrameLayout: Equatable, Sendable, CustomStringConvertible {
 
     public init(_ kind: Kind, width: Int, height: Int) {
         precondition(width > 0 && height > 0)
+        // Chroma pairs (and NV12's rows of pairs) whole: `of(_:)` says so for a camera's format.
+        precondition((kind != .yuyv && kind != .nv12) || (width % 2 == 0 && height % 2 == 0))
         self.kind = kind
         self.width = width
         self.height = height

@@ -117,6 +117,10 @@ public enum SessionExporter {
                 )
             }
         }
+        if let faces = request.faces {
+            try checkFacesCanBeCovered(
+                streams.filter { $0.isCamera && !$0.holdsDepth(Set(request.depthStreams)) }, settings: faces)
+        }
         let total = streams.compactMap { $0.isCamera ? session.recordCount($0.id) : nil }.reduce(0, +)
         let report: (Int) -> Void = { progress(Progress(stage: .writing, done: $0, total: total)) }
 
@@ -161,6 +165,24 @@ public enum SessionExporter {
         }
         try syncAndRename(staging, to: out)
         return Outcome(out: out, lines: lines)
+    }
+
+    /// Every camera whose faces are to be covered can be, and the detector loads: said before
+    /// any camera is written (a long camera first, then a refusal, would waste the time).
+    private static func checkFacesCanBeCovered(
+        _ cameras: [ExportSession.Stream], settings: FaceCover.Settings
+    ) throws(ExportError) {
+        for camera in cameras {
+            guard let format = camera.format else { continue }
+            if case .failure(let problem) = FrameLayout.of(format) {
+                throw ExportError(
+                    .request,
+                    "--blur-faces: \(camera.id) is \(format): \(problem); leave it out with --streams")
+            }
+        }
+        do throws(FaceCoverError) { _ = try MTCNNFaceDetector(minFace: settings.minFace) } catch {
+            throw ExportError(.request, "--blur-faces: \(error)")
+        }
     }
 
     /// The session to read: `source` itself, or the range extracted from it into `scratch`.

@@ -45,13 +45,15 @@ struct Export: ParsableCommand {
                       first, so gaps play as recorded. For people, not measurement: the
                       session's frame logs keep the times.
 
-            --blur-faces covers every face in the cameras' frames before they are written
+            --blur-faces covers the faces in the cameras' frames before they are written
             (all four formats): MTCNN (OpenCV's DNN module, the model installed by
             scripts/install-face-model) looks for faces in every frame (every N-th with
             --face-detect-every, carrying each face between), and each box, grown by a
             quarter of its size on every side, is pixelated in the frame: six blocks across,
-            each its own average, which cannot be undone. A face the detector misses stays
-            covered for half a second after it last saw it. Grey, Y16, YUYV and NV12 frames
+            each its own average. A face is covered from the first frame the detector finds
+            it in, and for half a second after it last saw it; a face it never finds (too
+            small, in profile, too dark) stays as it is: look at what was covered before
+            sharing. Grey, Y16, YUYV and NV12 frames
             (and FFV1 cameras, decoded) are covered; MJPEG and Bayer cameras are refused.
             What was covered is kept beside the frames (images: metadata.json's
             faces_covered; euroc: mav0/camN/faces_covered.json; mp4: ID.faces_covered.json;
@@ -135,13 +137,14 @@ struct Export: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "With --blur-faces: the smallest face looked for, in pixels (36; 20 finds smaller ones, at twice the time).",
+            "With --blur-faces: the smallest face looked for, in pixels (36; 20 looks for smaller ones, at 2.5x the time).",
             valueName: "PX"))
     var faceMinSize: Int = 36
 
     @Option(
         help: ArgumentHelp(
-            "With --blur-faces: look for faces in every N-th frame, carrying them between (1: each).", valueName: "N"
+            "With --blur-faces: look for faces in every N-th frame, carrying them between (1: each; a face "
+                + "that comes into view is uncovered until the next one looked at).", valueName: "N"
         ))
     var faceDetectEvery: Int = 1
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import FieldcapCaptureServer
 import FieldcapClockQuality
 import FieldcapCore
+import FieldcapFaces
 import FieldcapFleet
 import FieldcapPreview
 import FieldcapRig
@@ -186,6 +187,12 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The name the rig gives the capture server (default: its host id).", valueName: "NAME"))
     var name: String?
 
+    @Flag(
+        help: ArgumentHelp(
+            "With --server: cover the faces in every video uploaded (as `export --blur-faces`); a camera whose "
+                + "faces cannot be covered is left out of the upload, never sent as recorded."))
+    var blurFaces = false
+
     @Option(
         help: ArgumentHelp(
             "The capture server's largest message (300M: AllSpark's limit); a larger "
@@ -272,10 +279,18 @@ struct Serve: ParsableCommand {
         if let server, let problem = CaptureServerClient.problem(with: server, insecure: insecure) {
             throw ValidationError("--server '\(server)': \(problem)")
         }
-        if server == nil && (insecure || name != nil || serverMaxMessage != nil) {
+        if server == nil && (insecure || name != nil || serverMaxMessage != nil || blurFaces) {
             throw ValidationError(
-                "--insecure, --name and --server-max-message are for a capture server: give --server ws://HOST:PORT too"
+                "--insecure, --name, --server-max-message and --blur-faces are for a capture server: "
+                    + "give --server ws://HOST:PORT too"
             )
+        }
+        if blurFaces {
+            // The detector is checked now: a rig that cannot cover faces says so at its start,
+            // not at its first upload.
+            do throws(FaceCoverError) { _ = try MTCNNFaceDetector() } catch {
+                throw ValidationError("--blur-faces: \(error)")
+            }
         }
         if let serverMaxMessage, serverMaxMessage.bytes < 1024 {
             throw ValidationError(
@@ -337,7 +352,8 @@ struct Serve: ParsableCommand {
                 rig: rig,
                 options: CaptureServerClient.Options(
                     url: url, name: name ?? rig.settings.hostId, insecure: insecure,
-                    maxMessageBytes: serverMaxMessage?.bytes ?? 314_572_800),
+                    maxMessageBytes: serverMaxMessage?.bytes ?? 314_572_800,
+                    faces: blurFaces ? FaceCover.Settings() : nil),
                 logger: logger, notices: .lines(label: "fieldcap.capture-server") { say($0) })
         }
         let member = try fleetMember(rig: rig)

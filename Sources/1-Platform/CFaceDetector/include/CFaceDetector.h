@@ -2,8 +2,8 @@
 // convolutional nets, a proposal net over an image pyramid, then a refine and an output net on
 // the candidates' crops) run by OpenCV's DNN module from Debian's libopencv-dnn406.
 //
-// This is built as its own shared library (libFieldcapFaceDetector.so), never linked into the
-// fieldcap binary: OpenCV and what it needs are about 250 MiB on a bare rig, and only a rig that
+// This is built as its own shared library (libFieldcapFaceDetector.so, scripts/build-face-detector),
+// never linked into the fieldcap binary: OpenCV and what it needs are about 250 MiB on a bare rig, and only a rig that
 // covers faces needs them. fieldcap opens the library with dlopen the first time faces are asked
 // for (FieldcapFaces.FaceDetectorLibrary), which also lets it name the Debian package when
 // OpenCV is missing.
@@ -20,6 +20,9 @@
 extern "C" {
 #endif
 
+// Only these functions leave the library (it is built with hidden visibility).
+#define FC_EXPORT __attribute__((visibility("default")))
+
 /// The version of this interface; a library whose `fc_face_detector_abi` differs is refused.
 #define FC_FACE_DETECTOR_ABI 1
 
@@ -28,12 +31,12 @@ typedef struct fc_face_detector fc_face_detector;
 // Plain values and arrays only, as fieldcap resolves these with dlsym and calls them without
 // this header (linking it would link OpenCV).
 
-int fc_face_detector_abi(void);
+FC_EXPORT int fc_face_detector_abi(void);
 
 /// Opens the three nets (pnet.onnx, rnet.onnx, onet.onnx in `model_directory`). `threads`: the
 /// threads OpenCV may use for it (a process-wide OpenCV setting; 1 keeps it off the capture
 /// threads' cores). NULL on failure, with the reason in `error`.
-fc_face_detector *fc_face_detector_open(const char *model_directory, int threads, char *error, size_t error_size);
+FC_EXPORT fc_face_detector *fc_face_detector_open(const char *model_directory, int threads, char *error, size_t error_size);
 
 /// Finds the faces in an 8-bit image of `channels` 1 (grey, given to the nets as grey RGB) or 3
 /// (RGB), rows `stride` bytes apart. `min_face`: the smallest face searched for, in pixels (12
@@ -44,12 +47,12 @@ fc_face_detector *fc_face_detector_open(const char *model_directory, int threads
 /// of the image given, and the output net's probability that it is a face), the most likely
 /// first, and returns how many it found (which may be more than `capacity`), or -1 with the
 /// reason in `error`. One detector is not to be used by two threads at once.
-int fc_face_detector_detect(
+FC_EXPORT int fc_face_detector_detect(
     fc_face_detector *detector, const uint8_t *pixels, int width, int height, int stride, int channels,
     int min_face, const float *thresholds, float scale_step, float *faces, int capacity, char *error,
     size_t error_size);
 
-void fc_face_detector_close(fc_face_detector *detector);
+FC_EXPORT void fc_face_detector_close(fc_face_detector *detector);
 
 #ifdef __cplusplus
 }

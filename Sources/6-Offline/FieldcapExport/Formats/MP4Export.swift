@@ -49,7 +49,8 @@ enum MP4Export {
             let ticks = Double(H264Encoder.timeBase.den) / Double(H264Encoder.timeBase.num)
             let frameDuration = Int64((ticks / (camera.nominalRate > 0 ? camera.nominalRate : 30)).rounded())
             let writer = try MP4Writer(path: path, encoder: encoder, frameDuration: frameDuration)
-            let reader = try CameraReader(session: session, stream: camera, coveringFaces: options.faces)
+            let reader = try CameraReader(
+                session: session, stream: camera, coveringFaces: camera.holdsDepth([]) ? nil : options.faces)
             defer { reader.cancel() }
             var first: UInt64?
             var lastPts: Int64 = -1

@@ -35,6 +35,9 @@ package final class CameraReader {
             case .success(let found): layout = found
             case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
+            // Half a second of the camera's frames: a face the detector misses stays covered that long.
+            var settings = settings
+            if stream.nominalRate > 0 { settings.hold = max(1, Int((stream.nominalRate / 2).rounded())) }
             do throws(FaceCoverError) { faces = try FaceCover.mtcnn(layout: layout, settings: settings) } catch {
                 throw ExportError(.request, "--blur-faces: \(error)")
             }
@@ -69,7 +72,7 @@ package final class CameraReader {
         var covered: [FaceBox]?
         if let faces {
             do throws(FaceCoverError) { covered = try faces.cover(&frame.bytes) } catch {
-                throw ExportError(.session, "\(stream.id) frame \(frame.index): \(error)")
+                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(frame.index): \(error)")
             }
         }
         return Frame(

@@ -1,4 +1,5 @@
 import FieldcapDiscovery
+import FieldcapFaces
 import FieldcapNetworking
 import FieldcapRig
 import FieldcapSession
@@ -34,11 +35,16 @@ public final class CaptureServerClient: Service, Sendable {
         /// The largest message the server takes: AllSpark's reads at most 300 MiB (aiohttp's
         /// `max_msg_size=314572800`) and closes with 1009 on more.
         public var maxMessageBytes: UInt64
+        /// Cover the faces in every video uploaded (nil: as recorded). A camera whose faces
+        /// cannot be covered is then left out of the upload, never sent as recorded.
+        public var faces: FaceCover.Settings?
 
         public init(
             url: String, name: String, insecure: Bool = false, retryDelay: Duration = .seconds(5),
-            connectTimeout: Duration = .seconds(10), maxMessageBytes: UInt64 = 314_572_800
+            connectTimeout: Duration = .seconds(10), maxMessageBytes: UInt64 = 314_572_800,
+            faces: FaceCover.Settings? = nil
         ) {
+            self.faces = faces
             self.url = url
             self.name = name
             self.insecure = insecure
@@ -71,7 +77,8 @@ public final class CaptureServerClient: Service, Sendable {
         link = ServerLink(url: options.url == Self.auto ? nil : options.url, name: options.name)
         rig.serverLink = link
         commands = CommandHandler(
-            rig: rig, link: link, logger: logger, policy: UploadQueue.Policy(maxMessageBytes: options.maxMessageBytes))
+            rig: rig, link: link, logger: logger,
+            policy: UploadQueue.Policy(maxMessageBytes: options.maxMessageBytes, faces: options.faces))
         chunks = ChunkAnnouncer(rig: rig, logger: logger)
     }
 

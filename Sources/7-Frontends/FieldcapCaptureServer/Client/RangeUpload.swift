@@ -1,5 +1,6 @@
 import FieldcapArchive
 import FieldcapExport
+import FieldcapFaces
 import FieldcapRig
 import FieldcapSegments
 import FieldcapSession
@@ -12,7 +13,9 @@ import Glibc
 /// plays, and the rest of the session (frame logs with each frame's `capture_ns`, sensors,
 /// manifest, sync point, sidecar) as one tar it files as data. A camera that cannot become an
 /// MP4 (a hardware encoder's H.264, an odd size) goes inside the tar as recorded, and the
-/// report says why. Everything is staged under the root's hidden scratch names and removed after
+/// report says why. With faces to cover, every MP4 has its faces covered, and a camera that
+/// cannot become one is left out whole: its frames never leave the rig as recorded (the tar
+/// keeps its frame log, and `ID.faces_covered.json` what was covered). Everything is staged under the root's hidden scratch names and removed after
 /// each attempt, sent or not. Each name ends in `_<unix seconds of the range's start>`:
 /// AllSpark's server dates an upload by that suffix (else by the day it arrives).
 struct RangeUpload: Sendable {
@@ -52,7 +55,7 @@ struct RangeUpload: Sendable {
     func baseName(hostId: String) -> String { "\(hostId)-\(Self.compact(fromNs))-\(Self.compact(toNs))" }
 
     /// Extracts, encodes and archives (blocking: file work, and libx264 on this thread).
-    func stage(root: String, hostId: String) throws -> Staged {
+    func stage(root: String, hostId: String, faces: FaceCover.Settings? = nil) throws -> Staged {
         guard let source = try SessionCatalog.newest(overlapping: fromNs, toNs, root: root) else {
             throw Failure(description: "nothing on this rig was recorded from \(rangeText)")
         }
@@ -69,7 +72,9 @@ struct RangeUpload: Sendable {
             let cameras = (Sidecar.Contents(layout: layout)?.streams ?? []).filter { $0.format != nil }.map(\.id)
             if !cameras.isEmpty {
                 do {
-                    _ = try SessionExporter.export(.init(source: session, format: .mp4, out: videos))
+                    var request = SessionExporter.Request(source: session, format: .mp4, out: videos)
+                    request.faces = faces
+                    _ = try SessionExporter.export(request)
                     for id in cameras {
                         let path = "\(videos)/\(id).mp4"
                         files.append(
@@ -78,10 +83,21 @@ struct RangeUpload: Sendable {
                                 mimetype: "video/mp4"))
                         // The tar keeps the frames' times; the video itself goes as the MP4.
                         try FileManager.default.removeItem(atPath: layout.video(id))
+                        let report = "\(videos)/\(id).faces_covered.json"
+                        if FileManager.default.fileExists(atPath: report) {
+                            try FileManager.default.moveItem(
+                                atPath: report, toPath: "\(session)/\(id).faces_covered.json")
+                        }
                     }
                 } catch let error as ExportError {
                     videoProblem = error.message
                     files.removeAll()
+                    // Faces to cover that could not be: no video leaves as recorded.
+                    if faces != nil {
+                        for id in cameras where FileManager.default.fileExists(atPath: layout.video(id)) {
+                            try FileManager.default.removeItem(atPath: layout.video(id))
+                        }
+                    }
                 }
             }
             let tar = "\(scratch)/\(base).tar"

@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapFaces
 import FieldcapRig
 import FieldcapSegments
 import FieldcapSession
@@ -16,6 +17,8 @@ final class UploadQueue: Sendable {
         /// AllSpark's server reads one WebSocket message of at most this many bytes (aiohttp's
         /// `max_msg_size=314572800`, 300 MiB) and closes with 1009 on a larger one.
         var maxMessageBytes: UInt64 = 314_572_800
+        /// Cover the faces of the uploaded videos (`RangeUpload.stage`).
+        var faces: FaceCover.Settings?
         var maxAttempts = 5
         var firstRetry: Duration = .seconds(2)
         var longestRetry: Duration = .seconds(60)
@@ -165,7 +168,10 @@ final class UploadQueue: Sendable {
         let root = rig.settings.root, hostId = rig.settings.hostId
         let staged: RangeUpload.Staged
         do {
-            staged = try await NIOThreadPool.singleton.runIfActive { try range.stage(root: root, hostId: hostId) }
+            let faces = policy.faces
+            staged = try await NIOThreadPool.singleton.runIfActive {
+                try range.stage(root: root, hostId: hostId, faces: faces)
+            }
         } catch {
             giveUp(item, "cannot upload \(range.rangeText): \(error)")
             return
@@ -173,10 +179,15 @@ final class UploadQueue: Sendable {
         defer { RangeUpload.remove(scratch: staged.scratch) }
         if let problem = staged.videoProblem, attempt == 1 {
             logger.warning(
-                """
-                capture server: \(range.rangeText) goes without MP4s, \
-                its videos inside the tar as recorded: \(problem)
-                """
+                policy.faces == nil
+                    ? """
+                    capture server: \(range.rangeText) goes without MP4s, \
+                    its videos inside the tar as recorded: \(problem)
+                    """
+                    : """
+                    capture server: \(range.rangeText) goes without its videos \
+                    (their faces could not be covered, and are never sent as recorded): \(problem)
+                    """
             )
         }
         if let large = staged.files.first(where: { $0.size > policy.maxMessageBytes }) {
