@@ -47,9 +47,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         // Hummingbird's header types, named directly for the preview's own headers.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
-        // SHA-256 of the face model's files, checked before they are opened: Apple's swift-crypto
-        // (BoringSSL's), already under the WebSocket client's dependencies.
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // The house's system tools, below every layer: the syscall seam and its EINTR policy, named
@@ -147,6 +144,9 @@ let package = Package(
                 "FieldcapSystem", "CTurboJPEG", "CAVCodec", "CFieldcapLinux", "FieldcapCore", "FieldcapV4L2",
                 "SyncField",
             ]),
+        // OpenSSL's libcrypto (Debian: libssl-dev): the SHA-256 the face model's files are checked
+        // by; already in every rig's process (libmosquitto, libssl), so it costs the binary nothing.
+        .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Faces covered before frames leave the rig: the detector (loaded, never linked: its C++
         // over OpenCV, Sources/1-Platform/CFaceDetector, is built by scripts/build-face-detector as a
         // plain shared object, since SwiftPM would link a dynamic product with the Swift runtime a
@@ -154,7 +154,7 @@ let package = Package(
         // detections, the pixelation of each frame layout.
         .target(
             name: "FieldcapFaces",
-            dependencies: ["FieldcapSystem", "FieldcapCore", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["FieldcapSystem", "FieldcapCore", "CLibcrypto"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(
@@ -393,7 +393,7 @@ let layers: [(folder: String, targets: [String])] = [
         "1-Platform",
         [
             "CFieldcapLinux", "CV4L2", "CIIO", "CMatroska", "CAVCodec", "CArchive", "CAvahi", "CLZ4",
-            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "FieldcapYAML",
+            "CMosquitto", "CPNG", "CTurboJPEG", "CYAML", "CZlib", "CZstd", "CLibcrypto", "FieldcapYAML",
             "FieldcapNetworking", "FieldcapDiscovery", "FieldcapSystem", "FieldcapOutput", "CUdev", "FieldcapHotplug",
         ]
     ),

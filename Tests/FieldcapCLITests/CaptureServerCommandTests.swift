@@ -348,19 +348,7 @@ struct CaptureServerCommandTests {
         defer { withExtendedLifetime(server) {} }
         let port = server.port
         let serve = try ServeProcess(ServeCommandTests.devices + ["--server", "ws://127.0.0.1:\(port)"])
-        for _ in 0..<100
-        where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
-            as? String != "connected"
-        { usleep(100_000) }
-        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
-        #expect(started.status == 200 || started.status == 201, "\(started.body)")
-        var link: [String: Any] = [:]
-        for _ in 0..<150 {
-            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
-            if (link["uploads"] as? Int ?? 0) >= 2 { break }
-            usleep(100_000)
-        }
-        #expect(link["uploads"] as? Int == 2, "\(link)")
+        try Self.recordTwoSecondsAndAwaitUploads(serve, seconds: 15)
         let messages = ((try? String(contentsOfFile: "\(work)/messages.txt", encoding: .utf8)) ?? "")
             .split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -387,6 +375,24 @@ struct CaptureServerCommandTests {
             )
         }
         #expect(serve.terminate() == 0)
+    }
+
+    /// Once the rig is connected to the server, a 2 s recording started through the API, and
+    /// its two uploads (the MP4, the tar) awaited for up to `seconds`.
+    static func recordTwoSecondsAndAwaitUploads(_ serve: ServeProcess, seconds: Int) throws {
+        for _ in 0..<100
+        where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
+            as? String != "connected"
+        { usleep(100_000) }
+        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
+        #expect(started.status == 200 || started.status == 201, "\(started.body)")
+        var link: [String: Any] = [:]
+        for _ in 0..<(seconds * 10) {
+            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
+            if (link["uploads"] as? Int ?? 0) >= 2 { break }
+            usleep(100_000)
+        }
+        #expect(link["uploads"] as? Int == 2, "\(link)")
     }
 
     /// As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
@@ -440,19 +446,7 @@ struct CaptureServerCommandTests {
             "--cam", "synthetic:800x600@10,format=YUYV,picture=\(FacesExportTests.astronaut)", "--server",
             "ws://127.0.0.1:\(server.port)", "--blur-faces",
         ])
-        for _ in 0..<100
-        where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
-            as? String != "connected"
-        { usleep(100_000) }
-        let started = try serve.request("POST", "/api/v1/recording/start", body: "{\"duration\":\"2s\"}")
-        #expect(started.status == 200 || started.status == 201, "\(started.body)")
-        var link: [String: Any] = [:]
-        for _ in 0..<300 {
-            link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
-            if (link["uploads"] as? Int ?? 0) >= 2 { break }
-            usleep(100_000)
-        }
-        #expect(link["uploads"] as? Int == 2, "\(link)")
+        try Self.recordTwoSecondsAndAwaitUploads(serve, seconds: 30)
         let stored = try FileManager.default.contentsOfDirectory(atPath: work)
         let video = try #require(stored.first { $0.hasSuffix(".mp4") }, "\(stored)")
         let tar = try #require(stored.first { $0.hasSuffix(".tar") }, "\(stored)")

