@@ -473,9 +473,14 @@ struct CaptureServerCommandTests {
         let address = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--server", "wss://10.0.0.7:8443"])
         #expect(address.status == 64)
         #expect(address.stderr.contains("give its name (wss://NAME:PORT), or --insecure"), "\(address.stderr)")
-        let lonely = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--name", "rig"])
-        #expect(lonely.status == 64)
-        #expect(lonely.stderr.contains("--insecure, --name and --server-max-message are for a capture server"))
+        for option in [["--name", "rig"], ["--blur-faces"]] {
+            let lonely = try FieldcapProcess.run(["serve", "--cam", "synthetic"] + option)
+            #expect(lonely.status == 64)
+            #expect(
+                lonely.stderr.contains(
+                    "--insecure, --name, --server-max-message and --blur-faces are for a capture server"),
+                "\(lonely.stderr)")
+        }
     }
 }
 
