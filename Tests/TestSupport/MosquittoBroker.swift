@@ -91,10 +91,12 @@ public final class MosquittoBroker {
         process.standardError = log
         try process.run()
         self.process = process
-        // Listening when a TCP connection is accepted; a busy machine (six test processes and
-        // a build) can take seconds to start it.
+        // Listening when its own socket listens on the port (a connection accepted is not
+        // enough: another test's server on the port would accept it, while mosquitto, finding
+        // the port taken, exits; a TLS client then fails its handshake with that server). A busy
+        // machine (six test processes and a build) can take seconds to start it.
         for _ in 0..<300 {
-            if Self.accepts(port: port) { return }
+            if Self.listens(pid: process.processIdentifier, port: port) { return }
             if !process.isRunning {
                 self.process = nil
                 throw BrokerFailed(
@@ -178,6 +180,27 @@ public final class MosquittoBroker {
             guard result.status == 0 else { throw BrokerFailed(message: "openssl \(arguments[0]): \(result.output)") }
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: "\(d)/broker.key")
+    }
+
+    /// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (/proc/net/tcp's
+    /// LISTEN line for the port, its inode among the process's descriptors).
+    static func listens(pid: Int32, port: Int) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else {
+            return accepts(port: port)
+        }
+        let local = String(format: "0100007F:%04X", port)
+        let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { return nil }
+            return String(fields[9])
+        }
+        guard !inodes.isEmpty,
+            let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        else { return false }
+        return descriptors.contains { descriptor in
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)")
+            return inodes.contains { target == "socket:[\($0)]" }
+        }
     }
 
     static func accepts(port: Int) -> Bool {
