@@ -180,10 +180,19 @@ struct ExportCommandTests {
             ["record", "--out", out, "--duration", "3s", "--cam", "synthetic:1280x720@30,id=cam0"])
         try #require(recorded.status == 0, "\(recorded.stderr)")
         let before = try listing()
+        // Interrupted once it writes (its hidden partial file exists), not after a fixed time: on
+        // an idle machine the whole export took less than the 300 ms this test used to wait.
+        // zstd, to give the interruption time to land.
         let result = try FieldcapProcess.run(
-            ["export", out, "--format", "mcap", "--compression", "none", "--out", "\(root)/big.mcap"]
+            ["export", out, "--format", "mcap", "--compression", "zstd", "--out", "\(root)/big.mcap"]
         ) { process in
-            usleep(300_000)
+            for _ in 0..<2000 {
+                let partial =
+                    (try? FileManager.default.contentsOfDirectory(atPath: root))?
+                    .contains { $0.hasPrefix(".big.mcap.partial-") } ?? false
+                if partial || !process.isRunning { break }
+                usleep(1000)
+            }
             kill(process.processIdentifier, SIGINT)
         }
         #expect(result.status == 130, "\(result.stderr)")
