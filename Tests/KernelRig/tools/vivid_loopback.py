@@ -191,7 +191,8 @@ def measure():
     frames came through (less half a second at its start and a frame at its end: after the last
     frame played, vivid shows it on and on, the scene stopped while the gyroscope turns), and
     `steady`, the longest run of frames inside it in which vivid kept up: no frame lost by its
-    sequence numbers, and every frame showing one played at most STEADY_NS before the lowest lags
+    sequence numbers, each showing the played frame after the one before (none shown twice or
+    skipped), and every frame showing one played at most STEADY_NS before the lowest lags
     (vivid shows a frame from its next output tick, so the lag moves within a frame period or so;
     on a starved host a frame is held for several, or the scene rendered ahead has gaps, and there
     the scene stops while the gyroscope turns)."""
@@ -201,7 +202,7 @@ def measure():
     origin = json.load(open(f"{session}/sync_point.json"))["monotonic_ns"]
     stamps = [json.loads(line)["capture_ns"] for line in open(f"{session}/cam.timestamps.jsonl")]
     sequences = [json.loads(line)["sequence"] for line in open(f"{session}/cam.frames.ndjson")]
-    seen = []  # (capture_ns, lag, kernel sequence)
+    seen = []  # (capture_ns, lag, kernel sequence, the played frame's number)
     with open(raw, "rb") as source:
         for capture_ns, sequence in zip(stamps, sequences):
             frame = source.read(width * height)
@@ -211,13 +212,13 @@ def measure():
             # The last frame played stays on: its captures after the first are not its lag.
             if number is None or not 1 <= number < len(shows):
                 continue
-            seen.append((capture_ns, capture_ns - shows[number - 1], sequence))
+            seen.append((capture_ns, capture_ns - shows[number - 1], sequence, number))
 
     def seconds(capture_ns):
         return (capture_ns - origin) / 1e9
 
     def stretch(frames):
-        lags = sorted(lag for _, lag, _ in frames)
+        lags = sorted(frame[1] for frame in frames)
         return {"from_s": round(seconds(frames[0][0]), 3), "to_s": round(seconds(frames[-1][0]), 3),
                 "lags": len(lags), "lag_mean_ns": int(sum(lags) / len(lags)),
                 "lag_median_ns": lags[len(lags) // 2], "lag_min_ns": lags[0], "lag_max_ns": lags[-1]}
@@ -227,10 +228,14 @@ def measure():
     inside = [f for f in seen if start <= seconds(f[0]) <= end]
     if inside:
         result["whole"] = stretch(inside)
-        lowest = sorted(lag for _, lag, _ in inside)[len(inside) // 10]
+        lowest = sorted(frame[1] for frame in inside)[len(inside) // 10]
         runs, run = [], []
         for frame in inside:
-            if frame[1] > lowest + STEADY_NS or (run and frame[2] != run[-1][2] + 1):
+            # Broken by a frame lost, one shown long after its instant, or a played frame shown
+            # twice or skipped (vivid's output tick and the writes, both at 25 fps, drift past
+            # each other: the scene then stops for a frame, or jumps, while the gyroscope turns).
+            if frame[1] > lowest + STEADY_NS or (
+                    run and (frame[2] != run[-1][2] + 1 or frame[3] != run[-1][3] + 1)):
                 runs.append(run)
                 run = []
             if frame[1] <= lowest + STEADY_NS:
