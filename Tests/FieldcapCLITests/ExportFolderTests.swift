@@ -26,11 +26,14 @@ struct ExportFolderTests {
         return out
     }
 
-    func export(_ session: String, _ arguments: [String]) throws -> String {
+    /// `fieldcap export SESSION ARGUMENTS...`, required to succeed; what it printed.
+    static func export(_ session: String, _ arguments: [String]) throws -> String {
         let result = try FieldcapProcess.run(["export", session] + arguments)
         try #require(result.status == 0, "\(arguments): \(result.stderr)")
         return result.stdout
     }
+
+    func export(_ session: String, _ arguments: [String]) throws -> String { try Self.export(session, arguments) }
 
     func judge(_ arguments: [String]) throws -> (passed: Bool, output: String) {
         try ExportCommandTests.judge(arguments, checker: "folder_check.py")

@@ -30,9 +30,7 @@ struct FacesExportTests {
     }
 
     func export(_ session: String, _ arguments: [String]) throws -> String {
-        let result = try FieldcapProcess.run(["export", session] + arguments)
-        try #require(result.status == 0, "\(arguments): \(result.stderr)")
-        return result.stdout
+        try ExportFolderTests.export(session, arguments)
     }
 
     @Test(
