@@ -120,6 +120,14 @@ struct SPSCRingTests {
         #expect(drops.count == 7)
         #expect(drops.distinctRuns == 5)
         #expect(drops.droppedRuns == [1...2, 5...5, 9...30])
+        #expect(drops.runsTruncated)
+        #expect(drops.json["records_truncated"] == true)
+        // A table just full, its last run growing at its end, is still exact.
+        let full = DropCounter(runCapacity: 3)
+        for sequence: UInt64 in [1, 5, 9, 10, 11] { full.record(sequence) }
+        #expect(full.droppedRuns == [1...1, 5...5, 9...11])
+        #expect(!full.runsTruncated)
+        #expect(full.json["records_truncated"] == nil)
     }
 
     @Test("a run counted at once is the same as its records counted one by one")

@@ -130,6 +130,35 @@ private let streams = [
         #expect(finished[1].tallies[0].firstCaptureNs == 1_000_000_000)
     }
 
+    @Test("more gaps in a segment than its table of runs holds: the count stays exact, the sidecar is told")
+    func gapsBeyondTheTableOfRuns() throws {
+        let store = MemoryStore()
+        let sink = SegmentingSink(schedule: SegmentSchedule(startNs: 0, lengthNs: 1_000_000_000), store: store)
+        try sink.open(streams: [streams[0]])
+        store.waitFor(segment: 2)
+        // Segment 1: every other record lost, more runs than the table holds; segment 2: one gap.
+        let gaps = SegmentStreamTally.runCapacity + 10
+        for index in 0...gaps {
+            try sink.write(
+                record(sequence: UInt64(2 * index), at: UInt64(index) * 100_000), frame: nil, stream: 0, frameNumber: -1
+            )
+        }
+        let next = UInt64(2 * gaps)
+        try sink.write(record(sequence: next + 1, at: 1_000_000_000), frame: nil, stream: 0, frameNumber: -1)
+        try sink.write(record(sequence: next + 5, at: 1_100_000_000), frame: nil, stream: 0, frameNumber: -1)
+        _ = try sink.close()
+        let finished = store.state.withLock { $0.finished }.sorted { $0.number < $1.number }
+        let full = finished[0].tallies[0]
+        #expect(full.missing == gaps)
+        #expect(full.runsTruncated)
+        #expect(full.missingRuns.count == SegmentStreamTally.runCapacity)
+        #expect(full.missingRuns.prefix(3) == [1...1, 3...3, 5...5])
+        // The last run spans the rest, records delivered between them included.
+        #expect(full.missingRuns.last == UInt64(2 * SegmentStreamTally.runCapacity - 1)...UInt64(2 * gaps - 1))
+        #expect(finished[1].tallies[0].missingRuns == [(next + 2)...(next + 4)])
+        #expect(!finished[1].tallies[0].runsTruncated)
+    }
+
     @Test func aStreamWithNothingToWriteLeavesASegmentOnceItIsLate() throws {
         let store = MemoryStore()
         // Segments of 50 ms from now, a stream late after 10 ms without records.

@@ -86,6 +86,9 @@ public final class Recorder: @unchecked Sendable {
         public var droppedRange: ClosedRange<UInt64>?
         /// The dropped records as runs of consecutive sequence numbers.
         public var droppedRuns: [ClosedRange<UInt64>] = []
+        /// Whether a table of runs (`droppedRuns` or `encoderDroppedRuns`) filled, its last run
+        /// spanning all the rest: then only the counts are exact.
+        public var droppedRunsTruncated = false
         /// Why the capture loop ended early, if it did.
         public var captureError: String?
         /// When the stream ended early: `CLOCK_MONOTONIC_RAW` at the moment its source failed.
@@ -286,6 +289,7 @@ public final class Recorder: @unchecked Sendable {
                 captureError: captureErrors[index], endedEarlyAtNs: captureEndedNs[index], capturedSpanNs: spans[index])
             summary.encoderDropped = encoderDrops[index].count
             summary.encoderDroppedRuns = encoderDrops[index].droppedRuns
+            summary.droppedRunsTruncated = drops.runsTruncated || encoderDrops[index].runsTruncated
             summary.absences = source.presence?.absences ?? []
             // A device still away at the stop ended the stream as one gone for good does.
             if summary.captureError == nil, let last = summary.absences.last, last.returnedNs == nil {

@@ -65,10 +65,15 @@ public final class DropCounter: @unchecked Sendable {
     public var distinctRuns: Int { runs.load(ordering: .relaxed) }
 
     /// The dropped sequence numbers as runs, oldest first; when there were more runs than the
-    /// table holds, the last one spans all the rest. Read it only after the producer finished.
+    /// table holds, the last one spans all the rest (`runsTruncated`). Read it only after the
+    /// producer finished.
     public var droppedRuns: [ClosedRange<UInt64>] {
         Array(UnsafeBufferPointer(start: runTable, count: min(runs.load(ordering: .acquiring), runCapacity)))
     }
+
+    /// Whether the table filled: the last of `droppedRuns` then spans the later runs and the
+    /// records delivered between them, so only `count` is exact.
+    public var runsTruncated: Bool { runs.load(ordering: .acquiring) > runCapacity }
 }
 
 /// Runs of dropped sequence numbers from more than one counter (a camera's ring and its

@@ -385,11 +385,14 @@ extension ClockTracker {
 }
 
 extension DropCounter {
-    /// The count and the runs of sequence numbers, as the sidecar writes them.
+    /// The count and the runs of sequence numbers, as the sidecar writes them; with
+    /// `records_truncated` when the table filled (its last run spans all the rest).
     public var json: JSONValue {
-        [
+        var entry: [String: JSONValue] = [
             "count": JSONValue(count),
             "records": .array(droppedRuns.map { [.unsigned($0.lowerBound), .unsigned($0.upperBound)] }),
         ]
+        if runsTruncated { entry["records_truncated"] = true }
+        return .object(entry)
     }
 }

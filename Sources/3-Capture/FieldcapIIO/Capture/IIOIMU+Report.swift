@@ -97,15 +97,17 @@ extension IIOIMU {
             + "\(triggerWords), timestamps: \(timeWords)"
             + (rejoinPolicy.map { ", taken up again after it goes away (up to \($0.maxReturns) times; \($0.watching))" }
                 ?? "")
+        var gaps: [String: JSONValue] = [
+            "events": JSONValue(gapEvents), "samples_missing": JSONValue(timelineGaps.count),
+            "records": timelineGaps.json["records"] ?? [],
+        ]
+        if timelineGaps.runsTruncated { gaps["records_truncated"] = true }
         var details: [String: JSONValue] = [
             "device_id": .string(device.id), "name": .string(device.name), "granted_rate": .double(grantedRate),
             "trigger": JSONValue(trigger), "time_source": .string(Self.sidecarTimeSource(self.timeSource)),
             "samples_read": JSONValue(samplesRead),
             "samples_before_start": JSONValue(samplesBeforeStart),
-            "timeline_gaps": [
-                "events": JSONValue(gapEvents), "samples_missing": JSONValue(timelineGaps.count),
-                "records": timelineGaps.json["records"] ?? [],
-            ],
+            "timeline_gaps": .object(gaps),
             "non_increasing_times": JSONValue(nonIncreasingTimes),
             "reclaimed_buffer_left_enabled": .bool(reclaimedStaleBuffer),
             "channels": .array(channels),

@@ -98,8 +98,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     public let timeSource: TimeSource
     public let valueChannels: [ValueChannel]
     /// Samples missing from the timeline (gaps over 1.5 periods), by the sample numbers they
-    /// would have had.
-    public let timelineGaps = DropCounter()
+    /// would have had; room for the runs of a jittery trigger over a long recording (64 KiB).
+    public let timelineGaps = DropCounter(runCapacity: 4096)
     public var deviceGaps: DropCounter? { timelineGaps }
     /// Gaps seen (each may miss several samples). Read after capture ended.
     public var gapEvents: Int { emitter.gapEvents }

@@ -121,7 +121,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// handed out), for the sidecar. Read after capture ended.
     public var clockTracker: ClockTracker { tracker }
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
-    public let sequenceGaps = DropCounter()
+    public let sequenceGaps = DropCounter(runCapacity: 1024)
     public var deviceGaps: DropCounter? { sequenceGaps }
     /// Buffers whose frame is with the writer: pushed by the capture thread, back at `releaseBuffer`.
     private let buffersAtWriter = Atomic<Int>(0)

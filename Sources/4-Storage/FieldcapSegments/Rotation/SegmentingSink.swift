@@ -44,8 +44,11 @@ public struct SegmentStreamTally: Sendable, Equatable {
     public var encoderDropped = 0
     /// The refused frames' sequence numbers as runs (as `missingRuns`).
     public var encoderDroppedRuns: [ClosedRange<UInt64>] = []
+    /// Whether `missingRuns` or `encoderDroppedRuns` filled, its last run spanning all the rest.
+    public var runsTruncated = false
 
-    public static let runCapacity = 64
+    /// Room for a jittery IMU's gaps in a long segment (16 KiB at most, per stream).
+    public static let runCapacity = 1024
 
     public init() {}
 
@@ -65,24 +68,34 @@ public struct SegmentStreamTally: Sendable, Equatable {
     mutating func refuse(_ record: CaptureRecord, previousSequence: UInt64?) {
         countGap(before: record.sequence, previousSequence: previousSequence)
         encoderDropped += 1
-        Self.append(record.sequence...record.sequence, to: &encoderDroppedRuns)
+        if Self.append(record.sequence...record.sequence, to: &encoderDroppedRuns) { runsTruncated = true }
     }
 
     private mutating func countGap(before sequence: UInt64, previousSequence: UInt64?) {
         guard let previous = previousSequence, sequence > previous &+ 1 else { return }
         let gap = (previous &+ 1)...(sequence &- 1)
         missing += Int(clamping: gap.upperBound - gap.lowerBound + 1)
-        Self.append(gap, to: &missingRuns)
+        if Self.append(gap, to: &missingRuns) { runsTruncated = true }
     }
 
     /// Adds `run` to `runs`, joined to the last run it follows on, the last run absorbing any
-    /// beyond `runCapacity`.
-    private static func append(_ run: ClosedRange<UInt64>, to runs: inout [ClosedRange<UInt64>]) {
-        if let last = runs.last, last.upperBound &+ 1 == run.lowerBound || runs.count >= runCapacity {
-            runs[runs.count - 1] = last.lowerBound...run.upperBound
-        } else {
+    /// beyond `runCapacity`; true when it absorbed a run it does not touch (the list is no
+    /// longer exact).
+    private static func append(_ run: ClosedRange<UInt64>, to runs: inout [ClosedRange<UInt64>]) -> Bool {
+        guard let last = runs.last else {
             runs.append(run)
+            return false
         }
+        if last.upperBound &+ 1 == run.lowerBound {
+            runs[runs.count - 1] = last.lowerBound...run.upperBound
+            return false
+        }
+        if runs.count >= runCapacity {
+            runs[runs.count - 1] = last.lowerBound...run.upperBound
+            return true
+        }
+        runs.append(run)
+        return false
     }
 }
 

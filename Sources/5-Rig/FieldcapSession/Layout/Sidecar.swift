@@ -154,8 +154,9 @@ public struct Sidecar {
     }
 
     /// A stream's `drops`: every record it lost (`count`, `records` as runs of sequence
-    /// numbers), and for an encoded camera the same split by reason: `ring` (the writer was
-    /// behind capture) and `encoder` (the encoder was behind the writer).
+    /// numbers, `records_truncated` when a table of runs filled and its last run spans all the
+    /// rest), and for an encoded camera the same split by reason: `ring` (the writer was behind
+    /// capture) and `encoder` (the encoder was behind the writer).
     static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool) -> [String: JSONValue] {
         func runs(_ runs: [ClosedRange<UInt64>]) -> JSONValue {
             .array(runs.map { [JSONValue(Int($0.lowerBound)), JSONValue(Int($0.upperBound))] })
@@ -164,6 +165,7 @@ public struct Sidecar {
             "count": JSONValue(stream.dropped + stream.encoderDropped),
             "records": runs(DropRuns.merged(stream.droppedRuns, stream.encoderDroppedRuns)),
         ]
+        if stream.droppedRunsTruncated { entry["records_truncated"] = true }
         if encoded || stream.encoderDropped > 0 {
             entry["reasons"] = [
                 "ring": ["count": JSONValue(stream.dropped), "records": runs(stream.droppedRuns)],

@@ -299,6 +299,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
                 capturedSpanNs: tally.firstCaptureNs.map { $0...(tally.lastCaptureNs ?? $0) })
             stream.encoderDropped = tally.encoderDropped
             stream.encoderDroppedRuns = tally.encoderDroppedRuns
+            stream.droppedRunsTruncated = tally.runsTruncated
             // The times the device was away that reach into this segment.
             let absences = summary?[position].absences ?? source.presence?.absences ?? []
             stream.absences = absences.filter {
