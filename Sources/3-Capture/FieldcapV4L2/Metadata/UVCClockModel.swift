@@ -15,7 +15,11 @@
 /// again every quarter of a second of host time. Every recent header's bounds (over
 /// `boundsWindowNs`) are carried to the PTS at that rate, widened by three times the rate's error
 /// over the distance carried, and what all of them allow is kept: its middle is the mapping,
-/// half its width the uncertainty.
+/// half its width the uncertainty. All but the most restrictive 1 % on each side (up to 16): a
+/// header whose two readings of one side were split apart, its CPU stalled between them (a
+/// starved virtual machine's for milliseconds), bounds too tightly, and one such header would
+/// move the mapping by its stall. `uvcvideo` reads the host's time before its frame counter and
+/// the gadget its frame counter before its clock, so a split lengthens the transit either way.
 ///
 /// Where the bounds contradict each other, or the frame counters do not keep time with their
 /// clocks, only causality bounds the time from above; from below, the earliest
@@ -168,29 +172,39 @@ public struct UVCClockModel: Sendable {
         // Every recent reference bounds the host time at x: its own (before its reception,
         // within its frames in transit), carried to x at the fitted rate, and widened by three
         // times the rate's error over the distance carried.
-        var low = -Double.infinity
-        var high = Double.infinity
         var earliest = (high: Double.infinity, low: -Double.infinity)
         let newest = references[references.count - 1].hostNs
         let frame = Double(Self.frameNs)
+        var inWindow = 0
         for reference in references[first...].reversed() {
             if newest - reference.hostNs > boundsWindowNs { break }
-            let distance = x - Double(reference.stc)
-            let carried = Double(reference.hostNs) + fit.slope * distance
-            let spread = 3 * fit.slopeError * abs(distance)
-            if carried + spread < earliest.high {
-                earliest = (carried + spread, carried - Double(assumedTransitNs) - spread)
+            inWindow += 1
+        }
+        let trimmed = Self.trimmed(inWindow)
+        // The lowest highs and the highest lows, `trimmed` + 1 of each: on the stack, as this
+        // runs for every frame on the capture thread.
+        var (low, high) = withUnsafeTemporaryAllocation(of: Double.self, capacity: 2 * (trimmed + 1)) { kept in
+            var highs = Extremes(storage: UnsafeMutableBufferPointer(rebasing: kept[0...trimmed]))
+            var lows = Extremes(storage: UnsafeMutableBufferPointer(rebasing: kept[(trimmed + 1)...]))
+            for reference in references[(references.count - inWindow)...] {
+                let distance = x - Double(reference.stc)
+                let carried = Double(reference.hostNs) + fit.slope * distance
+                let spread = 3 * fit.slopeError * abs(distance)
+                if carried + spread < earliest.high {
+                    earliest = (carried + spread, carried - Double(assumedTransitNs) - spread)
+                }
+                guard let modulus = fit.hostFrameModulus else { continue }
+                let transit =
+                    modulus == 1000
+                    ? Double((reference.hostFrame % 1000 &+ 1000 &- reference.deviceFrame % 1000) % 1000)
+                    : Double((reference.hostFrame &- reference.deviceFrame) % modulus)
+                // A frame number read a moment before its clock (the camera's) or after it (the
+                // host's, after its time) can cross a millisecond: the transit seems one frame
+                // longer than it was, never shorter. Hence two frames of slack below it, one above.
+                lows.keep(-(carried - (transit + 1) * frame - spread))
+                highs.keep(carried - max(0, transit - 2) * frame + spread)
             }
-            guard let modulus = fit.hostFrameModulus else { continue }
-            let transit =
-                modulus == 1000
-                ? Double((reference.hostFrame % 1000 &+ 1000 &- reference.deviceFrame % 1000) % 1000)
-                : Double((reference.hostFrame &- reference.deviceFrame) % modulus)
-            // A frame number read a moment before its clock (the camera's) or after it (the
-            // host's, after its time) can cross a millisecond: the transit seems one frame longer
-            // than it was, never shorter. Hence two frames of slack below it, one above.
-            low = max(low, carried - (transit + 1) * frame - spread)
-            high = min(high, carried - max(0, transit - 2) * frame + spread)
+            return (-lows.bound, highs.bound)
         }
         let consistent = fit.hostFrameModulus != nil && low <= high
         if !consistent { (high, low) = earliest }
@@ -271,6 +285,33 @@ public struct UVCClockModel: Sendable {
         health.ticksPerSecond = 1e9 / line.slope
         health.rateErrorPPM = line.slopeError / line.slope * 1e6
         health.residualRMSNs = rough.residualRMS
+    }
+
+    /// The most restrictive bounds left out on each side, of `count`: 1 %, at most 16.
+    static func trimmed(_ count: Int) -> Int { min(16, count / 100) }
+
+    /// The smallest values offered, in order, as many as `storage` holds: the last of them is
+    /// the bound that leaves the smaller ones out. Plain data over stack memory.
+    struct Extremes {
+        let storage: UnsafeMutableBufferPointer<Double>
+        var count = 0
+
+        mutating func keep(_ value: Double) {
+            if count == storage.count {
+                guard value < storage[count - 1] else { return }
+                count -= 1
+            }
+            var index = count
+            while index > 0 && storage[index - 1] > value {
+                storage[index] = storage[index - 1]
+                index -= 1
+            }
+            storage[index] = value
+            count += 1
+        }
+
+        /// +infinity until `storage` is full: fewer values than it holds bound nothing.
+        var bound: Double { count == storage.count ? storage[count - 1] : .infinity }
     }
 
     /// ns per tick of a camera clock between 1 kHz and 1 GHz.
