@@ -121,7 +121,7 @@ let package = Package(
             dependencies: [
                 "FieldcapOutput",
                 "FieldcapSystem", "CArchive", "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapSegments",
-                "FieldcapSession",
+                "FieldcapSession", "FieldcapFaces",
             ]),
         // libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev): the live preview's JPEGs.
         // libjpeg-turbo is the JPEG codec the field runs (browsers, FFmpeg's mjpeg decoder via

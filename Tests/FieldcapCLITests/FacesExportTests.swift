@@ -129,4 +129,68 @@ struct FacesExportTests {
             ["--format", "images", "--face-min-size", "20", "--streams", "cam0"],
             saying: "--face-min-size and --face-detect-every are options of --blur-faces")
     }
+
+    @Test(
+        """
+        extract and upload --blur-faces: the same frames, lines and times with every face the cascade \
+        finds covered, each frame's boxes in its frame log line, the report in fieldcap.json; the \
+        service stores the covered video and the recorded timestamps; nothing left beside the \
+        session, the session untouched; an MJPEG camera refused before anything is written
+        """
+    )
+    func extractAndUpload() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = "\(root)/rig_a"
+        let picture = "picture=\(Self.astronaut)"
+        let recorded = try FieldcapProcess.run([
+            "record", "--out", session, "--duration", "1500ms", "--host-id", "rig_a",
+            "--cam", "synthetic:800x600@8,id=cam0,format=YUYV,\(picture)",
+            "--cam", "synthetic:640x512@8,id=cam2,format=GREY,\(picture)", "--imu", "synthetic:100,id=imu",
+        ])
+        try #require(recorded.status == 0, "\(recorded.stderr)")
+        let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
+        let range = ["--from", "2000-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z"]
+        let plain = try FieldcapProcess.run(["extract", session, "--out", "\(root)/plain"] + range)
+        try #require(plain.status == 0, "\(plain.stderr)")
+        let covered = try FieldcapProcess.run(["extract", session, "--out", "\(root)/covered", "--blur-faces"] + range)
+        try #require(covered.status == 0, "\(covered.stderr)")
+        #expect(covered.stdout.contains(/cam2: faces covered in (\d+) of \1 frames/), "\(covered.stdout)")
+        for (camera, exactness) in [("cam2", "exact"), ("cam0", "lossy")] {
+            let verdict = try ExportCommandTests.judge(
+                ["session", "\(root)/plain", "\(root)/covered", camera, exactness], checker: "faces_check.py",
+                python: Self.debianPython)
+            #expect(verdict.passed, "\(verdict.output)")
+        }
+
+        let service = try SyncFieldServiceProcess()
+        let upload = try FieldcapProcess.run(["upload", session, "--to", service.base, "--blur-faces"])
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(upload.stderr.contains(/cam0: faces covered in (\d+) of \1 frames/), "\(upload.stderr)")
+        for camera in ["cam0", "cam2"] {
+            let stored = "\(service.store)/rig_a/\(camera)"
+            #expect(
+                FileManager.default.contents(atPath: "\(stored).timestamps.jsonl")
+                    == FileManager.default.contents(atPath: "\(session)/\(camera).timestamps.jsonl"))
+            let verdict = try ExportCommandTests.judge(
+                ["mp4", "\(session)/\(camera).mkv", "\(stored).mkv"], checker: "faces_check.py",
+                python: Self.debianPython)
+            #expect(verdict.passed, "\(camera): \(verdict.output)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
+
+        // A camera the cover cannot read: refused before anything is written or sent.
+        let mjpeg = "\(root)/mjpeg"
+        let made = try FieldcapProcess.run([
+            "record", "--out", mjpeg, "--duration", "500ms", "--cam", "synthetic:160x120@8,id=mj,format=MJPG",
+        ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let refused = try FieldcapProcess.run(["extract", mjpeg, "--out", "\(root)/refused", "--blur-faces"] + range)
+        #expect(refused.status == 1 && !FileManager.default.fileExists(atPath: "\(root)/refused"))
+        #expect(refused.stderr.contains("--blur-faces: mj is 160x120 MJPG"), "\(refused.stderr)")
+        let notSent = try FieldcapProcess.run(["upload", mjpeg, "--to", service.base, "--blur-faces"])
+        #expect(notSent.status == 64, "\(notSent.stderr)")
+        #expect(service.received.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
+    }
 }

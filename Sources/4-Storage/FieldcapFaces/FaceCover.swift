@@ -20,6 +20,14 @@ public final class FaceCover {
         public var minFace = 36
 
         public init() {}
+
+        /// These settings with `hold` half a second of a camera's `rate` (unchanged for an
+        /// unknown rate): a face the detector misses stays covered that long.
+        public func holding(rate: Double) -> Settings {
+            var settings = self
+            if rate > 0 && rate < 1e6 { settings.hold = max(1, Int((rate / 2).rounded())) }
+            return settings
+        }
     }
 
     public let layout: FrameLayout

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FieldcapArchive
 import FieldcapExport
-import FieldcapFaces
 import FieldcapSession
 import FieldcapSystem
 import Glibc
@@ -132,21 +131,7 @@ struct Export: ParsableCommand {
     @Option(help: ArgumentHelp("images: keep at most F frames a second.", valueName: "F"))
     var fps: Double?
 
-    @Flag(help: "Cover every face in the cameras' frames (pixelated) before they are written.")
-    var blurFaces = false
-
-    @Option(
-        help: ArgumentHelp(
-            "With --blur-faces: the smallest face looked for, in pixels (36; 20 looks for smaller ones, at 2.5x the time).",
-            valueName: "PX"))
-    var faceMinSize: Int = 36
-
-    @Option(
-        help: ArgumentHelp(
-            "With --blur-faces: look for faces in every N-th frame, carrying them between (1: each; a face "
-                + "that comes into view is uncovered until the next one looked at).", valueName: "N"
-        ))
-    var faceDetectEvery: Int = 1
+    @OptionGroup var faces: FaceOptions
 
     func run() throws {
         guard let format = ExportFormat(rawValue: format) else {
@@ -172,23 +157,8 @@ struct Export: ParsableCommand {
         guard let compression = MCAPCompression(rawValue: compression) else {
             throw PlanError("--compression \(compression): use zstd, lz4 or none").exitForCommand()
         }
-        if !blurFaces && (faceMinSize != 36 || faceDetectEvery != 1) {
-            throw PlanError("--face-min-size and --face-detect-every are options of --blur-faces").exitForCommand()
-        }
-        guard faceMinSize >= 12 else {
-            throw PlanError("--face-min-size \(faceMinSize): give 12 pixels or more (36 is the default)")
-                .exitForCommand()
-        }
-        guard faceDetectEvery >= 1 else {
-            throw PlanError("--face-detect-every \(faceDetectEvery): give 1 or more").exitForCommand()
-        }
         var request = SessionExporter.Request(source: source, format: format, out: out)
-        if blurFaces {
-            var faces = FaceCover.Settings()
-            faces.minFace = faceMinSize
-            faces.detectEvery = faceDetectEvery
-            request.faces = faces
-        }
+        request.faces = try faces.settings()
         request.streams = streams.map { $0.split(separator: ",").map(String.init) }
         request.depthStreams = depth.map { $0.split(separator: ",").map(String.init) } ?? []
         request.compression = compression

@@ -24,6 +24,18 @@ struct Extract: ParsableCommand {
               fieldcap extract sessions/rig-20261123T140000Z \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z --out clip-1402
 
+            --blur-faces covers the faces in the cameras' frames as they are copied
+            (as `fieldcap export --blur-faces` does: pixelated, found by the MTCNN
+            detector and carried between detections): the same frames with the same
+            numbers and times, each frame's boxes in its frame log line
+            (faces_covered) and each camera's report in fieldcap.json. Raw cameras
+            only (YUYV, NV12, grey, Y16; depth is copied as recorded): a coded camera
+            (MJPEG, FFV1, H.264) is refused before anything is written
+            (`fieldcap export --blur-faces` decodes FFV1).
+
+              fieldcap extract sessions/rig-20261123T140000Z --blur-faces \\
+                  --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z --out clip-covered
+
             Times are UTC (`Z`) or carry their offset (`+01:00`), with fractions of a
             second if wanted. Exit status: 0 for a valid extract, 1 when nothing could be
             extracted (the range is outside the recording or holds no data; nothing is
@@ -42,6 +54,8 @@ struct Extract: ParsableCommand {
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String
 
+    @OptionGroup var faces: FaceOptions
+
     /// `--from`/`--to` as nanoseconds since the epoch, or the usage error naming the option.
     static func time(_ text: String, option: String, example: String) throws -> UInt64 {
         guard let ns = UTCTime.parse(text) else {
@@ -58,10 +72,12 @@ struct Extract: ParsableCommand {
         guard toNs > fromNs else {
             throw PlanError("--to \(to) is not after --from \(from): nothing written").exitForCommand()
         }
+        let settings = try faces.settings()
         let outcome: RangeExtractor.Outcome
         do {
             outcome = try RangeExtractor.extract(
-                RangeExtractor.Request(source: source, fromNs: fromNs, toNs: toNs, out: out), say: { print("  \($0)") })
+                RangeExtractor.Request(source: source, fromNs: fromNs, toNs: toNs, out: out, faces: settings),
+                say: { print("  \($0)") })
         } catch let failure as RangeExtractor.Failure {
             say("Error: \(failure.message)")
             throw ExitCode(1)

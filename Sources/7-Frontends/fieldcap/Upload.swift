@@ -1,9 +1,11 @@
 import ArgumentParser
 import Dispatch
+import FieldcapArchive
 import FieldcapCore
 import FieldcapSession
 import FieldcapSyncService
 import FieldcapSystem
+import Foundation
 import Glibc
 import SyncField
 
@@ -23,6 +25,15 @@ struct Upload: ParsableCommand {
 
             Sessions, --primary and the multi-host rules are those of `fieldcap request`.
 
+            --blur-faces uploads each session with the faces in its cameras' frames covered \
+            (as `fieldcap extract --blur-faces` writes it: the same frames, numbers and \
+            times): a covered copy is written beside the session first, sent, and removed; \
+            the session itself is never changed. A camera whose faces cannot be covered \
+            (MJPEG, FFV1, H.264) stops the upload before anything is sent (exit 64).
+
+              fieldcap upload sessions/rig-20261123T140200Z --to http://aligner:8080 \\
+                  --blur-faces
+
             Exit status: 0 when the service accepted it (2xx); 1 when it answered with an \
             error (its status and message are shown); 64 for a usage error; 66 when a session \
             cannot be read; 69 when the service cannot be reached or the connection is lost.
@@ -40,6 +51,8 @@ struct Upload: ParsableCommand {
             valueName: "STREAM"))
     var primary: String?
 
+    @OptionGroup var faces: FaceOptions
+
     func run() throws {
         let uploader = SyncUploader(service: to)
         do {
@@ -47,7 +60,37 @@ struct Upload: ParsableCommand {
         } catch {
             throw PlanError(error.description).exitForCommand()
         }
-        let request = try SyncServiceArguments.request(sessions: sessions, primary: primary)
+        let settings = try faces.settings()
+        var scratch: [String] = []
+        defer { for directory in scratch { try? FileManager.default.removeItem(atPath: directory) } }
+        var uploaded = sessions
+        if let settings {
+            uploaded = []
+            for session in sessions {
+                let parent = URL(fileURLWithPath: session).deletingLastPathComponent().path
+                let directory = "\(parent)/.upload-\(UUID().uuidString)"
+                scratch.append(directory)
+                say("covering the faces in \(session)")
+                do {
+                    let outcome = try RangeExtractor.extract(
+                        .whole(
+                            source: session, out: "\(directory)/\(URL(fileURLWithPath: session).lastPathComponent)",
+                            faces: settings),
+                        say: { say("  \($0)") })
+                    guard outcome.report.isValid else {
+                        let problem = outcome.report.problems.first.map { "\($0)" } ?? ""
+                        say("Error: the covered copy of \(session) did not validate: \(problem)")
+                        throw SyncServiceExit.unreadableSession
+                    }
+                    uploaded.append(outcome.out)
+                } catch let failure as RangeExtractor.Failure {
+                    say("Error: \(session): \(failure.message)")
+                    // A camera that cannot be covered, or no detector: a request that cannot be done.
+                    throw failure.message.hasPrefix("--blur-faces") ? ExitCode(64) : SyncServiceExit.unreadableSession
+                }
+            }
+        }
+        let request = try SyncServiceArguments.request(sessions: uploaded, primary: primary)
         let form: MultipartForm
         do {
             form = try request.uploadForm()

@@ -16,6 +16,11 @@ and OpenCV's PNG and JPEG readers. Run it with /usr/bin/python3 (pip's OpenCV 5 
   faces_check.py mp4 PLAIN COVERED     an MP4 as exported plain and one uploaded with its faces
       covered (lossy both, different ranges): the cascade finds a face in most plain frames and in
       no covered frame.
+  faces_check.py session PLAIN COVERED CAMERA exact|lossy   two extracts of a session, plain
+      and with --blur-faces: the same timestamp lines and frame log lines (the covered one's with
+      each frame's boxes), the report in fieldcap.json, and CAMERA's frames (decoded by OpenCV's
+      FFmpeg) judged as above: bit for bit outside the boxes (exact: grey), or over 40 dB (lossy:
+      YUYV and NV12, whose chroma FFmpeg's conversion spreads across a box's edge).
 Prints one line per camera; exits 1 on the first failure.
 """
 import csv, json, os, sys
@@ -155,5 +160,29 @@ def mp4(plain, covered):
     print(f"mp4: faces in {sum(1 for n in seen if n)} of {len(seen)} plain frames, none in {count} covered frames")
 
 
+def session(plain, covered, camera, exact):
+    """Two extracts of one session, plain and covered: the same frames and times, each covered
+    frame's boxes in its frame log line, the camera's report in fieldcap.json."""
+    for name in (f"{camera}.timestamps.jsonl",):
+        if open(os.path.join(plain, name), "rb").read() != open(os.path.join(covered, name), "rb").read():
+            fail(f"{name} differs between the plain and the covered extract")
+    streams = {s["id"]: s for s in json.load(open(os.path.join(covered, "fieldcap.json")))["streams"]}
+    report = streams[camera].get("faces_covered")
+    if not report or report["cover"] != "pixelation":
+        fail(f"fieldcap.json: {camera}'s faces_covered is {report}")
+    lines = [json.loads(line) for line in open(os.path.join(covered, f"{camera}.frames.ndjson"))]
+    plain_lines = [json.loads(line) for line in open(os.path.join(plain, f"{camera}.frames.ndjson"))]
+    if [{k: v for k, v in line.items() if k != "faces_covered"} for line in lines] != plain_lines:
+        fail(f"{camera}.frames.ndjson: the covered extract's lines are not the plain ones with their boxes")
+    pairs = list(zip(frames(os.path.join(plain, f"{camera}.mkv")), frames(os.path.join(covered, f"{camera}.mkv"))))
+    if len(pairs) != len(lines) or len(pairs) != report["frames"]:
+        fail(f"{camera}: {len(pairs)} frames decoded, {len(lines)} frame log lines, {report['frames']} in the report")
+    judge(f"session {camera}", [(a, b, [tuple(box) for box in line.get("faces_covered", [])], exact)
+                                for (a, b), line in zip(pairs, lines)])
+
+
 if __name__ == "__main__":
-    {"euroc": euroc, "images": images, "mp4": mp4}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "session":
+        session(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "exact")
+    else:
+        {"euroc": euroc, "images": images, "mp4": mp4}[sys.argv[1]](sys.argv[2], sys.argv[3])

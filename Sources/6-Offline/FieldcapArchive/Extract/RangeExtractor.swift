@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapFaces
 import FieldcapMedia
 import FieldcapOutput
 import FieldcapSegments
@@ -13,6 +14,12 @@ import SyncField
 /// copied into the new videos byte for byte (no re-encoding), lines are copied as written with
 /// their `frame_number` counted from 0 again, and the manifest, sync point (the first segment's)
 /// and sidecar are written as the recorder writes them. Only finished segments are read.
+///
+/// With faces to cover, each camera's frames are covered before they are written (the same
+/// frames, numbers and times; each frame's boxes in its frame log line, the camera's report in
+/// the sidecar). Raw frames only: a coded camera (MJPEG, FFV1, H.264; `export --blur-faces`
+/// decodes FFV1) is refused before anything is written, as is a missing detector; depth cameras
+/// (Z16) are copied as recorded.
 public enum RangeExtractor {
     public struct Request: Sendable {
         /// A segmented recording, a session, or a root holding the one that covers the range.
@@ -22,12 +29,20 @@ public enum RangeExtractor {
         public var toNs: UInt64
         /// The session directory to create (must not exist).
         public var out: String
+        /// Cover the faces in every camera's frames (nil: frames as recorded).
+        public var faces: FaceCover.Settings?
 
-        public init(source: String, fromNs: UInt64, toNs: UInt64, out: String) {
+        public init(source: String, fromNs: UInt64, toNs: UInt64, out: String, faces: FaceCover.Settings? = nil) {
             self.source = source
             self.fromNs = fromNs
             self.toNs = toNs
             self.out = out
+            self.faces = faces
+        }
+
+        /// Everything `source` holds: a whole session or recording.
+        public static func whole(source: String, out: String, faces: FaceCover.Settings? = nil) -> Request {
+            Request(source: source, fromNs: 0, toNs: .max, out: out, faces: faces)
         }
     }
 
@@ -81,6 +96,7 @@ public enum RangeExtractor {
             throw Failure(message: "\(range) is outside \(sourceName), which spans \(span): nothing written")
         }
         let read = try parts.map { ($0, try $0.contents()) }
+        if let faces = request.faces { try checkFacesCanBeCovered(read[0].1.streams, settings: faces) }
         let directory: String
         do {
             directory = try SessionDirectory.create(
@@ -235,6 +251,8 @@ public enum RangeExtractor {
         /// Made at the first part's frames, with what its file was coded with (FFV1's
         /// configuration record, H.264's parameter sets): the same encoder settings throughout.
         var video: MatroskaWriter?
+        /// Covers the faces of each frame before it is written (nil: as recorded).
+        var faces: FaceCover?
         var timestamps: [UInt8] = []
         var sensor: [UInt8] = []
         var frameLog: [UInt8] = []
@@ -280,6 +298,17 @@ public enum RangeExtractor {
         let layout = SessionLayout(directory: directory)
         let first = parts[0].1
         let outputs = try first.streams.map { try Output($0, layout: layout) }
+        if let settings = request.faces {
+            for output in outputs {
+                guard let format = output.format, let layout = coveredLayout(format) else { continue }
+                do throws(FaceCoverError) {
+                    output.faces = try FaceCover.mtcnn(
+                        layout: layout, settings: settings.holding(rate: output.nominalRate))
+                } catch {
+                    throw Failure(message: "--blur-faces: \(error)")
+                }
+            }
+        }
         var used: [String] = []
         var away: [String: [Absence]] = [:]
         for (part, contents) in parts {
@@ -298,6 +327,7 @@ public enum RangeExtractor {
                 say("\(part.name): \(taken.joined(separator: ", "))")
             }
         }
+        for output in outputs { if let report = output.faces?.report { say("\(output.id): \(report.summary)") } }
         var counts: [String: Int] = [:]
         var recorded: Set<String> = []
         var links: [String: String] = [:]
@@ -384,14 +414,26 @@ public enum RangeExtractor {
             guard let log = TimestampLines(path: layout.frameLog(output.id)), log.lines.count >= upper else {
                 throw Failure(message: "\(layout.frameLog(output.id)): fewer lines than frames; validate \(part)")
             }
-            for line in lower..<upper { log.renumbered(line, to: base + line - lower, into: &output.frameLog) }
+            if output.faces == nil {
+                for line in lower..<upper { log.renumbered(line, to: base + line - lower, into: &output.frameLog) }
+            }
             var frame = 0
             var failure: Error?
             try MatroskaFrames.forEachFrame(in: layout.video(output.id)) { read in
                 defer { frame += 1 }
                 guard frame >= lower else { return true }
                 guard frame < upper, let ns = stamps.captureNs(frame) else { return false }
-                do { try video.writeFrame(read.bytes, captureNs: ns, keyframe: read.isKeyframe) } catch {
+                do {
+                    if let faces = output.faces {
+                        var bytes = Array(read.bytes)
+                        let boxes = try faces.cover(&bytes)
+                        try bytes.withUnsafeBytes { try video.writeFrame($0, captureNs: ns, keyframe: read.isKeyframe) }
+                        log.renumbered(frame, to: base + frame - lower, into: &output.frameLog)
+                        if !boxes.isEmpty { Self.add(boxes, toLastLineOf: &output.frameLog) }
+                    } else {
+                        try video.writeFrame(read.bytes, captureNs: ns, keyframe: read.isKeyframe)
+                    }
+                } catch {
                     failure = error
                     return false
                 }
@@ -414,6 +456,37 @@ public enum RangeExtractor {
         }
         output.count += upper - lower
         return upper - lower
+    }
+
+    /// The layout faces are covered in for a camera of `format`; nil for one copied as recorded
+    /// (depth).
+    static func coveredLayout(_ format: VideoFormat) -> FrameLayout? {
+        guard format.pixelFormat != .z16, case .success(let layout) = FrameLayout.of(format) else { return nil }
+        return layout
+    }
+
+    /// Every camera can have its faces covered and the detector loads: refused before anything is
+    /// written.
+    static func checkFacesCanBeCovered(_ streams: [Sidecar.Contents.Stream], settings: FaceCover.Settings) throws {
+        for stream in streams {
+            guard let format = stream.format, format.pixelFormat != .z16 else { continue }
+            if case .failure(let problem) = FrameLayout.of(format) {
+                throw Failure(
+                    message:
+                        "--blur-faces: \(stream.id) is \(format): \(problem): nothing written")
+            }
+        }
+        do throws(FaceCoverError) { _ = try MTCNNFaceDetector(minFace: settings.minFace) } catch {
+            throw Failure(message: "--blur-faces: \(error): nothing written")
+        }
+    }
+
+    /// `"faces_covered":[[x,y,w,h],...]` added to the frame log line just written.
+    static func add(_ boxes: [FaceBox], toLastLineOf log: inout [UInt8]) {
+        guard log.count >= 2, log[log.count - 1] == UInt8(ascii: "\n"), log[log.count - 2] == UInt8(ascii: "}")
+        else { return }
+        log.removeLast(2)
+        log += Array((#","faces_covered":["# + boxes.map(\.pixelsJSON).joined(separator: ",") + "]}\n").utf8)
     }
 
     /// The manifest's `frame_count` of stream `id`, if the manifest says.
@@ -469,6 +542,7 @@ public enum RangeExtractor {
             if output.format != nil {
                 entry["linked_path"] = .string("\(linkDirectory)/\(SessionLayout.videoName(output.id))")
             }
+            if let report = output.faces?.report { entry["faces_covered"] = JSONValue.parse(report.json.utf8) ?? .null }
             // The times away within the extract, each for its part of it: its holes stay explained.
             if let absences = away[output.id], !absences.isEmpty {
                 // To the extract's last record: an open request range would count a device still

@@ -35,10 +35,9 @@ package final class CameraReader {
             case .success(let found): layout = found
             case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
-            // Half a second of the camera's frames: a face the detector misses stays covered that long.
-            var settings = settings
-            if stream.nominalRate > 0 { settings.hold = max(1, Int((stream.nominalRate / 2).rounded())) }
-            do throws(FaceCoverError) { faces = try FaceCover.mtcnn(layout: layout, settings: settings) } catch {
+            do throws(FaceCoverError) {
+                faces = try FaceCover.mtcnn(layout: layout, settings: settings.holding(rate: stream.nominalRate))
+            } catch {
                 throw ExportError(.request, "--blur-faces: \(error)")
             }
         } else {
