@@ -61,8 +61,9 @@ mkdir -p "$work"
 ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
 session=$work/session
 # The loopback tool plays the scene a fixed time after its rendering (the first frame 3 s after it
-# has loaded them) and gives the IMU's stamps the same delay, so that it turns now as the scene
-# shows; it ends the recorder after the last frame (the duration is only a cap).
+# has loaded them, longer when the recorder was not capturing by then) and gives the IMU's stamps
+# the same delay, so that it turns now as the scene shows; it ends the recorder after the last
+# frame (the duration is only a cap).
 /usr/bin/python3 "$tools/vivid_loopback.py" "$work/rendered.raw" "$work/rendered/scene.timestamps.jsonl" "$out" \
 	360 288 -- \
 	"$fieldcap" --cam "$cap,id=cam,size=${width}x${height},format=GREY" \

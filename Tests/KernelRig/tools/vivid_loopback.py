@@ -21,6 +21,7 @@ import fcntl
 import json
 import mmap
 import os
+import shutil
 import struct
 import signal
 import subprocess
@@ -113,6 +114,21 @@ def sleep_until(ns):
         time.sleep(min(left / 1e9, 0.05))
 
 
+def capturing(session, streams, until_ns):
+    """Whether the `streams` streams of the recorder writing `session` have a timestamp line each
+    by `until_ns` (each file appears with its first lines)."""
+    while True:
+        try:
+            names = [n for n in os.listdir(session) if n.endswith(".timestamps.jsonl")]
+            if len(names) >= streams and all(os.path.getsize(os.path.join(session, n)) > 0 for n in names):
+                return True
+        except OSError:
+            pass
+        if now_ns() >= until_ns:
+            return False
+        time.sleep(0.05)
+
+
 def stamp(frame, number, width):
     """The number into the frame's top left: a cell of 8x8 pixels a bit, white for 1, black for
     0, most significant first, along the top."""
@@ -155,12 +171,25 @@ def main():
 
     # The instants are chosen only now that everything is loaded (starting Python alone takes
     # seconds on a busy emulated machine): the first frame shows LEAD from now, and the recorder,
-    # started now, is told the delay. Frames whose instant passed before the recorder captures are
-    # simply not seen.
-    ahead = now_ns() + LEAD_NS - stamps[0]
-    shows = [t + ahead for t in stamps]
-    recorder = [word.replace("{delay_ms}", f"{ahead / 1e6:.3f}") for word in recorder]
-    process = subprocess.Popen(recorder, stdout=sys.stderr)
+    # started now, is told the delay. A recorder not capturing half a second before the first
+    # instant (a starved guest took 30 s once) is stopped, its session removed, and started again
+    # with twice the lead: the scene must not play to nobody.
+    out = recorder[recorder.index("--out") + 1]
+    lead = LEAD_NS
+    for attempt in range(4):
+        ahead = now_ns() + lead - stamps[0]
+        shows = [t + ahead for t in stamps]
+        command = [word.replace("{delay_ms}", f"{ahead / 1e6:.3f}") for word in recorder]
+        process = subprocess.Popen(command, stdout=sys.stderr)
+        streams = sum(word in ("--cam", "--imu") for word in recorder)
+        if capturing(out, streams, until_ns=shows[0] - 500_000_000) or attempt == 3:
+            break
+        process.send_signal(signal.SIGINT)
+        process.wait()
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"NOTE: the recorder was not capturing {lead / 1e9:.0f} s after its start; again with a lead of"
+              f" {2 * lead / 1e9:.0f} s", file=sys.stderr)
+        lead *= 2
     # At each frame's instant the frame due now is played (a late loop skips the frames whose
     # instant has passed, rather than showing them late): vivid shows it from its output's next
     # tick. A queue kept full instead let the shown frame slip a whole period mid-run.
