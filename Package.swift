@@ -159,7 +159,9 @@ let package = Package(
         // waits, encoded on a thread of its own.
         .target(
             name: "FieldcapPreview",
-            dependencies: ["FieldcapSystem", "FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField"]),
+            dependencies: [
+                "FieldcapSystem", "FieldcapEncode", "CFieldcapLinux", "FieldcapCore", "SyncField", "FieldcapFaces",
+            ]),
         // Avahi's client library (Debian: libavahi-client-dev): DNS-SD announcements through the
         // system's avahi-daemon, not an mDNS responder of our own.
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
@@ -180,7 +182,7 @@ let package = Package(
             name: "FieldcapRig",
             dependencies: [
                 "CFieldcapLinux", "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview",
-                .product(name: "Logging", package: "swift-log"),
+                "FieldcapFaces", .product(name: "Logging", package: "swift-log"),
             ]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
         // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).

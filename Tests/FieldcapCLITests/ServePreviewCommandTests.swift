@@ -58,6 +58,48 @@ struct ServePreviewCommandTests: ServeSuite {
         return name
     }
 
+    @Test(
+        """
+        --preview-blur-faces: no face Debian's OpenCV cascade finds in the recording is found in the \
+        preview, idle and through a recording that encodes JPEG and loses nothing; an MJPEG camera \
+        has no preview and says why
+        """
+    )
+    func previewCoversFaces() throws {
+        let picture = "picture=\(FacesExportTests.astronaut)"
+        let serve = try ServeProcess([
+            "--cam", "synthetic:800x600@10,id=cam0,format=YUYV,encode=jpeg,\(picture)",
+            "--cam", "synthetic:160x120@8,id=mj,format=MJPG", "--preview-blur-faces", "--preview-rate", "5",
+        ])
+        let devices = try serve.request("GET", "/api/v1/rig").json["devices"] as? [[String: Any]] ?? []
+        let unavailable = (devices.last?["preview"] as? [String: Any])?["unavailable"] as? String ?? ""
+        #expect(unavailable.contains("its faces cannot be covered: MJPG frames are not covered"), "\(devices)")
+        let body = NSTemporaryDirectory() + "/preview-\(UUID().uuidString).mjpg"
+        let shown = body + ".frames"
+        defer {
+            try? FileManager.default.removeItem(atPath: body)
+            try? FileManager.default.removeItem(atPath: shown)
+        }
+        let name = try recordWhileWatching(serve, seconds: 5, startingAfter: 1, to: body)
+        let parts = Self.parts(try Data(contentsOf: URL(fileURLWithPath: body)))
+        #expect(parts.count >= 4, "\(parts.count) parts")
+        try FileManager.default.createDirectory(atPath: shown, withIntermediateDirectories: true)
+        for (index, part) in parts.enumerated() {
+            try part.bytes.write(to: URL(fileURLWithPath: "\(shown)/\(String(format: "%04d", index)).jpg"))
+        }
+        let verdict = try ExportCommandTests.judge(
+            ["preview", "\(serve.root)/\(name)/cam0.mkv", shown], checker: "faces_check.py",
+            python: FacesExportTests.debianPython)
+        #expect(verdict.passed, "\(verdict.output)")
+        let rig = try serve.request("GET", "/api/v1/rig").json["devices"] as? [[String: Any]] ?? []
+        let covered = (rig.first?["preview"] as? [String: Any])?["faces_covered"] as? [String: Any] ?? [:]
+        #expect((covered["frames_covered"] as? Int ?? 0) >= parts.count - 1, "\(covered)")
+        let stopped = (try serve.request("GET", "/api/v1/status").json["last"] as? [String: Any]) ?? [:]
+        let streams = stopped["streams"] as? [[String: Any]] ?? []
+        #expect(!streams.isEmpty && streams.allSatisfy { $0["dropped"] as? Int == 0 }, "\(stopped)")
+        #expect(serve.terminate() == 0)
+    }
+
     @Test("previews: a JPEG and MJPEG (curl, ffprobe) while idle and on through a recording, which loses nothing")
     func previewOverHTTP() throws {
         let serve = try ServeProcess(Self.devices)

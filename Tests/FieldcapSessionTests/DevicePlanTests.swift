@@ -73,6 +73,19 @@ struct DevicePlanTests {
         #expect(imu.options["rate"] == "400")
     }
 
+    @Test("preview_blur_faces: true or false; anything else names its line and what to write")
+    func previewBlurFaces() throws {
+        let rig = "cameras:\n  - device: synthetic:160x120@15\n"
+        #expect(try RigConfig.parse("preview_blur_faces: true\n" + rig, name: "rig.yaml").previewBlurFaces == true)
+        #expect(try RigConfig.parse("preview_blur_faces: false\n" + rig, name: "rig.yaml").previewBlurFaces == false)
+        #expect(try RigConfig.parse(rig, name: "rig.yaml").previewBlurFaces == nil)
+        let error = #expect(throws: RigConfigError.self) {
+            try RigConfig.parse("preview_blur_faces: yes\n" + rig, name: "rig.yaml")
+        }
+        #expect(error?.message.contains("rig.yaml:1") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("true") == true, "\(String(describing: error))")
+    }
+
     @Test("a config entry's bad option names its own line, before any device is opened")
     func badOptionNamesLine() {
         let error = #expect(throws: RigConfigError.self) {

@@ -1,5 +1,6 @@
 import Dispatch
 import FieldcapCore
+import FieldcapFaces
 import FieldcapPreview
 import FieldcapSession
 import FoundationEssentials
@@ -22,6 +23,8 @@ public final class RigService: Sendable {
         public var previewRate: Double
         /// The previews' JPEG quality, 1 to 100.
         public var previewQuality: Int
+        /// Cover the faces in the previews (`serve --preview-blur-faces`; nil: as captured).
+        public var previewFaces: FaceCover.Settings?
         /// The camera–IMU offset check, which a start may ask for; nil: none can.
         public var syncChecker: (any SyncChecker)?
         /// Check every recording whose start does not say (`serve --check-sync`).
@@ -29,8 +32,8 @@ public final class RigService: Sendable {
 
         public init(
             config: RigConfig?, devices: [DeviceSpec], overrides: RecordingSettings.Overrides, directIO: Bool = true,
-            previewRate: Double = 10, previewQuality: Int = 80, syncChecker: (any SyncChecker)? = nil,
-            checkSyncByDefault: Bool = false
+            previewRate: Double = 10, previewQuality: Int = 80, previewFaces: FaceCover.Settings? = nil,
+            syncChecker: (any SyncChecker)? = nil, checkSyncByDefault: Bool = false
         ) {
             self.config = config
             self.devices = devices
@@ -38,6 +41,7 @@ public final class RigService: Sendable {
             self.directIO = directIO
             self.previewRate = previewRate
             self.previewQuality = previewQuality
+            self.previewFaces = previewFaces
             self.syncChecker = syncChecker
             self.checkSyncByDefault = checkSyncByDefault
         }
@@ -135,7 +139,8 @@ public final class RigService: Sendable {
                 timeSource: report.timeSource)
         }
         previews = Previews(
-            cameras: sources.map(\.descriptor), maxRate: base.previewRate, quality: base.previewQuality)
+            cameras: sources.map(\.descriptor), maxRate: base.previewRate, quality: base.previewQuality,
+            faces: base.previewFaces)
         previews.onViewersChanged { [weak self] viewers in self?.previewViewersChanged(viewers) }
     }
 

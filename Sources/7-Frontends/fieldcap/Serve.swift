@@ -155,6 +155,13 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The previews' JPEG quality, 1 to 100 (80).", valueName: "Q"))
     var previewQuality = 80
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "Cover the faces in every preview (pixelated, as `export --blur-faces`; the default when the "
+                + "config's preview_blur_faces is true); a camera whose faces cannot be covered has no preview."))
+    var previewBlurFaces: Bool?
+
     @Option(
         help: ArgumentHelp(
             "Where SCMF v1 clients get a camera's preview (TCP, no token: "
@@ -313,10 +320,19 @@ struct Serve: ParsableCommand {
         var overrides = RecordingSettings.Overrides(
             hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep)
         overrides.wallClock = wallClock
+        let coverPreviews = previewBlurFaces ?? rigConfig?.previewBlurFaces ?? false
+        if coverPreviews {
+            // Checked now: previews that should cover faces and cannot say so at the start.
+            do throws(FaceCoverError) { _ = try MTCNNFaceDetector() } catch {
+                say("Error: --preview-blur-faces: \(error)")
+                throw ExitCode(64)
+            }
+        }
         let base = RigService.Base(
             config: rigConfig, devices: rigConfig == nil ? try devices.specs : [],
             overrides: overrides,
             directIO: !noDirectIO, previewRate: previewRate, previewQuality: previewQuality,
+            previewFaces: coverPreviews ? FaceCover.Settings() : nil,
             syncChecker: SessionSyncChecker(), checkSyncByDefault: checkSync)
         let rig: RigService
         do {

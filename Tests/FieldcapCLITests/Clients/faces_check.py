@@ -21,6 +21,8 @@ and OpenCV's PNG and JPEG readers. Run it with /usr/bin/python3 (pip's OpenCV 5 
       each frame's boxes), the report in fieldcap.json, and CAMERA's frames (decoded by OpenCV's
       FFmpeg) judged as above: bit for bit outside the boxes (exact: grey), or over 40 dB (lossy:
       YUYV and NV12, whose chroma FFmpeg's conversion spreads across a box's edge).
+  faces_check.py preview VIDEO DIR  a recorded video (faces as captured: the cascade finds them
+      in most frames) and the JPEGs a live preview showed of that camera (DIR): none holds a face.
 Prints one line per camera; exits 1 on the first failure.
 """
 import csv, json, os, sys
@@ -181,8 +183,27 @@ def session(plain, covered, camera, exact):
                                 for (a, b), line in zip(pairs, lines)])
 
 
+def preview(recorded, shown):
+    """A recorded video (faces as captured) and the JPEGs a preview showed of the same camera."""
+    seen = [len(faces(image)) for image in frames(recorded)]
+    if not seen or sum(1 for n in seen if n) < len(seen) // 2:
+        fail(f"{recorded}: the cascade found a face in {sum(1 for n in seen if n)} of {len(seen)} recorded frames")
+    names = sorted(os.listdir(shown))
+    if not names:
+        fail(f"{shown}: no preview frame")
+    for name in names:
+        image = cv2.imread(os.path.join(shown, name))
+        if image is None:
+            fail(f"{shown}/{name}: not a JPEG OpenCV reads")
+        if faces(image):
+            fail(f"{shown}/{name}: a face is found in the preview at {faces(image)[0]}")
+    print(f"preview: faces in {sum(1 for n in seen if n)} of {len(seen)} recorded frames, none in {len(names)} shown")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "session":
+    if sys.argv[1] == "preview":
+        preview(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "session":
         session(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "exact")
     else:
         {"euroc": euroc, "images": images, "mp4": mp4}[sys.argv[1]](sys.argv[2], sys.argv[3])

@@ -38,6 +38,9 @@ public final class FrameTap: @unchecked Sendable {
 
     public let streamId: String
     public let format: VideoFormat
+    /// The preview changes the frames it shows (covers faces): it takes the raw frames, never a
+    /// recording's JPEGs of them.
+    public let wantsRawFrames: Bool
 
     private enum State: Int {
         /// Nobody wants a frame: `offer` returns at once.
@@ -61,9 +64,10 @@ public final class FrameTap: @unchecked Sendable {
     /// The earliest `capture_ns` the request takes: frames before it are passed over.
     private let notBeforeNs = Atomic<UInt64>(0)
 
-    public init(streamId: String, format: VideoFormat) {
+    public init(streamId: String, format: VideoFormat, wantsRawFrames: Bool = false) {
         self.streamId = streamId
         self.format = format
+        self.wantsRawFrames = wantsRawFrames
     }
 
     deinit { buffer?.deallocate() }

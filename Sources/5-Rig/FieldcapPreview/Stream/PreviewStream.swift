@@ -1,6 +1,7 @@
 import CFieldcapLinux
 import FieldcapCore
 import FieldcapEncode
+import FieldcapFaces
 import FieldcapSystem
 import FoundationEssentials
 import SyncField
@@ -11,6 +12,11 @@ import Synchronization
 /// frames a second by their capture times, and fewer when encoding takes longer (it never queues
 /// frames). With no viewer the thread sleeps and the tap is never asked.
 ///
+/// With faces to cover, each frame's faces are found and pixelated before it is encoded, on the
+/// preview's thread (every frame shown is looked at; a face stays covered half a second after the
+/// detector last saw it): the preview's rate falls when detection takes longer, capture never
+/// waits. Such a preview takes the raw frames even from a camera recorded as JPEG.
+///
 /// Thread-safe.
 public final class PreviewStream: Sendable {
     public let id: String
@@ -20,6 +26,8 @@ public final class PreviewStream: Sendable {
     public let quality: Int
     /// The camera's frame rate, to take frames at `maxRate` without missing one by jitter.
     public let cameraRate: Double
+    /// Cover the faces in every frame shown (nil: as captured).
+    public let faces: FaceCover.Settings?
 
     private let state = Mutex<State>(State())
     private let viewerArrived = Doorbell()
@@ -36,6 +44,7 @@ public final class PreviewStream: Sendable {
         var encoded: UInt64 = 0
         var encodeNs: UInt64 = 0
         var failure: String?
+        var facesReport: FaceCoverReport?
     }
 
     /// What the preview has done so far.
@@ -46,21 +55,33 @@ public final class PreviewStream: Sendable {
         public var meanEncodeSeconds: Double
         /// The last encoding error, if frames failed.
         public var failure: String?
+        /// What covering the faces did so far (nil when they are not covered).
+        public var faces: FaceCoverReport?
     }
 
+    /// Refused (the reason is the error's description) for a format the preview cannot encode,
+    /// or whose faces cannot be covered, or without the face detector.
     public init(
         id: String, format: VideoFormat, maxRate: Double = 10, quality: Int = 80, cameraRate: Double = 30,
-        onViewers: @escaping @Sendable () -> Void = {}
-    ) throws(EncodeError) {
-        // Checked here, so a stream that exists can encode.
+        faces: FaceCover.Settings? = nil, onViewers: @escaping @Sendable () -> Void = {}
+    ) throws {
+        // Checked here, so a stream that exists can encode, and cover.
         _ = try JPEGEncoder(format: format, quality: quality)
+        if let faces {
+            switch FrameLayout.of(format) {
+            case .success: break
+            case .failure(let problem): throw FaceCoverError("its faces cannot be covered: \(problem)")
+            }
+            _ = try MTCNNFaceDetector(minFace: faces.minFace)
+        }
         self.id = id
         self.format = format
         self.maxRate = maxRate
         self.quality = quality
         self.cameraRate = cameraRate
+        self.faces = faces
         self.onViewers = onViewers
-        tap = FrameTap(streamId: id, format: format)
+        tap = FrameTap(streamId: id, format: format, wantsRawFrames: faces != nil)
         thread.withLock {
             $0 = DedicatedThread(name: "fc-preview-\(id)") { [self] in run() }
         }
@@ -88,7 +109,7 @@ public final class PreviewStream: Sendable {
             Statistics(
                 viewers: $0.viewers.count, framesEncoded: $0.encoded,
                 meanEncodeSeconds: $0.encoded == 0 ? 0 : Double($0.encodeNs) / Double($0.encoded) / 1e9,
-                failure: $0.failure)
+                failure: $0.failure, faces: $0.facesReport)
         }
     }
 
@@ -150,6 +171,18 @@ public final class PreviewStream: Sendable {
     /// (`1 / maxRate`) after the last one, encodes it and hands it out.
     private func run() {
         guard let encoder = try? JPEGEncoder(format: format, quality: quality) else { return }
+        // The frame's copy the faces are covered in, and what covers them (this thread's own).
+        var cover: FaceCover?
+        if let faces {
+            guard case .success(let layout) = FrameLayout.of(format),
+                let made = try? FaceCover.mtcnn(layout: layout, settings: faces.holding(rate: maxRate))
+            else {
+                state.withLock { $0.failure = "the face detector did not load: no frame is shown uncovered" }
+                return
+            }
+            cover = made
+        }
+        var covered: [UInt8] = []
         // Below the capture and writer threads: on a small CPU the preview is what waits.
         _ = CFieldcapLinux_nice_thread(10)
         let periodNs = UInt64(1e9 / max(0.1, maxRate))
@@ -173,11 +206,28 @@ public final class PreviewStream: Sendable {
                 continue
             }
             let started = MonotonicClock.now()
-            let result = tap.withFrame { bytes, frame in
-                // A recording's JPEG of the frame (encode=jpeg) is shown as it is.
-                Result { () throws(EncodeError) in (frame.isJPEG ? Array(bytes) : try encoder.encode(bytes), frame) }
+            let result = tap.withFrame { bytes, frame -> Result<([UInt8], FrameTap.Frame), PreviewError> in
+                guard let cover else {
+                    // A recording's JPEG of the frame (encode=jpeg) is shown as it is.
+                    return Result { () throws(EncodeError) in
+                        (frame.isJPEG ? Array(bytes) : try encoder.encode(bytes), frame)
+                    }.mapError { PreviewError($0.description) }
+                }
+                // Faces are covered in a copy: the tap's buffer is the writer's to fill next.
+                guard !frame.isJPEG else { return .failure(PreviewError("a JPEG frame cannot have its faces covered")) }
+                covered.removeAll(keepingCapacity: true)
+                covered.append(contentsOf: bytes)
+                do throws(FaceCoverError) { _ = try cover.cover(&covered) } catch {
+                    return .failure(PreviewError("covering the faces: \(error)"))
+                }
+                do {
+                    return .success((try covered.withUnsafeBytes { try encoder.encode($0) }, frame))
+                } catch {
+                    return .failure(PreviewError("\(error)"))
+                }
             }
             let encodedNs = MonotonicClock.now()
+            if let cover { state.withLock { $0.facesReport = cover.report } }
             switch result {
             case .success(let (jpeg, frame))?:
                 publish(jpeg: jpeg, frame: frame, startedNs: started, encodedNs: encodedNs)
@@ -202,4 +252,10 @@ public final class PreviewStream: Sendable {
             for viewer in state.viewers.values { viewer.yield(preview) }
         }
     }
+}
+
+/// Why a preview frame was not shown.
+struct PreviewError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapFaces
 import Synchronization
 
 /// The live previews of a rig's cameras: one `PreviewStream` for each camera whose format has a
@@ -21,7 +22,10 @@ public final class Previews: Sendable {
     ///   - cameras: the rig's video streams, as their sources describe them.
     ///   - maxRate: frames a second each preview encodes at most.
     ///   - quality: JPEG quality, 1 to 100.
-    public init(cameras: [StreamDescriptor], maxRate: Double = 10, quality: Int = 80) {
+    ///   - faces: cover the faces in every preview (nil: as captured); a camera whose faces
+    ///     cannot be covered has no preview, never one showing them.
+    public init(cameras: [StreamDescriptor], maxRate: Double = 10, quality: Int = 80, faces: FaceCover.Settings? = nil)
+    {
         var streams: [String: PreviewStream] = [:]
         var unavailable: [String: String] = [:]
         let relay = Relay()
@@ -33,9 +37,10 @@ public final class Previews: Sendable {
             do {
                 streams[camera.id] = try PreviewStream(
                     id: camera.id, format: format, maxRate: maxRate, quality: quality,
-                    cameraRate: camera.nominalRate > 0 ? camera.nominalRate : 30, onViewers: { relay.fire() })
+                    cameraRate: camera.nominalRate > 0 ? camera.nominalRate : 30, faces: faces,
+                    onViewers: { relay.fire() })
             } catch {
-                unavailable[camera.id] = error.description
+                unavailable[camera.id] = "\(error)"
             }
         }
         self.streams = streams

@@ -8,6 +8,7 @@ import SyncField
 ///     host_id: rig07
 ///     output: /var/lib/fieldcap/sessions
 ///     min_free: 2G
+///     preview_blur_faces: true      # serve's live previews show faces covered
 ///     cameras:
 ///       - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3-video-index0
 ///         id: cam_left
@@ -34,11 +35,13 @@ public struct RigConfig: Sendable {
     public var keep: TimeSpan?
     /// `FILE[,match=id|order]`, as `--intrinsics`; a relative FILE is the config's neighbour.
     public var intrinsics: String?
+    /// Cover the faces in the live previews (`serve --preview-blur-faces`).
+    public var previewBlurFaces: Bool?
     public var devices: [DeviceSpec]
 
     static let topKeys = [
         "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
-        "cameras", "imus",
+        "preview_blur_faces", "cameras", "imus",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -80,6 +83,9 @@ public struct RigConfig: Sendable {
         config.segment = try top.value("segment", example: "30s") { TimeSpan($0) }
         config.maxStorage = try top.value("max_storage", example: "16G") { ByteSize($0) }
         config.keep = try top.value("keep", example: "2h") { TimeSpan($0) }
+        config.previewBlurFaces = try top.value("preview_blur_faces", example: "true") {
+            ["true": true, "false": false][$0]
+        }
         if config.segment == nil {
             for key in ["max_storage", "keep"] where top.fields[key] != nil {
                 throw RigConfigError(

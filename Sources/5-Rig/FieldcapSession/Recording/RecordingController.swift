@@ -270,9 +270,11 @@ public final class RecordingController {
         var recorderOptions = Recorder.Options()
         recorderOptions.syncIntervalNs = UInt64(settings.syncEvery.seconds * 1e9)
         // A camera encoded as JPEG is previewed from its encoder's JPEGs (VideoSessionSink), not
-        // from its raw frames encoded a second time.
+        // from its raw frames encoded a second time; unless the preview covers faces in them.
         let jpegPreviews = settings.frameTaps.filter { id, tap in
-            guard let encoding = settings.encodings[id], case .jpeg = encoding else { return false }
+            guard !tap.wantsRawFrames, let encoding = settings.encodings[id], case .jpeg = encoding else {
+                return false
+            }
             return encoding.encodes(tap.format)
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }

@@ -49,7 +49,12 @@ struct DeviceBody: Encodable {
             preview = PreviewBody(
                 jpg: "/api/v1/preview/\(device.id).jpg", mjpg: "/api/v1/preview/\(device.id).mjpg",
                 maxRate: stream.maxRate, viewers: statistics.viewers, framesEncoded: statistics.framesEncoded,
-                meanEncodeMs: statistics.meanEncodeSeconds * 1000, error: statistics.failure)
+                meanEncodeMs: statistics.meanEncodeSeconds * 1000, error: statistics.failure,
+                facesCovered: stream.faces.map { _ in
+                    FacesCoveredBody(
+                        frames: statistics.faces?.frames ?? 0, framesCovered: statistics.faces?.framesCovered ?? 0,
+                        boxesCovered: statistics.faces?.boxesCovered ?? 0)
+                })
         } else if let why = previews.unavailable[device.id] {
             preview = PreviewBody(unavailable: why)
         }
@@ -67,6 +72,14 @@ struct PreviewBody: Encodable {
     /// The last encoding error, if frames failed.
     var error: String?
     var unavailable: String?
+    /// Set when the preview covers faces: what it covered so far.
+    var facesCovered: FacesCoveredBody?
+}
+
+struct FacesCoveredBody: Encodable {
+    var frames: Int
+    var framesCovered: Int
+    var boxesCovered: Int
 }
 
 struct StorageBody: Encodable {
