@@ -58,6 +58,49 @@ struct FaceCoverTests {
         #expect(cover.report.json.contains("\"detect_every\":3"))
     }
 
+    @Test(
+        """
+        looking ahead: a face that comes into view between the frames looked at is covered from \
+        its first frame, held back until the detector finds it; without, it is exposed until then
+        """
+    )
+    func lookAhead() throws {
+        let layout = FrameLayout(.grey8, width: 160, height: 120)
+        let face = FaceBox(x: 60, y: 40, width: 20, height: 24, score: 0.99)
+        // The face is in frames 5 to 11; the detector looks at frames 0, 4 and 8 (every 4th) and
+        // finds it at 8: frames 5 to 7 show it before it is found.
+        func frames(_ settings: FaceCover.Settings) throws -> [(covered: [FaceBox], changed: Bool)] {
+            let detector = ScriptedDetector { call in call >= 2 ? [face] : [] }
+            let cover = FaceCover(layout: layout, settings: settings, detector: detector)
+            var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+            let original = (0..<layout.byteCount).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            for _ in 0..<12 { settled += try cover.push(original) }
+            settled += cover.flush()
+            #expect(detector.shown.count == 3)
+            return settled.map { ($0.covered, $0.bytes != original) }
+        }
+        var settings = FaceCover.Settings()
+        settings.detectEvery = 4
+        settings.hold = 6
+        let plain = try frames(settings)
+        #expect(plain.count == 12)
+        #expect(
+            plain.map { !$0.covered.isEmpty } == Array(repeating: false, count: 8) + Array(repeating: true, count: 4))
+        settings.lookAhead = 4
+        let ahead = try frames(settings)
+        #expect(ahead.count == 12)
+        // Frames 4 to 7 (the look-ahead) and 8 on; each covered box holds the face.
+        #expect(
+            ahead.map { !$0.covered.isEmpty } == Array(repeating: false, count: 4) + Array(repeating: true, count: 8))
+        #expect(ahead.allSatisfy { $0.covered.isEmpty != $0.changed })
+        for frame in ahead where !frame.covered.isEmpty {
+            let box = frame.covered[0]
+            #expect(box.x <= face.x && box.x + box.width >= face.x + face.width, "\(box)")
+            #expect(box.y <= face.y && box.y + box.height >= face.y + face.height, "\(box)")
+        }
+        #expect(FaceCover.Settings().offline(rate: 30).lookAhead == 15)
+    }
+
     @Test("YUYV and NV12 are shown to the detector in RGB; Y16 as its high byte")
     func detectorInput() throws {
         // YUYV: Y 100, U 128, V 128 (grey) then Y 200, U 90, V 240 (a red).

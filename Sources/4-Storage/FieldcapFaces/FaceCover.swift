@@ -18,6 +18,10 @@ public final class FaceCover {
         public var hold = 15
         /// The smallest face searched for, in pixels.
         public var minFace = 36
+        /// Frames a face is covered before the detector first finds it (`push`: an offline
+        /// cover holds this many frames back): a face coming into view between the frames
+        /// looked at, or missed at first, is covered too. 0 for a live preview.
+        public var lookAhead = 0
 
         public init() {}
 
@@ -28,6 +32,14 @@ public final class FaceCover {
             if rate > 0 && rate < 1e6 { settings.hold = max(1, Int((rate / 2).rounded())) }
             return settings
         }
+
+        /// `holding(rate:)`, and looking as far ahead as it holds: for an offline cover, which
+        /// can wait for the frames after the one it writes.
+        public func offline(rate: Double) -> Settings {
+            var settings = holding(rate: rate)
+            settings.lookAhead = max(settings.hold, settings.detectEvery)
+            return settings
+        }
     }
 
     public let layout: FrameLayout
@@ -36,6 +48,9 @@ public final class FaceCover {
     public private(set) var report: FaceCoverReport
     private var tracker: FaceTracker
     private var frame = 0
+    /// Frames pushed and not settled yet (at most `lookAhead`), with the boxes found for them so
+    /// far (not grown by the margin).
+    private var pending: [(bytes: [UInt8], boxes: [FaceBox])] = []
     /// The detector's input when the frame is not grey or RGB already.
     private var scratch: [UInt8] = []
     /// A 16-bit frame's histogram, for its stretch.
@@ -62,6 +77,7 @@ public final class FaceCover {
     /// grown by the margin, out to the pixelation's grid, cut at the frame's edges).
     @discardableResult
     public func cover(_ bytes: UnsafeMutableRawBufferPointer) throws(FaceCoverError) -> [FaceBox] {
+        precondition(settings.lookAhead == 0, "a cover that looks ahead takes its frames through push")
         guard bytes.count >= layout.byteCount else {
             throw FaceCoverError("a \(layout) frame holds \(layout.byteCount) bytes, this one \(bytes.count)")
         }
@@ -76,6 +92,49 @@ public final class FaceCover {
         report.count(boxes: covered.count)
         frame += 1
         return covered
+    }
+
+    /// Takes the next frame and returns the frames whose cover is settled, oldest first, each
+    /// with its faces covered and the areas covered: with `lookAhead` 0 this one at once, else
+    /// the one `lookAhead` frames before it, covered also where a face first found since then
+    /// was (carried back as the tracker carries a box forward). `flush` gives the rest.
+    public func push(_ bytes: [UInt8]) throws(FaceCoverError) -> [(bytes: [UInt8], covered: [FaceBox])] {
+        guard bytes.count >= layout.byteCount else {
+            throw FaceCoverError("a \(layout) frame holds \(layout.byteCount) bytes, this one \(bytes.count)")
+        }
+        if frame % settings.detectEvery == 0 {
+            let found = bytes.withUnsafeBytes { raw in Result { () throws(FaceCoverError) in try detect(raw) } }
+            let faces = try found.get()
+            let fresh = tracker.detected(faces, inFrame: frame)
+            report.detections += 1
+            report.facesDetected += faces.count
+            for face in fresh {
+                for back in 0..<pending.count {
+                    pending[pending.count - 1 - back].boxes.append(FaceTracker.carried(face, frames: back + 1))
+                }
+            }
+        }
+        pending.append((bytes, tracker.boxes(inFrame: frame)))
+        frame += 1
+        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+        while pending.count > settings.lookAhead { settled.append(settle(pending.removeFirst())) }
+        return settled
+    }
+
+    /// The frames still held back, settled: the end of the camera's frames.
+    public func flush() -> [(bytes: [UInt8], covered: [FaceBox])] {
+        defer { pending.removeAll() }
+        return pending.map { settle($0) }
+    }
+
+    private func settle(_ frame: (bytes: [UInt8], boxes: [FaceBox])) -> (bytes: [UInt8], covered: [FaceBox]) {
+        var bytes = frame.bytes
+        let boxes = frame.boxes.map { $0.grown(by: settings.margin) }
+        let covered = bytes.withUnsafeMutableBytes { raw in
+            Pixelation.cover(boxes, in: raw, layout: layout, blocksAcross: settings.blocksAcross)
+        }
+        report.count(boxes: covered.count)
+        return (bytes, covered)
     }
 
     /// `cover` on an array's bytes.
@@ -178,6 +237,7 @@ public struct FaceCoverReport: Equatable, Sendable {
         """
         {"detector":"\(detector)","detect_every":\(settings.detectEvery),"min_face_px":\(settings.minFace),\
         "margin":\(settings.margin),"blocks_across":\(settings.blocksAcross),"hold_frames":\(settings.hold),\
+        "look_ahead_frames":\(settings.lookAhead),\
         "cover":"pixelation","frames":\(frames),"frames_detected":\(detections),"faces_detected":\(facesDetected),\
         "frames_covered":\(framesCovered),"boxes_covered":\(boxesCovered),"most_boxes_in_a_frame":\(mostBoxesInAFrame)}
         """

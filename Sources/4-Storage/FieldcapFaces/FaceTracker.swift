@@ -26,8 +26,9 @@ public struct FaceTracker: Sendable {
     }
 
     /// What the detector found in frame `frame` (frames numbered in order; not every one need
-    /// be given).
-    public mutating func detected(_ faces: [FaceBox], inFrame frame: Int) {
+    /// be given); returns the faces no track had (new in view, or found again after the hold).
+    @discardableResult
+    public mutating func detected(_ faces: [FaceBox], inFrame frame: Int) -> [FaceBox] {
         var unmatched = Array(tracks.indices)
         var fresh: [Track] = []
         // Each face to the track whose predicted box it overlaps most, the surest faces first.
@@ -49,6 +50,12 @@ public struct FaceTracker: Sendable {
             }
         }
         tracks = tracks.filter { frame - $0.seenAt <= hold } + fresh
+        return fresh.map(\.box)
+    }
+
+    /// A box carried `frames` frames away from where it was seen, grown as a track's is.
+    static func carried(_ box: FaceBox, frames: Int) -> FaceBox {
+        box.grown(by: min(maximumGrowth, growthPerFrame * Double(frames)))
     }
 
     /// The boxes to cover in frame `frame`: each track's, carried forward from its last detection.

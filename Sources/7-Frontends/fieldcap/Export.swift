@@ -49,16 +49,17 @@ struct Export: ParsableCommand {
             scripts/install-face-model) looks for faces in every frame (every N-th with
             --face-detect-every, carrying each face between), and each box, grown by a
             quarter of its size on every side, is pixelated in the frame: six blocks
-            across, each its own average. A face is covered from the first frame the
-            detector finds it in, and for half a second after it last saw it; a face it
-            never finds (too small, in profile, too dark) stays as it is: look at what
-            was covered before sharing. Grey, Y16, YUYV and NV12 frames (and FFV1
-            cameras, decoded) are covered; MJPEG and Bayer cameras are refused. What was
-            covered is kept beside the frames (images: metadata.json's faces_covered;
-            euroc: mav0/camN/faces_covered.json; mp4: ID.faces_covered.json; mcap: the
-            metadata record fieldcap.faces_covered). The session itself is never
-            changed. Needs libFieldcapFaceDetector.so (scripts/build-release builds it
-            beside fieldcap) and Debian's libopencv-dnn406 and libopencv-imgproc406.
+            across, each its own average. A face is covered from half a second before the
+            detector first finds it (the export looks ahead) to half a second after it
+            last saw it; a face it never finds (too small, in profile, too dark) stays as
+            it is: look at what was covered before sharing. Grey, Y16, YUYV and NV12
+            frames (and FFV1 cameras, decoded) are covered; MJPEG and Bayer cameras are
+            refused. What was covered is kept beside the frames (images: metadata.json's
+            faces_covered; euroc: mav0/camN/faces_covered.json; mp4:
+            ID.faces_covered.json; mcap: the metadata record fieldcap.faces_covered). The
+            session itself is never changed. Needs libFieldcapFaceDetector.so
+            (scripts/build-release builds it beside fieldcap) and Debian's
+            libopencv-dnn406 and libopencv-imgproc406.
 
             A camera's intrinsics come from the session (`fieldcap record --intrinsics`):
             MCAP gets /ID/camera_info, EuRoC's sensor.yaml its pinhole model, images its

@@ -15,8 +15,8 @@ struct FaceOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "With --blur-faces: look for faces in every N-th frame, carrying them between (1: each; a face "
-                + "that comes into view is uncovered until the next one looked at).", valueName: "N"
+            "With --blur-faces: look for faces in every N-th frame, carrying them between and half a second "
+                + "back from where each is first found (1: each).", valueName: "N"
         ))
     var faceDetectEvery: Int = 1
 

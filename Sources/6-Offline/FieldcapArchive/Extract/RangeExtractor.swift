@@ -251,8 +251,10 @@ public enum RangeExtractor {
         /// Made at the first part's frames, with what its file was coded with (FFV1's
         /// configuration record, H.264's parameter sets): the same encoder settings throughout.
         var video: MatroskaWriter?
-        /// Covers the faces of each frame before it is written (nil: as recorded).
+        /// Covers the faces of each frame before it is written (nil: as recorded); it holds
+        /// frames back (it looks ahead), which wait here with their time and frame log line.
         var faces: FaceCover?
+        var waiting: [(captureNs: UInt64, keyframe: Bool, logLine: [UInt8])] = []
         var timestamps: [UInt8] = []
         var sensor: [UInt8] = []
         var frameLog: [UInt8] = []
@@ -266,6 +268,20 @@ public enum RangeExtractor {
             format = stream.format
             nominalRate = stream.nominalRate
             videoPath = layout.video(stream.id)
+        }
+
+        /// Writes the frames the cover settled, each with the time and frame log line it waited
+        /// with, its boxes added to the line.
+        func write(settled: [(bytes: [UInt8], covered: [FaceBox])]) throws {
+            guard let video else { return }
+            for frame in settled {
+                let meta = waiting.removeFirst()
+                try frame.bytes.withUnsafeBytes {
+                    try video.writeFrame($0, captureNs: meta.captureNs, keyframe: meta.keyframe)
+                }
+                frameLog += meta.logLine
+                if !frame.covered.isEmpty { RangeExtractor.add(frame.covered, toLastLineOf: &frameLog) }
+            }
         }
 
         /// Whether frames of the stream need the ones before them (a hardware encoder's P-frames):
@@ -303,7 +319,7 @@ public enum RangeExtractor {
                 guard let format = output.format, let layout = coveredLayout(format) else { continue }
                 do throws(FaceCoverError) {
                     output.faces = try FaceCover.mtcnn(
-                        layout: layout, settings: settings.holding(rate: output.nominalRate))
+                        layout: layout, settings: settings.offline(rate: output.nominalRate))
                 } catch {
                     throw Failure(message: "--blur-faces: \(error)")
                 }
@@ -327,7 +343,11 @@ public enum RangeExtractor {
                 say("\(part.name): \(taken.joined(separator: ", "))")
             }
         }
-        for output in outputs { if let report = output.faces?.report { say("\(output.id): \(report.summary)") } }
+        for output in outputs {
+            guard let faces = output.faces else { continue }
+            try output.write(settled: faces.flush())
+            say("\(output.id): \(faces.report.summary)")
+        }
         var counts: [String: Int] = [:]
         var recorded: Set<String> = []
         var links: [String: String] = [:]
@@ -425,11 +445,10 @@ public enum RangeExtractor {
                 guard frame < upper, let ns = stamps.captureNs(frame) else { return false }
                 do {
                     if let faces = output.faces {
-                        var bytes = Array(read.bytes)
-                        let boxes = try faces.cover(&bytes)
-                        try bytes.withUnsafeBytes { try video.writeFrame($0, captureNs: ns, keyframe: read.isKeyframe) }
-                        log.renumbered(frame, to: base + frame - lower, into: &output.frameLog)
-                        if !boxes.isEmpty { Self.add(boxes, toLastLineOf: &output.frameLog) }
+                        var line: [UInt8] = []
+                        log.renumbered(frame, to: base + frame - lower, into: &line)
+                        output.waiting.append((ns, read.isKeyframe, line))
+                        try output.write(settled: faces.push(Array(read.bytes)))
                     } else {
                         try video.writeFrame(read.bytes, captureNs: ns, keyframe: read.isKeyframe)
                     }

@@ -36,7 +36,7 @@ package final class CameraReader {
             case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
             do throws(FaceCoverError) {
-                faces = try FaceCover.mtcnn(layout: layout, settings: settings.holding(rate: stream.nominalRate))
+                faces = try FaceCover.mtcnn(layout: layout, settings: settings.offline(rate: stream.nominalRate))
             } catch {
                 throw ExportError(.request, "--blur-faces: \(error)")
             }
@@ -55,8 +55,37 @@ package final class CameraReader {
     /// What covering the faces did so far (nil when they are not covered).
     package var facesReport: FaceCoverReport? { faces?.report }
 
+    /// Frames read and stamped, waiting for the cover to settle them (it looks ahead), and the
+    /// covered frames it gave back, in order.
+    private var waiting: [Frame] = []
+    private var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+    private var ended = false
+
     package func next() throws(ExportError) -> Frame? {
-        guard let feed, let stamps, var frame = try feed.next() else { return nil }
+        guard let faces else { return try read() }
+        // The cover holds frames back until it has seen the ones after them.
+        while settled.isEmpty && !ended {
+            guard let frame = try read() else {
+                ended = true
+                settled = faces.flush()
+                break
+            }
+            waiting.append(frame)
+            do throws(FaceCoverError) { settled = try faces.push(frame.bytes) } catch {
+                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(waiting.count): \(error)")
+            }
+        }
+        guard !settled.isEmpty, !waiting.isEmpty else { return nil }
+        var frame = waiting.removeFirst()
+        let cover = settled.removeFirst()
+        frame.bytes = cover.bytes
+        frame.facesCovered = cover.covered
+        return frame
+    }
+
+    /// The next frame as recorded.
+    private func read() throws(ExportError) -> Frame? {
+        guard let feed, let stamps, let frame = try feed.next() else { return nil }
         guard let line = try stamps.next() else {
             throw ExportError(.session, "\(stamps.path) has fewer lines than \(feed.path) has frames")
         }
@@ -68,14 +97,7 @@ package final class CameraReader {
                     + "\(stamp.frameNumber) is not the video's frame \(frame.index)"
             )
         }
-        var covered: [FaceBox]?
-        if let faces {
-            do throws(FaceCoverError) { covered = try faces.cover(&frame.bytes) } catch {
-                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(frame.index): \(error)")
-            }
-        }
-        return Frame(
-            bytes: frame.bytes, captureNs: stamp.captureNs, uncertaintyNs: stamp.uncertaintyNs, facesCovered: covered)
+        return Frame(bytes: frame.bytes, captureNs: stamp.captureNs, uncertaintyNs: stamp.uncertaintyNs)
     }
 
     package func cancel() { feed?.cancel() }
