@@ -193,4 +193,27 @@ struct FacesExportTests {
         #expect(service.received.count == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
     }
+
+    @Test("picture=: a PNG cut short, not a PNG, or with a flipped byte is one line naming the file, exit 64")
+    func damagedPicture() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let photograph = try #require(FileManager.default.contents(atPath: Self.astronaut))
+        var flipped = photograph
+        flipped[20] ^= 0xFF
+        for (name, bytes, words) in [
+            ("cut.png", photograph.prefix(5000), "Read Error"), ("text.png", Data("not a png".utf8), "Not a PNG file"),
+            ("flipped.png", flipped, "IHDR: CRC error"),
+        ] {
+            let path = "\(root)/\(name)"
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let result = try FieldcapProcess.run([
+                "record", "--out", "\(root)/out", "--duration", "300ms", "--cam", "synthetic:800x600@8,picture=\(path)",
+            ])
+            #expect(result.status == 64, "\(name): \(result.stderr)")
+            #expect(
+                result.stderr.contains("picture=\(path) cannot be read (\(path): \(words)): give a PNG file"),
+                "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: "\(root)/out"))
+        }
+    }
 }

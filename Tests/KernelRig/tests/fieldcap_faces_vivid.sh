@@ -1,0 +1,61 @@
+#!/bin/bash
+# rig-timeout: 300
+# rig-share: 90
+# Faces through a real capture driver (#48): scikit-image's astronaut photograph, passing across
+# a rendered scene, is played into vivid's video output and comes out of its capture node through
+# the S-Video loopback (vivid's scalers on the way: PAL's 720x576 out, 360x288 back); fieldcap
+# records the capture node, and `export --blur-faces` covers the faces. Judged by Debian's OpenCV
+# Haar cascade (Tests/FieldcapCLITests/Clients/faces_check.py, another detector than fieldcap's):
+# every face it finds in the plain export is gone from the covered one, and every pixel outside
+# the covered boxes is the plain export's, bit for bit. The frames captured before the scene
+# plays hold no face and need no box. vivid is reloaded as the other tests have it afterwards.
+set -euo pipefail
+fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
+[ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
+dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+tools=$FIELDCAP_REPO/Tests/KernelRig/tools
+astronaut=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
+[ -f "$astronaut" ] || { echo "FAIL: no $astronaut: install Debian's python3-skimage (scripts/install-deps)"; exit 1; }
+restore() {
+	set +e
+	rmmod vivid 2>/dev/null
+	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
+	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
+}
+trap restore EXIT
+for _ in $(seq 50); do rmmod vivid 2>/dev/null && break; sleep 0.1; done
+modprobe vivid n_devs=1 node_types=0x101
+node() {
+	for n in /sys/class/video4linux/video*; do
+		if [ "$(cat "$n/name")" = "$1" ]; then echo "/dev/${n##*/}"; fi
+	done
+}
+for _ in $(seq 50); do
+	cap=$(node vivid-000-vid-cap) out=$(node vivid-000-vid-out)
+	if [ -n "$cap" ] && [ -n "$out" ]; then break; fi
+	sleep 0.1
+done
+[ -n "$cap" ] && [ -n "$out" ] || { echo "FAIL: vivid's capture and output nodes did not appear"; exit 1; }
+v4l2-ctl -d "$cap" -i 2 -c s_video_000_0_is_connected_to=2 -c osd_text_mode=2 \
+	--set-fmt-video=width=360,height=288,pixelformat=GREY,field=interlaced
+v4l2-ctl -d "$out" -o 0 --set-fmt-video-out=width=360,height=288,pixelformat=GREY,field=interlaced
+
+work=$FIELDCAP_TEST_TMP/faces-vivid
+mkdir -p "$work"
+# The photograph at 256x256 (its face about 70 pixels across), passing across 2 s of the scene.
+/usr/bin/python3 -c 'import cv2, sys; cv2.imwrite(sys.argv[2], cv2.resize(cv2.imread(sys.argv[1]), (256, 256)))' \
+	"$astronaut" "$work/face.png"
+"$fieldcap" --cam "synthetic:360x288@25,format=GREY,picture=$work/face.png,id=scene" \
+	--duration 2s --out "$work/rendered" -q
+ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
+session=$work/session
+/usr/bin/python3 "$tools/vivid_loopback.py" "$work/rendered.raw" "$work/rendered/scene.timestamps.jsonl" "$out" \
+	360 288 -- "$fieldcap" --cam "$cap,id=cam,size=360x288,format=GREY" --duration 60s --out "$session" -q \
+	>"$work/played.json"
+/usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.pop("shows"); print("played:", p)' \
+	"$work/played.json"
+"$fieldcap" validate -q "$session"
+"$fieldcap" export "$session" --format euroc --out "$work/plain" >/dev/null
+"$fieldcap" export "$session" --format euroc --blur-faces --out "$work/covered" | grep "faces covered"
+/usr/bin/python3 "$FIELDCAP_REPO/Tests/FieldcapCLITests/Clients/faces_check.py" euroc "$work/plain" "$work/covered" --some
+echo "PASS: faces played through vivid's loopback are covered on export"
