@@ -5,7 +5,7 @@ import FieldcapCore
 import FieldcapSession
 import FieldcapSyncService
 import FieldcapSystem
-import Foundation
+import FoundationEssentials
 import Glibc
 import SyncField
 
