@@ -137,6 +137,9 @@ public final class FaceCover {
         return (bytes, covered)
     }
 
+    /// Notes in the report that the covered frames are written again as JPEG at `quality`.
+    public func recodesJPEG(quality: Int) { report.recodedJPEGQuality = quality }
+
     /// `cover` on an array's bytes.
     @discardableResult
     public func cover(_ bytes: inout [UInt8]) throws(FaceCoverError) -> [FaceBox] {
@@ -224,6 +227,9 @@ public struct FaceCoverReport: Equatable, Sendable {
     public var framesCovered = 0
     public var boxesCovered = 0
     public var mostBoxesInAFrame = 0
+    /// The JPEG quality a coded camera's frames were written again at once covered (an MJPEG
+    /// camera's, decoded to be covered); nil for frames covered as they are.
+    public var recodedJPEGQuality: Int?
 
     mutating func count(boxes: Int) {
         frames += 1
@@ -239,7 +245,8 @@ public struct FaceCoverReport: Equatable, Sendable {
         "margin":\(settings.margin),"blocks_across":\(settings.blocksAcross),"hold_frames":\(settings.hold),\
         "look_ahead_frames":\(settings.lookAhead),\
         "cover":"pixelation","frames":\(frames),"frames_detected":\(detections),"faces_detected":\(facesDetected),\
-        "frames_covered":\(framesCovered),"boxes_covered":\(boxesCovered),"most_boxes_in_a_frame":\(mostBoxesInAFrame)}
+        "frames_covered":\(framesCovered),"boxes_covered":\(boxesCovered),"most_boxes_in_a_frame":\(mostBoxesInAFrame)\
+        \(recodedJPEGQuality.map { ",\"recoded_jpeg_quality\":\($0)" } ?? "")}
         """
     }
 }

@@ -174,7 +174,7 @@ public enum SessionExporter {
     ) throws(ExportError) {
         for camera in cameras {
             guard let format = camera.format else { continue }
-            if case .failure(let problem) = FrameLayout.of(format) {
+            if case .failure(let problem) = CameraReader.coverLayout(format) {
                 throw ExportError(
                     .request,
                     "--blur-faces: \(camera.id) is \(format): \(problem); leave it out with --streams")

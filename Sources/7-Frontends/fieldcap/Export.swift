@@ -53,9 +53,10 @@ struct Export: ParsableCommand {
             detector first finds it (the export looks ahead) to half a second after it
             last saw it; a face it never finds (too small, in profile, too dark) stays as
             it is: look at what was covered before sharing. Grey, Y16, YUYV and NV12
-            frames (and FFV1 cameras, decoded) are covered; MJPEG and Bayer cameras are
-            refused. What was covered is kept beside the frames (images: metadata.json's
-            faces_covered; euroc: mav0/camN/faces_covered.json; mp4:
+            frames (and FFV1 cameras, decoded) are covered, and MJPEG cameras' frames
+            decoded, covered and written again as JPEG (quality 95, 4:4:4); Bayer cameras
+            are refused. What was covered is kept beside the frames (images:
+            metadata.json's faces_covered; euroc: mav0/camN/faces_covered.json; mp4:
             ID.faces_covered.json; mcap: the metadata record fieldcap.faces_covered). The
             session itself is never changed. Needs libFieldcapFaceDetector.so
             (scripts/build-release builds it beside fieldcap) and Debian's

@@ -22,6 +22,18 @@ package final class CameraReader {
     private let stamps: LineReader?
     /// Covers each frame's faces as it is read, in order (nil: frames as recorded).
     private let faces: FaceCover?
+    /// An MJPEG camera's frames are covered decoded to RGB and written again as JPEG.
+    private let recoding: (decoder: PixelConverter, encoder: RGBJPEGEncoder)?
+    /// The quality an MJPEG camera's covered frames are written again at.
+    package static let recodedJPEGQuality = 95
+
+    /// The layout a camera's faces are covered in: its own frames', or RGB for MJPEG (decoded,
+    /// covered and written again).
+    package static func coverLayout(_ format: VideoFormat) -> Result<FrameLayout, FaceCoverError> {
+        format.pixelFormat == .mjpeg
+            ? .success(FrameLayout(.rgb8, width: format.width, height: format.height))
+            : FrameLayout.of(format)
+    }
 
     /// `coveringFaces`: cover the faces of each frame before it is returned. Refused here, before
     /// anything is written, for a format the cover cannot read, or without the detector.
@@ -31,17 +43,31 @@ package final class CameraReader {
         self.stream = stream
         if let settings = coveringFaces, let format = stream.format {
             let layout: FrameLayout
-            switch FrameLayout.of(format) {
+            switch Self.coverLayout(format) {
             case .success(let found): layout = found
             case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
+            let cover: FaceCover
             do throws(FaceCoverError) {
-                faces = try FaceCover.mtcnn(layout: layout, settings: settings.offline(rate: stream.nominalRate))
+                cover = try FaceCover.mtcnn(layout: layout, settings: settings.offline(rate: stream.nominalRate))
             } catch {
                 throw ExportError(.request, "--blur-faces: \(error)")
             }
+            faces = cover
+            if format.pixelFormat == .mjpeg {
+                let decoder = try PixelConverter(format: format, layout: .rgb8)
+                decoder.requiresRecordedSize = true
+                recoding = (
+                    decoder,
+                    try RGBJPEGEncoder(width: format.width, height: format.height, quality: Self.recodedJPEGQuality)
+                )
+                cover.recodesJPEG(quality: Self.recodedJPEGQuality)
+            } else {
+                recoding = nil
+            }
         } else {
             faces = nil
+            recoding = nil
         }
         guard !stream.recordedNothing else {
             (stamps, feed) = (nil, nil)
@@ -71,14 +97,22 @@ package final class CameraReader {
                 break
             }
             waiting.append(frame)
-            do throws(FaceCoverError) { settled = try faces.push(frame.bytes) } catch {
-                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(waiting.count): \(error)")
+            let picture: [UInt8]
+            if let recoding {
+                do { picture = try recoding.decoder.pixels(frame.bytes).bytes } catch {
+                    throw ExportError(.session, "--blur-faces: \(stream.id) frame \(waiting.count - 1): \(error)")
+                }
+            } else {
+                picture = frame.bytes
+            }
+            do throws(FaceCoverError) { settled = try faces.push(picture) } catch {
+                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(waiting.count - 1): \(error)")
             }
         }
         guard !settled.isEmpty, !waiting.isEmpty else { return nil }
         var frame = waiting.removeFirst()
         let cover = settled.removeFirst()
-        frame.bytes = cover.bytes
+        frame.bytes = try recoding?.encoder.encode(cover.bytes) ?? cover.bytes
         frame.facesCovered = cover.covered
         return frame
     }
