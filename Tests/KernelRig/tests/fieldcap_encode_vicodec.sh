@@ -79,13 +79,17 @@ print(next(s for s in streams if s["id"] == sys.argv[2])["encoding"]["input"])' 
 # vivid's still colour bars, raw on one device and FWHT on the other (the encoder found by
 # fieldcap), in each 8-bit format both take. vivid exports its buffers and vicodec imports them:
 # the frames reach the encoder as DMABUF, never copied.
+# The encoder's path never makes capture drop (it drops its own frames, counted as the encoder's):
+# the ring may lose two, no more, as a guest starved beside other work (a second guest, builds) once
+# lost one in a 2 s recording with the encoder dropping none.
+ring_drops=2
 for format in YUYV NV12 GREY; do
 	session=$out/vivid-$format
 	"$fieldcap" --cam "$cam0,size=640x480,fps=30,id=raw,format=$format" \
 		--cam "$cam1,size=640x480,fps=30,id=fwht,format=$format,encode=fwht" --duration 2s --out "$session" -q
 	"$fieldcap" validate "$session"
 	"$python" "$check" "$session" fwht --reference raw --static-reference --psnr-floor 30 \
-		--decoder-device "$decoder" --max-ring-drops 0
+		--decoder-device "$decoder" --max-ring-drops "$ring_drops"
 	input=$(input_of "$session" fwht)
 	[ "$input" = "DMABUF (the camera's buffers)" ] || fail "vivid $format reached vicodec $input, not as DMABUF"
 done
@@ -97,7 +101,7 @@ moving() {
 	"$fieldcap" --cam "synthetic:640x480@30,id=raw,format=$2" \
 		--cam "synthetic:640x480@30,id=fwht,format=$2,encode=fwht,encoder=$encoder" --duration 2s --out "$session" -q
 	"$fieldcap" validate "$session"
-	"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops 0
+	"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops "$ring_drops"
 	# A synthetic camera's buffers are not a device's: each frame is copied once, into vicodec's.
 	input=$(input_of "$session" fwht)
 	[ "$input" = "copied into the encoder's buffers" ] || fail "a synthetic camera reached vicodec $input"
@@ -114,7 +118,7 @@ session=$out/padded
 "$fieldcap" --cam "synthetic:320x240@30,id=raw,format=NV12" \
 	--cam "synthetic:320x240@30,id=fwht,format=NV12,encode=fwht,encoder=$encoder" --duration 2s --out "$session" -q
 "$fieldcap" validate "$session"
-"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops 0
+"$python" "$check" "$session" fwht --reference raw --psnr-floor 30 --decoder-device "$decoder" --max-ring-drops "$ring_drops"
 input=$(input_of "$session" fwht)
 case $input in "copied into the encoder's buffers, padded to "*) ;; *) fail "a 320x240 camera reached vicodec $input" ;; esac
 echo "  a 320x240 NV12 camera: $input"

