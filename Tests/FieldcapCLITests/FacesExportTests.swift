@@ -167,6 +167,9 @@ struct FacesExportTests {
         }
 
         let service = try SyncFieldServiceProcess()
+        // A covered copy an upload that was killed left beside the session (its process is gone).
+        let abandoned = "\(root)/.upload-faces-2147483646-left"
+        try FileManager.default.createDirectory(atPath: abandoned, withIntermediateDirectories: true)
         let upload = try FieldcapProcess.run(["upload", session, "--to", service.base, "--blur-faces"])
         #expect(upload.status == 0, "\(upload.stderr)")
         #expect(upload.stderr.contains(/cam0: faces covered in (\d+) of \1 frames/), "\(upload.stderr)")

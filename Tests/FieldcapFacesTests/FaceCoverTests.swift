@@ -101,6 +101,57 @@ struct FaceCoverTests {
         #expect(FaceCover.Settings().offline(rate: 30).lookAhead == 15)
     }
 
+    @Test(
+        """
+        looking back along the speed a face showed: one walking into view at 5 px a frame, missed \
+        at first and found 7 and 11 frames later, is covered where it truly was in each frame before
+        """
+    )
+    func lookBackAlongMotion() throws {
+        let layout = FrameLayout(.grey8, width: 160, height: 120)
+        func truth(_ frame: Int) -> FaceBox? {
+            frame >= 1 ? FaceBox(x: Double(10 + 5 * (frame - 1)), y: 30, width: 40, height: 48, score: 0.99) : nil
+        }
+        // Called for frames 0, 4, 8, 12, 16; it misses the face at frame 4.
+        let detector = ScriptedDetector { call in call == 1 ? [] : truth(4 * call).map { [$0] } ?? [] }
+        var settings = FaceCover.Settings()
+        settings.detectEvery = 4
+        settings.hold = 12
+        settings.lookAhead = 12
+        let cover = FaceCover(layout: layout, settings: settings, detector: detector)
+        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+        let frame = [UInt8](repeating: 9, count: layout.byteCount)
+        for _ in 0..<18 { settled += try cover.push(frame) }
+        settled += cover.flush()
+        #expect(settled.count == 18)
+        for (index, result) in settled.enumerated() {
+            guard let face = truth(index) else { continue }
+            let holds = result.covered.contains {
+                $0.x <= face.x && $0.x + $0.width >= face.x + face.width && $0.y <= face.y
+                    && $0.y + $0.height >= face.y + face.height
+            }
+            #expect(holds, "frame \(index): the face at \(face) is not inside \(result.covered)")
+        }
+    }
+
+    @Test("a face found again after its hold is covered back to where the hold ended, and the hold counts again")
+    func foundAgainAfterTheHold() throws {
+        let layout = FrameLayout(.grey8, width: 160, height: 120)
+        let face = FaceBox(x: 60, y: 40, width: 20, height: 24, score: 0.99)
+        // Seen at frame 0, missed at 4 and 8, found again at 12; held for 6 frames.
+        let detector = ScriptedDetector { call in call == 0 || call >= 3 ? [face] : [] }
+        var settings = FaceCover.Settings()
+        settings.detectEvery = 4
+        settings.hold = 6
+        settings.lookAhead = 6
+        let cover = FaceCover(layout: layout, settings: settings, detector: detector)
+        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+        for _ in 0..<14 { settled += try cover.push([UInt8](repeating: 9, count: layout.byteCount)) }
+        settled += cover.flush()
+        // Frames 0-6 held from frame 0; 7-11 only by looking back from 12; 12 and 13 seen.
+        #expect(settled.map { !$0.covered.isEmpty } == Array(repeating: true, count: 14))
+    }
+
     @Test("YUYV and NV12 are shown to the detector in RGB; Y16 as its high byte")
     func detectorInput() throws {
         // YUYV: Y 100, U 128, V 128 (grey) then Y 200, U 90, V 240 (a red).

@@ -33,11 +33,13 @@ public final class FaceCover {
             return settings
         }
 
-        /// `holding(rate:)`, and looking as far ahead as it holds: for an offline cover, which
-        /// can wait for the frames after the one it writes.
+        /// `holding(rate:)`, and looking as far ahead as it holds (at least to the next frame
+        /// looked at, at most 2 s of the camera; `FaceCover` caps it by bytes too): for an offline
+        /// cover, which can wait for the frames after the one it writes.
         public func offline(rate: Double) -> Settings {
             var settings = holding(rate: rate)
-            settings.lookAhead = max(settings.hold, settings.detectEvery)
+            let twoSeconds = rate > 0 && rate < 1e6 ? Int(2 * rate) : 60
+            settings.lookAhead = min(max(settings.hold, settings.detectEvery), max(1, twoSeconds))
             return settings
         }
     }
@@ -48,9 +50,12 @@ public final class FaceCover {
     public private(set) var report: FaceCoverReport
     private var tracker: FaceTracker
     private var frame = 0
-    /// Frames pushed and not settled yet (at most `lookAhead`), with the boxes found for them so
-    /// far (not grown by the margin).
-    private var pending: [(bytes: [UInt8], boxes: [FaceBox])] = []
+    /// Frames pushed and not settled yet (at most `lookAhead`), with their numbers and the boxes
+    /// found for them so far (not grown by the margin).
+    private var pending: [(bytes: [UInt8], frame: Int, boxes: [FaceBox])] = []
+    /// The most a cover holds back: a face is looked back for at most 2 s of a camera, and never
+    /// with more than this many bytes of frames waiting.
+    public static let lookAheadBytes = 256 << 20
     /// The detector's input when the frame is not grey or RGB already.
     private var scratch: [UInt8] = []
     /// A 16-bit frame's histogram, for its stretch.
@@ -61,6 +66,7 @@ public final class FaceCover {
         var settings = settings
         // A face is held at least until the detector looks again.
         settings.hold = max(settings.hold, settings.detectEvery)
+        settings.lookAhead = min(settings.lookAhead, max(0, Self.lookAheadBytes / max(1, layout.byteCount)))
         self.layout = layout
         self.settings = settings
         self.detector = detector
@@ -83,7 +89,7 @@ public final class FaceCover {
         }
         if frame % settings.detectEvery == 0 {
             let faces = try detect(UnsafeRawBufferPointer(bytes))
-            tracker.detected(faces, inFrame: frame)
+            _ = tracker.detected(faces, inFrame: frame)
             report.detections += 1
             report.facesDetected += faces.count
         }
@@ -97,7 +103,9 @@ public final class FaceCover {
     /// Takes the next frame and returns the frames whose cover is settled, oldest first, each
     /// with its faces covered and the areas covered: with `lookAhead` 0 this one at once, else
     /// the one `lookAhead` frames before it, covered also where a face first found since then
-    /// was (carried back as the tracker carries a box forward). `flush` gives the rest.
+    /// was: carried back in place, grown as the tracker grows a box it carries forward, and once
+    /// the detector has seen it twice, also along the speed it showed (a face walking into view).
+    /// `flush` gives the rest.
     public func push(_ bytes: [UInt8]) throws(FaceCoverError) -> [(bytes: [UInt8], covered: [FaceBox])] {
         guard bytes.count >= layout.byteCount else {
             throw FaceCoverError("a \(layout) frame holds \(layout.byteCount) bytes, this one \(bytes.count)")
@@ -105,16 +113,24 @@ public final class FaceCover {
         if frame % settings.detectEvery == 0 {
             let found = bytes.withUnsafeBytes { raw in Result { () throws(FaceCoverError) in try detect(raw) } }
             let faces = try found.get()
-            let fresh = tracker.detected(faces, inFrame: frame)
+            let sightings = tracker.detected(faces, inFrame: frame)
             report.detections += 1
             report.facesDetected += faces.count
-            for face in fresh {
-                for back in 0..<pending.count {
-                    pending[pending.count - 1 - back].boxes.append(FaceTracker.carried(face, frames: back + 1))
+            for index in pending.indices {
+                let at = pending[index].frame
+                for face in sightings.fresh {
+                    pending[index].boxes.append(FaceTracker.carried(face, frames: frame - at))
+                }
+                // Before its first sighting, where its speed puts it (the box in place is there too).
+                for track in sightings.second where at < track.frame {
+                    var box = track.box
+                    box.x += track.velocityX * Double(at - track.frame)
+                    box.y += track.velocityY * Double(at - track.frame)
+                    pending[index].boxes.append(FaceTracker.carried(box, frames: track.frame - at))
                 }
             }
         }
-        pending.append((bytes, tracker.boxes(inFrame: frame)))
+        pending.append((bytes, frame, tracker.boxes(inFrame: frame)))
         frame += 1
         var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
         while pending.count > settings.lookAhead { settled.append(settle(pending.removeFirst())) }
@@ -127,7 +143,8 @@ public final class FaceCover {
         return pending.map { settle($0) }
     }
 
-    private func settle(_ frame: (bytes: [UInt8], boxes: [FaceBox])) -> (bytes: [UInt8], covered: [FaceBox]) {
+    private func settle(_ frame: (bytes: [UInt8], frame: Int, boxes: [FaceBox])) -> (bytes: [UInt8], covered: [FaceBox])
+    {
         var bytes = frame.bytes
         let boxes = frame.boxes.map { $0.grown(by: settings.margin) }
         let covered = bytes.withUnsafeMutableBytes { raw in

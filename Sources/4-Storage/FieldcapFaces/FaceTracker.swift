@@ -9,6 +9,20 @@ public struct FaceTracker: Sendable {
         var seenAt: Int
         var velocityX = 0.0
         var velocityY = 0.0
+        /// Where and when the detector first found it, and how often since.
+        var firstBox: FaceBox
+        var firstSeenAt: Int
+        var sightings = 1
+    }
+
+    /// What one detection did to the tracks, for a cover that looks back: the faces no track had,
+    /// and the tracks seen for the second time, whose speed is now known.
+    public struct Sightings: Sendable {
+        /// Faces new in view, or found again after the hold.
+        public var fresh: [FaceBox] = []
+        /// Each track seen for the second time: where and when it was first found, and its speed
+        /// in pixels a frame.
+        public var second: [(box: FaceBox, frame: Int, velocityX: Double, velocityY: Double)] = []
     }
 
     /// Frames a face stays covered after the detector last saw it.
@@ -26,11 +40,14 @@ public struct FaceTracker: Sendable {
     }
 
     /// What the detector found in frame `frame` (frames numbered in order; not every one need
-    /// be given); returns the faces no track had (new in view, or found again after the hold).
+    /// be given). Tracks past their hold are dropped first: a face found again after it is a
+    /// fresh one (its frames since the hold were not covered).
     @discardableResult
-    public mutating func detected(_ faces: [FaceBox], inFrame frame: Int) -> [FaceBox] {
+    public mutating func detected(_ faces: [FaceBox], inFrame frame: Int) -> Sightings {
+        tracks = tracks.filter { frame - $0.seenAt <= hold }
         var unmatched = Array(tracks.indices)
         var fresh: [Track] = []
+        var sightings = Sightings()
         // Each face to the track whose predicted box it overlaps most, the surest faces first.
         for face in faces.sorted(by: { $0.score > $1.score }) {
             let best = unmatched.max { a, b in
@@ -43,14 +60,19 @@ public struct FaceTracker: Sendable {
                 track.velocityY = (face.centerY - track.box.centerY) / frames
                 track.box = face
                 track.seenAt = frame
+                track.sightings += 1
+                if track.sightings == 2 {
+                    sightings.second.append((track.firstBox, track.firstSeenAt, track.velocityX, track.velocityY))
+                }
                 tracks[best] = track
                 unmatched.removeAll { $0 == best }
             } else {
-                fresh.append(Track(box: face, seenAt: frame))
+                fresh.append(Track(box: face, seenAt: frame, firstBox: face, firstSeenAt: frame))
             }
         }
-        tracks = tracks.filter { frame - $0.seenAt <= hold } + fresh
-        return fresh.map(\.box)
+        tracks += fresh
+        sightings.fresh = fresh.map(\.box)
+        return sightings
     }
 
     /// A box carried `frames` frames away from where it was seen, grown as a track's is.

@@ -159,7 +159,8 @@ struct Serve: ParsableCommand {
         inversion: .prefixedNo,
         help: ArgumentHelp(
             "Cover the faces in every preview (pixelated, as `export --blur-faces`; the default when the "
-                + "config's preview_blur_faces is true); a camera whose faces cannot be covered has no preview."))
+                + "config's preview_blur_faces is true; --no-preview-blur-faces shows them as captured); a camera "
+                + "whose faces cannot be covered has no preview."))
     var previewBlurFaces: Bool?
 
     @Option(

@@ -29,7 +29,8 @@ struct Upload: ParsableCommand {
             (as `fieldcap extract --blur-faces` writes it: the same frames, numbers and \
             times): a covered copy is written beside the session first, sent, and removed; \
             the session itself is never changed. A camera whose faces cannot be covered \
-            (MJPEG, FFV1, H.264) stops the upload before anything is sent (exit 64).
+            (MJPEG, FFV1, H.264, HEVC, Bayer) stops the upload before anything is covered \
+            or sent (exit 64). The copies an upload killed midway left are removed by the next.
 
               fieldcap upload sessions/rig-20261123T140200Z --to http://aligner:8080 \\
                   --blur-faces
@@ -65,10 +66,18 @@ struct Upload: ParsableCommand {
         defer { for directory in scratch { try? FileManager.default.removeItem(atPath: directory) } }
         var uploaded = sessions
         if let settings {
+            // Every session is checked before any is covered: a refusal costs no covering.
+            for session in sessions {
+                do { try RangeExtractor.checkFaces(source: session, settings: settings) } catch {
+                    say("Error: \(session): \(error)")
+                    throw "\(error)".hasPrefix("--blur-faces") ? ExitCode(64) : SyncServiceExit.unreadableSession
+                }
+            }
             uploaded = []
             for session in sessions {
                 let parent = URL(fileURLWithPath: session).deletingLastPathComponent().path
-                let directory = "\(parent)/.upload-\(UUID().uuidString)"
+                Self.removeAbandonedCopies(in: parent)
+                let directory = "\(parent)/\(Self.copyPrefix)\(getpid())-\(UUID().uuidString)"
                 scratch.append(directory)
                 say("covering the faces in \(session)")
                 do {
@@ -83,10 +92,15 @@ struct Upload: ParsableCommand {
                         throw SyncServiceExit.unreadableSession
                     }
                     uploaded.append(outcome.out)
+                } catch let exit as ExitCode {
+                    throw exit
                 } catch let failure as RangeExtractor.Failure {
                     say("Error: \(session): \(failure.message)")
                     // A camera that cannot be covered, or no detector: a request that cannot be done.
                     throw failure.message.hasPrefix("--blur-faces") ? ExitCode(64) : SyncServiceExit.unreadableSession
+                } catch {
+                    say("Error: \(session): covering its faces: \(error)")
+                    throw SyncServiceExit.unreadableSession
                 }
             }
         }
@@ -122,6 +136,21 @@ struct Upload: ParsableCommand {
                     + "\(answer.reason): \(SyncUploader.message(in: answer))"
             )
             throw SyncServiceExit.serviceError
+        }
+    }
+
+    /// The covered copies `--blur-faces` writes beside a session: `.upload-faces-PID-UUID`.
+    static let copyPrefix = ".upload-faces-"
+
+    /// Removes the covered copies an upload left beside its sessions when it was killed (its
+    /// process is gone): they are hidden from `fieldcap sessions` and the storage budget.
+    static func removeAbandonedCopies(in directory: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(copyPrefix) {
+            guard let pid = Int32(name.dropFirst(copyPrefix.count).prefix { $0 != "-" }), pid > 0,
+                kill(pid, 0) != 0 && errno == ESRCH
+            else { continue }
+            try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
         }
     }
 

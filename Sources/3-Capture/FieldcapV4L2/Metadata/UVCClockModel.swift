@@ -15,7 +15,8 @@
 /// again every quarter of a second of host time. Every recent header's bounds (over
 /// `boundsWindowNs`) are carried to the PTS at that rate, widened by three times the rate's error
 /// over the distance carried, and what all of them allow is kept: its middle is the mapping,
-/// half its width the uncertainty. All but the most restrictive 1 % on each side (up to 16): a
+/// half its width the uncertainty: all but the most restrictive 1 % on each side (at least one
+/// of 20 or more, up to 16), so the bound is what all but the extremes allow. A
 /// header whose two readings of one side were split apart, its CPU stalled between them (a
 /// starved virtual machine's for milliseconds), bounds too tightly, and one such header would
 /// move the mapping by its stall. `uvcvideo` reads the host's time before its frame counter and
@@ -287,8 +288,9 @@ public struct UVCClockModel: Sendable {
         health.residualRMSNs = rough.residualRMS
     }
 
-    /// The most restrictive bounds left out on each side, of `count`: 1 %, at most 16.
-    static func trimmed(_ count: Int) -> Int { min(16, count / 100) }
+    /// The most restrictive bounds left out on each side, of `count`: 1 %, at least one of 20 or
+    /// more (a camera that sends one clock reference a frame), at most 16.
+    static func trimmed(_ count: Int) -> Int { count < 20 ? 0 : max(1, min(16, count / 100)) }
 
     /// The smallest values offered, in order, as many as `storage` holds: the last of them is
     /// the bound that leaves the smaller ones out. Plain data over stack memory.

@@ -174,13 +174,13 @@ public final class PreviewStream: Sendable {
         // The frame's copy the faces are covered in, and what covers them (this thread's own).
         var cover: FaceCover?
         if let faces {
-            guard case .success(let layout) = FrameLayout.of(format),
-                let made = try? FaceCover.mtcnn(layout: layout, settings: faces.holding(rate: maxRate))
-            else {
-                state.withLock { $0.failure = "the face detector did not load: no frame is shown uncovered" }
+            do {
+                cover = try FaceCover.mtcnn(
+                    layout: FrameLayout.of(format).get(), settings: faces.holding(rate: maxRate))
+            } catch {
+                state.withLock { $0.failure = "\(error): no frame is shown uncovered" }
                 return
             }
-            cover = made
         }
         var covered: [UInt8] = []
         // Below the capture and writer threads: on a small CPU the preview is what waits.
@@ -213,7 +213,7 @@ public final class PreviewStream: Sendable {
                         (frame.isJPEG ? Array(bytes) : try encoder.encode(bytes), frame)
                     }.mapError { PreviewError($0.description) }
                 }
-                // Faces are covered in a copy: the tap's buffer is the writer's to fill next.
+                // Faces are covered in a copy: the tap's buffer stays the frame the writer gave.
                 guard !frame.isJPEG else { return .failure(PreviewError("a JPEG frame cannot have its faces covered")) }
                 covered.removeAll(keepingCapacity: true)
                 covered.append(contentsOf: bytes)

@@ -280,7 +280,10 @@ public enum RangeExtractor {
                     try video.writeFrame($0, captureNs: meta.captureNs, keyframe: meta.keyframe)
                 }
                 frameLog += meta.logLine
-                if !frame.covered.isEmpty { RangeExtractor.add(frame.covered, toLastLineOf: &frameLog) }
+                if !frame.covered.isEmpty && !RangeExtractor.add(frame.covered, toLastLineOf: &frameLog) {
+                    throw Failure(
+                        message: "\(id): a frame log line does not end as fieldcap writes it; validate the source")
+                }
             }
         }
 
@@ -448,7 +451,12 @@ public enum RangeExtractor {
                         var line: [UInt8] = []
                         log.renumbered(frame, to: base + frame - lower, into: &line)
                         output.waiting.append((ns, read.isKeyframe, line))
-                        try output.write(settled: faces.push(Array(read.bytes)))
+                        let settled: [(bytes: [UInt8], covered: [FaceBox])]
+                        do throws(FaceCoverError) { settled = try faces.push(Array(read.bytes)) } catch {
+                            throw Failure(
+                                message: "\(output.id) frame \(frame) of \(part): covering its faces: \(error)")
+                        }
+                        try output.write(settled: settled)
                     } else {
                         try video.writeFrame(read.bytes, captureNs: ns, keyframe: read.isKeyframe)
                     }
@@ -484,6 +492,14 @@ public enum RangeExtractor {
         return layout
     }
 
+    /// Refused as `extract` covering faces would refuse `source` (a camera whose faces cannot be
+    /// covered, no detector), before anything is written: `upload` checks every session first.
+    public static func checkFaces(source: String, settings: FaceCover.Settings) throws {
+        let (_, all) = try parts(of: source, fromNs: 0, toNs: .max)
+        guard let first = all.first else { return }
+        try checkFacesCanBeCovered(try first.contents().streams, settings: settings)
+    }
+
     /// Every camera can have its faces covered and the detector loads: refused before anything is
     /// written.
     static func checkFacesCanBeCovered(_ streams: [Sidecar.Contents.Stream], settings: FaceCover.Settings) throws {
@@ -500,12 +516,31 @@ public enum RangeExtractor {
         }
     }
 
-    /// `"faces_covered":[[x,y,w,h],...]` added to the frame log line just written.
-    static func add(_ boxes: [FaceBox], toLastLineOf log: inout [UInt8]) {
+    /// `"faces_covered":[[x,y,w,h],...]` added to the frame log line just written, in place of
+    /// one it had (a covered extract extracted again, covered again); false for a line that does
+    /// not end as fieldcap writes it (`}`), which takes none.
+    static func add(_ boxes: [FaceBox], toLastLineOf log: inout [UInt8]) -> Bool {
         guard log.count >= 2, log[log.count - 1] == UInt8(ascii: "\n"), log[log.count - 2] == UInt8(ascii: "}")
-        else { return }
+        else { return false }
         log.removeLast(2)
+        // The key fieldcap writes last, so an earlier cover's boxes end the line.
+        let key = Array(#","faces_covered":["#.utf8)
+        let lineStart = (log.lastIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
+        if let found = Self.lastRange(of: key, in: log[lineStart...]), log.last == UInt8(ascii: "]") {
+            log.removeSubrange(found.lowerBound...)
+        }
         log += Array((#","faces_covered":["# + boxes.map(\.pixelsJSON).joined(separator: ",") + "]}\n").utf8)
+        return true
+    }
+
+    static func lastRange(of key: [UInt8], in text: ArraySlice<UInt8>) -> Range<Int>? {
+        guard text.count >= key.count else { return nil }
+        var start = text.endIndex - key.count
+        while start >= text.startIndex {
+            if text[start..<(start + key.count)].elementsEqual(key) { return start..<(start + key.count) }
+            start -= 1
+        }
+        return nil
     }
 
     /// The manifest's `frame_count` of stream `id`, if the manifest says.

@@ -156,7 +156,9 @@ package final class PixelConverter {
                     height, Int32((layout == .rgb8 ? TJPF_RGB : TJPF_GRAY).rawValue), 0)
             }
         }
-        guard result == 0 else {
+        // A warning ("Corrupt JPEG data: extraneous bytes", common from UVC cameras) leaves the
+        // picture decoded.
+        guard result == 0 || tjGetErrorCode(decoder) == Int32(TJERR_WARNING.rawValue) else {
             let problem = message(decoder)
             restartDecoder()
             throw ExportError(.session, "an MJPEG frame does not decode: \(problem)")

@@ -86,6 +86,8 @@ package final class CameraReader {
     private var waiting: [Frame] = []
     private var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
     private var ended = false
+    /// Frames read so far: the next one's number in the video, for messages.
+    private var framesRead = 0
 
     package func next() throws(ExportError) -> Frame? {
         guard let faces else { return try read() }
@@ -97,16 +99,17 @@ package final class CameraReader {
                 break
             }
             waiting.append(frame)
+            framesRead += 1
             let picture: [UInt8]
             if let recoding {
                 do { picture = try recoding.decoder.pixels(frame.bytes).bytes } catch {
-                    throw ExportError(.session, "--blur-faces: \(stream.id) frame \(waiting.count - 1): \(error)")
+                    throw ExportError(.session, "--blur-faces: \(stream.id) frame \(framesRead - 1): \(error)")
                 }
             } else {
                 picture = frame.bytes
             }
             do throws(FaceCoverError) { settled = try faces.push(picture) } catch {
-                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(waiting.count - 1): \(error)")
+                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(framesRead - 1): \(error)")
             }
         }
         guard !settled.isEmpty, !waiting.isEmpty else { return nil }
