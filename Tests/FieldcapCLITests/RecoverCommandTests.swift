@@ -115,8 +115,23 @@ struct RecoverCommandTests {
         let finishedSidecars = try finished.map {
             try Data(contentsOf: URL(fileURLWithPath: "\(out)/\($0.directory)/fieldcap.json"))
         }
+        // A segment made ready after the last one the index lists (a kill before the index
+        // listed it): an empty frame log only, as the recorder makes one; and one past it that
+        // holds a file of the user's, which stays.
+        let last = try #require(before.segments.map(\.number).max())
+        let orphan = String(format: "%08d-20261129T000000Z", last + 1)
+        let users = String(format: "%08d-20261129T000001Z", last + 2)
+        for name in [orphan, users] {
+            try FileManager.default.createDirectory(atPath: "\(out)/\(name)", withIntermediateDirectories: true)
+        }
+        try Data().write(to: URL(fileURLWithPath: "\(out)/\(orphan)/\(before.streams[0].id).frames.ndjson"))
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: "\(out)/\(users)/notes.txt"))
         let result = try FieldcapProcess.run(["recover", out])
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains("\(orphan): made ready but not yet in the index"), "\(result.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: "\(out)/\(orphan)"))
+        #expect(FileManager.default.fileExists(atPath: "\(out)/\(users)/notes.txt"))
+        try FileManager.default.removeItem(atPath: "\(out)/\(users)")
         let after = try #require(RecordingIndex.read(directory: out))
         #expect(after.state == "recovered")
         #expect(after.segments.allSatisfy { $0.state == .complete || $0.state == .recovered })

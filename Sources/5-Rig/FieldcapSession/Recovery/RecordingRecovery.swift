@@ -76,6 +76,20 @@ public enum RecordingRecovery {
                     layout, streams: index.streams, startNs: segment.startMonotonicRawNs)
             }
         }
+        // A segment made ready after the last one the index lists, the recorder killed before it
+        // listed it: removed when it holds only what the recorder makes ready (#42's rule).
+        let last = index.segments.map(\.number).max() ?? 0
+        let listed = Set(index.segments.map(\.directory))
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !listed.contains(name)
+        {
+            guard name.count > 9, name.dropFirst(8).first == "-", let number = Int(name.prefix(8)), number > last,
+                name.prefix(8).allSatisfy(\.isASCII), !PathName.isSymbolicLink("\(directory)/\(name)"),
+                neverWritten(SessionLayout(directory: "\(directory)/\(name)"), streams: index.streams)
+            else { continue }
+            try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
+            removed.append(name)
+            say("\(name): made ready but not yet in the index, never written into: removed")
+        }
         if index.state == "recording" { index.state = "recovered" }
         try index.write(directory: directory)
         return .recovered(
