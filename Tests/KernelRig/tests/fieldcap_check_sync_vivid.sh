@@ -58,7 +58,7 @@ mkdir -p "$work"
 # The scene, rendered ahead: 6 s of a turning camera at vivid's PAL rate.
 "$fieldcap" --cam synthetic:$small@25,format=GREY,motion=hand,id=scene \
 	--duration 6s --out "$work/rendered" -q
-ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
+ffmpeg -v error -i "$work/rendered/scene.mkv" -fps_mode passthrough -f rawvideo -pix_fmt gray "$work/rendered.raw"
 session=$work/session
 # The loopback tool plays the scene a fixed time after its rendering (the first frame 3 s after it
 # has loaded them, longer when the recorder was not capturing by then) and gives the IMU's stamps
@@ -72,7 +72,7 @@ session=$work/session
 /usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.pop("shows"); print("played:", p)' \
 	"$work/played.json"
 "$fieldcap" validate -q "$session"
-ffmpeg -v error -i "$session/cam.mkv" -f rawvideo -pix_fmt gray "$work/captured.raw"
+ffmpeg -v error -i "$session/cam.mkv" -fps_mode passthrough -f rawvideo -pix_fmt gray "$work/captured.raw"
 /usr/bin/python3 "$tools/vivid_loopback.py" measure "$work/captured.raw" "$session" \
 	$width $height 1 "$work/played.json" >"$work/truth.json"
 echo "truth: $(cat "$work/truth.json")"

@@ -48,7 +48,7 @@ mkdir -p "$work"
 	"$astronaut" "$work/face.png"
 "$fieldcap" --cam "synthetic:360x288@25,format=GREY,picture=$work/face.png,id=scene" \
 	--duration 2s --out "$work/rendered" -q
-ffmpeg -v error -i "$work/rendered/scene.mkv" -f rawvideo -pix_fmt gray "$work/rendered.raw"
+ffmpeg -v error -i "$work/rendered/scene.mkv" -fps_mode passthrough -f rawvideo -pix_fmt gray "$work/rendered.raw"
 session=$work/session
 /usr/bin/python3 "$tools/vivid_loopback.py" "$work/rendered.raw" "$work/rendered/scene.timestamps.jsonl" "$out" \
 	360 288 -- "$fieldcap" --cam "$cap,id=cam,size=360x288,format=GREY" --duration 60s --out "$session" -q \

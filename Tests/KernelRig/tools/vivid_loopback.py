@@ -163,8 +163,12 @@ def main():
     stamps = [json.loads(line)["capture_ns"] for line in open(stamps_path)]
     with open(raw, "rb") as source:
         frames = [bytearray(source.read(size)) for _ in stamps]
-    if any(len(f) != size for f in frames):
-        sys.exit(f"{raw} holds fewer frames than {stamps_path} has lines")
+        extra = source.read(1)
+    # One frame for each line, exactly: FFmpeg's default frame-rate conversion duplicates a frame
+    # where the stamps jitter (decode with -fps_mode passthrough), which shifted every later
+    # frame's content a period against its stamp and made the truth a frame short.
+    if any(len(f) != size for f in frames) or extra:
+        sys.exit(f"{raw} does not hold one frame for each line of {stamps_path}")
     for number, frame in enumerate(frames):
         stamp(frame, number + 1, width)  # 0 would read as a black frame
     output = Output(out_node)
@@ -232,6 +236,9 @@ def measure():
     stamps = [json.loads(line)["capture_ns"] for line in open(f"{session}/cam.timestamps.jsonl")]
     sequences = [json.loads(line)["sequence"] for line in open(f"{session}/cam.frames.ndjson")]
     seen = []  # (capture_ns, lag, kernel sequence, the played frame's number)
+    if os.path.getsize(raw) != len(stamps) * width * height:
+        sys.exit(f"{raw} does not hold one frame for each line of the session's cam.timestamps.jsonl"
+                 " (decode it with -fps_mode passthrough)")
     with open(raw, "rb") as source:
         for capture_ns, sequence in zip(stamps, sequences):
             frame = source.read(width * height)
