@@ -19,6 +19,17 @@ final class ScriptedDetector: FaceDetecting {
 
 @Suite("Covering a camera's faces frame by frame")
 struct FaceCoverTests {
+    /// `frame` pushed `times` times through a cover that looks ahead, and what it settled, flushed.
+    static func pushed(
+        _ frame: [UInt8], times: Int, through cover: FaceCover
+    ) throws -> [(
+        bytes: [UInt8], covered: [FaceBox]
+    )] {
+        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
+        for _ in 0..<times { settled += try cover.push(frame) }
+        return settled + cover.flush()
+    }
+
     @Test("the detector sees every Nth frame; the boxes, grown by the margin, are covered in each; the report counts")
     func everyNth() throws {
         let layout = FrameLayout(.grey8, width: 160, height: 120)
@@ -72,10 +83,8 @@ struct FaceCoverTests {
         func frames(_ settings: FaceCover.Settings) throws -> [(covered: [FaceBox], changed: Bool)] {
             let detector = ScriptedDetector { call in call >= 2 ? [face] : [] }
             let cover = FaceCover(layout: layout, settings: settings, detector: detector)
-            var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
             let original = (0..<layout.byteCount).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-            for _ in 0..<12 { settled += try cover.push(original) }
-            settled += cover.flush()
+            let settled = try Self.pushed(original, times: 12, through: cover)
             #expect(detector.shown.count == 3)
             return settled.map { ($0.covered, $0.bytes != original) }
         }
@@ -119,10 +128,7 @@ struct FaceCoverTests {
         settings.hold = 12
         settings.lookAhead = 12
         let cover = FaceCover(layout: layout, settings: settings, detector: detector)
-        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
-        let frame = [UInt8](repeating: 9, count: layout.byteCount)
-        for _ in 0..<18 { settled += try cover.push(frame) }
-        settled += cover.flush()
+        let settled = try Self.pushed([UInt8](repeating: 9, count: layout.byteCount), times: 18, through: cover)
         #expect(settled.count == 18)
         for (index, result) in settled.enumerated() {
             guard let face = truth(index) else { continue }
@@ -145,9 +151,7 @@ struct FaceCoverTests {
         settings.hold = 6
         settings.lookAhead = 6
         let cover = FaceCover(layout: layout, settings: settings, detector: detector)
-        var settled: [(bytes: [UInt8], covered: [FaceBox])] = []
-        for _ in 0..<14 { settled += try cover.push([UInt8](repeating: 9, count: layout.byteCount)) }
-        settled += cover.flush()
+        let settled = try Self.pushed([UInt8](repeating: 9, count: layout.byteCount), times: 14, through: cover)
         // Frames 0-6 held from frame 0; 7-11 only by looking back from 12; 12 and 13 seen.
         #expect(settled.map { !$0.covered.isEmpty } == Array(repeating: true, count: 14))
     }

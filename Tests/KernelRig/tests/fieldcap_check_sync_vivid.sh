@@ -20,28 +20,9 @@
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
-dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+: "${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}"
 tools=$FIELDCAP_REPO/Tests/KernelRig/tools
-restore() {
-	set +e
-	rmmod vivid 2>/dev/null
-	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
-	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
-}
-trap restore EXIT
-for _ in $(seq 50); do rmmod vivid 2>/dev/null && break; sleep 0.1; done
-modprobe vivid n_devs=1 node_types=0x101
-node() {
-	for n in /sys/class/video4linux/video*; do
-		if [ "$(cat "$n/name")" = "$1" ]; then echo "/dev/${n##*/}"; fi
-	done
-}
-for _ in $(seq 50); do
-	cap=$(node vivid-000-vid-cap) out=$(node vivid-000-vid-out)
-	if [ -n "$cap" ] && [ -n "$out" ]; then break; fi
-	sleep 0.1
-done
-[ -n "$cap" ] && [ -n "$out" ] || { echo "FAIL: vivid's capture and output nodes did not appear"; exit 1; }
+. "$FIELDCAP_REPO/Tests/KernelRig/lib/vivid-loopback.sh"
 # The scene is rendered at a quarter of PAL's size (a synthetic render of 720x576 falls behind
 # 25 fps under emulation, and a stuttering scene tells no offset; at 180x144 the scene's texture is
 # too coarse: correlation 0.66, not 0.95); vivid's output scaler fills the 720x576 PAL picture with

@@ -13,30 +13,11 @@
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
-dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
+: "${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}"
 tools=$FIELDCAP_REPO/Tests/KernelRig/tools
 astronaut=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
 [ -f "$astronaut" ] || { echo "FAIL: no $astronaut: install Debian's python3-skimage (scripts/install-deps)"; exit 1; }
-restore() {
-	set +e
-	rmmod vivid 2>/dev/null
-	modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0
-	for _ in $(seq 50); do [ -e "$dev" ] && break; sleep 0.1; done
-}
-trap restore EXIT
-for _ in $(seq 50); do rmmod vivid 2>/dev/null && break; sleep 0.1; done
-modprobe vivid n_devs=1 node_types=0x101
-node() {
-	for n in /sys/class/video4linux/video*; do
-		if [ "$(cat "$n/name")" = "$1" ]; then echo "/dev/${n##*/}"; fi
-	done
-}
-for _ in $(seq 50); do
-	cap=$(node vivid-000-vid-cap) out=$(node vivid-000-vid-out)
-	if [ -n "$cap" ] && [ -n "$out" ]; then break; fi
-	sleep 0.1
-done
-[ -n "$cap" ] && [ -n "$out" ] || { echo "FAIL: vivid's capture and output nodes did not appear"; exit 1; }
+. "$FIELDCAP_REPO/Tests/KernelRig/lib/vivid-loopback.sh"
 v4l2-ctl -d "$cap" -i 2 -c s_video_000_0_is_connected_to=2 -c osd_text_mode=2 \
 	--set-fmt-video=width=360,height=288,pixelformat=GREY,field=interlaced
 v4l2-ctl -d "$out" -o 0 --set-fmt-video-out=width=360,height=288,pixelformat=GREY,field=interlaced

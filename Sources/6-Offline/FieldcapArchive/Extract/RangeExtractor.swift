@@ -526,21 +526,11 @@ public enum RangeExtractor {
         // The key fieldcap writes last, so an earlier cover's boxes end the line.
         let key = Array(#","faces_covered":["#.utf8)
         let lineStart = (log.lastIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
-        if let found = Self.lastRange(of: key, in: log[lineStart...]), log.last == UInt8(ascii: "]") {
+        if let found = TimestampLines.lastRange(of: key, in: log[lineStart...]), log.last == UInt8(ascii: "]") {
             log.removeSubrange(found.lowerBound...)
         }
         log += Array((#","faces_covered":["# + boxes.map(\.pixelsJSON).joined(separator: ",") + "]}\n").utf8)
         return true
-    }
-
-    static func lastRange(of key: [UInt8], in text: ArraySlice<UInt8>) -> Range<Int>? {
-        guard text.count >= key.count else { return nil }
-        var start = text.endIndex - key.count
-        while start >= text.startIndex {
-            if text[start..<(start + key.count)].elementsEqual(key) { return start..<(start + key.count) }
-            start -= 1
-        }
-        return nil
     }
 
     /// The manifest's `frame_count` of stream `id`, if the manifest says.
