@@ -151,10 +151,11 @@ let package = Package(
         // over OpenCV, Sources/1-Platform/CFaceDetector, is built by scripts/build-face-detector as a
         // plain shared object, since SwiftPM would link a dynamic product with the Swift runtime a
         // rig running the static fieldcap lacks), the tracker that carries faces between
-        // detections, the pixelation of each frame layout.
+        // detections, the pixelation of each frame layout; an MJPEG or FFV1 camera's frames decoded
+        // and written again around it with FieldcapEncode's codecs.
         .target(
             name: "FieldcapFaces",
-            dependencies: ["FieldcapSystem", "FieldcapCore", "CLibcrypto"]),
+            dependencies: ["FieldcapSystem", "FieldcapCore", "FieldcapEncode", "CLibcrypto"]),
         // Live preview: each camera's newest frame, taken from its writer only when a viewer
         // waits, encoded on a thread of its own.
         .target(
@@ -356,7 +357,8 @@ let package = Package(
             name: "FieldcapSyncServiceTests",
             dependencies: ["FieldcapSyncService", "FieldcapSession", "SyncField", "TestSupport"]),
         .testTarget(
-            name: "FieldcapFacesTests", dependencies: ["FieldcapFaces", "FieldcapCore", "CPNG", "TestSupport"]),
+            name: "FieldcapFacesTests",
+            dependencies: ["FieldcapFaces", "FieldcapEncode", "FieldcapCore", "CPNG", "TestSupport"]),
         .testTarget(name: "FieldcapEncodeTests", dependencies: ["FieldcapEncode", "FieldcapCore", "TestSupport"]),
         .testTarget(
             name: "FieldcapPreviewTests",

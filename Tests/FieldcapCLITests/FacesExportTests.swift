@@ -25,10 +25,27 @@ struct FacesExportTests {
             "--cam", "synthetic:640x512@8,id=cam2,format=GREY,\(picture)",
             // Stored as MJPEG (its frames decoded to be covered, and written again).
             "--cam", "synthetic:800x600@8,id=mj,format=YUYV,encode=jpeg,\(picture)",
-            "--cam", "synthetic:160x120@8,id=bayer,format=RGGB",
+            // A mosaic: covered as one (each filter colour averaged on its own).
+            "--cam", "synthetic:640x512@8,id=bayer,format=RGGB,\(picture)",
         ])
         try #require(result.status == 0, "\(result.stderr)")
         return out
+    }
+
+    /// A copy of `session` whose sidecar says camera `id` is stored as `format` (H.264, which no
+    /// synthetic camera records): what the cover refuses, refused from what the sidecar says.
+    static func copy(_ session: String, to copy: String, saying id: String, isStoredAs format: String) throws {
+        try FileManager.default.copyItem(atPath: session, toPath: copy)
+        let path = "\(copy)/fieldcap.json"
+        var sidecar = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var streams = try #require(sidecar["streams"] as? [[String: Any]])
+        let index = try #require(streams.firstIndex { $0["id"] as? String == id })
+        var stored = try #require(streams[index]["format"] as? [String: Any])
+        stored["pixel_format"] = format
+        streams[index]["format"] = stored
+        sidecar["streams"] = streams
+        try JSONSerialization.data(withJSONObject: sidecar).write(to: URL(fileURLWithPath: path))
     }
 
     func export(_ session: String, _ arguments: [String]) throws -> String {
@@ -46,7 +63,7 @@ struct FacesExportTests {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let session = try recordSession()
         let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
-        let cameras = ["--streams", "cam0,cam1,cam2,mj"]
+        let cameras = ["--streams", "cam0,cam1,cam2,mj,bayer"]
         _ = try export(session, ["--format", "euroc", "--colour", "--out", "\(root)/plain"] + cameras)
         let said = try export(
             session, ["--format", "euroc", "--colour", "--blur-faces", "--out", "\(root)/covered"] + cameras)
@@ -59,6 +76,8 @@ struct FacesExportTests {
         #expect(verdict.output.contains("euroc cam2"), "\(verdict.output)")
         // The MJPEG camera (EuRoC's fourth): its covered frames are JPEGs again, over 40 dB.
         #expect(verdict.output.contains("euroc cam3: ") && verdict.output.contains("PSNR >="), "\(verdict.output)")
+        // The Bayer camera (the fifth), covered in its mosaic and demosaiced: bit for bit outside.
+        #expect(verdict.output.contains(/euroc cam4: .* bit-exact/), "\(verdict.output)")
 
         _ = try export(session, ["--format", "images", "--streams", "cam0", "--out", "\(root)/plain-images"])
         _ = try export(
@@ -92,8 +111,8 @@ struct FacesExportTests {
 
     @Test(
         """
-        refused before anything is written, exit 64: a camera the cover cannot read (Bayer), the \
-        detector's library or model missing or not the one pinned, the face options without --blur-faces
+        refused before anything is written, exit 64: the detector's library or model missing or not \
+        the one pinned, the face options without --blur-faces (every camera the exports decode is covered)
         """
     )
     func refused() throws {
@@ -108,14 +127,6 @@ struct FacesExportTests {
             #expect(!FileManager.default.fileExists(atPath: out))
             #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
         }
-        try refusal(
-            ["--format", "euroc", "--blur-faces", "--streams", "bayer"],
-            saying: "--blur-faces: bayer is 160x120 RGGB: RGGB frames are not covered as they are")
-        // Before the camera that can be covered is written, not after.
-        try refusal(
-            ["--format", "euroc", "--blur-faces", "--streams", "cam0,bayer"],
-            saying: "bayer is 160x120 RGGB: RGGB frames are not covered as they are (grey, Y16, YUYV and NV12 are); "
-                + "leave it out with --streams")
         try refusal(
             ["--format", "images", "--blur-faces", "--streams", "cam0"],
             environment: ["FIELDCAP_FACE_DETECTOR": "\(root)/none.so"],
@@ -139,7 +150,8 @@ struct FacesExportTests {
         extract and upload --blur-faces: the same frames, lines and times with every face the cascade \
         finds covered, each frame's boxes in its frame log line, the report in fieldcap.json; the \
         service stores the covered video and the recorded timestamps; nothing left beside the \
-        session, the session untouched; an MJPEG camera refused before anything is written
+        session, the session untouched; MJPEG written again as JPEG, FFV1 as FFV1 (bit for bit \
+        outside the boxes); an H.264 camera refused before anything is written or sent
         """
     )
     func extractAndUpload() throws {
@@ -150,6 +162,8 @@ struct FacesExportTests {
             "record", "--out", session, "--duration", "1500ms", "--host-id", "rig_a",
             "--cam", "synthetic:800x600@8,id=cam0,format=YUYV,\(picture)",
             "--cam", "synthetic:640x512@8,id=cam2,format=GREY,\(picture)", "--imu", "synthetic:100,id=imu",
+            "--cam", "synthetic:640x512@8,id=ff,format=GREY,encode=ffv1,\(picture)",
+            "--cam", "synthetic:640x512@8,id=mj,format=YUYV,encode=jpeg,\(picture)",
         ])
         try #require(recorded.status == 0, "\(recorded.stderr)")
         let before = try FileManager.default.contentsOfDirectory(atPath: session).sorted()
@@ -159,7 +173,8 @@ struct FacesExportTests {
         let covered = try FieldcapProcess.run(["extract", session, "--out", "\(root)/covered", "--blur-faces"] + range)
         try #require(covered.status == 0, "\(covered.stderr)")
         #expect(covered.stdout.contains(/cam2: faces covered in (\d+) of \1 frames/), "\(covered.stdout)")
-        for (camera, exactness) in [("cam2", "exact"), ("cam0", "lossy")] {
+        #expect(covered.stdout.contains(/ff: faces covered in (\d+) of \1 frames/), "\(covered.stdout)")
+        for (camera, exactness) in [("cam2", "exact"), ("cam0", "lossy"), ("ff", "exact"), ("mj", "lossy")] {
             let verdict = try ExportCommandTests.judge(
                 ["session", "\(root)/plain", "\(root)/covered", camera, exactness], checker: "faces_check.py",
                 python: Self.debianPython)
@@ -173,7 +188,7 @@ struct FacesExportTests {
         let upload = try FieldcapProcess.run(["upload", session, "--to", service.base, "--blur-faces"])
         #expect(upload.status == 0, "\(upload.stderr)")
         #expect(upload.stderr.contains(/cam0: faces covered in (\d+) of \1 frames/), "\(upload.stderr)")
-        for camera in ["cam0", "cam2"] {
+        for camera in ["cam0", "cam2", "ff", "mj"] {
             let stored = "\(service.store)/rig_a/\(camera)"
             #expect(
                 FileManager.default.contents(atPath: "\(stored).timestamps.jsonl")
@@ -187,18 +202,17 @@ struct FacesExportTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: session).sorted() == before)
 
         // A camera the cover cannot read: refused before anything is written or sent.
-        let mjpeg = "\(root)/mjpeg"
-        let made = try FieldcapProcess.run([
-            "record", "--out", mjpeg, "--duration", "500ms", "--cam", "synthetic:160x120@8,id=mj,format=MJPG",
-        ])
-        try #require(made.status == 0, "\(made.stderr)")
-        let refused = try FieldcapProcess.run(["extract", mjpeg, "--out", "\(root)/refused", "--blur-faces"] + range)
+        let h264 = "\(root)/h264/rig_a"
+        try FileManager.default.createDirectory(atPath: "\(root)/h264", withIntermediateDirectories: true)
+        try Self.copy(session, to: h264, saying: "mj", isStoredAs: "H264")
+        let refused = try FieldcapProcess.run(["extract", h264, "--out", "\(root)/refused", "--blur-faces"] + range)
         #expect(refused.status == 1 && !FileManager.default.fileExists(atPath: "\(root)/refused"))
-        #expect(refused.stderr.contains("--blur-faces: mj is 160x120 MJPG"), "\(refused.stderr)")
-        let notSent = try FieldcapProcess.run(["upload", mjpeg, "--to", service.base, "--blur-faces"])
+        #expect(refused.stderr.contains("--blur-faces: mj is 640x512 H264: H264 frames are coded"), "\(refused.stderr)")
+        let notSent = try FieldcapProcess.run(["upload", h264, "--to", service.base, "--blur-faces"])
         #expect(notSent.status == 64, "\(notSent.stderr)")
         #expect(service.received.count == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix(".") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(root)/h264").filter { $0.hasPrefix(".") }.isEmpty)
     }
 
     @Test("picture=: a PNG cut short, not a PNG, or with a flipped byte is one line naming the file, exit 64")

@@ -61,8 +61,8 @@ struct ServePreviewCommandTests: ServeSuite {
     @Test(
         """
         --preview-blur-faces: no face Debian's OpenCV cascade finds in the recording is found in the \
-        preview, idle and through a recording that encodes JPEG and loses nothing; an MJPEG camera \
-        has no preview and says why
+        preview, idle and through a recording that encodes JPEG and loses nothing; an MJPEG camera's \
+        preview is covered too (its JPEGs decoded, covered and written again)
         """
     )
     func previewCoversFaces() throws {
@@ -72,8 +72,14 @@ struct ServePreviewCommandTests: ServeSuite {
             "--cam", "synthetic:160x120@8,id=mj,format=MJPG", "--preview-blur-faces", "--preview-rate", "5",
         ])
         let devices = try serve.request("GET", "/api/v1/rig").json["devices"] as? [[String: Any]] ?? []
-        let unavailable = (devices.last?["preview"] as? [String: Any])?["unavailable"] as? String ?? ""
-        #expect(unavailable.contains("its faces cannot be covered: MJPG frames are not covered"), "\(devices)")
+        #expect((devices.last?["preview"] as? [String: Any])?["mjpg"] as? String == "/api/v1/preview/mj.mjpg")
+        let snapshot = NSTemporaryDirectory() + "/snapshot-\(UUID().uuidString).jpg"
+        defer { try? FileManager.default.removeItem(atPath: snapshot) }
+        #expect(try serve.request("GET", "/api/v1/preview/mj.jpg", to: snapshot).status == 200)
+        #expect(try Self.probeJPEG(Data(contentsOf: URL(fileURLWithPath: snapshot))) == "160,120")
+        let mjCover = try serve.request("GET", "/api/v1/rig").json["devices"] as? [[String: Any]] ?? []
+        let mjReport = (mjCover.last?["preview"] as? [String: Any])?["faces_covered"] as? [String: Any] ?? [:]
+        #expect((mjReport["frames"] as? Int ?? 0) >= 1, "\(mjCover)")
         let body = NSTemporaryDirectory() + "/preview-\(UUID().uuidString).mjpg"
         let shown = body + ".frames"
         defer {

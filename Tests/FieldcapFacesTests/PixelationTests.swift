@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Pixelation: each block its own mean, nothing outside the boxes touched")
 struct PixelationTests {
-    static let kinds: [FrameLayout.Kind] = [.grey8, .grey16, .rgb8, .yuyv, .nv12]
+    static let kinds: [FrameLayout.Kind] = [.grey8, .grey16, .rgb8, .yuyv, .nv12, .bayer8]
 
     /// Which bytes of a frame stand for pixels inside the box (aligned and cut as the pixelation
     /// does), per component, by the component's sample grid.
@@ -24,7 +24,7 @@ struct PixelationTests {
 
     @Test("every layout: the box's blocks uniform with their mean, every other byte as it was", arguments: kinds)
     func blocks(kind: FrameLayout.Kind) {
-        let layout = FrameLayout(kind, width: 64, height: 48)
+        let layout = FrameLayout(kind, width: 64, height: 48, bayer: kind == .bayer8 ? .grbg : nil)
         var random = SplitMix64(seed: 48)
         let original = (0..<layout.byteCount).map { _ in UInt8.random(in: 0...255, using: &random) }
         var frame = original

@@ -1,3 +1,5 @@
+import FieldcapEncode
+
 /// Covers the faces of one camera's frames, in their order: the detector looks at every
 /// `detectEvery`th frame, the tracker carries its faces over the frames between and the ones it
 /// misses, and each box, grown by `margin` on every side, is pixelated in the frame itself.
@@ -186,6 +188,20 @@ public final class FaceCover {
             if scratch.count != 3 * width * height { scratch = [UInt8](repeating: 0, count: 3 * width * height) }
             scratch.withUnsafeMutableBytes { rgb in YUVToRGB.convert(bytes, layout: layout, into: rgb) }
             return try detectScratch(channels: 3)
+        case .yuvPlanes:
+            if scratch.count != 3 * width * height { scratch = [UInt8](repeating: 0, count: 3 * width * height) }
+            scratch.withUnsafeMutableBytes { rgb in YUVToRGB.convertPlanes(bytes, layout: layout, into: rgb) }
+            return try detectScratch(channels: 3)
+        case .bayer8:
+            // Demosaiced as the exports show it (bilinear), in colour as YUV's.
+            guard let pattern = layout.bayer,
+                let demosaic = BayerDemosaic(pattern: pattern, width: width, height: height)
+            else { throw FaceCoverError("\(layout): not whole 2x2 blocks") }
+            if scratch.count != 3 * width * height { scratch = [UInt8](repeating: 0, count: 3 * width * height) }
+            scratch.withUnsafeMutableBufferPointer { rgb in
+                demosaic.rgb(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), into: rgb.baseAddress!)
+            }
+            return try detectScratch(channels: 3)
         }
     }
 
@@ -287,13 +303,33 @@ enum YUVToRGB {
                     u = Int(frame[chroma]) - 128
                     v = Int(frame[chroma + 1]) - 128
                 }
-                // Fixed point, 16 fractional bits: 1.402, 0.344136, 0.714136, 1.772.
-                let at = 3 * (y * width + x)
-                rgb[at] = clamp(luma + (91881 * v + 32768) >> 16)
-                rgb[at + 1] = clamp(luma - (22554 * u + 46802 * v + 32768) >> 16)
-                rgb[at + 2] = clamp(luma + (116130 * u + 32768) >> 16)
+                store(luma: luma, u: u, v: v, at: 3 * (y * width + x), into: rgb)
             }
         }
+    }
+
+    /// A JPEG's planes (`FrameLayout(jpegPlanes:width:height:)`), each chroma sample for the pixels it
+    /// stands for.
+    static func convertPlanes(
+        _ frame: UnsafeRawBufferPointer, layout: FrameLayout, into rgb: UnsafeMutableRawBufferPointer
+    ) {
+        let (luma, blue, red) = (layout.components[0], layout.components[1], layout.components[2])
+        for y in 0..<layout.height {
+            for x in 0..<layout.width {
+                let chroma = (y / blue.down) * blue.rowBytes + x / blue.across
+                store(
+                    luma: Int(frame[y * luma.rowBytes + x]), u: Int(frame[blue.offset + chroma]) - 128,
+                    v: Int(frame[red.offset + chroma]) - 128, at: 3 * (y * layout.width + x), into: rgb)
+            }
+        }
+    }
+
+    /// One pixel's RGB, fixed point with 16 fractional bits: 1.402, 0.344136, 0.714136, 1.772.
+    @inline(__always)
+    private static func store(luma: Int, u: Int, v: Int, at: Int, into rgb: UnsafeMutableRawBufferPointer) {
+        rgb[at] = clamp(luma + (91881 * v + 32768) >> 16)
+        rgb[at + 1] = clamp(luma - (22554 * u + 46802 * v + 32768) >> 16)
+        rgb[at + 2] = clamp(luma + (116130 * u + 32768) >> 16)
     }
 
     private static func clamp(_ value: Int) -> UInt8 { UInt8(max(0, min(255, value))) }

@@ -52,10 +52,10 @@ struct Export: ParsableCommand {
             across, each its own average. A face is covered from half a second before the
             detector first finds it (the export looks ahead) to half a second after it
             last saw it; a face it never finds (too small, in profile, too dark) stays as
-            it is: look at what was covered before sharing. Grey, Y16, YUYV and NV12
-            frames (and FFV1 cameras, decoded) are covered, and MJPEG cameras' frames
-            decoded, covered and written again as JPEG (quality 95, 4:4:4); Bayer cameras
-            are refused. What was covered is kept beside the frames (images:
+            it is: look at what was covered before sharing. Grey, Y16, YUYV, NV12 and
+            Bayer frames (and FFV1 cameras, decoded) are covered as they are, and MJPEG
+            cameras' frames in their YUV planes, written again as JPEG of the same
+            subsampling (quality 95). What was covered is kept beside the frames (images:
             metadata.json's faces_covered; euroc: mav0/camN/faces_covered.json; mp4:
             ID.faces_covered.json; mcap: the metadata record fieldcap.faces_covered). The
             session itself is never changed. Needs libFieldcapFaceDetector.so

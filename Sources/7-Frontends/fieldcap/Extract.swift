@@ -28,10 +28,11 @@ struct Extract: ParsableCommand {
             (as `fieldcap export --blur-faces` does: pixelated, found by the MTCNN
             detector and carried between detections): the same frames with the same
             numbers and times, each frame's boxes in its frame log line
-            (faces_covered) and each camera's report in fieldcap.json. Raw cameras
-            only (YUYV, NV12, grey, Y16; Z16 depth is copied as recorded): a coded
-            camera (MJPEG, FFV1, H.264, HEVC) or a Bayer one is refused before anything
-            is written (`fieldcap export --blur-faces` decodes MJPEG and FFV1).
+            (faces_covered) and each camera's report in fieldcap.json. Each video is
+            stored as recorded: raw frames covered in place (Z16 depth is copied as
+            recorded), MJPEG written again as JPEG of the same subsampling (quality
+            95), FFV1 coded again as FFV1; a camera coded across frames (H.264, HEVC,
+            FWHT) is refused before anything is written.
 
               fieldcap extract sessions/rig-20261123T140000Z --blur-faces \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z --out clip-covered

@@ -59,7 +59,7 @@ struct Record: ParsableCommand {
             lens fov=DEGREES across (60 by default), the IMU's gyroscope reads the same
             turning, its stamps late by its own delay=MS (motion=still: a rig held
             still); the known truth `fieldcap check-sync` is tested with. A synthetic
-            camera with picture=FILE.png (YUYV, NV12 or GREY) shows that photograph
+            camera with picture=FILE.png (YUYV, NV12, GREY or Bayer) shows that photograph
             moving across its pattern, as a person walks past (`export --blur-faces`).
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under

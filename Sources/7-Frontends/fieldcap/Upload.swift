@@ -29,8 +29,8 @@ struct Upload: ParsableCommand {
             (as `fieldcap extract --blur-faces` writes it: the same frames, numbers and \
             times): a covered copy is written beside the session first, sent, and removed; \
             the session itself is never changed. A camera whose faces cannot be covered \
-            (MJPEG, FFV1, H.264, HEVC, Bayer) stops the upload before anything is covered \
-            or sent (exit 64). The copies an upload killed midway left are removed by the next.
+            (H.264, HEVC, FWHT) stops the upload before anything is covered or sent \
+            (exit 64). The copies an upload killed midway left are removed by the next.
 
               fieldcap upload sessions/rig-20261123T140200Z --to http://aligner:8080 \\
                   --blur-faces

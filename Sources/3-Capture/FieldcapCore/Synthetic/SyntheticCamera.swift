@@ -80,10 +80,12 @@ public final class SyntheticCamera: CaptureSource, @unchecked Sendable {
     }
 
     /// The formats a picture is shown in.
-    public static let pictureFormats: [VideoFormat.PixelFormat] = [.grey, .yuyv, .nv12]
+    public static let pictureFormats: [VideoFormat.PixelFormat] = [
+        .grey, .yuyv, .nv12, .bayerBGGR, .bayerGBRG, .bayerGRBG, .bayerRGGB,
+    ]
 
     /// A picture in the camera's format: its rows as the frame holds them (YUYV's pairs, NV12's
-    /// luma rows then its chroma rows), an even size.
+    /// luma rows then its chroma rows, a mosaic's filtered colours in `luma`), an even size.
     private struct Overlay {
         var name: String
         var width: Int
@@ -377,6 +379,22 @@ extension SyntheticCamera {
         }
         func byte(_ value: Double) -> UInt8 { UInt8(max(0, min(255, value.rounded()))) }
         var luma = [UInt8](repeating: 0, count: width * height)
+        if let pattern = pixelFormat.bayerPattern {
+            // Each pixel the colour its filter passes; the picture lands on even columns and rows,
+            // so its filter is the frame's.
+            for y in 0..<height {
+                for x in 0..<width {
+                    let at = (y * picture.width + x) * 3
+                    luma[y * width + x] =
+                        switch pattern.colour(column: x, row: y) {
+                        case .red: picture.rgb[at]
+                        case .green: picture.rgb[at + 1]
+                        case .blue: picture.rgb[at + 2]
+                        }
+                }
+            }
+            return Overlay(name: picture.name, width: width, height: height, luma: luma, chroma: [])
+        }
         for y in 0..<height { for x in 0..<width { luma[y * width + x] = byte(yuv(x, y).0) } }
         var chroma: [UInt8] = []
         if pixelFormat == .yuyv {

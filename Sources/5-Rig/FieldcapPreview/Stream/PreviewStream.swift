@@ -68,7 +68,7 @@ public final class PreviewStream: Sendable {
         // Checked here, so a stream that exists can encode, and cover.
         _ = try JPEGEncoder(format: format, quality: quality)
         if let faces {
-            switch FrameLayout.of(format) {
+            switch StoredFrameCover.layout(stored: format, captured: nil) {
             case .success: break
             case .failure(let problem): throw FaceCoverError("its faces cannot be covered: \(problem)")
             }
@@ -171,18 +171,20 @@ public final class PreviewStream: Sendable {
     /// (`1 / maxRate`) after the last one, encodes it and hands it out.
     private func run() {
         guard let encoder = try? JPEGEncoder(format: format, quality: quality) else { return }
-        // The frame's copy the faces are covered in, and what covers them (this thread's own).
-        var cover: FaceCover?
+        // What covers the faces (this thread's own), in a copy of the frame: an MJPEG camera's
+        // decoded, covered and written again at the preview's quality.
+        var cover: StoredFrameCover?
         if let faces {
             do {
-                cover = try FaceCover.mtcnn(
-                    layout: FrameLayout.of(format).get(), settings: faces.holding(rate: maxRate))
+                // Live: each frame shown as it comes, never held back to look ahead.
+                var live = faces.holding(rate: maxRate)
+                live.lookAhead = 0
+                cover = try StoredFrameCover(stored: format, settings: live, quality: quality)
             } catch {
                 state.withLock { $0.failure = "\(error): no frame is shown uncovered" }
                 return
             }
         }
-        var covered: [UInt8] = []
         // Below the capture and writer threads: on a small CPU the preview is what waits.
         _ = CFieldcapLinux_nice_thread(10)
         let periodNs = UInt64(1e9 / max(0.1, maxRate))
@@ -214,14 +216,17 @@ public final class PreviewStream: Sendable {
                     }.mapError { PreviewError($0.description) }
                 }
                 // Faces are covered in a copy: the tap's buffer stays the frame the writer gave.
-                guard !frame.isJPEG else { return .failure(PreviewError("a JPEG frame cannot have its faces covered")) }
-                covered.removeAll(keepingCapacity: true)
-                covered.append(contentsOf: bytes)
-                do throws(FaceCoverError) { _ = try cover.cover(&covered) } catch {
+                // A frame here is a JPEG only from an MJPEG camera (a recording that encodes JPEG
+                // still hands a covering preview its raw frames).
+                let settled: [(bytes: [UInt8], covered: [FaceBox])]
+                do throws(FaceCoverError) { settled = try cover.push(Array(bytes)) } catch {
                     return .failure(PreviewError("covering the faces: \(error)"))
                 }
+                // The live cover looks ahead by no frame: each comes back at once.
+                guard let shown = settled.first else { return .failure(PreviewError("the cover held a frame back")) }
+                if format.pixelFormat == .mjpeg { return .success((shown.bytes, frame)) }
                 do {
-                    return .success((try covered.withUnsafeBytes { try encoder.encode($0) }, frame))
+                    return .success((try shown.bytes.withUnsafeBytes { try encoder.encode($0) }, frame))
                 } catch {
                     return .failure(PreviewError("\(error)"))
                 }

@@ -13,6 +13,9 @@ extension Sidecar {
             public var nominalRate: Double
             public var format: VideoFormat?
             public var linkedPath: String?
+            /// What an encoded camera captured (its `encoding`'s `captured_pixel_format`): what an
+            /// FFV1 video decodes to. Nil when the sidecar names none fieldcap captures.
+            public var capturedPixelFormat: VideoFormat.PixelFormat?
         }
 
         /// The whole document, to write back with changes.
@@ -56,7 +59,10 @@ extension Sidecar {
                     Stream(
                         id: id, kind: entry["kind"]?.stringValue ?? (format == nil ? "sensor" : "video"),
                         nominalRate: entry["nominal_rate"]?.doubleValue ?? 0, format: format,
-                        linkedPath: entry["linked_path"]?.stringValue))
+                        linkedPath: entry["linked_path"]?.stringValue,
+                        capturedPixelFormat: entry["encoding"]?["captured_pixel_format"]?.stringValue
+                            .flatMap(VideoFormat.PixelFormat.init(rawValue:))
+                            .flatMap { VideoFormat.PixelFormat.captured.contains($0) ? $0 : nil }))
             }
             self.document = document
             state = document["state"]?.stringValue ?? "complete"

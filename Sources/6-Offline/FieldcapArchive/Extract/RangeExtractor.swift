@@ -17,9 +17,10 @@ import SyncField
 ///
 /// With faces to cover, each camera's frames are covered before they are written (the same
 /// frames, numbers and times; each frame's boxes in its frame log line, the camera's report in
-/// the sidecar). Raw frames only: a coded camera (MJPEG, FFV1, H.264; `export --blur-faces`
-/// decodes FFV1) is refused before anything is written, as is a missing detector; depth cameras
-/// (Z16) are copied as recorded.
+/// the sidecar): raw frames in place, an MJPEG camera's decoded and written again as JPEG, an
+/// FFV1 camera's decoded and coded again as FFV1 (`StoredFrameCover`). A camera coded across
+/// frames (H.264, HEVC, FWHT) is refused before anything is written, as is a missing detector;
+/// depth cameras (Z16) are copied as recorded.
 public enum RangeExtractor {
     public struct Request: Sendable {
         /// A segmented recording, a session, or a root holding the one that covers the range.
@@ -246,6 +247,8 @@ public enum RangeExtractor {
         let id: String
         let kind: String
         let format: VideoFormat?
+        /// What an FFV1 camera captured: what its frames decode to.
+        let captured: VideoFormat.PixelFormat?
         let nominalRate: Double
         let videoPath: String
         /// Made at the first part's frames, with what its file was coded with (FFV1's
@@ -253,7 +256,7 @@ public enum RangeExtractor {
         var video: MatroskaWriter?
         /// Covers the faces of each frame before it is written (nil: as recorded); it holds
         /// frames back (it looks ahead), which wait here with their time and frame log line.
-        var faces: FaceCover?
+        var faces: StoredFrameCover?
         var waiting: [(captureNs: UInt64, keyframe: Bool, logLine: [UInt8])] = []
         var timestamps: [UInt8] = []
         var sensor: [UInt8] = []
@@ -266,6 +269,7 @@ public enum RangeExtractor {
             id = stream.id
             kind = stream.kind
             format = stream.format
+            captured = stream.capturedPixelFormat
             nominalRate = stream.nominalRate
             videoPath = layout.video(stream.id)
         }
@@ -295,12 +299,15 @@ public enum RangeExtractor {
         }
 
         /// The video file, made on first use with the CodecPrivate of `source` (a part's file; nil
-        /// for none: a stream with no frame in the range).
+        /// for none: a stream with no frame in the range), or the one its covered frames are
+        /// coded with.
         func videoFile(copying source: String?) throws -> MatroskaWriter? {
             if let video { return video }
             guard let format else { return nil }
             let setup =
-                if let source, VideoFormat.PixelFormat.storedOnly.contains(format.pixelFormat) {
+                if let faces {
+                    faces.codecPrivate
+                } else if let source, VideoFormat.PixelFormat.storedOnly.contains(format.pixelFormat) {
                     try MatroskaFrames.codecPrivate(in: source)
                 } else { [UInt8]() }
             let made = try MatroskaWriter(
@@ -319,12 +326,14 @@ public enum RangeExtractor {
         let outputs = try first.streams.map { try Output($0, layout: layout) }
         if let settings = request.faces {
             for output in outputs {
-                guard let format = output.format, let layout = coveredLayout(format) else { continue }
+                guard let format = output.format, covered(format, captured: output.captured) else { continue }
+                // An FFV1 camera's record to decode with is each part's own (`copy`).
                 do throws(FaceCoverError) {
-                    output.faces = try FaceCover.mtcnn(
-                        layout: layout, settings: settings.offline(rate: output.nominalRate))
+                    output.faces = try StoredFrameCover(
+                        stored: format, captured: output.captured,
+                        settings: settings.offline(rate: output.nominalRate))
                 } catch {
-                    throw Failure(message: "--blur-faces: \(error)")
+                    throw Failure(message: "--blur-faces: \(output.id): \(error)")
                 }
             }
         }
@@ -348,7 +357,11 @@ public enum RangeExtractor {
         }
         for output in outputs {
             guard let faces = output.faces else { continue }
-            try output.write(settled: faces.flush())
+            let settled: [(bytes: [UInt8], covered: [FaceBox])]
+            do throws(FaceCoverError) { settled = try faces.flush() } catch {
+                throw Failure(message: "\(output.id): covering its last frames' faces: \(error)")
+            }
+            try output.write(settled: settled)
             say("\(output.id): \(faces.report.summary)")
         }
         var counts: [String: Int] = [:]
@@ -440,6 +453,13 @@ public enum RangeExtractor {
             if output.faces == nil {
                 for line in lower..<upper { log.renumbered(line, to: base + line - lower, into: &output.frameLog) }
             }
+            if let faces = output.faces, output.format?.pixelFormat == .ffv1 {
+                // Each part's file has its own record; its frames decode with it.
+                let record = try MatroskaFrames.codecPrivate(in: layout.video(output.id))
+                do throws(FaceCoverError) { try faces.decode(with: record) } catch {
+                    throw Failure(message: "\(layout.video(output.id)): \(error); validate \(part)")
+                }
+            }
             var frame = 0
             var failure: Error?
             try MatroskaFrames.forEachFrame(in: layout.video(output.id)) { read in
@@ -454,7 +474,9 @@ public enum RangeExtractor {
                         let settled: [(bytes: [UInt8], covered: [FaceBox])]
                         do throws(FaceCoverError) { settled = try faces.push(Array(read.bytes)) } catch {
                             throw Failure(
-                                message: "\(output.id) frame \(frame) of \(part): covering its faces: \(error)")
+                                message: error.damagedFrame
+                                    ? "\(output.id) frame \(frame) of \(part) does not decode (\(error)); validate \(part)"
+                                    : "\(output.id) frame \(frame) of \(part): covering its faces: \(error)")
                         }
                         try output.write(settled: settled)
                     } else {
@@ -485,11 +507,10 @@ public enum RangeExtractor {
         return upper - lower
     }
 
-    /// The layout faces are covered in for a camera of `format`; nil for one copied as recorded
-    /// (depth).
-    static func coveredLayout(_ format: VideoFormat) -> FrameLayout? {
-        guard format.pixelFormat != .z16, case .success(let layout) = FrameLayout.of(format) else { return nil }
-        return layout
+    /// Whether the faces of a camera stored as `format` are covered; false for one copied as
+    /// recorded (depth, Z16 as captured).
+    static func covered(_ format: VideoFormat, captured: VideoFormat.PixelFormat?) -> Bool {
+        format.pixelFormat != .z16 && !(format.pixelFormat == .ffv1 && captured == .z16)
     }
 
     /// Refused as `extract` covering faces would refuse `source` (a camera whose faces cannot be
@@ -504,8 +525,10 @@ public enum RangeExtractor {
     /// written.
     static func checkFacesCanBeCovered(_ streams: [Sidecar.Contents.Stream], settings: FaceCover.Settings) throws {
         for stream in streams {
-            guard let format = stream.format, format.pixelFormat != .z16 else { continue }
-            if case .failure(let problem) = FrameLayout.of(format) {
+            guard let format = stream.format, covered(format, captured: stream.capturedPixelFormat) else { continue }
+            if case .failure(let problem) = StoredFrameCover.layout(
+                stored: format, captured: stream.capturedPixelFormat)
+            {
                 throw Failure(
                     message:
                         "--blur-faces: \(stream.id) is \(format): \(problem): nothing written")

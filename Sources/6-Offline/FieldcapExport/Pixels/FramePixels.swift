@@ -34,8 +34,10 @@ package final class PixelConverter {
     let layout: FramePixels.Layout
     private let planes: YUVPlanes?
     private let demosaic: BayerDemosaic?
-    /// Remade after a frame that does not decode (`restartDecoder`).
-    private var decoder: tjhandle?
+    /// YUV planes to RGB.
+    private let decoder: tjhandle?
+    /// MJPEG frames to pixels.
+    private let jpeg: JPEGDecoder?
     /// An MJPEG frame whose header gives another size than the stream's is refused before it is
     /// decoded (a corrupt header can claim 65535 squared), rather than decoded at its own size.
     package var requiresRecordedSize = false
@@ -65,9 +67,10 @@ package final class PixelConverter {
         if needsPlanes && planes == nil {
             throw ExportError(.session, "\(format): \(YUVPlanes.problem(with: format) ?? "not YUV")")
         }
-        decoder = layout == .rgb8 || format.pixelFormat == .mjpeg ? tjInitDecompress() : nil
-        if (layout == .rgb8 || format.pixelFormat == .mjpeg) && decoder == nil {
-            throw ExportError(.output, "libjpeg-turbo could not start a decoder")
+        decoder = needsPlanes ? tjInitDecompress() : nil
+        if needsPlanes && decoder == nil { throw ExportError(.output, "libjpeg-turbo could not start a decoder") }
+        do { jpeg = format.pixelFormat == .mjpeg ? try JPEGDecoder() : nil } catch {
+            throw ExportError(.output, "\(error)")
         }
     }
 
@@ -133,45 +136,17 @@ package final class PixelConverter {
     }
 
     private func decodeJPEG(_ frame: [UInt8]) throws(ExportError) -> FramePixels {
-        guard let decoder else { throw ExportError(.output, "no JPEG decoder") }
-        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
-        let header = frame.withUnsafeBufferPointer {
-            tjDecompressHeader3(decoder, $0.baseAddress, UInt(frame.count), &width, &height, &subsampling, &colourspace)
-        }
-        guard header == 0, width > 0, height > 0 else {
-            let problem = message(decoder)
-            restartDecoder()
-            throw ExportError(.session, "an MJPEG frame does not decode: \(problem)")
-        }
-        if requiresRecordedSize && (Int(width) != format.width || Int(height) != format.height) {
-            throw ExportError(.session, "an MJPEG frame of \(width)x\(height) in a stream of \(format)")
-        }
+        guard let jpeg else { throw ExportError(.output, "no JPEG decoder") }
         let layout: FramePixels.Layout = self.layout == .rgb8 ? .rgb8 : .grey8
-        let channels = layout == .rgb8 ? 3 : 1
-        var pixels = [UInt8](repeating: 0, count: Int(width) * Int(height) * channels)
-        let result = frame.withUnsafeBufferPointer { source in
-            pixels.withUnsafeMutableBufferPointer { out in
-                tjDecompress2(
-                    decoder, source.baseAddress, UInt(frame.count), out.baseAddress, width, width * Int32(channels),
-                    height, Int32((layout == .rgb8 ? TJPF_RGB : TJPF_GRAY).rawValue), 0)
+        let size = requiresRecordedSize ? (width: format.width, height: format.height) : nil
+        do {
+            let decoded = try frame.withUnsafeBytes {
+                try jpeg.decode($0, to: layout == .rgb8 ? .rgb8 : .grey8, size: size)
             }
+            return FramePixels(layout: layout, width: decoded.width, height: decoded.height, bytes: decoded.bytes)
+        } catch {
+            throw ExportError(.session, "\(error)")
         }
-        // A warning ("Corrupt JPEG data: extraneous bytes", common from UVC cameras) leaves the
-        // picture decoded.
-        guard result == 0 || tjGetErrorCode(decoder) == Int32(TJERR_WARNING.rawValue) else {
-            let problem = message(decoder)
-            restartDecoder()
-            throw ExportError(.session, "an MJPEG frame does not decode: \(problem)")
-        }
-        return FramePixels(layout: layout, width: Int(width), height: Int(height), bytes: pixels)
-    }
-
-    /// A fresh decoder: libjpeg-turbo's is left mid-frame by some errors (a header whose size
-    /// is over its limit), and then refuses every frame after, so one bad frame would lose the rest.
-    private func restartDecoder() {
-        guard let old = decoder else { return }
-        tjDestroy(old)
-        decoder = tjInitDecompress()
     }
 
     private func message(_ handle: tjhandle) -> String { String(cString: tjGetErrorStr2(handle)) }

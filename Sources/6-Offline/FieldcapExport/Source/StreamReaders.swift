@@ -20,19 +20,14 @@ package final class CameraReader {
     /// Nil for a camera that recorded nothing in the session (it has no timestamps file).
     private let feed: FrameFeed?
     private let stamps: LineReader?
-    /// Covers each frame's faces as it is read, in order (nil: frames as recorded).
-    private let faces: FaceCover?
-    /// An MJPEG camera's frames are covered decoded to RGB and written again as JPEG.
-    private let recoding: (decoder: PixelConverter, encoder: RGBJPEGEncoder)?
-    /// The quality an MJPEG camera's covered frames are written again at.
-    package static let recodedJPEGQuality = 95
+    /// Covers each frame's faces as it is read, in order, an MJPEG camera's in its JPEGs' YUV
+    /// planes, written again as JPEG (nil: frames as recorded).
+    private let faces: StoredFrameCover?
 
-    /// The layout a camera's faces are covered in: its own frames', or RGB for MJPEG (decoded,
-    /// covered and written again).
+    /// The layout a camera's faces are covered in: its own frames' (an FFV1 camera's decoded),
+    /// or an MJPEG camera's JPEG planes (decoded, covered and written again).
     package static func coverLayout(_ format: VideoFormat) -> Result<FrameLayout, FaceCoverError> {
-        format.pixelFormat == .mjpeg
-            ? .success(FrameLayout(.rgb8, width: format.width, height: format.height))
-            : FrameLayout.of(format)
+        StoredFrameCover.layout(stored: format, captured: nil)
     }
 
     /// `coveringFaces`: cover the faces of each frame before it is returned. Refused here, before
@@ -42,32 +37,17 @@ package final class CameraReader {
     ) throws(ExportError) {
         self.stream = stream
         if let settings = coveringFaces, let format = stream.format {
-            let layout: FrameLayout
-            switch Self.coverLayout(format) {
-            case .success(let found): layout = found
-            case .failure(let error): throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
+            if case .failure(let error) = Self.coverLayout(format) {
+                throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
-            let cover: FaceCover
+            // An FFV1 camera's frames come decoded (the feed decodes them): covered as captured.
             do throws(FaceCoverError) {
-                cover = try FaceCover.mtcnn(layout: layout, settings: settings.offline(rate: stream.nominalRate))
+                faces = try StoredFrameCover(stored: format, settings: settings.offline(rate: stream.nominalRate))
             } catch {
                 throw ExportError(.request, "--blur-faces: \(error)")
             }
-            faces = cover
-            if format.pixelFormat == .mjpeg {
-                let decoder = try PixelConverter(format: format, layout: .rgb8)
-                decoder.requiresRecordedSize = true
-                recoding = (
-                    decoder,
-                    try RGBJPEGEncoder(width: format.width, height: format.height, quality: Self.recodedJPEGQuality)
-                )
-                cover.recodesJPEG(quality: Self.recodedJPEGQuality)
-            } else {
-                recoding = nil
-            }
         } else {
             faces = nil
-            recoding = nil
         }
         guard !stream.recordedNothing else {
             (stamps, feed) = (nil, nil)
@@ -95,27 +75,23 @@ package final class CameraReader {
         while settled.isEmpty && !ended {
             guard let frame = try read() else {
                 ended = true
-                settled = faces.flush()
+                do throws(FaceCoverError) { settled = try faces.flush() } catch {
+                    throw ExportError(.output, "--blur-faces: \(stream.id): its last frames: \(error)")
+                }
                 break
             }
             waiting.append(frame)
             framesRead += 1
-            let picture: [UInt8]
-            if let recoding {
-                do { picture = try recoding.decoder.pixels(frame.bytes).bytes } catch {
-                    throw ExportError(.session, "--blur-faces: \(stream.id) frame \(framesRead - 1): \(error)")
-                }
-            } else {
-                picture = frame.bytes
-            }
-            do throws(FaceCoverError) { settled = try faces.push(picture) } catch {
-                throw ExportError(.output, "--blur-faces: \(stream.id) frame \(framesRead - 1): \(error)")
+            do throws(FaceCoverError) { settled = try faces.push(frame.bytes) } catch {
+                throw ExportError(
+                    error.damagedFrame ? .session : .output,
+                    "--blur-faces: \(stream.id) frame \(framesRead - 1): \(error)")
             }
         }
         guard !settled.isEmpty, !waiting.isEmpty else { return nil }
         var frame = waiting.removeFirst()
         let cover = settled.removeFirst()
-        frame.bytes = try recoding?.encoder.encode(cover.bytes) ?? cover.bytes
+        frame.bytes = cover.bytes
         frame.facesCovered = cover.covered
         return frame
     }
