@@ -378,8 +378,8 @@ struct CaptureServerCommandTests {
     }
 
     /// Once the rig is connected to the server, a 2 s recording started through the API, and
-    /// its two uploads (the MP4, the tar) awaited for up to `seconds`.
-    static func recordTwoSecondsAndAwaitUploads(_ serve: ServeProcess, seconds: Int) throws {
+    /// its uploads (an MP4 a camera, the tar: `uploads`) awaited for up to `seconds`.
+    static func recordTwoSecondsAndAwaitUploads(_ serve: ServeProcess, seconds: Int, uploads: Int = 2) throws {
         for _ in 0..<100
         where (try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any])?["state"]
             as? String != "connected"
@@ -389,10 +389,10 @@ struct CaptureServerCommandTests {
         var link: [String: Any] = [:]
         for _ in 0..<(seconds * 10) {
             link = try serve.request("GET", "/api/v1/status").json["server"] as? [String: Any] ?? [:]
-            if (link["uploads"] as? Int ?? 0) >= 2 { break }
+            if (link["uploads"] as? Int ?? 0) >= uploads { break }
             usleep(100_000)
         }
-        #expect(link["uploads"] as? Int == 2, "\(link)")
+        #expect(link["uploads"] as? Int == uploads, "\(link)")
     }
 
     /// As AllSpark's server with autoUpload: each chunkSaved asked for at once; every message
@@ -432,36 +432,63 @@ struct CaptureServerCommandTests {
 
     @Test(
         """
-        --blur-faces: the MP4 the server stores shows no face OpenCV's cascade finds (a plain \
-        export of the recording shows it), and no video goes as recorded
+        upload_blur_faces in the rig's config: each MP4 the server stores, a raw camera's and an \
+        MJPEG one's, shows no face OpenCV's cascade finds (a plain export of the recording shows \
+        it), and no video goes as recorded; without the detector the rig stops at its start
         """
     )
     func blurredUploads() throws {
         let work = NSTemporaryDirectory() + "/capture-faces-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
+        let config = "\(work)/rig.yaml"
+        let picture = FacesExportTests.astronaut
+        try """
+        upload_blur_faces: true
+        cameras:
+          - device: synthetic:800x600@10
+            id: cam0
+            format: YUYV
+            picture: \(picture)
+          - device: synthetic:640x512@10
+            id: mj
+            format: YUYV
+            encode: jpeg
+            picture: \(picture)
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        // The config asks, the detector is missing: said at the start, naming the config's key.
+        let missing = try FieldcapProcess.run(
+            ["serve", "--config", config, "--server", "ws://127.0.0.1:9"],
+            environment: ["FIELDCAP_FACE_DETECTOR": "\(work)/none.so"])
+        #expect(missing.status == 64, "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains(
+                "upload_blur_faces in \(config): the face detector's library libFieldcapFaceDetector.so is not installed"
+            ),
+            "\(missing.stderr)")
+
         let server = try PythonPeer(script: Self.autoUploadServer, arguments: [work])
         defer { withExtendedLifetime(server) {} }
-        let serve = try ServeProcess([
-            "--cam", "synthetic:800x600@10,format=YUYV,picture=\(FacesExportTests.astronaut)", "--server",
-            "ws://127.0.0.1:\(server.port)", "--blur-faces",
-        ])
-        try Self.recordTwoSecondsAndAwaitUploads(serve, seconds: 30)
+        let serve = try ServeProcess(["--config", config, "--server", "ws://127.0.0.1:\(server.port)"])
+        try Self.recordTwoSecondsAndAwaitUploads(serve, seconds: 45, uploads: 3)
         let stored = try FileManager.default.contentsOfDirectory(atPath: work)
-        let video = try #require(stored.first { $0.hasSuffix(".mp4") }, "\(stored)")
         let tar = try #require(stored.first { $0.hasSuffix(".tar") }, "\(stored)")
         let listing = try runExecutable("/usr/bin/tar", ["-tf", "\(work)/\(tar)"]).output
         #expect(!listing.contains(".mkv") && listing.contains("cam0.faces_covered.json"), "\(listing)")
+        #expect(listing.contains("mj.faces_covered.json"), "\(listing)")
         // The recording itself, exported plain: the face is there to be covered.
         let recording = try #require(
             try FileManager.default.contentsOfDirectory(atPath: serve.root).first { !$0.hasPrefix(".") })
         let plain = try FieldcapProcess.run(
             ["export", "\(serve.root)/\(recording)", "--format", "mp4", "--out", "\(work)/plain"])
         #expect(plain.status == 0, "\(plain.stderr)")
-        let verdict = try ExportCommandTests.judge(
-            ["mp4", "\(work)/plain/cam0.mp4", "\(work)/\(video)"], checker: "faces_check.py",
-            python: FacesExportTests.debianPython)
-        #expect(verdict.passed, "\(verdict.output)")
+        for camera in ["cam0", "mj"] {
+            let video = try #require(stored.first { $0.hasSuffix(".mp4") && $0.contains("-\(camera)_") }, "\(stored)")
+            let verdict = try ExportCommandTests.judge(
+                ["mp4", "\(work)/plain/\(camera).mp4", "\(work)/\(video)"], checker: "faces_check.py",
+                python: FacesExportTests.debianPython)
+            #expect(verdict.passed, "\(camera): \(verdict.output)")
+        }
         #expect(serve.terminate() == 0)
     }
 

@@ -73,14 +73,19 @@ struct DevicePlanTests {
         #expect(imu.options["rate"] == "400")
     }
 
-    @Test("preview_blur_faces: true or false; anything else names its line and what to write")
-    func previewBlurFaces() throws {
+    @Test(
+        "preview_blur_faces and upload_blur_faces: true or false; anything else names its line and what to write",
+        arguments: ["preview_blur_faces", "upload_blur_faces"])
+    func blurFaces(key: String) throws {
         let rig = "cameras:\n  - device: synthetic:160x120@15\n"
-        #expect(try RigConfig.parse("preview_blur_faces: true\n" + rig, name: "rig.yaml").previewBlurFaces == true)
-        #expect(try RigConfig.parse("preview_blur_faces: false\n" + rig, name: "rig.yaml").previewBlurFaces == false)
-        #expect(try RigConfig.parse(rig, name: "rig.yaml").previewBlurFaces == nil)
+        func read(_ config: RigConfig) -> Bool? {
+            key == "preview_blur_faces" ? config.previewBlurFaces : config.uploadBlurFaces
+        }
+        #expect(read(try RigConfig.parse("\(key): true\n" + rig, name: "rig.yaml")) == true)
+        #expect(read(try RigConfig.parse("\(key): false\n" + rig, name: "rig.yaml")) == false)
+        #expect(read(try RigConfig.parse(rig, name: "rig.yaml")) == nil)
         let error = #expect(throws: RigConfigError.self) {
-            try RigConfig.parse("preview_blur_faces: yes\n" + rig, name: "rig.yaml")
+            try RigConfig.parse("\(key): yes\n" + rig, name: "rig.yaml")
         }
         #expect(error?.message.contains("rig.yaml:1") == true, "\(String(describing: error))")
         #expect(error?.message.contains("true") == true, "\(String(describing: error))")

@@ -196,10 +196,12 @@ struct Serve: ParsableCommand {
     var name: String?
 
     @Flag(
+        inversion: .prefixedNo,
         help: ArgumentHelp(
-            "With --server: cover the faces in every video uploaded (as `export --blur-faces`); a camera whose "
-                + "faces cannot be covered is left out of the upload, never sent as recorded."))
-    var blurFaces = false
+            "With --server: cover the faces in every video uploaded (as `export --blur-faces`; the default "
+                + "when the config's upload_blur_faces is true); a camera whose faces cannot be covered is "
+                + "left out of the upload, never sent as recorded."))
+    var blurFaces: Bool?
 
     @Option(
         help: ArgumentHelp(
@@ -287,18 +289,11 @@ struct Serve: ParsableCommand {
         if let server, let problem = CaptureServerClient.problem(with: server, insecure: insecure) {
             throw ValidationError("--server '\(server)': \(problem)")
         }
-        if server == nil && (insecure || name != nil || serverMaxMessage != nil || blurFaces) {
+        if server == nil && (insecure || name != nil || serverMaxMessage != nil || blurFaces == true) {
             throw ValidationError(
                 "--insecure, --name, --server-max-message and --blur-faces are for a capture server: "
                     + "give --server ws://HOST:PORT too"
             )
-        }
-        if blurFaces {
-            // The detector is checked now: a rig that cannot cover faces says so at its start,
-            // not at its first upload.
-            do throws(FaceCoverError) { _ = try MTCNNFaceDetector() } catch {
-                throw ValidationError("--blur-faces: \(error)")
-            }
         }
         if let serverMaxMessage, serverMaxMessage.bytes < 1024 {
             throw ValidationError(
@@ -322,10 +317,16 @@ struct Serve: ParsableCommand {
             hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep)
         overrides.wallClock = wallClock
         let coverPreviews = previewBlurFaces ?? rigConfig?.previewBlurFaces ?? false
-        if coverPreviews {
-            // Checked now: previews that should cover faces and cannot say so at the start.
+        let coverUploads = server != nil && (blurFaces ?? rigConfig?.uploadBlurFaces ?? false)
+        // Checked now: a rig that should cover faces and cannot says so at its start, not at its
+        // first preview or upload.
+        let asked = [
+            (coverPreviews, previewBlurFaces != nil ? "--preview-blur-faces" : "preview_blur_faces in \(config ?? "")"),
+            (coverUploads, blurFaces != nil ? "--blur-faces" : "upload_blur_faces in \(config ?? "")"),
+        ]
+        for (wanted, option) in asked where wanted {
             do throws(FaceCoverError) { _ = try MTCNNFaceDetector() } catch {
-                say("Error: --preview-blur-faces: \(error)")
+                say("Error: \(option): \(error)")
                 throw ExitCode(64)
             }
         }
@@ -370,7 +371,7 @@ struct Serve: ParsableCommand {
                 options: CaptureServerClient.Options(
                     url: url, name: name ?? rig.settings.hostId, insecure: insecure,
                     maxMessageBytes: serverMaxMessage?.bytes ?? 314_572_800,
-                    faces: blurFaces ? FaceCover.Settings() : nil),
+                    faces: coverUploads ? FaceCover.Settings() : nil),
                 logger: logger, notices: .lines(label: "fieldcap.capture-server") { say($0) })
         }
         let member = try fleetMember(rig: rig)

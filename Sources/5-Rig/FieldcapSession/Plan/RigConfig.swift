@@ -9,6 +9,7 @@ import SyncField
 ///     output: /var/lib/fieldcap/sessions
 ///     min_free: 2G
 ///     preview_blur_faces: true      # serve's live previews show faces covered
+///     upload_blur_faces: true       # serve --server uploads videos with faces covered
 ///     cameras:
 ///       - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3-video-index0
 ///         id: cam_left
@@ -37,11 +38,13 @@ public struct RigConfig: Sendable {
     public var intrinsics: String?
     /// Cover the faces in the live previews (`serve --preview-blur-faces`).
     public var previewBlurFaces: Bool?
+    /// Cover the faces in what `serve --server` uploads to a capture server (`--blur-faces`).
+    public var uploadBlurFaces: Bool?
     public var devices: [DeviceSpec]
 
     static let topKeys = [
         "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
-        "preview_blur_faces", "cameras", "imus",
+        "preview_blur_faces", "upload_blur_faces", "cameras", "imus",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -84,6 +87,9 @@ public struct RigConfig: Sendable {
         config.maxStorage = try top.value("max_storage", example: "16G") { ByteSize($0) }
         config.keep = try top.value("keep", example: "2h") { TimeSpan($0) }
         config.previewBlurFaces = try top.value("preview_blur_faces", example: "true") {
+            ["true": true, "false": false][$0]
+        }
+        config.uploadBlurFaces = try top.value("upload_blur_faces", example: "true") {
             ["true": true, "false": false][$0]
         }
         if config.segment == nil {

@@ -33,6 +33,8 @@ struct Check: ParsableCommand {
               keep: 2h                   # with segment: delete segments older than this
               intrinsics: camchain.yaml  # cameras' calibration (Kalibr, OpenCV, ROS) by
                                          # id; camchain.yaml,match=order by order
+              preview_blur_faces: true   # serve: faces covered in the live previews
+              upload_blur_faces: true    # serve --server: and in what is uploaded
               cameras:
                 - device: /dev/v4l/by-id/usb-046d_C920_A1B2C3D4-video-index0
                   id: cam_left
