@@ -67,13 +67,12 @@ public final class StoredFrameCover {
     ///
     /// - Parameters:
     ///   - format: the stream's format as stored (its sidecar's).
-    ///   - captured: an FFV1 camera's captured pixel format.
-    ///   - codecPrivate: an FFV1 camera's configuration record (its track's CodecPrivate), or
-    ///     empty to give one with `decode(with:)` before the first frame.
+    ///   - captured: an FFV1 camera's captured pixel format (its frames decode with the record
+    ///     `decode(with:)` gives).
     ///   - detector: nil for MTCNN with the installed model.
     ///   - quality: what an MJPEG camera's frames are written again at (a live preview's own).
     public init(
-        stored format: VideoFormat, captured: VideoFormat.PixelFormat? = nil, codecPrivate: [UInt8] = [],
+        stored format: VideoFormat, captured: VideoFormat.PixelFormat? = nil,
         settings: FaceCover.Settings, detector: (any FaceDetecting)? = nil, quality: Int = recodedJPEGQuality
     ) throws(FaceCoverError) {
         let layout = try Self.layout(stored: format, captured: captured).get()
@@ -100,9 +99,6 @@ public final class StoredFrameCover {
                 let frames = VideoFormat(width: width, height: height, pixelFormat: captured ?? format.pixelFormat)
                 let encoder = try FFV1Encoder(format: frames)
                 ffv1 = (frames, encoder)
-                if !codecPrivate.isEmpty {
-                    ffv1Decoder = (codecPrivate, try FFV1Decoder(format: frames, codecPrivate: codecPrivate))
-                }
                 jpeg = nil
                 self.codecPrivate = encoder.codecPrivate
             default:

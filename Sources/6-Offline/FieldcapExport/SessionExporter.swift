@@ -174,7 +174,8 @@ public enum SessionExporter {
     ) throws(ExportError) {
         for camera in cameras {
             guard let format = camera.format else { continue }
-            if case .failure(let problem) = CameraReader.coverLayout(format) {
+            // An FFV1 camera comes decoded: its format is the captured one.
+            if case .failure(let problem) = StoredFrameCover.layout(stored: format, captured: nil) {
                 throw ExportError(
                     .request,
                     "--blur-faces: \(camera.id) is \(format): \(problem); leave it out with --streams")

@@ -24,12 +24,6 @@ package final class CameraReader {
     /// planes, written again as JPEG (nil: frames as recorded).
     private let faces: StoredFrameCover?
 
-    /// The layout a camera's faces are covered in: its own frames' (an FFV1 camera's decoded),
-    /// or an MJPEG camera's JPEG planes (decoded, covered and written again).
-    package static func coverLayout(_ format: VideoFormat) -> Result<FrameLayout, FaceCoverError> {
-        StoredFrameCover.layout(stored: format, captured: nil)
-    }
-
     /// `coveringFaces`: cover the faces of each frame before it is returned. Refused here, before
     /// anything is written, for a format the cover cannot read, or without the detector.
     package init(
@@ -37,7 +31,7 @@ package final class CameraReader {
     ) throws(ExportError) {
         self.stream = stream
         if let settings = coveringFaces, let format = stream.format {
-            if case .failure(let error) = Self.coverLayout(format) {
+            if case .failure(let error) = StoredFrameCover.layout(stored: format, captured: nil) {
                 throw ExportError(.request, "--blur-faces: \(stream.id) is \(format): \(error)")
             }
             // An FFV1 camera's frames come decoded (the feed decodes them): covered as captured.
