@@ -51,7 +51,7 @@ let package = Package(
     targets: [
         // The house's system tools, below every layer: the syscall seam and its EINTR policy, named
         // threads, the latch and doorbell (pipes polled with the devices) that wake them, path names.
-        .target(name: "FieldcapSystem"),
+        .target(name: "FieldcapSystem", dependencies: ["CFieldcapLinux"]),
         // Bytes to files, for the SDK's writer and fieldcap's own files alike: the JSON spellings
         // and key order Foundation's JSONSerialization writes (without Foundation's ICU data), line
         // files written in batches and synced, a file replaced whole.
@@ -91,6 +91,8 @@ let package = Package(
         // How well the host's wall clock is disciplined, asked of chronyd and ptp4l through their
         // own tools (chronyc, pmc): the bound on its error beside each sync point.
         .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
+        // Streams other programs feed over a local socket (JSON lines): no C dependencies.
+        .target(name: "FieldcapFeeds", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // libmosquitto (Debian: libmosquitto-dev): the MQTT client of Eclipse Mosquitto, the
         // reference broker; no Swift MQTT client is among the offline packages, and libmosquitto
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
@@ -109,7 +111,8 @@ let package = Package(
             dependencies: [
                 "FieldcapOutput",
                 "FieldcapSystem",
-                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapSegments",
+                "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapFeeds",
+                "FieldcapSegments",
                 "FieldcapHotplug", "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
                 "CPNG",
                 .product(name: "Logging", package: "swift-log"),
@@ -279,7 +282,7 @@ let package = Package(
                 "FieldcapSegments", "FieldcapArchive", "FieldcapRig", "FieldcapService", "FieldcapPreview",
                 "FieldcapSyncService",
                 "FieldcapCaptureServer", "FieldcapExport", "FieldcapEncode", "FieldcapClockQuality", "FieldcapFleet",
-                "FieldcapSyncCheck", "FieldcapOutput", "FieldcapFaces",
+                "FieldcapSyncCheck", "FieldcapOutput", "FieldcapFaces", "FieldcapFeeds",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -313,6 +316,9 @@ let package = Package(
             name: "FieldcapNetworkingTests",
             dependencies: ["FieldcapNetworking", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "FieldcapCoreTests", dependencies: ["FieldcapCore", "SyncField", "TestSupport"]),
+        .testTarget(
+            name: "FieldcapFeedsTests",
+            dependencies: ["FieldcapFeeds", "FieldcapCore", "FieldcapSystem", "SyncField", "TestSupport"]),
         .testTarget(name: "FieldcapBenchTests", dependencies: ["FieldcapBench", "FieldcapCore", "TestSupport"]),
         .testTarget(name: "FieldcapHotplugTests", dependencies: ["FieldcapHotplug", "FieldcapSystem"]),
         .testTarget(name: "FieldcapIIOTests", dependencies: ["FieldcapIIO", "FieldcapCore", "TestSupport"]),
@@ -403,8 +409,8 @@ let layers: [(folder: String, targets: [String])] = [
     ),
     // SyncField: the SDK's API, its writer and its validator
     ("2-SDK", ["SyncField"]),
-    // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, the clocks
-    ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapClockQuality"]),
+    // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, programs' feeds, the clocks
+    ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapFeeds", "FieldcapClockQuality"]),
     // records to files: segments, Matroska videos, encoders, faces covered before frames are encoded
     ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode", "FieldcapFaces"]),
     // the application layer every front end drives: plans, the recording, recovery, previews, the rig

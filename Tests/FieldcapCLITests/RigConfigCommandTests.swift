@@ -125,8 +125,12 @@ struct RigConfigCommandTests {
         ("segment: often\nimus:\n  - device: synthetic\n", 1, "segment 'often'"),
         ("segment: 5s\nmax_storage: 0\nimus:\n  - device: synthetic\n", 2, "max_storage 0 would keep nothing"),
         ("segment: 5s\nkeep: never\nimus:\n  - device: synthetic\n", 2, "keep 'never'"),
-        ("host_id: rig\n", nil, "no cameras or imus"),
-        ("cameras: []\n", nil, "no cameras or imus"),
+        ("host_id: rig\n", nil, "no cameras, imus or sensors"),
+        ("cameras: []\n", nil, "no cameras, imus or sensors"),
+        ("sensors:\n  - device: feed:grip\n    rate: fast\n", 3, "rate 'fast'"),
+        ("sensors:\n  - device: feed:grip\n    socket: grip.sock\n", 3, "must be an absolute path"),
+        ("sensors:\n  - device: gps0\n", 2, "a sensor is feed:NAME"),
+        ("sensors:\n  - device: feed:grip\n    fps: 3\n", 3, "unknown key 'fps' in a sensor"),
     ]
 
     @Test("a bad config: one line naming the file and line, exit 64, no session", arguments: 0..<badConfigs.count)

@@ -135,6 +135,12 @@ public final class SyncSession: @unchecked Sendable {
     /// session's life. Zero means the writer always kept up.
     public var queueFullWaits: Int { queue.fullWaits.load(ordering: .relaxed) }
 
+    /// Whether more than half the writer's queue is free. A caller that would rather lose its
+    /// own records than make the others wait (a stream another program feeds, which can send
+    /// faster than any disk) records only while this holds, and leaves the other half to the
+    /// streams whose records must not wait.
+    package var writerHasRoom: Bool { queue.holdsFewer(than: queue.capacity / 2) }
+
     /// The writer thread of the current run (for tests that watch what it does).
     var writerThread: pthread_t? {
         lock.lock()

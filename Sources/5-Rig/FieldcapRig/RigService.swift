@@ -274,7 +274,7 @@ public final class RigService: Sendable {
             // The recording takes the cameras over from the preview, which then watches it.
             await onCameraQueue { [self] in closePreviewCapture() }
             let sources: [CaptureSource]
-            do { sources = try settings.plan.makeSources() } catch {
+            do { sources = try settings.plan.makeSources(logger: logger) } catch {
                 throw Refusal(kind: .unavailable, description: "\(error)")
             }
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)

@@ -132,14 +132,15 @@ public enum SessionExporter {
             let summary = try MCAPExport.write(
                 session: session, streams: streams, path: file,
                 options: .init(
-                    compression: request.compression, depthStreams: Set(request.depthStreams), faces: request.faces),
+                    compression: request.compression, depthStreams: Set(request.depthStreams), faces: request.faces,
+                    feedsAsJSON: !request.rosbag2),
                 calibration: calibration, progress: report, isCancelled: isCancelled)
             if request.rosbag2 {
                 try ExportFile.write(
                     Array(RosbagMetadata.yaml(summary: summary, file: "\(base)_0.mcap").utf8),
                     to: "\(staging)/metadata.yaml")
             }
-            lines = summary.topics.map { "\($0.topic) (\($0.type.rawValue)): \($0.count) messages" }
+            lines = summary.topics.map { "\($0.topic) (\($0.type)): \($0.count) messages" }
             if !summary.facesCovered.isEmpty {
                 lines.append(
                     "faces covered in " + summary.facesCovered.keys.sorted().joined(separator: ", ")

@@ -1,8 +1,9 @@
 import ArgumentParser
 import FieldcapCore
 import FieldcapSession
+import Logging
 
-/// The `--cam` and `--imu` options, shared by `fieldcap record` and `fieldcap bench jitter`.
+/// The `--cam`, `--imu` and `--sensor` options, shared by `fieldcap record` and `fieldcap bench jitter`.
 struct DeviceArguments: ParsableArguments {
     @Option(name: .customLong("cam"), help: ArgumentHelp("A camera (repeatable).", valueName: "SPEC"))
     var cameras: [String] = []
@@ -10,19 +11,26 @@ struct DeviceArguments: ParsableArguments {
     @Option(name: .customLong("imu"), help: ArgumentHelp("An IMU (repeatable).", valueName: "SPEC"))
     var imus: [String] = []
 
+    @Option(
+        name: .customLong("sensor"),
+        help: ArgumentHelp(
+            "A sensor a local program feeds (repeatable): feed:NAME.", valueName: "SPEC"))
+    var sensors: [String] = []
+
     var specs: [DeviceSpec] {
         get throws {
             do throws(PlanError) {
                 return try cameras.map { argument throws(PlanError) in try DeviceSpec(kind: .camera, argument: argument)
                 }
                     + imus.map { argument throws(PlanError) in try DeviceSpec(kind: .imu, argument: argument) }
+                    + sensors.map { argument throws(PlanError) in try DeviceSpec(kind: .sensor, argument: argument) }
             } catch {
                 throw error.exitForCommand()
             }
         }
     }
 
-    var isEmpty: Bool { cameras.isEmpty && imus.isEmpty }
+    var isEmpty: Bool { cameras.isEmpty && imus.isEmpty && sensors.isEmpty }
 }
 
 extension DevicePlan {
@@ -33,9 +41,9 @@ extension DevicePlan {
 
     /// Opens and sets up every device. A device that cannot be used as asked is one line on
     /// stderr and exit status 64 (a usage error), without the usage text.
-    func makeSourcesForCommand() throws -> [CaptureSource] {
+    func makeSourcesForCommand(logger: Logger = .silent(label: "fieldcap")) throws -> [CaptureSource] {
         do {
-            return try makeSources()
+            return try makeSources(logger: logger)
         } catch let error as PlanError {
             throw error.exitForCommand()
         } catch let error as DeviceSetupError {

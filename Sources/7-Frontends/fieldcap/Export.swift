@@ -19,7 +19,9 @@ struct Export: ParsableCommand {
                       (sensor_msgs/msg/Image, raw bytes with their ROS encoding:
                       yuv422_yuy2, mono8, mono16, nv12, 16UC1) or /ID/image_raw/compressed
                       (MJPEG); IMUs on /ID/imu (sensor_msgs/msg/Imu, no orientation),
-                      other channels on /ID/channels (fieldcap_msgs/msg/SensorChannels).
+                      other channels on /ID/channels (fieldcap_msgs/msg/SensorChannels);
+                      a stream a program fed (--sensor feed:) also on /ID/json, each
+                      record as it was sent (JSON, not in a --rosbag2 bag).
                       Stamps and log times are UTC ns mapped from capture_ns through the
                       sync point; the metadata record `fieldcap` holds the mapping. --out
                       names the .mcap file; with --rosbag2, a bag directory (metadata.yaml

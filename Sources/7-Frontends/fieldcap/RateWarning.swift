@@ -52,7 +52,12 @@ enum RateWarning {
         let (rate, overSpan) = measured(written: written, capturedSpanNs: capturedSpanNs, elapsed: elapsed)
         let ratio = rate / nominal
         guard ratio < lowest || ratio > highest else { return nil }
-        let (unit, records) = kind == .video ? ("fps", "frame") : ("Hz", "sample")
+        let (unit, records) =
+            switch kind {
+            case .video: ("fps", "frame")
+            case .sensor: ("Hz", "sample")
+            case .feed: ("Hz", "record")
+            }
         var text =
             cFormat("recorded at %.1f ", rate) + unit + cFormat(", %.0f%% of its nominal ", ratio * 100)
             + "\(SourceReport.rate(nominal)) \(unit)"
@@ -70,6 +75,8 @@ enum RateWarning {
                     "the camera delivered fewer frames than its rate; automatic exposure lowers the rate in "
                         + "low light: fix the exposure with ctrl.NAME=VALUE (`fieldcap list` shows the controls)"
                 )
+            } else if kind == .feed {
+                causes.append("the program sent fewer records than its rate= says")
             } else {
                 causes.append("the device delivered fewer samples than its rate")
             }

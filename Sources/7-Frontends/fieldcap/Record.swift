@@ -12,7 +12,7 @@ import SyncField
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Record cameras and IMUs into a new SyncField session directory (the default command).",
+        abstract: "Record cameras, IMUs and fed sensors into a new SyncField session directory (the default command).",
         discussion: """
             Each --cam and --imu takes a device and options, separated by commas:
 
@@ -61,6 +61,13 @@ struct Record: ParsableCommand {
             still); the known truth `fieldcap check-sync` is tested with. A synthetic
             camera with picture=FILE.png (YUYV, NV12, GREY or Bayer) shows that photograph
             moving across its pattern, as a person walks past (`export --blur-faces`).
+
+            --sensor feed:NAME[,socket=PATH][,rate=HZ][,channels=A+B]: any other sensor,
+            fed by a local program: a Unix socket (/run/fieldcap/feeds/NAME.sock as root,
+            $XDG_RUNTIME_DIR/fieldcap/feeds/ otherwise) that takes one JSON record per
+            line, {"capture_ns": N, "channels": {...}}, written as the SDK's record()
+            writes it (`fieldcap feed --help`; docs/feeds.md). Bad lines are counted and
+            shown, never fatal; channels= pins the channels every record must carry.
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under
             --root (./sessions by default). fieldcap never writes into an existing
@@ -222,7 +229,7 @@ struct Record: ParsableCommand {
     func run() throws {
         let logger = Logger(label: "fieldcap")
         let settings = try settings()
-        let sources = try settings.plan.makeSourcesForCommand()
+        let sources = try settings.plan.makeSourcesForCommand(logger: logger)
         let controllerSettings: RecordingController.Settings
         do throws(PlanError) {
             controllerSettings = try settings.controllerSettings(for: sources, out: out, directIO: !noDirectIO)

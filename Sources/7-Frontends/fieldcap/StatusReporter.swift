@@ -212,7 +212,11 @@ final class StatusReporter {
                 "  \(stream.id): \(stream.written) written ("
                 + cFormat("%.1f/s", Double(stream.written) / max(elapsed, 0.001)) + "), \(stream.dropped) dropped"
             if let range = stream.droppedRange { text += " (records \(range.lowerBound)...\(range.upperBound))" }
-            if stream.encoderDropped > 0 {
+            if stream.encoderDropped > 0 && sources[index].descriptor.kind == .feed {
+                text +=
+                    ", \(stream.encoderDropped) dropped while the session's writer was half full (the rest is kept "
+                    + "for the other streams)"
+            } else if stream.encoderDropped > 0 {
                 text += ", \(stream.encoderDropped) dropped by its encoder (it was behind; frame numbers stay exact)"
             }
             if let gaps = sources[index].deviceGaps?.count, gaps > 0 { text += ", \(gaps) skipped by the device" }

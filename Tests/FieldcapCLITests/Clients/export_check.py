@@ -16,6 +16,7 @@ CameraInfo against the calibration the sidecar keeps. Prints
 one line per stream and "export ok"; exits 1 with the first difference.
 """
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -45,8 +46,9 @@ class Session(SessionFiles):
         super().__init__(directory)
         self.streams = {s["id"]: s for s in self.sidecar["streams"]}
 
-    def expected(self, depth):
-        """Per topic: a list of (stamp, check(message)) in recording order."""
+    def expected(self, depth, feeds_as_json=True):
+        """Per topic: a list of (stamp, check(message)) in recording order. A stream a program fed
+        (its sidecar entry's kind "feed") also has its records as JSON, unless in a rosbag2 bag."""
         topics = {}
         for sid, stream in self.streams.items():
             stamps = [line["capture_ns"] for line in lines(self.dir / f"{sid}.timestamps.jsonl")]
@@ -93,7 +95,13 @@ class Session(SessionFiles):
                     topics[f"/{sid}/camera_info"] = [(self.utc(t), info) for t in stamps]
             else:
                 samples = lines(self.dir / f"{sid}.jsonl")
-                names = stream.get("channels") or sorted(samples[0]["channels"])
+                # Nested channels are named by their path, as fieldcap flattens them:
+                # `force[0]`, `joints.wrist[1]`, each line's values read the same way.
+                for sample in samples:
+                    sample["flat"] = flatten(sample["channels"])
+                names = stream.get("channels") or list(samples[0]["flat"])
+                if stream.get("kind") == "feed" and feeds_as_json:
+                    topics[f"/{sid}/json"] = [(self.utc(s["capture_ns"]), ("json", s["channels"])) for s in samples]
                 accel = [f"accel_{a}" for a in "xyz"]
                 gyro = [next((f"{p}_{a}" for p in ("anglvel", "gyro") if f"{p}_{a}" in names), None) for a in "xyz"]
                 has_accel, has_gyro = any(n in names for n in accel), any(gyro)
@@ -102,7 +110,7 @@ class Session(SessionFiles):
                 def vector(sample, axes, present):
                     if not present:
                         return None
-                    return [sample["channels"].get(n, math.nan) if n else math.nan for n in axes]
+                    return [sample["flat"].get(n, math.nan) if n else math.nan for n in axes]
 
                 if has_accel or has_gyro:
                     topics[f"/{sid}/imu"] = [
@@ -112,10 +120,34 @@ class Session(SessionFiles):
                 others = [n for n in names if n not in accel and n not in gyro]
                 if others:
                     topics[f"/{sid}/channels"] = [
-                        (self.utc(s["capture_ns"]), ("channels", others, [s["channels"].get(n) for n in others]))
+                        (self.utc(s["capture_ns"]), ("channels", others, [s["flat"].get(n) for n in others]))
                         for s in samples
                     ]
         return topics
+
+
+def flatten(value, path=""):
+    """A record's channels as {path: number}, in the line's order."""
+    if isinstance(value, dict):
+        flat = {}
+        for key, inner in value.items():
+            flat.update(flatten(inner, f"{path}.{key}" if path else key))
+        return flat
+    if isinstance(value, list):
+        flat = {}
+        for index, inner in enumerate(value):
+            flat.update(flatten(inner, f"{path}[{index}]"))
+        return flat
+    return {path: value}
+
+
+class JSONDecoders:
+    """The mcap library's decoder factory for JSON messages (a fed stream's records)."""
+
+    def decoder_for(self, message_encoding, schema):
+        if message_encoding == "json" and schema is not None and schema.encoding == "jsonschema":
+            return lambda data: json.loads(data)
+        return None
 
 
 def same(a, b):
@@ -123,10 +155,15 @@ def same(a, b):
 
 
 def check(topic, expected, stamp_ns, log_time, msg):
-    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    # A JSON message has no header: its log time is its stamp.
+    stamp = log_time if isinstance(msg, dict) else msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
     if stamp != expected[0] or (log_time is not None and log_time != expected[0]):
         fail(f"{topic}: stamp {stamp} / log time {log_time}, the session says {expected[0]}")
     kind = expected[1][0]
+    if kind == "json":
+        if msg != expected[1][1]:
+            fail(f"{topic}: {msg}, the session's line has {expected[1][1]}")
+        return
     if kind == "image":
         _, w, h, encoding, step, frame = expected[1]
         if (msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian) != (w, h, encoding, step, 0):
@@ -173,7 +210,7 @@ def check_mcap(session, path, depth):
 
     expected = session.expected(depth)
     with open(path, "rb") as f:
-        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        reader = make_reader(f, decoder_factories=[DecoderFactory(), JSONDecoders()])
         header = reader.get_header()
         if header.profile != "ros2":
             fail(f"profile {header.profile!r}, not ros2")
@@ -188,7 +225,8 @@ def check_mcap(session, path, depth):
             if message.log_time < last:
                 fail(f"{topic}: log time {message.log_time} before the one before it ({last}): not in time order")
             last = message.log_time
-            if schema.encoding != "ros2msg" or channel.message_encoding != "cdr":
+            encodings = ("jsonschema", "json") if topic.endswith("/json") else ("ros2msg", "cdr")
+            if (schema.encoding, channel.message_encoding) != encodings:
                 fail(f"{topic}: schema {schema.encoding}, messages {channel.message_encoding}")
             if topic not in expected:
                 fail(f"{topic}: not a topic the session explains")
@@ -216,7 +254,7 @@ def check_rosbag2(session, bag, depth):
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
-    expected = session.expected(depth)
+    expected = session.expected(depth, feeds_as_json=False)
     seen = {}
     with AnyReader([Path(bag)], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
         for connection, timestamp, raw in reader.messages():

@@ -55,6 +55,8 @@ final class EntryQueue: @unchecked Sendable {
 
     /// The consumer's next position. Writer-bound.
     private(set) var head = 0
+    /// `head`, published after each drain for producers that look at how full the queue is.
+    private let consumed = Atomic<Int>(0)
 
     init(capacity requested: Int) {
         var capacity = 64
@@ -83,6 +85,7 @@ final class EntryQueue: @unchecked Sendable {
             (slots + index).pointee.sequence.store(index, ordering: .relaxed)
         }
         head = 0
+        consumed.store(0, ordering: .relaxed)
         tail.pointee.store((epoch & Self.epochMask) << Self.epochShift, ordering: .releasing)
     }
 
@@ -110,6 +113,13 @@ final class EntryQueue: @unchecked Sendable {
         slot.pointee.entry = copy entry
         if let channels { slot.pointee.channels = channels }
         slot.pointee.sequence.store(position + 1, ordering: .releasing)
+    }
+
+    /// Whether fewer than `limit` entries wait in the queue (claimed and not yet drained), as
+    /// far as this thread can see: an estimate another producer may change at once.
+    func holdsFewer(than limit: Int) -> Bool {
+        let claimed = tail.pointee.load(ordering: .relaxed) & Self.positionMask
+        return claimed - consumed.load(ordering: .relaxed) < limit
     }
 
     private func waitUntilFree(_ slot: UnsafeMutablePointer<Slot>, _ position: Int) {
@@ -140,6 +150,7 @@ final class EntryQueue: @unchecked Sendable {
             head += 1
             taken += 1
         }
+        if taken > 0 { consumed.store(head, ordering: .relaxed) }
         return taken
     }
 }

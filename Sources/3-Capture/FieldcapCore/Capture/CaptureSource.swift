@@ -7,7 +7,8 @@ import SyncField
 
 /// What a stream is, as the writer and the session sidecar need to know it.
 public struct StreamDescriptor: Sendable, Equatable {
-    public enum Kind: String, Sendable { case video, sensor }
+    /// `feed`: a sensor stream another program feeds, its values of any shape (`feedValues`).
+    public enum Kind: String, Sendable { case video, sensor, feed }
 
     /// The SyncField stream id (a file name in the session directory).
     public var id: String
@@ -26,10 +27,14 @@ public struct StreamDescriptor: Sendable, Equatable {
     /// Video streams whose buffers a device can read in place (a V4L2 camera's, which a hardware
     /// encoder can import as DMABUF); nil for the others.
     public var sharedBuffers: SharedFrameBuffers?
+    /// Fed streams: where each record's channels wait for the writer (the record's `bufferIndex`
+    /// names the slot).
+    public var feedValues: FeedValues?
 
     public init(
         id: String, kind: Kind, channels: [String] = [], nominalRate: Double, device: String,
-        videoFormat: VideoFormat? = nil, frameBuffers: Int? = nil, sharedBuffers: SharedFrameBuffers? = nil
+        videoFormat: VideoFormat? = nil, frameBuffers: Int? = nil, sharedBuffers: SharedFrameBuffers? = nil,
+        feedValues: FeedValues? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -39,6 +44,7 @@ public struct StreamDescriptor: Sendable, Equatable {
         self.videoFormat = videoFormat
         self.frameBuffers = frameBuffers
         self.sharedBuffers = sharedBuffers
+        self.feedValues = feedValues
     }
 }
 

@@ -27,6 +27,9 @@ extension JSONValue {
         }
     }
 
+    /// A value the SDK's parser read (numbers as `init(parsing:)` reads them).
+    public init(_ parsed: ParsedJSON) { self = Self.value(parsed) }
+
     private static func value(_ parsed: ParsedJSON) -> JSONValue {
         switch parsed {
         case .object(let members):

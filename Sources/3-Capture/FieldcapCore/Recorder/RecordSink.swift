@@ -45,7 +45,12 @@ extension RecordSink {
 }
 
 /// Writes records into a SyncField session: sensor records through allocation-free
-/// `SensorStream`s, frame records as timestamp lines.
+/// `SensorStream`s, fed records through `record()` with the channels their program sent (the
+/// SDK's own encoding, so their lines are what an app calling it writes), frame records as
+/// timestamp lines.
+///
+/// A fed record is refused (`write` returns false, a drop the recorder counts) while the
+/// session's writer queue is more than half full.
 ///
 /// Thread-safe for `write` on different streams at once (after `open`): the session is, and the
 /// per-stream tables are only read once opened.
@@ -69,7 +74,14 @@ public final class SyncSessionSink: RecordSink {
     ) throws
         -> Bool
     {
-        if let sensor = sensors[stream] {
+        if let feed = descriptors[stream].feedValues {
+            // A program can send faster than any disk takes: its records go only while the
+            // session's writer has room to spare, so the others' never wait behind them.
+            guard session.writerHasRoom else { return false }
+            try session.record(
+                descriptors[stream].id, frameNumber: frameNumber, channels: feed.take(record.bufferIndex),
+                uncertaintyNs: record.uncertaintyNs, captureNs: record.captureNs)
+        } else if let sensor = sensors[stream] {
             let count = Int(record.valueCount)
             let values = record.values
             try values.span.withUnsafeBufferPointer { all in

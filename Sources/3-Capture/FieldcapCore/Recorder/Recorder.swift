@@ -8,7 +8,7 @@ import Synchronization
 
 /// The recording pipeline: one capture thread per source, each pushing `CaptureRecord`s into its
 /// own SPSC ring; writer threads draining the rings in batches into a `RecordSink`: one for all
-/// the sensor streams (`fc-writer`), and one per video stream (`fc-wr-ID`).
+/// the sensor streams (`fc-writer`), and one per video stream and per fed stream (`fc-wr-ID`).
 ///
 /// A video's writer waits for the disk at every frame (direct I/O) and at every sync; on a slow
 /// card that is most of its time (0.3-0.7 s a frame at 2 MB/s in the kernel rig, 3 s through a
@@ -206,7 +206,8 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Which writer thread writes which stream: the sensor streams together, each video stream
-    /// on its own.
+    /// and each fed stream on its own (a program's flood parses and encodes on its own thread,
+    /// never in the IMUs' turn).
     static func lanes(
         for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:]
     ) -> [WriterLane] {
@@ -216,10 +217,10 @@ public final class Recorder: @unchecked Sendable {
                 idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })),
                 taps: indices.map { streams[$0].kind == .video ? taps[streams[$0].id] : nil })
         }
-        let sensors = streams.indices.filter { streams[$0].kind != .video }
-        let videos = streams.indices.filter { streams[$0].kind == .video }
+        let sensors = streams.indices.filter { streams[$0].kind == .sensor }
+        let others = streams.indices.filter { streams[$0].kind != .sensor }
         return (sensors.isEmpty ? [] : [lane("fc-writer", sensors)])
-            + videos.map { lane("fc-wr-\(streams[$0].id)", [$0]) }
+            + others.map { lane("fc-wr-\(streams[$0].id)", [$0]) }
     }
 
     /// Opens the sink and starts the writers, then one capture thread per source.
@@ -291,8 +292,11 @@ public final class Recorder: @unchecked Sendable {
             summary.encoderDroppedRuns = encoderDrops[index].droppedRuns
             summary.droppedRunsTruncated = drops.runsTruncated || encoderDrops[index].runsTruncated
             summary.absences = source.presence?.absences ?? []
-            // A device still away at the stop ended the stream as one gone for good does.
-            if summary.captureError == nil, let last = summary.absences.last, last.returnedNs == nil {
+            // A device still away at the stop ended the stream as one gone for good does. A fed
+            // stream did not end: its socket took a program until the stop (the gap is recorded).
+            if summary.captureError == nil, source.descriptor.kind != .feed, let last = summary.absences.last,
+                last.returnedNs == nil
+            {
                 summary.captureError = "\(last.reason); it had not come back by the stop"
                 summary.endedEarlyAtNs = last.leftNs
             }

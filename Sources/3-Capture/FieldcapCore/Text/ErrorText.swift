@@ -12,3 +12,12 @@ public func errorText(_ error: any Error) -> String {
     if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
     return "\(error)"
 }
+
+extension String {
+    /// The text with control characters escaped (`\n`, `\u{7}`), so an error about it stays one line.
+    public var printable: String {
+        String(
+            unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }
+                .joined())
+    }
+}

@@ -156,8 +156,9 @@ public struct Sidecar {
     /// A stream's `drops`: every record it lost (`count`, `records` as runs of sequence
     /// numbers, `records_truncated` when a table of runs filled and its last run spans all the
     /// rest), and for an encoded camera the same split by reason: `ring` (the writer was behind
-    /// capture) and `encoder` (the encoder was behind the writer).
-    static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool) -> [String: JSONValue] {
+    /// capture) and `encoder` (the encoder was behind the writer); for a fed stream, `ring` and
+    /// `writer` (the session's writer queue was half full, kept for the other streams).
+    static func dropsEntry(_ stream: Recorder.StreamSummary, encoded: Bool, fed: Bool = false) -> [String: JSONValue] {
         func runs(_ runs: [ClosedRange<UInt64>]) -> JSONValue {
             .array(runs.map { [JSONValue(Int($0.lowerBound)), JSONValue(Int($0.upperBound))] })
         }
@@ -166,10 +167,12 @@ public struct Sidecar {
             "records": runs(DropRuns.merged(stream.droppedRuns, stream.encoderDroppedRuns)),
         ]
         if stream.droppedRunsTruncated { entry["records_truncated"] = true }
-        if encoded || stream.encoderDropped > 0 {
+        if encoded || fed || stream.encoderDropped > 0 {
             entry["reasons"] = [
                 "ring": ["count": JSONValue(stream.dropped), "records": runs(stream.droppedRuns)],
-                "encoder": ["count": JSONValue(stream.encoderDropped), "records": runs(stream.encoderDroppedRuns)],
+                fed ? "writer" : "encoder": [
+                    "count": JSONValue(stream.encoderDropped), "records": runs(stream.encoderDroppedRuns),
+                ],
             ]
         }
         return entry
@@ -240,7 +243,9 @@ public struct Sidecar {
             if let writes = videoWrites[source.descriptor.id] { entry["video_writes"] = .string(writes) }
             // Records are the source's own sequence numbers (frames or samples since start).
             entry["drops"] = .object(
-                Self.dropsEntry(stream, encoded: source.descriptor.videoFormat.map { encoding.encodes($0) } ?? false))
+                Self.dropsEntry(
+                    stream, encoded: source.descriptor.videoFormat.map { encoding.encodes($0) } ?? false,
+                    fed: source.descriptor.kind == .feed))
             let report = reports?[index] ?? source.report
             entry["timestamps"] = .object(report.timestamps.mapValues(JSONValue.string))
             if let details = report.details { entry[report.kind] = Self.section(details, syncPoint: syncPoint) }

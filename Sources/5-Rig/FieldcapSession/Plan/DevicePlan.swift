@@ -1,5 +1,6 @@
 import FieldcapCore
 import FieldcapEncode
+import Logging
 import SyncField
 
 /// The devices a recording captures, from `--cam`/`--imu` or from a rig config, and the
@@ -13,13 +14,19 @@ public struct DevicePlan: Sendable {
         self.factories = factories
     }
 
-    /// Stream ids: `id=` where given, else cam0, cam1, ... and imu0, imu1, ...
+    /// Stream ids: `id=` where given, else cam0, cam1, ... and imu0, imu1, ...; a feed is called
+    /// by its name (`feed:gripper` is `gripper`), another sensor sensor0, sensor1, ...
     public var streamIds: [String] {
         var cameraIndex = 0
         var imuIndex = 0
+        var sensorIndex = 0
         return specs.map { spec in
             if let id = spec.options["id"] { return id }
             switch spec.kind {
+            case .sensor:
+                if let name = spec.feedName, !name.isEmpty { return name }
+                defer { sensorIndex += 1 }
+                return "sensor\(sensorIndex)"
             case .camera:
                 defer { cameraIndex += 1 }
                 return "cam\(cameraIndex)"
@@ -32,6 +39,11 @@ public struct DevicePlan: Sendable {
 
     func factory(for spec: DeviceSpec) throws(PlanError) -> SourceFactory {
         guard let factory = factories.first(where: { $0.takes(spec) }) else {
+            if spec.kind == .sensor {
+                throw PlanError(
+                    "\(spec.label) \(spec.device.printable): a sensor is feed:NAME, a stream a local program "
+                        + "feeds JSON lines (e.g. --sensor feed:gripper)")
+            }
             throw PlanError("\(spec.label) \(spec.device.printable): no kind of source takes this device")
         }
         return factory
@@ -43,7 +55,7 @@ public struct DevicePlan: Sendable {
     public func validate(verb: String) throws(PlanError) {
         if specs.isEmpty {
             throw PlanError(
-                "nothing to \(verb): give at least one --cam or --imu (try --cam synthetic --imu synthetic)")
+                "nothing to \(verb): give at least one --cam, --imu or --sensor (try --cam synthetic --imu synthetic)")
         }
         var ids: Set<String> = []
         for (spec, id) in zip(specs, streamIds) {
@@ -53,7 +65,8 @@ public struct DevicePlan: Sendable {
             }
             guard ids.insert(id).inserted else {
                 let fix =
-                    spec.origin == nil ? "give each --cam and --imu its own id=" : "give each camera and IMU its own id"
+                    spec.origin == nil
+                    ? "give each --cam, --imu and --sensor its own id=" : "give each device its own id"
                 throw PlanError(
                     "\(spec.origin.map { "\($0): " } ?? "")stream id '\(id.printable)' is used twice; \(fix)")
             }
@@ -90,8 +103,9 @@ public struct DevicePlan: Sendable {
 
     /// Opens and sets up every device, in order. Throws `PlanError` or `DeviceSetupError`, one
     /// line each; devices opened before the failing one are closed as the sources go.
-    public func makeSources() throws -> [CaptureSource] {
-        try zip(specs, streamIds).map { spec, id in try factory(for: spec).make(spec, id: id) }
+    /// `logger` hears what sources tell as they capture (a feed's refused lines).
+    public func makeSources(logger: Logger = .silent(label: "fieldcap.sources")) throws -> [CaptureSource] {
+        try zip(specs, streamIds).map { spec, id in try factory(for: spec).make(spec, id: id, logger: logger) }
     }
 
     /// Opens and sets up one device.

@@ -13,7 +13,8 @@ import FieldcapCore
 /// Values are text, read by the accessors below, so a config's values mean what the same options
 /// mean on the command line.
 public struct DeviceSpec: Equatable, Sendable {
-    public enum Kind: String, Sendable { case camera = "--cam", imu = "--imu" }
+    /// `sensor`: any other sensor, fed by a local program (`feed:NAME`).
+    public enum Kind: String, Sendable { case camera = "--cam", imu = "--imu", sensor = "--sensor" }
 
     public var kind: Kind
     public var device: String
@@ -24,7 +25,7 @@ public struct DeviceSpec: Equatable, Sendable {
     /// How errors name the spec: `--cam` on the command line, `rig.yaml:12: camera` in a config.
     public var label: String {
         guard let origin else { return kind.rawValue }
-        return "\(origin): \(kind == .camera ? "camera" : "imu")"
+        return "\(origin): \(kind.entryName)"
     }
 
     /// The option keys of each kind, plus `ctrl.NAME` for V4L2 camera controls.
@@ -35,6 +36,16 @@ public struct DeviceSpec: Equatable, Sendable {
     public static let imuKeys: Set<String> = [
         "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion", "delay",
     ]
+    public static let sensorKeys: Set<String> = ["id", "socket", "rate", "channels"]
+
+    /// The option keys `kind` takes.
+    public static func keys(of kind: Kind) -> Set<String> {
+        switch kind {
+        case .camera: cameraKeys
+        case .imu: imuKeys
+        case .sensor: sensorKeys
+        }
+    }
 
     /// A spec from its parts. A device in the short synthetic form (`synthetic:640x480@30`,
     /// `synthetic:1000`) is read as `synthetic` with `size`/`fps` or `rate` options, unless the
@@ -63,13 +74,10 @@ public struct DeviceSpec: Equatable, Sendable {
     public init(kind: Kind, argument: String) throws(PlanError) {
         let parts = argument.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let first = parts.first, !first.isEmpty else {
-            throw PlanError(
-                "\(kind.rawValue) '\(argument)': name a device first, e.g. "
-                    + "\(kind == .camera ? "synthetic:640x480@30 or /dev/video0" : "synthetic:1000 or iio:device0")"
-            )
+            throw PlanError("\(kind.rawValue) '\(argument)': name a device first, e.g. \(kind.examples)")
         }
         var options: [String: String] = [:]
-        let allowed = kind == .camera ? Self.cameraKeys : Self.imuKeys
+        let allowed = Self.keys(of: kind)
         for part in parts.dropFirst() {
             let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
@@ -94,6 +102,9 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     public var isSynthetic: Bool { device == "synthetic" }
+
+    /// A fed sensor's name (`feed:gripper` is `gripper`); nil for other devices.
+    public var feedName: String? { device.hasPrefix("feed:") ? String(device.dropFirst("feed:".count)) : nil }
 
     // MARK: Option values
 
@@ -362,6 +373,26 @@ public struct DeviceSpec: Equatable, Sendable {
                 "clock '\(other)' must be raw (set the device's timestamp clock to "
                     + "monotonic_raw, the default) or keep (map its clock into MONOTONIC_RAW)"
             )
+        }
+    }
+}
+
+extension DeviceSpec.Kind {
+    /// What a rig config's entry of this kind is called (`rig.yaml:12: camera`).
+    public var entryName: String {
+        switch self {
+        case .camera: "camera"
+        case .imu: "imu"
+        case .sensor: "sensor"
+        }
+    }
+
+    /// Devices of this kind, for errors that ask for one.
+    public var examples: String {
+        switch self {
+        case .camera: "synthetic:640x480@30 or /dev/video0"
+        case .imu: "synthetic:1000 or iio:device0"
+        case .sensor: "feed:gripper (a local program feeds it JSON lines)"
         }
     }
 }

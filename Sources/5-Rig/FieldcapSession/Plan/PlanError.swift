@@ -16,12 +16,3 @@ public struct DeviceSetupError: Error, CustomStringConvertible {
 
     public init(message: String) { self.message = message }
 }
-
-extension String {
-    /// The text with control characters escaped (`\n`, `\u{7}`), so an error about it stays one line.
-    public var printable: String {
-        String(
-            unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }
-                .joined())
-    }
-}

@@ -19,9 +19,13 @@ import SyncField
 ///     imus:
 ///       - device: bmi160
 ///         rate: 1000
+///     sensors:
+///       - device: feed:gripper      # a local program feeds it JSON lines
+///         rate: 100
+///         channels: [width, force]
 ///
 /// Every error names the file and line. Values are read as text and checked by the same code
-/// as the command line's `--cam`/`--imu` options, so YAML's implicit typing (`no` as false,
+/// as the command line's `--cam`/`--imu`/`--sensor` options, so YAML's implicit typing (`no` as false,
 /// `010` as octal) never changes what a value means.
 public struct RigConfig: Sendable {
     public var path: String
@@ -44,7 +48,7 @@ public struct RigConfig: Sendable {
 
     static let topKeys = [
         "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
-        "preview_blur_faces", "upload_blur_faces", "cameras", "imus",
+        "preview_blur_faces", "upload_blur_faces", "cameras", "imus", "sensors",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -110,7 +114,7 @@ public struct RigConfig: Sendable {
             throw RigConfigError(
                 "\(name):\(top.line(of: "host_id")): host_id '\(host.printable)' cannot be used: \(problem)")
         }
-        for (key, kind) in [("cameras", DeviceSpec.Kind.camera), ("imus", .imu)] {
+        for (key, kind) in [("cameras", DeviceSpec.Kind.camera), ("imus", .imu), ("sensors", .sensor)] {
             guard let list = top.fields[key] else { continue }
             guard case .sequence(let items) = list.node.content else {
                 throw RigConfigError(
@@ -121,22 +125,26 @@ public struct RigConfig: Sendable {
             }
         }
         if config.devices.isEmpty {
-            throw RigConfigError("\(name): no cameras or imus; describe at least one device")
+            throw RigConfigError("\(name): no cameras, imus or sensors; describe at least one device")
         }
         return config
     }
 
-    /// One `cameras:` or `imus:` entry as a device spec, each option checked at its own line.
+    /// One `cameras:`, `imus:` or `sensors:` entry as a device spec, each option checked at its own line.
     private static func device(
         _ node: YAMLNode, kind: DeviceSpec.Kind, name: String
     ) throws(RigConfigError) -> DeviceSpec {
-        let what = kind == .camera ? "a camera" : "an IMU"
-        let optionKeys = (kind == .camera ? DeviceSpec.cameraKeys : DeviceSpec.imuKeys).sorted()
+        let what = ["camera": "a camera", "imu": "an IMU", "sensor": "a sensor"][kind.entryName]!
+        let optionKeys = DeviceSpec.keys(of: kind).sorted()
         let keys = ["device"] + optionKeys + (kind == .camera ? ["controls"] : [])
         let entry = try Entry(node, name: name, what: what, keys: keys)
         guard let device = try entry.text("device") else {
             let examples =
-                kind == .camera ? "/dev/video0, /dev/v4l/by-id/..., synthetic" : "iio:device0, bmi160, synthetic"
+                switch kind {
+                case .camera: "/dev/video0, /dev/v4l/by-id/..., synthetic"
+                case .imu: "iio:device0, bmi160, synthetic"
+                case .sensor: "feed:gripper"
+                }
             throw RigConfigError("\(name):\(entry.line): \(what) needs 'device:' (e.g. \(examples))")
         }
         var spec = DeviceSpec(kind: kind, device: device, options: [:], origin: "\(name):\(entry.line(of: "device"))")

@@ -1,10 +1,14 @@
 import CPNG
 import FieldcapCore
 import FieldcapEncode
+import FieldcapFeeds
 import FieldcapHotplug
 import FieldcapIIO
 import FieldcapSystem
 import FieldcapV4L2
+import Foundation
+import Logging
+import SyncField
 
 #if canImport(Glibc)
     import Glibc
@@ -21,18 +25,29 @@ public protocol SourceFactory: Sendable {
     /// Opens and sets up the device. Throws `PlanError` for an option the factory cannot use,
     /// `DeviceSetupError` for a device that cannot be set up as asked.
     func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource
+    /// The same, for a source that tells what happens as it captures (a feed's refused lines)
+    /// to `logger`; the default makes it as `make(_:id:)` does.
+    func make(_ spec: DeviceSpec, id: String, logger: Logger) throws -> CaptureSource
 }
 
-/// The factories a plan uses unless given others: synthetic sources, V4L2 cameras, IIO IMUs.
+extension SourceFactory {
+    public func make(_ spec: DeviceSpec, id: String, logger: Logger) throws -> CaptureSource {
+        try make(spec, id: id)
+    }
+}
+
+/// The factories a plan uses unless given others: synthetic sources, V4L2 cameras, IIO IMUs, feeds.
 public enum SourceFactories {
-    public static let standard: [SourceFactory] = [SyntheticSourceFactory(), V4L2SourceFactory(), IIOSourceFactory()]
+    public static let standard: [SourceFactory] = [
+        SyntheticSourceFactory(), V4L2SourceFactory(), IIOSourceFactory(), FeedSourceFactory(),
+    ]
 }
 
 /// Synthetic cameras (a moving test pattern) and IMUs (a rig swaying gently).
 public struct SyntheticSourceFactory: SourceFactory {
     public init() {}
 
-    public func takes(_ spec: DeviceSpec) -> Bool { spec.isSynthetic }
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.isSynthetic && spec.kind != .sensor }
 
     public func check(_ spec: DeviceSpec) throws(PlanError) {
         do { _ = try make(spec, id: "check", encodingJPEG: false) } catch let error as PlanError { throw error } catch {
@@ -150,6 +165,8 @@ public struct SyntheticSourceFactory: SourceFactory {
             return SyntheticIMU(
                 id: id, rate: try spec.positiveNumber("rate", limit: 100_000) ?? 200, motion: motion,
                 delay: delay ?? 0)
+        case .sensor:
+            throw PlanError("\(spec.label) synthetic: a sensor is fed by a program (feed:NAME); none is synthetic")
         }
     }
 }
@@ -274,5 +291,63 @@ extension IIOSourceFactory {
         // No note of another device in its place: the IIO devices of one chip (an accelerometer
         // and a gyroscope) hang on one parent, and would read as strangers in each other's place.
         return waitingPolicy(for: identity, subsystem: "iio", returns: returns, notingOthers: false)
+    }
+}
+
+/// Sensors a local program feeds (`feed:NAME`): a socket that takes its JSON lines.
+public struct FeedSourceFactory: SourceFactory {
+    /// Where the default socket directory is read from (`XDG_RUNTIME_DIR`).
+    public var environment: [String: String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.kind == .sensor && spec.feedName != nil }
+
+    public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
+
+    func options(_ spec: DeviceSpec) throws(PlanError) -> (name: String, options: FeedSource.Options) {
+        guard let name = spec.feedName, !name.isEmpty else {
+            throw PlanError("\(spec.label) \(spec.device.printable): name the feed, e.g. feed:gripper")
+        }
+        // A feed's name is its socket's file name, typed in shells: letters, digits, _ - . only.
+        let allowed = name.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                || "_-.".unicodeScalars.contains($0)
+        }
+        if let problem = StreamID.problem(with: name)
+            ?? (allowed && !name.hasPrefix(".") ? nil : "use letters, digits, _, - and .")
+        {
+            throw PlanError(
+                "\(spec.label) \(spec.device.printable): '\(name.printable)' cannot name a feed: \(problem)")
+        }
+        let socket = spec.options["socket"]
+        if let socket, !socket.hasPrefix("/") {
+            throw PlanError(
+                "\(spec.label) \(spec.device.printable): socket '\(socket.printable)' must be an absolute path, "
+                    + "e.g. socket=/run/fieldcap/feeds/\(name).sock")
+        }
+        var options = FeedSource.Options(
+            socketPath: FeedSocket.path(name: name, given: socket, environment: environment))
+        options.environment = environment
+        options.nominalRate = try spec.positiveNumber("rate", limit: 1_000_000) ?? 0
+        options.pinned = try spec.channels()
+        return (name, options)
+    }
+
+    public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try make(spec, id: id, logger: .silent(label: "fieldcap.feed"))
+    }
+
+    /// The first few lines refused and programs turned away are told to `logger` as they come.
+    public func make(_ spec: DeviceSpec, id: String, logger: Logger) throws -> CaptureSource {
+        var (name, options) = try options(spec)
+        options.told = { logger.warning("\(id): \($0)") }
+        do {
+            return try FeedSource(id: id, name: name, options: options)
+        } catch {
+            throw DeviceSetupError(message: "\(spec.label) \(error)")
+        }
     }
 }

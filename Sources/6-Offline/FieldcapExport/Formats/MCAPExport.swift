@@ -12,6 +12,9 @@ import SyncField
 ///   `/<id>/camera_info` beside it when the session has the camera's calibration;
 /// - an IMU's accelerometer and gyroscope on `/<id>/imu` (`sensor_msgs/msg/Imu`), and every
 ///   other channel of a sensor stream on `/<id>/channels` (`fieldcap_msgs/msg/SensorChannels`);
+/// - a stream a program fed also on `/<id>/json`: each record's channels as it sent them (JSON,
+///   with a JSON schema made from its first record), which Foxglove plots by name
+///   (`/<id>/json.force[0]`); left out of a rosbag2 bag, whose topics are ROS types;
 /// - metadata `fieldcap`: the sync point and the mapping back to `capture_ns`.
 enum MCAPExport {
     struct Options {
@@ -20,6 +23,8 @@ enum MCAPExport {
         /// 16-bit cameras to write as depth (`16UC1`); Z16 cameras always are.
         var depthStreams: Set<String> = []
         var faces: FaceCover.Settings?
+        /// Fed streams' `/<id>/json` channels (not in a rosbag2 bag: `ros2 bag` knows ROS types only).
+        var feedsAsJSON = true
     }
 
     struct Summary {
@@ -27,8 +32,9 @@ enum MCAPExport {
         var messageCount: UInt64 = 0
         var firstNs: UInt64?
         var lastNs: UInt64 = 0
-        /// Per topic, in the file's channel order: its type and how many messages it got.
-        var topics: [(topic: String, type: ROS2Schema, count: Int)] = []
+        /// Per topic, in the file's channel order: its type (a ROS type, or `json` for a fed
+        /// stream's records) and how many messages it got.
+        var topics: [(topic: String, type: String, count: Int)] = []
         /// Per camera whose faces were covered, the cover's report (JSON).
         var facesCovered: [String: String] = [:]
     }
@@ -83,7 +89,7 @@ enum MCAPExport {
                 schemaIds[type] = try writer.addSchema(
                     name: type.rawValue, encoding: "ros2msg", data: Array(type.text.utf8))
             }
-            summary.topics.append((topic, type, 0))
+            summary.topics.append((topic, type.rawValue, 0))
             return try writer.addChannel(
                 topic: topic, messageEncoding: "cdr", schema: schemaIds[type]!,
                 metadata: ["offered_qos_profiles": offeredQoS])
@@ -108,11 +114,24 @@ enum MCAPExport {
                         format: format, depth: depth,
                         image: image, info: info))
             } else {
-                let reader = try SensorReader(session: session, stream: stream)
+                let feedsAsJSON = stream.isFeed && options.feedsAsJSON
+                let reader = try SensorReader(session: session, stream: stream, keepingJSON: feedsAsJSON)
                 let layout = IMULayout(channels: reader.channels)
                 let imu = layout.isIMU ? try channel("/\(name)/imu", .imu) : nil
                 let rest = layout.others.isEmpty ? nil : try channel("/\(name)/channels", .sensorChannels)
-                sources.append(.sensor(reader, layout: layout, imu: imu, channels: rest))
+                var json: UInt16?
+                if feedsAsJSON {
+                    let first = try SensorReader(session: session, stream: stream, keepingJSON: true)
+                    let schema = FeedJSONSchema.schema(
+                        id: stream.id,
+                        firstChannels: try first.next()?.channelsJSON.flatMap { JSONValue.parse(Array($0.utf8)) })
+                    let schemaId = try writer.addSchema(
+                        name: "fieldcap.feed.\(name)", encoding: "jsonschema", data: Array(schema.utf8))
+                    summary.topics.append(("/\(name)/json", "json", 0))
+                    json = try writer.addChannel(
+                        topic: "/\(name)/json", messageEncoding: "json", schema: schemaId, metadata: [:])
+                }
+                sources.append(.sensor(reader, layout: layout, imu: imu, channels: rest, json: json))
             }
         }
         var merge = try TimeOrder(sources: sources)
@@ -157,7 +176,7 @@ enum MCAPExport {
                 }
                 written += 1
                 progress(written)
-            case (.sensor(_, let layout, let imu, let rest), .sample(let sample)):
+            case (.sensor(_, let layout, let imu, let rest, let json), .sample(let sample)):
                 let ns = session.wallClockNs(captureNs: sample.captureNs)
                 let header = ROS2Messages.Header(stampNs: ns, frameId: stream.id)
                 if let imu {
@@ -173,6 +192,9 @@ enum MCAPExport {
                             header, names: layout.otherNames,
                             values: layout.others.map { sample.values[$0] ?? .nan }, into: &$0)
                     }
+                }
+                if let json, let text = sample.channelsJSON {
+                    try add(json, ns) { $0.append(contentsOf: text.utf8) }
                 }
             default: preconditionFailure("a record of the wrong kind for its stream")
             }
@@ -216,13 +238,39 @@ enum MCAPExport {
 
     enum Source {
         case camera(CameraReader, format: VideoFormat, depth: Bool, image: UInt16, info: UInt16?)
-        case sensor(SensorReader, layout: IMULayout, imu: UInt16?, channels: UInt16?)
+        case sensor(SensorReader, layout: IMULayout, imu: UInt16?, channels: UInt16?, json: UInt16?)
 
         var id: String {
             switch self {
             case .camera(let reader, _, _, _, _): reader.stream.id
-            case .sensor(let reader, _, _, _): reader.stream.id
+            case .sensor(let reader, _, _, _, _): reader.stream.id
             }
+        }
+    }
+}
+
+/// A JSON schema for a fed stream's `/<id>/json` messages, read from its first record's shape:
+/// objects with their members, arrays of their first element's kind, numbers. Foxglove offers
+/// the fields it names when a plot's path is typed.
+enum FeedJSONSchema {
+    static func schema(id: String, firstChannels: JSONValue?) -> String {
+        var document: [String: JSONValue] = [
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": .string("\(id): the channels a program fed, as it sent them (fieldcap --sensor feed:)"),
+        ]
+        let shape: [String: JSONValue] = firstChannels.map(shape) ?? ["type": "object"]
+        document.merge(shape) { $1 }
+        return JSONValue.object(document).compactText(escapingSlashes: false) ?? "{}"
+    }
+
+    private static func shape(_ value: JSONValue) -> [String: JSONValue] {
+        switch value {
+        case .object(let members):
+            return ["type": "object", "properties": .object(members.mapValues { .object(shape($0)) })]
+        case .array(let items):
+            return ["type": "array", "items": .object(items.first.map(shape) ?? [:])]
+        default:
+            return ["type": "number"]
         }
     }
 }

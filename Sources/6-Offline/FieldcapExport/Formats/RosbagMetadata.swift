@@ -20,7 +20,7 @@ enum RosbagMetadata {
             text += """
                     - topic_metadata:
                         name: \(topic.topic)
-                        type: \(topic.type.rawValue)
+                        type: \(topic.type)
                         serialization_format: cdr
                         offered_qos_profiles: "\(MCAPExport.offeredQoS.split(separator: "\n").joined(separator: "\\n"))"
                       message_count: \(topic.count)

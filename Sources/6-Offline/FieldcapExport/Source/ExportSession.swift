@@ -26,6 +26,8 @@ public struct ExportSession {
         /// Why the exports cannot read this camera's frames (a hardware encoder's H.264 or HEVC),
         /// for a session opened `keepingUnreadableCameras`; nil when they can.
         public var unreadable: String?
+        /// A sensor a local program fed (`--sensor feed:NAME`): its channels have any shape.
+        public var isFeed = false
 
         public var isCamera: Bool { format != nil }
     }
@@ -104,7 +106,7 @@ public struct ExportSession {
                     channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
                     device: entry["device"]?.stringValue ?? "",
                     recordedNothing: format != nil && AbsentStream.recordedNothing(directory: directory, id: stream.id),
-                    unreadable: unreadable)
+                    unreadable: unreadable, isFeed: entry["kind"]?.stringValue == "feed")
             )
         }
         self.streams = streams

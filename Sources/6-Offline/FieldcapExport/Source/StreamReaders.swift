@@ -118,7 +118,13 @@ package final class SensorReader {
     package struct Sample {
         package var captureNs: UInt64
         package var values: [Double?]
+        /// The line's `channels` as they were written (compact JSON), for readers that keep the
+        /// record's shape (a fed stream's JSON channel); nil unless asked for.
+        package var channelsJSON: String?
     }
+
+    /// Whether samples carry their channels' JSON.
+    package let keepsJSON: Bool
 
     let stream: ExportSession.Stream
     /// The channels, as the sidecar lists them, or as the first line's keys (sorted, as
@@ -128,8 +134,9 @@ package final class SensorReader {
     private let lines: LineReader
     private var peeked: Sample?
 
-    package init(session: ExportSession, stream: ExportSession.Stream) throws(ExportError) {
+    package init(session: ExportSession, stream: ExportSession.Stream, keepingJSON: Bool = false) throws(ExportError) {
         self.stream = stream
+        keepsJSON = keepingJSON
         lines = try LineReader(path: session.layout.sensor(stream.id))
         channels = stream.channels
         if channels.isEmpty, let first = try next() {
@@ -160,7 +167,9 @@ package final class SensorReader {
         for (name, value) in flat {
             if let at = self.channels.firstIndex(of: name) { values[at] = value }
         }
-        return Sample(captureNs: captureNs, values: values)
+        var json: String?
+        if keepsJSON, let channels = parsed["channels"] { json = JSONValue(channels).compactText() }
+        return Sample(captureNs: captureNs, values: values, channelsJSON: json)
     }
 
     private static func flatten(_ value: ParsedJSON, path: String, into flat: inout [(String, Double?)]) {

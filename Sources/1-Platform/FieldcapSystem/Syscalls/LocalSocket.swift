@@ -1,0 +1,181 @@
+import CFieldcapLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A Unix-domain stream socket (`AF_UNIX`, `SOCK_STREAM`): the calls a local feed makes, each
+/// with its errno as a value, interrupts retried by `SystemCall`'s policy.
+///
+/// Owns its descriptor: `close` once. Thread-bound (the thread that reads or accepts on it).
+public struct LocalSocket: Sendable {
+    public let descriptor: Int32
+
+    public init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// The longest path a socket address holds (`sun_path`, with its terminating zero).
+    public static let maximumPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// A socket listening at `path`, non-blocking, closed on exec. The path must not exist.
+    public static func listen(at path: String, backlog: Int32 = 4) -> Result<LocalSocket, Errno> {
+        let made = SystemCall.valueOrErrno {
+            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard case .success(let descriptor) = made else { return made.map { LocalSocket(descriptor: $0) } }
+        let socket = LocalSocket(descriptor: descriptor)
+        let bound = withAddress(path) { address, length in Glibc.bind(descriptor, address, length) }
+        if bound != 0 {
+            let error = bound == -2 ? Errno(ENAMETOOLONG) : Errno.current
+            socket.close()
+            return .failure(error)
+        }
+        if Glibc.listen(descriptor, backlog) != 0 {
+            let error = Errno.current
+            socket.close()
+            return .failure(error)
+        }
+        return .success(socket)
+    }
+
+    /// A socket connected to the one listening at `path`, blocking, closed on exec.
+    public static func connect(to path: String) -> Result<LocalSocket, Errno> {
+        let made = SystemCall.valueOrErrno {
+            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard case .success(let descriptor) = made else { return made.map { LocalSocket(descriptor: $0) } }
+        let socket = LocalSocket(descriptor: descriptor)
+        // A connect interrupted goes on in the kernel: not retried (connect(2)), reported.
+        let connected = withAddress(path) { address, length in Glibc.connect(descriptor, address, length) }
+        if connected != 0 {
+            let error = connected == -2 ? Errno(ENAMETOOLONG) : Errno.current
+            socket.close()
+            return .failure(error)
+        }
+        return .success(socket)
+    }
+
+    /// The next connection waiting, non-blocking and closed on exec; `.wouldBlock` when none.
+    public func accept() -> Result<LocalSocket, Errno> {
+        SystemCall.valueOrErrno { CFieldcapLinux_accept_nonblocking(descriptor) }
+            .map { LocalSocket(descriptor: $0) }
+    }
+
+    /// Reads what has arrived, up to `buffer`'s size: the count, 0 at the peer's end, or the errno
+    /// (`.wouldBlock` when nothing has).
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        SystemCall.valueOrErrno { recv(descriptor, buffer.baseAddress, buffer.count, 0) }
+    }
+
+    /// Writes all of `bytes`, waiting as a blocking socket does; never raises SIGPIPE.
+    public func send(_ bytes: UnsafeRawBufferPointer) -> Errno? {
+        var sent = 0
+        while sent < bytes.count {
+            let result = SystemCall.valueOrErrno {
+                Glibc.send(descriptor, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            switch result {
+            case .success(let count): sent += count
+            case .failure(let error): return error
+            }
+        }
+        return nil
+    }
+
+    /// Writes what fits now, without waiting (a note to a peer that may not read it).
+    public func sendWithoutWaiting(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            _ = SystemCall.retryingInterrupts {
+                Glibc.send(descriptor, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+        }
+    }
+
+    /// Ends sending: the peer reads its end once it has read what came before.
+    public func shutdownWriting() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+
+    /// Never retried (`SystemCall`).
+    public func close() { _ = Glibc.close(descriptor) }
+
+    /// Calls `body` with `path` as a socket address; -2 when the path does not fit.
+    private static func withAddress(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count <= maximumPathBytes, !bytes.contains(0) else { return -2 }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}
+
+extension LocalSocket {
+    /// Waits until one of `descriptors` is ready as its `events` ask, up to `timeoutMs` (-1:
+    /// without limit); sets each `revents`. Returns how many are ready, 0 at the time-out.
+    public static func poll(_ descriptors: inout [pollfd], timeoutMs: Int32) -> Result<Int32, Errno> {
+        descriptors.withUnsafeMutableBufferPointer { buffer in
+            SystemCall.valueOrErrno { Glibc.poll(buffer.baseAddress, nfds_t(buffer.count), timeoutMs) }
+        }
+    }
+
+    /// Whether a socket at `path` has a listener: true when a connection is taken, false when
+    /// refused (a socket file left by a process that ended).
+    public static func isListening(at path: String) -> Bool {
+        guard case .success(let probe) = connect(to: path) else { return false }
+        probe.close()
+        return true
+    }
+}
+
+/// The directory a local socket lives in, and the socket file's own permissions: calls on paths
+/// that a socket's owner makes.
+public enum SocketFiles {
+    /// What is at a path, as `lstat` says (a link is not followed).
+    public enum Entry: Equatable, Sendable {
+        case missing
+        case socket
+        case directory(owner: UInt32, mode: UInt32)
+        case other
+    }
+
+    public static func entry(at path: String) -> Result<Entry, Errno> {
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            return errno == ENOENT ? .success(.missing) : .failure(.current)
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFSOCK: return .success(.socket)
+        case S_IFDIR: return .success(.directory(owner: info.st_uid, mode: info.st_mode & 0o7777))
+        default: return .success(.other)
+        }
+    }
+
+    /// Makes a directory with `mode` (the umask applies; `setMode` makes it exact).
+    public static func makeDirectory(_ path: String, mode: UInt32) -> Errno? {
+        mkdir(path, mode) == 0 || errno == EEXIST ? nil : .current
+    }
+
+    public static func setMode(_ path: String, _ mode: UInt32) -> Errno? {
+        chmod(path, mode) == 0 ? nil : .current
+    }
+
+    /// Gives `path` to the group `group` (kept as it is when there is no such group); the group
+    /// set, or nil when there is none. Throws what `chown` said when the group exists.
+    public static func setGroup(_ path: String, _ group: String) -> Result<String?, Errno> {
+        guard let entry = getgrnam(group) else { return .success(nil) }
+        return chown(path, UInt32.max, entry.pointee.gr_gid) == 0 ? .success(group) : .failure(.current)
+    }
+
+    public static func remove(_ path: String) -> Errno? {
+        unlink(path) == 0 || errno == ENOENT ? nil : .current
+    }
+
+    /// The effective user.
+    public static var userID: UInt32 { geteuid() }
+}
