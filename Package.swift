@@ -212,7 +212,8 @@ let package = Package(
         .target(
             name: "FieldcapCaptureServer",
             dependencies: [
-                "FieldcapSystem", "FieldcapRig", "FieldcapSession", "FieldcapSegments", "FieldcapArchive",
+                "FieldcapSystem", "FieldcapCore", "FieldcapRig", "FieldcapSession", "FieldcapSegments",
+                "FieldcapArchive",
                 "FieldcapDiscovery", "FieldcapNetworking", "FieldcapExport", "FieldcapFaces",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -300,6 +301,7 @@ let package = Package(
         ),
         .executableTarget(name: "SyncFieldDemo", dependencies: ["SyncField"], path: "Examples/SyncFieldDemo"),
         .executableTarget(name: "RingBench", dependencies: ["FieldcapCore"], path: "Benchmarks/RingBench"),
+        .executableTarget(name: "FeedBench", dependencies: ["SyncField"], path: "Benchmarks/FeedBench"),
         // The recorder's encoders and the preview's JPEG encoder on raw frames, beside FFmpeg and
         // GStreamer (Benchmarks/encode-vs-peers, Benchmarks/preview-load).
         .executableTarget(
@@ -371,7 +373,9 @@ let package = Package(
             dependencies: ["FieldcapSystem", "FieldcapPreview", "FieldcapCore", "SyncField", "TestSupport"]),
         .testTarget(
             name: "FieldcapCLITests",
-            dependencies: ["fieldcap", "FieldcapCore", "FieldcapSegments", "SyncField", "TestSupport"],
+            dependencies: [
+                "fieldcap", "FieldcapCore", "FieldcapSegments", "FieldcapSystem", "SyncField", "TestSupport",
+            ],
             // The independent clients and harnesses the tests run (Python, shell).
             exclude: ["Clients", "Netns"]
         ),

@@ -1,3 +1,4 @@
+import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import Foundation

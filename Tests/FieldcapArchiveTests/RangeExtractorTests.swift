@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapCore
 import FieldcapMedia
 import FieldcapSegments
 import FieldcapSession

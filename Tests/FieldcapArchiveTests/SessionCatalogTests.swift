@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapCore
 import FieldcapSegments
 import FieldcapSession
 import Foundation

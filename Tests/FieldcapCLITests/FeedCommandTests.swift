@@ -1,3 +1,4 @@
+import FieldcapSystem
 import Foundation
 import SyncField
 import TestSupport
@@ -152,7 +153,7 @@ struct FeedCommandTests {
                 "--cam", "synthetic:640x480@30", "--cam", "synthetic:640x480@30", "--imu", "synthetic:1000",
                 "--sensor", "feed:slow,socket=\(work)/slow.sock,rate=1000",
                 "--sensor", "feed:fast,socket=\(work)/fast.sock,rate=10000",
-                "--duration", "4s", "--out", out,
+                "--duration", "5s", "--out", out,
             ]
         ) { _ in
             let runs = runTogether(
@@ -161,7 +162,7 @@ struct FeedCommandTests {
                         "/usr/bin/env",
                         [
                             "python3", ServeCommandTests.script("Clients/feeder.py"), "\(work)/\(id).sock", "--rate",
-                            index == 0 ? "1000" : "10000", "--seconds", "2.5",
+                            index == 0 ? "1000" : "10000", "--seconds", "2",
                         ]
                     )
                 })
@@ -179,7 +180,8 @@ struct FeedCommandTests {
             let written = try #require(try streamEntry(out, id)["written"] as? Int)
             #expect(written == sent[id], "\(id): wrote \(written) of \(sent[id] ?? -1)")
         }
-        #expect((sent["fast"] ?? 0) > 20_000)
+        // At least 6 kHz reached by the Python program on a busy machine (it paces at 10 kHz).
+        #expect((sent["fast"] ?? 0) >= 12_000, "\(sent)")
     }
 
     @Test("a feed sent as fast as a program can loses only its own records; the cameras and the IMU none")
@@ -228,19 +230,35 @@ struct FeedCommandTests {
         let out = freshPath("feed-command")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let name = "t" + UUID().uuidString.prefix(8).lowercased()
-        let socket = "/run/fieldcap/feeds/\(name).sock"
+        // The default socket: the service's directory as root, the user's runtime one otherwise.
+        let environment = ProcessInfo.processInfo.environment
+        let directory =
+            getuid() == 0
+            ? "/run/fieldcap/feeds"
+            : environment["XDG_RUNTIME_DIR"].map { "\($0)/fieldcap/feeds" } ?? "/tmp/fieldcap-\(getuid())/feeds"
+        let socket = "\(directory)/\(name).sock"
         let binary = FieldcapProcess.executable.path
         var first: ExecutableRun?
         var second: ExecutableRun?
-        let result = try FieldcapProcess.run(["--sensor", "feed:\(name)", "--duration", "3s", "--out", out]) { _ in
+        var taken = ""
+        let result = try FieldcapProcess.run(["--sensor", "feed:\(name)", "--duration", "4s", "--out", out]) { _ in
             waitForSocket(socket)
-            let feeders = [
-                #"for i in 1 2 3; do echo "{\"channels\":{\"n\":$i}}"; sleep 0.4; done | "$0" feed "$1""#,
-                #"sleep 0.3; echo '{"channels":{"n":9}}' | "$0" feed "$1""#,
-            ]
-            let runs = runTogether(feeders.map { ("/bin/sh", ["-c", $0, binary, name]) })
-            (first, second) = (runs[0], runs[1])
+            // A program of the test's own holds the feed (taken: it read the ready line), while
+            // `fieldcap feed` tries; then lets go, and `fieldcap feed` is taken.
+            guard let holder = try? StreamSocket.connect(to: socket).get() else { return }
+            var descriptors = [pollfd(fd: holder.descriptor, events: Int16(POLLIN), revents: 0)]
+            _ = StreamSocket.poll(&descriptors, timeoutMs: 5000)
+            var ready = [UInt8](repeating: 0, count: 128)
+            let count = ready.withUnsafeMutableBytes { (try? holder.receive(into: $0).get()) ?? 0 }
+            taken = String(decoding: ready[..<count], as: UTF8.self)
+            second = try? runExecutable(
+                "/bin/sh", ["-c", #"echo '{"channels":{"n":9}}' | "$0" feed "$1""#, binary, name])
+            holder.close()
+            first = try? runExecutable(
+                "/bin/sh",
+                ["-c", #"for i in 1 2 3; do echo "{\"channels\":{\"n\":$i}}"; done | "$0" feed "$1""#, binary, name])
         }
+        #expect(taken.hasPrefix("fieldcap: ready feed:\(name)"), "\(taken)")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(first?.status == 0, "\(first?.output ?? "")")
         #expect(second?.status == 1)
@@ -287,6 +305,24 @@ struct FeedCommandTests {
         #expect(entry["written"] as? Int == 2)
         let feed = try #require(entry["feed"] as? [String: Any])
         #expect((feed["rejected"] as? [String: Any])?["schema"] as? Int == 1)
+    }
+
+    @Test("a feed no program fed: the session is valid, MCAP and EuRoC exports hold nothing of it")
+    func feedNobodyFed() throws {
+        let work = freshPath("feed-idle")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let out = work + "/s"
+        let recorded = try FieldcapProcess.run([
+            "--imu", "synthetic:100", "--sensor", "feed:idle,socket=\(work)/idle.sock", "--duration", "1s", "--out",
+            out,
+        ])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        #expect(SessionValidator.validate(directory: out).problems.isEmpty)
+        let mcap = try FieldcapProcess.run(["export", out, "--format", "mcap", "--out", work + "/run.mcap"])
+        #expect(mcap.status == 0 && (mcap.stdout + mcap.stderr).contains("/idle/json (json): 0 messages"), "\(mcap)")
+        let euroc = try FieldcapProcess.run(["export", out, "--format", "euroc", "--out", work + "/euroc"])
+        #expect(euroc.status == 0 && (euroc.stdout + euroc.stderr).contains("idle: left out (it recorded nothing)"))
     }
 
     @Test("bad --sensor specs are one line naming the spec and what to write, exit 64")

@@ -72,6 +72,8 @@ struct SessionsAndExtractCommandTests {
         let recorded = try FieldcapProcess.run([
             "--cam", "synthetic:64x48@30", "--imu", "synthetic:200", "--segment", "1s", "--duration", "3.6s", "--out",
             recording, "--host-id", "rig", "-q",
+            // A feed no program feeds: a stream with nothing in any segment, which extract passes over.
+            "--sensor", "feed:idle,socket=\(freshPath("idle")).sock",
         ])
         #expect(recorded.status == 0, "\(recorded.stderr)")
         let short = try FieldcapProcess.run([

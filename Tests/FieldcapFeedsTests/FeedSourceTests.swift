@@ -11,10 +11,10 @@ private func temporaryPath(_ label: String) -> String {
 
 /// A program feeding a socket, as the README's clients do: connect, send lines, close.
 private final class Feeder {
-    let socket: LocalSocket
+    let socket: StreamSocket
 
     init(path: String) throws {
-        socket = try LocalSocket.connect(to: path).get()
+        socket = try StreamSocket.connect(to: path).get()
     }
 
     func send(_ text: String) {
@@ -25,7 +25,7 @@ private final class Feeder {
     /// What the recording wrote back (a refusal), waiting up to a second.
     func reply() -> String {
         var descriptors = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)]
-        _ = LocalSocket.poll(&descriptors, timeoutMs: 1000)
+        _ = StreamSocket.poll(&descriptors, timeoutMs: 1000)
         var bytes = [UInt8](repeating: 0, count: 512)
         let count = bytes.withUnsafeMutableBytes { (try? socket.receive(into: $0).get()) ?? 0 }
         return String(decoding: bytes[..<count], as: UTF8.self)
@@ -37,7 +37,7 @@ private final class Feeder {
 /// A recording of `sources` into a SyncField session at `path`, stopped after `body`.
 private func record(
     _ sources: [CaptureSource], at path: String, options: Recorder.Options = Recorder.Options(),
-    queueCapacity: Int = 4096, _ body: () throws -> Void
+    queueCapacity: Int = 4096, fullWaits: UnsafeMutablePointer<Int>? = nil, _ body: () throws -> Void
 ) throws -> [Recorder.StreamSummary] {
     var sessionOptions = SyncSession.Options()
     sessionOptions.queueCapacity = queueCapacity
@@ -48,7 +48,9 @@ private func record(
     try body()
     // The reader takes what arrived before the stop: give the last lines a moment to be read.
     usleep(200_000)
-    return try recorder.stop()
+    let summary = try recorder.stop()
+    fullWaits?.pointee = session.queueFullWaits
+    return summary
 }
 
 private func waitUntil(_ condition: () -> Bool) {
@@ -202,7 +204,10 @@ struct FeedSourceTests {
         var recorderOptions = Recorder.Options()
         recorderOptions.idlePollNs = 50_000_000
         var sent = 0
-        let summary = try record([feed, imu], at: path, options: recorderOptions, queueCapacity: 256) {
+        var fullWaits = -1
+        let summary = try record(
+            [feed, imu], at: path, options: recorderOptions, queueCapacity: 256, fullWaits: &fullWaits
+        ) {
             let feeder = try Feeder(path: socketPath)
             let start = MonotonicClock.now()
             var batch = ""
@@ -216,6 +221,8 @@ struct FeedSourceTests {
         let fed = summary[0]
         let imuSummary = summary[1]
         #expect(imuSummary.dropped == 0 && imuSummary.encoderDropped == 0)
+        // The IMU's lines never waited for the session's queue: the feed left it half free.
+        #expect(fullWaits == 0)
         #expect(imuSummary.written >= 900)
         let details = try #require(feed.report.details)
         let accepted = try #require(details["records"]?.intValue)
@@ -232,14 +239,17 @@ struct FeedSourceTests {
         #expect(throws: DeviceError.self) {
             _ = try FeedSource(id: "f", name: "f", options: FeedSource.Options(socketPath: socketPath))
         }
-        _ = first
         // A stale socket file: bound and closed without unlinking.
         let stalePath = temporaryPath("feed-stale") + ".sock"
-        let stale = try LocalSocket.listen(at: stalePath).get()
+        let stale = try StreamSocket.listen(at: stalePath).get()
         stale.close()
         let replaced = try FeedSource(id: "g", name: "g", options: FeedSource.Options(socketPath: stalePath))
-        #expect(LocalSocket.isListening(at: stalePath))
+        let probe = try StreamSocket.connect(to: stalePath).get()
+        probe.close()
         _ = replaced
+        // The first feed's socket is left as it was: the second was refused by the lock, never
+        // by connecting to it (which the first would have counted as its program).
+        #expect(first.report.details?["connections"]?.intValue == 0)
         // Not a socket: left alone.
         let filePath = temporaryPath("feed-file")
         FileManager.default.createFile(atPath: filePath, contents: Data("keep".utf8))

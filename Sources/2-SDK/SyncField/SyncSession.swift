@@ -141,6 +141,10 @@ public final class SyncSession: @unchecked Sendable {
     /// streams whose records must not wait.
     package var writerHasRoom: Bool { queue.holdsFewer(than: queue.capacity / 2) }
 
+    /// The writer queue's positions: claimed by callers so far, and drained by the writer. An
+    /// entry enqueued before `claimed` was read is out of the queue once `drained` reaches it.
+    package var writerQueuePositions: (claimed: Int, drained: Int) { (queue.claimedPosition, queue.drainedPosition) }
+
     /// The writer thread of the current run (for tests that watch what it does).
     var writerThread: pthread_t? {
         lock.lock()

@@ -14,7 +14,7 @@ struct DeviceArguments: ParsableArguments {
     @Option(
         name: .customLong("sensor"),
         help: ArgumentHelp(
-            "A sensor a local program feeds (repeatable): feed:NAME.", valueName: "SPEC"))
+            "Another sensor (repeatable): feed:NAME (a local program feeds it) or gpsd.", valueName: "SPEC"))
     var sensors: [String] = []
 
     var specs: [DeviceSpec] {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FieldcapArchive
+import FieldcapCore
 import FieldcapSession
 import SyncField
 

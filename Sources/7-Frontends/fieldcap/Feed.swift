@@ -25,10 +25,14 @@ struct Feed: ParsableCommand {
 
             Examples:
               my_gripper_driver --json | fieldcap feed gripper
-              fieldcap feed /run/fieldcap/feeds/gripper.sock < replay.jsonl
+              fieldcap feed /run/fieldcap/feeds/gripper.sock --wait 10 < lines.jsonl
+
+            It waits for the recording's first line (fieldcap: ready feed:NAME) before \
+            sending. Lines with an old capture_ns (a file recorded earlier) are refused as \
+            outside the session: replay lines without it.
 
             Exit status: 0 once standard input ended and every line was sent, 1 when the \
-            recording closed the feed first (another program feeds it; the recording stopped), \
+            recording refused this program (another one feeds it) or closed the feed first, \
             69 when no recording listens there.
             """
     )
@@ -47,14 +51,17 @@ struct Feed: ParsableCommand {
     }
 
     func run() throws {
+        // By name: this user's default socket, or a service's (root's) where this user has none.
+        let own = FeedSocket.path(name: feed, given: nil, environment: ProcessInfo.processInfo.environment)
+        let service = "/run/fieldcap/feeds/\(feed).sock"
         let path =
             feed.contains("/")
-            ? feed : FeedSocket.path(name: feed, given: nil, environment: ProcessInfo.processInfo.environment)
+            ? feed
+            : (!FileManager.default.fileExists(atPath: own) && FileManager.default.fileExists(atPath: service)
+                ? service : own)
         let socket = try connect(path)
         defer { socket.close() }
-        // The recording writes to a feeder only to refuse it, just after it connects; a moment's
-        // wait sees that before a line is lost to it.
-        try refuseIfClosed(socket, waitingMs: 200)
+        try waitUntilTaken(socket)
         while let line = readLine(strippingNewline: true) {
             try refuseIfClosed(socket, waitingMs: 0)
             if let error = Array((line + "\n").utf8).withUnsafeBytes({ socket.send($0) }) {
@@ -66,10 +73,10 @@ struct Feed: ParsableCommand {
     }
 
     /// Connects, trying again for `--wait` seconds while nothing listens.
-    private func connect(_ path: String) throws -> LocalSocket {
+    private func connect(_ path: String) throws -> StreamSocket {
         let deadline = MonotonicClock.now() + UInt64(wait * 1e9)
         while true {
-            switch LocalSocket.connect(to: path) {
+            switch StreamSocket.connect(to: path) {
             case .success(let socket): return socket
             case .failure(let error):
                 if MonotonicClock.now() < deadline {
@@ -85,11 +92,38 @@ struct Feed: ParsableCommand {
         }
     }
 
+    /// Waits (up to 5 s) for the recording's first line: `fieldcap: ready feed:NAME` when it took
+    /// this program, else why it refused it (exit status 1).
+    private func waitUntilTaken(_ socket: StreamSocket) throws {
+        var descriptors = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)]
+        guard case .success(let ready) = StreamSocket.poll(&descriptors, timeoutMs: 5000), ready > 0 else {
+            say("Error: \(feed.printable): the recording did not answer within 5 s")
+            throw ExitCode(1)
+        }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        var count = 0
+        // The ready line, whole: read up to its newline.
+        while count < bytes.count, !bytes[..<count].contains(UInt8(ascii: "\n")) {
+            let read = bytes.withUnsafeMutableBytes { raw in
+                socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+            }
+            guard case .success(let got) = read, got > 0 else { break }
+            count += got
+        }
+        let line = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard line.hasPrefix(FeedSource.readyLine) else {
+            say("Error: \(feed.printable): " + (line.isEmpty ? "the recording closed the feed" : line.printable))
+            throw ExitCode(1)
+        }
+    }
+
     /// Ends with exit status 1 when the recording has closed the feed (or said why it refuses
     /// this program), as far as `waitingMs` shows.
-    private func refuseIfClosed(_ socket: LocalSocket, waitingMs: Int32) throws {
+    private func refuseIfClosed(_ socket: StreamSocket, waitingMs: Int32) throws {
         var descriptors = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)]
-        guard case .success(let ready) = LocalSocket.poll(&descriptors, timeoutMs: waitingMs), ready > 0 else { return }
+        guard case .success(let ready) = StreamSocket.poll(&descriptors, timeoutMs: waitingMs), ready > 0 else {
+            return
+        }
         var bytes = [UInt8](repeating: 0, count: 512)
         let count = bytes.withUnsafeMutableBytes { raw in
             if case .success(let count) = socket.receive(into: raw) { return count }

@@ -68,6 +68,9 @@ struct Record: ParsableCommand {
             line, {"capture_ns": N, "channels": {...}}, written as the SDK's record()
             writes it (`fieldcap feed --help`; docs/feeds.md). Bad lines are counted and
             shown, never fatal; channels= pins the channels every record must carry.
+            --sensor gpsd[:HOST:PORT][,pps]: a GNSS receiver through gpsd (stream gnss):
+            each fix's position, velocity, errors and GNSS time; pps adds the offset
+            between GNSS time and this host's clock (gpsd's PPS or TOFF) to fieldcap.json.
 
             The session goes into a new directory, --out DIR, or ROOT/HOST-UTCTIME under
             --root (./sessions by default). fieldcap never writes into an existing

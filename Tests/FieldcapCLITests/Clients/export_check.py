@@ -102,6 +102,11 @@ class Session(SessionFiles):
                 names = stream.get("channels") or list(samples[0]["flat"])
                 if stream.get("kind") == "feed" and feeds_as_json:
                     topics[f"/{sid}/json"] = [(self.utc(s["capture_ns"]), ("json", s["channels"])) for s in samples]
+                if "gnss" in stream:
+                    # A GNSS receiver's fixes as gpsd reported them: NavSatFix (and JSON), no
+                    # list of channels (a fix's shape changes with its mode).
+                    topics[f"/{sid}/fix"] = [(self.utc(s["capture_ns"]), ("fix", s["channels"])) for s in samples]
+                    continue
                 accel = [f"accel_{a}" for a in "xyz"]
                 gyro = [next((f"{p}_{a}" for p in ("anglvel", "gyro") if f"{p}_{a}" in names), None) for a in "xyz"]
                 has_accel, has_gyro = any(n in names for n in accel), any(gyro)
@@ -163,6 +168,23 @@ def check(topic, expected, stamp_ns, log_time, msg):
     if kind == "json":
         if msg != expected[1][1]:
             fail(f"{topic}: {msg}, the session's line has {expected[1][1]}")
+        return
+    if kind == "fix":
+        fix = expected[1][1]
+        mode = fix.get("mode", 0)
+        status = -1 if mode < 2 else (2 if fix.get("status", 1) in (2, 3, 4) else 0)
+        want = [fix.get("lat", math.nan) if mode >= 2 else math.nan, fix.get("lon", math.nan) if mode >= 2 else math.nan,
+                fix.get("altHAE", math.nan) if mode >= 3 else math.nan]
+        got = [msg.latitude, msg.longitude, msg.altitude]
+        if msg.status.status != status or msg.status.service != 1 or not all(same(a, b) for a, b in zip(got, want)):
+            fail(f"{topic}: status {msg.status.status} {got}, gpsd's fix says status {status} {want}")
+        errors = [fix[k] for k in ("epx", "epy", "epv") if k in fix]
+        if len(errors) == 3:
+            if msg.position_covariance_type != 2 or not all(
+                same(msg.position_covariance[i * 4], errors[i] ** 2) for i in range(3)):
+                fail(f"{topic}: covariance {list(msg.position_covariance)}, gpsd's errors {errors}")
+        elif msg.position_covariance_type != 0:
+            fail(f"{topic}: covariance type {msg.position_covariance_type} without gpsd's three errors")
         return
     if kind == "image":
         _, w, h, encoding, step, frame = expected[1]

@@ -115,6 +115,13 @@ final class EntryQueue: @unchecked Sendable {
         slot.pointee.sequence.store(position + 1, ordering: .releasing)
     }
 
+    /// Positions claimed so far in this run (an entry enqueued before this call has a lower one).
+    var claimedPosition: Int { tail.pointee.load(ordering: .relaxed) & Self.positionMask }
+
+    /// Positions the writer has drained so far in this run (every entry below it is written out
+    /// of the queue).
+    var drainedPosition: Int { consumed.load(ordering: .acquiring) }
+
     /// Whether fewer than `limit` entries wait in the queue (claimed and not yet drained), as
     /// far as this thread can see: an estimate another producer may change at once.
     func holdsFewer(than limit: Int) -> Bool {
@@ -150,7 +157,7 @@ final class EntryQueue: @unchecked Sendable {
             head += 1
             taken += 1
         }
-        if taken > 0 { consumed.store(head, ordering: .relaxed) }
+        if taken > 0 { consumed.store(head, ordering: .releasing) }
         return taken
     }
 }

@@ -1,5 +1,9 @@
 import SyncField
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where the writer threads put records.
 ///
 /// The recorder writes each stream from one writer thread: all sensor streams from one, each
@@ -49,8 +53,10 @@ extension RecordSink {
 /// SDK's own encoding, so their lines are what an app calling it writes), frame records as
 /// timestamp lines.
 ///
-/// A fed record is refused (`write` returns false, a drop the recorder counts) while the
-/// session's writer queue is more than half full.
+/// A fed record waits (on its stream's own writer thread) while the session's writer queue is
+/// more than half full or holds more than `FeedAdmission.bytesInFlight` of the stream's lines,
+/// and is refused (`write` returns false, a drop the recorder counts) once that lasted
+/// `FeedAdmission.longestWaitNs`, until there is room again.
 ///
 /// Thread-safe for `write` on different streams at once (after `open`): the session is, and the
 /// per-stream tables are only read once opened.
@@ -58,10 +64,13 @@ public final class SyncSessionSink: RecordSink {
     public let session: SyncSession
     private var descriptors: [StreamDescriptor] = []
     private var sensors: [SensorStream?] = []
+    /// Per fed stream: what of it the session's queue holds (writer-bound, the stream's lane).
+    private var admissions: [FeedAdmission?] = []
 
     public init(session: SyncSession) { self.session = session }
 
     public func open(streams: [StreamDescriptor]) throws {
+        admissions = streams.map { $0.feedValues == nil ? nil : FeedAdmission() }
         descriptors = streams
         sensors = try streams.map { descriptor in
             descriptor.kind == .sensor ? try session.sensorStream(descriptor.id, channels: descriptor.channels) : nil
@@ -77,10 +86,12 @@ public final class SyncSessionSink: RecordSink {
         if let feed = descriptors[stream].feedValues {
             // A program can send faster than any disk takes: its records go only while the
             // session's writer has room to spare, so the others' never wait behind them.
-            guard session.writerHasRoom else { return false }
+            guard let admission = admissions[stream], admission.admit(bytes: Int(record.bytesUsed), session: session)
+            else { return false }
             try session.record(
                 descriptors[stream].id, frameNumber: frameNumber, channels: feed.take(record.bufferIndex),
                 uncertaintyNs: record.uncertaintyNs, captureNs: record.captureNs)
+            admission.entered(bytes: Int(record.bytesUsed), session: session)
         } else if let sensor = sensors[stream] {
             let count = Int(record.valueCount)
             let values = record.values
@@ -114,4 +125,57 @@ public final class DiscardingSink: RecordSink {
     }
 
     public func close() throws -> [String: Int] { [:] }
+}
+
+/// How much of a fed stream the session's writer queue may hold: records go in while the queue is
+/// less than half full (the other half is the cameras' and IMUs') and the stream's lines in it
+/// are under `bytesInFlight` (a bound on the memory its parsed records hold, and on how long
+/// other streams' lines wait behind them to be encoded). A record that finds no room waits, the
+/// stream's own writer thread (its ring keeps taking what the program sends), up to
+/// `longestWaitNs`; after a wait that long, records are refused at once until room is back, so
+/// a stalled disk costs a stop no more than one wait.
+///
+/// Thread-bound (the fed stream's writer).
+final class FeedAdmission {
+    static let bytesInFlight = 4 << 20
+    static let longestWaitNs: UInt64 = 200_000_000
+    /// The stream's records in the queue: the queue position claimed after each, and its bytes.
+    private var entries: [(position: Int, bytes: Int)] = []
+    private var first = 0
+    private var bytes = 0
+    private var refusing = false
+
+    func admit(bytes size: Int, session: SyncSession) -> Bool {
+        var waitedNs: UInt64 = 0
+        while !hasRoom(for: size, session: session) {
+            if refusing || waitedNs >= Self.longestWaitNs {
+                refusing = true
+                return false
+            }
+            var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+            nanosleep(&pause, nil)
+            waitedNs += 1_000_000
+        }
+        refusing = false
+        return true
+    }
+
+    /// The record just enqueued: counted until the writer drained past it.
+    func entered(bytes size: Int, session: SyncSession) {
+        entries.append((session.writerQueuePositions.claimed, size))
+        bytes += size
+    }
+
+    private func hasRoom(for size: Int, session: SyncSession) -> Bool {
+        let drained = session.writerQueuePositions.drained
+        while first < entries.count, entries[first].position <= drained {
+            bytes -= entries[first].bytes
+            first += 1
+        }
+        if first > 1024 && first * 2 > entries.count {
+            entries.removeFirst(first)
+            first = 0
+        }
+        return session.writerHasRoom && bytes + size <= Self.bytesInFlight
+    }
 }

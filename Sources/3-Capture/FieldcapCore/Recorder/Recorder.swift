@@ -68,6 +68,11 @@ public final class Recorder: @unchecked Sendable {
                 let rate = stream.nominalRate > 0 ? stream.nominalRate : 30
                 seconds = min(seconds, Double(stream.frameBuffers ?? 4) / 3 / rate)
             }
+            // A fed stream's ring holds 4,096 records: a writer that sleeps while a tenth of it
+            // fills keeps up with the rate its program said (rate=), or 10 kHz when it said none.
+            for stream in streams where stream.kind == .feed {
+                seconds = min(seconds, 400 / (stream.nominalRate > 0 ? stream.nominalRate : 10_000))
+            }
             return UInt64(max(0.002, seconds) * 1e9)
         }
     }
@@ -206,8 +211,8 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Which writer thread writes which stream: the sensor streams together, each video stream
-    /// and each fed stream on its own (a program's flood parses and encodes on its own thread,
-    /// never in the IMUs' turn).
+    /// and each fed stream on its own (a program's flood waits for the session's writer on its
+    /// own thread, never in the IMUs' turn).
     static func lanes(
         for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:]
     ) -> [WriterLane] {

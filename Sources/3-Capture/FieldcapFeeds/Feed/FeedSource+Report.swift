@@ -25,6 +25,7 @@ extension FeedSource {
             "first_problems": .array(tally.firstProblems.map { .string($0) }),
             "connections": JSONValue(tally.connections),
             "programs_refused": JSONValue(tally.refusedPrograms),
+            "disconnections": JSONValue(tally.disconnections),
             "no_free_slot": JSONValue(tally.noSlot),
         ]
         if let channels = tally.firstChannels { details["channels"] = .array(channels.map { .string($0) }) }

@@ -23,7 +23,8 @@ import Synchronization
 /// Unlike a camera's, this thread allocates (JSON has no fixed shape); it is the feed's own
 /// thread, and no other stream's capture depends on it.
 ///
-/// One program at a time: a second connection is told why in one line and closed. A program
+/// One program at a time, told `fieldcap: ready feed:NAME` as it is taken: a second connection
+/// is told why in one line and closed. A program
 /// that disconnects leaves an open absence (`presence`); the next one to connect continues the
 /// stream, and the gap is recorded. A line that is no record is counted by reason, and the
 /// first few are told (`Options.told`); it never ends the stream.
@@ -52,16 +53,27 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
         public init(socketPath: String) { self.socketPath = socketPath }
     }
 
+    /// What a program that connects is told first when the feed takes it (then its device):
+    /// `fieldcap: ready feed:gripper`. A refused one is told why instead.
+    public static let readyLine = "fieldcap: ready"
+
+    /// The gaps between programs kept as absences (`away`); later ones are only counted.
+    static let absencesKept = 100
+
     public let descriptor: StreamDescriptor
     public let options: Options
     public let presence: StreamPresence?
-    private let listener: LocalSocket
+    private let listener: StreamSocket
     private let values: FeedValues
     private let tally = Tally()
     private let pinnedSet: Set<String>?
     /// When the socket opened: no program could feed the stream before, so a `capture_ns`
     /// earlier than this is outside the recording.
     private let openedNs: UInt64
+    /// The feed's lock (`FeedSocket.prepare`), held while it is open.
+    private let lock: Int32
+    /// The socket file as made, removed at the end only if it is still that file.
+    private let socketIdentity: (device: UInt64, inode: UInt64)?
 
     /// What the reader counted, for the report; written by the capture thread.
     final class Tally: Sendable {
@@ -72,6 +84,7 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
         let noSlot = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
         let refusedPrograms = Atomic<Int>(0)
+        let disconnections = Atomic<Int>(0)
         /// Refused lines by reason (rare: a lock is cheap enough).
         let rejected = Mutex<[String: Int]>([:])
         let firstProblems = Mutex<[String]>([])
@@ -81,8 +94,12 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
     /// Listens at `options.socketPath` (made ready by `FeedSocket.prepare`) for the stream `id`.
     public init(id: String, name: String, options: Options) throws(DeviceError) {
         let device = "feed:\(name)"
-        try FeedSocket.prepare(options.socketPath, device: device, environment: options.environment)
-        listener = try FeedSocket.listen(at: options.socketPath, device: device)
+        lock = try FeedSocket.prepare(options.socketPath, device: device, environment: options.environment)
+        do { listener = try FeedSocket.listen(at: options.socketPath, device: device) } catch {
+            SocketFiles.unlock(lock)
+            throw error
+        }
+        socketIdentity = SocketFiles.identity(options.socketPath)
         openedNs = MonotonicClock.now()
         self.options = options
         values = FeedValues(slots: options.slots)
@@ -95,7 +112,17 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
 
     deinit {
         listener.close()
-        _ = SocketFiles.remove(options.socketPath)
+        removeSocketFile()
+        SocketFiles.unlock(lock)
+    }
+
+    /// Removes the socket file, if it is still the one this feed made (a path someone replaced
+    /// since is theirs). At the end of capture, so a recording that ends leaves none behind
+    /// whenever the process lets its sources go; and when the source goes, for one that never ran.
+    private func removeSocketFile() {
+        if let made = socketIdentity, let now = SocketFiles.identity(options.socketPath), made == now {
+            _ = SocketFiles.remove(options.socketPath)
+        }
     }
 
     public func releaseBuffer(_ index: Int32) { values.release(index) }
@@ -103,6 +130,7 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
     /// The reader's counts now (any thread).
     struct TallySnapshot {
         var lines, accepted, stampedByProgram, stampedOnArrival, noSlot, connections, refusedPrograms: Int
+        var disconnections: Int
         var rejected: [String: Int]
         var firstProblems: [String]
         var firstChannels: [String]?
@@ -115,6 +143,7 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
             stampedOnArrival: tally.stampedOnArrival.load(ordering: .relaxed),
             noSlot: tally.noSlot.load(ordering: .relaxed), connections: tally.connections.load(ordering: .relaxed),
             refusedPrograms: tally.refusedPrograms.load(ordering: .relaxed),
+            disconnections: tally.disconnections.load(ordering: .relaxed),
             rejected: tally.rejected.withLock { $0 },
             firstProblems: tally.firstProblems.withLock { $0 }, firstChannels: tally.firstChannels.withLock { $0 })
     }
@@ -125,7 +154,10 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: options.maximumLineBytes, alignment: 16)
         defer { buffer.deallocate() }
         var reader = Reader(source: self, ring: ring, startNs: openedNs, buffer: buffer)
-        defer { reader.closeProgram() }
+        defer {
+            reader.closeProgram()
+            removeSocketFile()
+        }
         while !stop.isRequested {
             var descriptors = [
                 pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0),
@@ -134,13 +166,14 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
             if let program = reader.program {
                 descriptors.append(pollfd(fd: program.descriptor, events: Int16(POLLIN), revents: 0))
             }
-            if case .failure(let error) = LocalSocket.poll(&descriptors, timeoutMs: -1) {
+            if case .failure(let error) = StreamSocket.poll(&descriptors, timeoutMs: -1) {
                 throw DeviceError(code: .other, device: descriptor.device, operation: "poll", errno: error.rawValue)
             }
             if stop.isRequested { break }
-            if descriptors[1].revents != 0 { acceptPrograms(&reader) }
-            guard reader.program != nil, descriptors.count > 2, descriptors[2].revents != 0 else { continue }
-            _ = reader.readOnce()
+            // The program first: one that closed before another connected has left by the time
+            // the other is taken.
+            if reader.program != nil, descriptors.count > 2, descriptors[2].revents != 0 { _ = reader.readOnce() }
+            if descriptors[1].revents != 0 { acceptPrograms(&reader, stop: stop) }
         }
         // What the program sent before the stop is in the socket: taken, up to a few reads.
         var reads = 0
@@ -148,8 +181,19 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
     }
 
     /// Takes every connection waiting: the first while no program feeds, the others refused.
-    private func acceptPrograms(_ reader: inout Reader) {
-        while case .success(let connection) = listener.accept() {
+    /// Takes the connections waiting, at most 16 a turn (a flood of them cannot keep the reader
+    /// from the program it has): the first while no program feeds, the others refused. A
+    /// process out of descriptors (EMFILE) pauses a moment rather than spin on the listener.
+    private func acceptPrograms(_ reader: inout Reader, stop: StopSignal) {
+        for _ in 0..<16 {
+            let connection: StreamSocket
+            switch listener.accept() {
+            case .success(let accepted): connection = accepted
+            case .failure(let error) where error == .wouldBlock: return
+            case .failure:
+                _ = stop.wait(milliseconds: 100)
+                return
+            }
             if reader.program == nil {
                 reader.programCame(connection)
             } else {
@@ -167,80 +211,62 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
     /// The reader's state, on the capture thread.
     struct Reader {
         let source: FeedSource
-        let ring: SPSCRing<CaptureRecord>
         let startNs: UInt64
-        var program: LocalSocket?
-        var sequence: UInt64 = 0
+        var program: StreamSocket?
         var lastCaptureNs: UInt64 = 0
-        /// A slot taken for a record the ring then had no room for: used next.
-        var spareSlot: Int32?
-        /// The lines read and not yet ended: `held` bytes at the buffer's start; `skipping` while
-        /// the rest of a line too long for it goes by.
-        let buffer: UnsafeMutableRawBufferPointer
-        var held = 0
-        var skipping = false
+        var handoff: FeedHandoff
+        var lines: SocketLines
 
         init(source: FeedSource, ring: SPSCRing<CaptureRecord>, startNs: UInt64, buffer: UnsafeMutableRawBufferPointer)
         {
             self.source = source
-            self.ring = ring
             self.startNs = startNs
-            self.buffer = buffer
+            lines = SocketLines(buffer: buffer)
+            handoff = FeedHandoff(values: source.values, ring: ring)
         }
 
         /// One read from the program: its lines taken, stamped with the read's arrival; at its
         /// end, the program gone. False when there was nothing to read or the program left.
         mutating func readOnce() -> Bool {
             guard let program else { return false }
-            switch program.receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[held...])) {
-            case .failure(let error) where error == .wouldBlock:
-                return false
-            case .success(0), .failure:
-                if held > 0 && !skipping {
-                    refuse(FeedLine.Problem(.notJSON, "the line ended with the connection, unfinished"))
+            // The splitter apart from `self` while its lines are taken (which changes `self`).
+            var splitter = lines
+            let longest = splitter.buffer.count
+            let outcome = splitter.read(from: program) { event, arrivalNs in
+                switch event {
+                case .line(let bytes): take(bytes, arrivalNs: arrivalNs)
+                case .tooLong: refuse(FeedLine.Problem(.notJSON, "a line longer than \(longest) bytes"))
                 }
-                held = 0
-                skipping = false
+            }
+            lines = splitter
+            switch outcome {
+            case .nothing: return false
+            case .read: return true
+            case .ended(let unfinished):
+                if unfinished { refuse(FeedLine.Problem(.notJSON, "the line ended with the connection, unfinished")) }
                 programLeft()
                 return false
-            case .success(let count):
-                let arrivalNs = MonotonicClock.now()
-                var start = 0
-                let end = held + count
-                var index = held
-                while index < end {
-                    if buffer[index] == UInt8(ascii: "\n") {
-                        if skipping {
-                            skipping = false
-                        } else {
-                            take(UnsafeRawBufferPointer(rebasing: buffer[start..<index]), arrivalNs: arrivalNs)
-                        }
-                        start = index + 1
-                    }
-                    index += 1
-                }
-                held = end - start
-                if held == buffer.count {
-                    // A line longer than the buffer: refused whole (once), its rest skipped to its end.
-                    if !skipping { refuse(FeedLine.Problem(.notJSON, "a line longer than \(buffer.count) bytes")) }
-                    skipping = true
-                    held = 0
-                } else if held > 0 && start > 0 {
-                    buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: held)
-                }
-                return true
             }
         }
 
-        mutating func programCame(_ connection: LocalSocket) {
+        mutating func programCame(_ connection: StreamSocket) {
             program = connection
+            // One line back, which a program may read or not: `fieldcap feed` waits for it.
+            connection.sendWithoutWaiting(Array("\(FeedSource.readyLine) \(source.descriptor.device)\n".utf8))
             let count = source.tally.connections.add(1, ordering: .relaxed).newValue
-            if count > 1 { source.presence?.returned(atNs: MonotonicClock.now(), as: "connection \(count)") }
+            if count > 1 && count <= FeedSource.absencesKept + 1 {
+                source.presence?.returned(atNs: MonotonicClock.now(), as: "connection \(count)")
+            }
         }
 
         mutating func programLeft() {
             closeProgram()
-            source.presence?.left(atNs: MonotonicClock.now(), reason: "the program feeding it disconnected")
+            let count = source.tally.disconnections.add(1, ordering: .relaxed).newValue
+            // A program that connects for every line (`echo ... | fieldcap feed`) would fill the
+            // sidecar with gaps: the first hundred are kept, the rest counted.
+            if count <= FeedSource.absencesKept {
+                source.presence?.left(atNs: MonotonicClock.now(), reason: "the program feeding it disconnected")
+            }
         }
 
         mutating func closeProgram() {
@@ -300,23 +326,16 @@ public final class FeedSource: CaptureSource, @unchecked Sendable {
             } else {
                 source.tally.stampedByProgram.add(1, ordering: .relaxed)
             }
-            if sequence == 0 { source.tally.firstChannels.withLock { $0 = line.flattenedNames } }
-            lastCaptureNs = captureNs
-            defer { sequence += 1 }
-            guard let slot = spareSlot ?? source.values.takeSlot() else {
-                source.tally.noSlot.add(1, ordering: .relaxed)
-                ring.drops.record(sequence)
-                return
+            if source.tally.accepted.load(ordering: .relaxed) == 1 {
+                source.tally.firstChannels.withLock { $0 = line.flattenedNames }
             }
-            spareSlot = nil
-            source.values.store(line.channels, in: slot)
-            var record = CaptureRecord()
-            record.sequence = sequence
-            record.dequeueNs = arrivalNs
-            record.captureNs = captureNs
-            record.uncertaintyNs = line.uncertaintyNs ?? syncFieldDefaultUncertaintyNs
-            record.bufferIndex = slot
-            if !ring.push(record, sequence: sequence) { spareSlot = slot }
+            lastCaptureNs = captureNs
+            if !handoff.push(
+                line.channels, captureNs: captureNs, uncertaintyNs: line.uncertaintyNs ?? syncFieldDefaultUncertaintyNs,
+                arrivalNs: arrivalNs, lineBytes: bytes.count)
+            {
+                source.tally.noSlot.store(handoff.noSlot, ordering: .relaxed)
+            }
         }
     }
 }

@@ -28,38 +28,53 @@ public enum FeedSocket {
         given ?? "\(defaultDirectory(environment: environment))/\(name).sock"
     }
 
-    /// Makes the default directory (and its parent) when the socket is in it, and clears a socket
-    /// file left at `path` by a process that ended. Refuses a path another program listens at,
-    /// that is not a socket, or a default directory another user owns.
-    static func prepare(_ path: String, device: String, environment: [String: String]) throws(DeviceError) {
+    /// Makes the default directory (and its parent) when the socket is in it, takes the feed's
+    /// lock (`PATH.lock`, held while the feed is open: a second recording with the same feed is
+    /// refused without disturbing the first), and clears a socket file left at `path` by a process
+    /// that ended. Refuses a path that is not a socket, or a default directory another user owns.
+    /// Returns the lock's descriptor.
+    static func prepare(_ path: String, device: String, environment: [String: String]) throws(DeviceError) -> Int32 {
         let directory = PathName.directory(of: path)
         if directory == defaultDirectory(environment: environment) {
             for level in [PathName.directory(of: directory), directory] {
                 try ownDirectory(level, device: device)
             }
         }
-        guard path.utf8.count <= LocalSocket.maximumPathBytes else {
+        guard path.utf8.count <= StreamSocket.maximumPathBytes else {
             throw DeviceError(
                 code: .unsupported, device: device, operation: "socket \(path.printable)",
-                hint: "a socket path holds at most \(LocalSocket.maximumPathBytes) bytes; give a shorter socket=")
+                hint: "a socket path holds at most \(StreamSocket.maximumPathBytes) bytes; give a shorter socket=")
+        }
+        let lock: Int32
+        switch SocketFiles.lock(path + ".lock") {
+        case .success(let descriptor): lock = descriptor
+        case .failure(let error) where error == .wouldBlock:
+            throw DeviceError(
+                code: .busy, device: device, operation: "listen at \(path.printable)",
+                hint: "another recording has this feed open (\(path.printable).lock is held); stop it or give socket=")
+        case .failure(let error):
+            throw DeviceError(
+                code: error.rawValue == EACCES ? .permissionDenied : .other, device: device,
+                operation: "lock \(path.printable).lock", errno: error.rawValue,
+                hint: "give socket= a path in a directory fieldcap may write")
         }
         switch SocketFiles.entry(at: path) {
         case .failure(let error):
+            SocketFiles.unlock(lock)
             throw DeviceError(code: .other, device: device, operation: "lstat \(path.printable)", errno: error.rawValue)
         case .success(.missing):
-            return
+            return lock
         case .success(.socket):
-            if LocalSocket.isListening(at: path) {
-                throw DeviceError(
-                    code: .busy, device: device, operation: "listen at \(path.printable)",
-                    hint: "another program listens there (another recording with this feed?); stop it or give socket=")
-            }
+            // Ours by the lock: a socket file a killed fieldcap left.
             if let error = SocketFiles.remove(path) {
+                SocketFiles.unlock(lock)
                 throw DeviceError(
                     code: .other, device: device, operation: "remove the old socket \(path.printable)",
                     errno: error.rawValue)
             }
+            return lock
         case .success:
+            SocketFiles.unlock(lock)
             throw DeviceError(
                 code: .busy, device: device, operation: "listen at \(path.printable)",
                 hint: "something that is not a socket is there; remove it or give another socket=")
@@ -86,9 +101,9 @@ public enum FeedSocket {
     }
 
     /// Opens the listening socket at `path` (prepared) for the fieldcap group: mode 0660.
-    static func listen(at path: String, device: String) throws(DeviceError) -> LocalSocket {
-        let socket: LocalSocket
-        switch LocalSocket.listen(at: path) {
+    static func listen(at path: String, device: String) throws(DeviceError) -> StreamSocket {
+        let socket: StreamSocket
+        switch StreamSocket.listen(at: path) {
         case .success(let listening): socket = listening
         case .failure(let error):
             throw DeviceError(

@@ -20,15 +20,17 @@ public enum AbsentStream {
     }
 
     /// A sensor the sidecar lists with nothing written, which the manifest leaves out and of which
-    /// the session holds no file: one whose device was away for the whole session. Files of it
+    /// the session holds no file: one whose device was away for the whole session, or a feed no
+    /// program fed. Files of it
     /// (lines the manifest does not count) are damage.
-    static func sensorRecordedNothing(_ layout: SessionLayout, id: String) -> Bool {
+    public static func sensorRecordedNothing(_ layout: SessionLayout, id: String) -> Bool {
         guard PathName.isPlainName(id), !FileManager.default.fileExists(atPath: layout.timestamps(id)),
             !FileManager.default.fileExists(atPath: layout.sensor(id)),
             let data = FileManager.default.contents(atPath: layout.sidecar),
             let entry = JSONValue.parse(data)?["streams"]?.arrayValue?.first(where: { $0["id"]?.stringValue == id })
         else { return false }
-        return entry["kind"]?.stringValue == "sensor" && entry["written"]?.intValue == 0
+        // A fed stream's program may never have connected: the same nothing.
+        return ["sensor", "feed"].contains(entry["kind"]?.stringValue) && entry["written"]?.intValue == 0
     }
 
     /// Whether `entry` (the manifest's stream `id`) is a camera that recorded nothing: a video,

@@ -288,8 +288,30 @@ public struct Sidecar {
         if let wallClock {
             document["wall_clock"] = .object(wallClock.sidecarEntry(syncPointMonotonicNs: syncPoint.monotonicNs))
         }
+        if let gnss = gnssTimeEntry() { document["gnss_time"] = gnss }
         if let captureId { document["capture_id"] = .string(captureId) }
         try Self.store(document, layout: layout)
+    }
+
+    /// Beside `wall_clock`: how GNSS time and this host's `CLOCK_REALTIME` differed, as the first
+    /// GNSS stream's gpsd reported it (a pulse's offset, `PPS`, where it had one; else the fix
+    /// messages', `TOFF`), and the sync point's `wall_clock_ns` in GNSS time by the first offset.
+    func gnssTimeEntry() -> JSONValue? {
+        for (index, source) in sources.enumerated() {
+            let report = reports?[index] ?? source.report
+            guard report.kind == "gnss", let offsets = report.details?["time_offsets"]?.objectValue,
+                let (kind, chosen) = ["PPS", "TOFF"].lazy.compactMap({ kind in offsets[kind].map { (kind, $0) } })
+                    .first,
+                let first = chosen["first_ns"]?.int64Value
+            else { continue }
+            return [
+                "stream": .string(source.descriptor.id), "source": .string(kind),
+                "offset": "GNSS time minus this host's CLOCK_REALTIME, in ns, as gpsd measured it",
+                "offsets": .object(offsets),
+                "sync_point_gnss_ns": JSONValue(Int64(clamping: syncPoint.wallClockNs) &+ first),
+            ]
+        }
+        return nil
     }
 
     /// A moment in `CLOCK_MONOTONIC_RAW`, and in seconds after the sync point.

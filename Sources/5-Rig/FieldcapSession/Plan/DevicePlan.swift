@@ -20,11 +20,16 @@ public struct DevicePlan: Sendable {
         var cameraIndex = 0
         var imuIndex = 0
         var sensorIndex = 0
+        var gnssIndex = 0
         return specs.map { spec in
             if let id = spec.options["id"] { return id }
             switch spec.kind {
             case .sensor:
                 if let name = spec.feedName, !name.isEmpty { return name }
+                if spec.isGPSD {
+                    defer { gnssIndex += 1 }
+                    return gnssIndex == 0 ? "gnss" : "gnss\(gnssIndex)"
+                }
                 defer { sensorIndex += 1 }
                 return "sensor\(sensorIndex)"
             case .camera:
@@ -42,7 +47,7 @@ public struct DevicePlan: Sendable {
             if spec.kind == .sensor {
                 throw PlanError(
                     "\(spec.label) \(spec.device.printable): a sensor is feed:NAME, a stream a local program "
-                        + "feeds JSON lines (e.g. --sensor feed:gripper)")
+                        + "feeds JSON lines (e.g. --sensor feed:gripper), or gpsd[:HOST:PORT] (a GNSS receiver)")
             }
             throw PlanError("\(spec.label) \(spec.device.printable): no kind of source takes this device")
         }

@@ -36,7 +36,7 @@ public struct DeviceSpec: Equatable, Sendable {
     public static let imuKeys: Set<String> = [
         "id", "rate", "channels", "trigger", "clock", "stall", "rejoin", "motion", "delay",
     ]
-    public static let sensorKeys: Set<String> = ["id", "socket", "rate", "channels"]
+    public static let sensorKeys: Set<String> = ["id", "socket", "rate", "channels", "pps"]
 
     /// The option keys `kind` takes.
     public static func keys(of kind: Kind) -> Set<String> {
@@ -79,7 +79,10 @@ public struct DeviceSpec: Equatable, Sendable {
         var options: [String: String] = [:]
         let allowed = Self.keys(of: kind)
         for part in parts.dropFirst() {
-            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            // A sensor's flags stand alone: `gpsd,pps`.
+            let pair =
+                kind == .sensor && part == "pps"
+                ? [part, "true"] : part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else {
                 throw PlanError(
                     "\(kind.rawValue) '\(argument)': '\(part)' is not KEY=VALUE; "
@@ -102,6 +105,9 @@ public struct DeviceSpec: Equatable, Sendable {
     }
 
     public var isSynthetic: Bool { device == "synthetic" }
+
+    /// A GNSS receiver through gpsd: `gpsd` or `gpsd:HOST:PORT`.
+    public var isGPSD: Bool { kind == .sensor && (device == "gpsd" || device.hasPrefix("gpsd:")) }
 
     /// A fed sensor's name (`feed:gripper` is `gripper`); nil for other devices.
     public var feedName: String? { device.hasPrefix("feed:") ? String(device.dropFirst("feed:".count)) : nil }
@@ -392,7 +398,7 @@ extension DeviceSpec.Kind {
         switch self {
         case .camera: "synthetic:640x480@30 or /dev/video0"
         case .imu: "synthetic:1000 or iio:device0"
-        case .sensor: "feed:gripper (a local program feeds it JSON lines)"
+        case .sensor: "feed:gripper (a local program feeds it JSON lines) or gpsd"
         }
     }
 }

@@ -36,10 +36,11 @@ extension SourceFactory {
     }
 }
 
-/// The factories a plan uses unless given others: synthetic sources, V4L2 cameras, IIO IMUs, feeds.
+/// The factories a plan uses unless given others: synthetic sources, V4L2 cameras, IIO IMUs, feeds,
+/// gpsd.
 public enum SourceFactories {
     public static let standard: [SourceFactory] = [
-        SyntheticSourceFactory(), V4L2SourceFactory(), IIOSourceFactory(), FeedSourceFactory(),
+        SyntheticSourceFactory(), V4L2SourceFactory(), IIOSourceFactory(), FeedSourceFactory(), GPSDSourceFactory(),
     ]
 }
 
@@ -349,5 +350,71 @@ public struct FeedSourceFactory: SourceFactory {
         } catch {
             throw DeviceSetupError(message: "\(spec.label) \(error)")
         }
+    }
+}
+
+/// A GNSS receiver through gpsd (`gpsd`, `gpsd:HOST:PORT`, with `pps` for its time offsets).
+public struct GPSDSourceFactory: SourceFactory {
+    public init() {}
+
+    public func takes(_ spec: DeviceSpec) -> Bool { spec.isGPSD }
+
+    public func check(_ spec: DeviceSpec) throws(PlanError) { _ = try options(spec) }
+
+    func options(_ spec: DeviceSpec) throws(PlanError) -> GPSDSource.Options {
+        var options = GPSDSource.Options()
+        if spec.device != "gpsd" {
+            // gpsd:HOST:PORT, gpsd:HOST, gpsd:[::1]:2947
+            var rest = Substring(spec.device.dropFirst("gpsd:".count))
+            var host = ""
+            if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+                host = String(rest[rest.index(after: rest.startIndex)..<close])
+                rest = rest[rest.index(after: close)...]
+                if rest.hasPrefix(":") { rest = rest.dropFirst() } else if !rest.isEmpty { host = "" }
+            } else if let colon = rest.lastIndex(of: ":") {
+                host = String(rest[..<colon])
+                rest = rest[rest.index(after: colon)...]
+            } else {
+                host = String(rest)
+                rest = ""
+            }
+            guard !host.isEmpty else {
+                throw PlanError(
+                    "\(spec.label) \(spec.device.printable): give gpsd's host and port as gpsd:HOST:PORT "
+                        + "(gpsd:localhost:2947, gpsd:[::1]:2947), or gpsd for the local one")
+            }
+            options.host = host
+            if !rest.isEmpty {
+                guard let port = UInt16(rest), port > 0 else {
+                    throw PlanError(
+                        "\(spec.label) \(spec.device.printable): port '\(rest)' is not a TCP port (1 to 65535)")
+                }
+                options.port = port
+            }
+        }
+        for key in ["socket", "channels"] where spec.options[key] != nil {
+            throw PlanError(
+                "\(spec.label) \(spec.device.printable): \(key)= is for feed:NAME; gpsd's fixes have their own channels"
+            )
+        }
+        switch spec.options["pps"] {
+        case nil, "false", "no": options.pps = false
+        case "true", "yes": options.pps = true
+        case let other?:
+            throw PlanError("\(spec.label) \(spec.device.printable): pps '\(other.printable)' must be true or false")
+        }
+        options.nominalRate = try spec.positiveNumber("rate", limit: 100) ?? 1
+        return options
+    }
+
+    public func make(_ spec: DeviceSpec, id: String) throws -> CaptureSource {
+        try make(spec, id: id, logger: .silent(label: "fieldcap.gpsd"))
+    }
+
+    /// gpsd gone, and back, is told to `logger` as it happens.
+    public func make(_ spec: DeviceSpec, id: String, logger: Logger) throws -> CaptureSource {
+        var options = try options(spec)
+        options.told = { logger.warning("\(id): \($0)") }
+        return GPSDSource(id: id, options: options)
     }
 }

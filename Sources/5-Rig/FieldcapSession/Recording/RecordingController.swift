@@ -233,6 +233,12 @@ public final class RecordingController {
     /// The session's sync point, or a segmented recording's first; nil until taken.
     public var firstSyncPoint: SyncPoint? { syncPoint ?? segments?.firstSyncPoint }
 
+    /// The lines a stream writes a second, for the SyncField writer's sleep: its rate, at least 1;
+    /// a fed stream whose program said no rate, 10,000 (a program may send as fast as it likes).
+    static func entriesPerSecond(_ stream: StreamDescriptor) -> Double {
+        stream.kind == .feed && stream.nominalRate <= 0 ? 10_000 : max(1, stream.nominalRate)
+    }
+
     /// Makes the session directory (refusing a disk already below the minimum free space), starts
     /// the SyncField session, writes the sidecar's start, and starts capture and writing.
     /// The calling thread's signal mask is inherited by every thread started here.
@@ -302,7 +308,7 @@ public final class RecordingController {
         recorderOptions.idlePollNs = 100_000_000
         sessionOptions.queueCapacity = 4096
         sessionOptions.idlePollNs = sessionOptions.idlePollNs(
-            forEntriesPerSecond: sources.reduce(0) { $0 + max(1, $1.descriptor.nominalRate) })
+            forEntriesPerSecond: sources.reduce(0) { $0 + Self.entriesPerSecond($1.descriptor) })
         if var segmenting = settings.segments {
             segmenting.calibration = settings.calibration
             segmenting.encodings = settings.encodings

@@ -36,6 +36,10 @@ enum EuRoCExport {
         var span: ClosedRange<UInt64>?
         var imuNumber = 0
         for stream in streams where !stream.isCamera {
+            if stream.recordedNothing {
+                lines.append("\(stream.id): left out (it recorded nothing)")
+                continue
+            }
             let reader = try SensorReader(session: session, stream: stream)
             let layout = IMULayout(channels: reader.channels)
             guard layout.isIMU else {

@@ -12,6 +12,7 @@ import SyncField
 ///   `/<id>/camera_info` beside it when the session has the camera's calibration;
 /// - an IMU's accelerometer and gyroscope on `/<id>/imu` (`sensor_msgs/msg/Imu`), and every
 ///   other channel of a sensor stream on `/<id>/channels` (`fieldcap_msgs/msg/SensorChannels`);
+/// - a GNSS receiver's fixes (gpsd) on `/<id>/fix` (`sensor_msgs/msg/NavSatFix`);
 /// - a stream a program fed also on `/<id>/json`: each record's channels as it sent them (JSON,
 ///   with a JSON schema made from its first record), which Foxglove plots by name
 ///   (`/<id>/json.force[0]`); left out of a rosbag2 bag, whose topics are ROS types;
@@ -115,11 +116,17 @@ enum MCAPExport {
                         image: image, info: info))
             } else {
                 let feedsAsJSON = stream.isFeed && options.feedsAsJSON
-                let reader = try SensorReader(session: session, stream: stream, keepingJSON: feedsAsJSON)
+                let reader = try SensorReader(
+                    session: session, stream: stream, keepingJSON: feedsAsJSON || stream.isGNSS)
                 let layout = IMULayout(channels: reader.channels)
-                let imu = layout.isIMU ? try channel("/\(name)/imu", .imu) : nil
-                let rest = layout.others.isEmpty ? nil : try channel("/\(name)/channels", .sensorChannels)
-                var json: UInt16?
+                var topics = SensorTopics()
+                topics.imu = layout.isIMU ? try channel("/\(name)/imu", .imu) : nil
+                // A GNSS stream's fixes change shape (no position without a fix): NavSatFix and
+                // JSON carry them, not a list of channels fixed by the first.
+                if !layout.others.isEmpty && !stream.isGNSS {
+                    topics.channels = try channel("/\(name)/channels", .sensorChannels)
+                }
+                if stream.isGNSS { topics.fix = try channel("/\(name)/fix", .navSatFix) }
                 if feedsAsJSON {
                     let first = try SensorReader(session: session, stream: stream, keepingJSON: true)
                     let schema = FeedJSONSchema.schema(
@@ -128,10 +135,10 @@ enum MCAPExport {
                     let schemaId = try writer.addSchema(
                         name: "fieldcap.feed.\(name)", encoding: "jsonschema", data: Array(schema.utf8))
                     summary.topics.append(("/\(name)/json", "json", 0))
-                    json = try writer.addChannel(
+                    topics.json = try writer.addChannel(
                         topic: "/\(name)/json", messageEncoding: "json", schema: schemaId, metadata: [:])
                 }
-                sources.append(.sensor(reader, layout: layout, imu: imu, channels: rest, json: json))
+                sources.append(.sensor(reader, layout: layout, topics: topics))
             }
         }
         var merge = try TimeOrder(sources: sources)
@@ -176,25 +183,30 @@ enum MCAPExport {
                 }
                 written += 1
                 progress(written)
-            case (.sensor(_, let layout, let imu, let rest, let json), .sample(let sample)):
+            case (.sensor(_, let layout, let topics), .sample(let sample)):
                 let ns = session.wallClockNs(captureNs: sample.captureNs)
                 let header = ROS2Messages.Header(stampNs: ns, frameId: stream.id)
-                if let imu {
+                if let imu = topics.imu {
                     try add(imu, ns) {
                         ROS2Messages.imu(
                             header, angularVelocity: layout.gyroscope(sample.values),
                             linearAcceleration: layout.accelerometer(sample.values), into: &$0)
                     }
                 }
-                if let rest {
+                if let rest = topics.channels {
                     try add(rest, ns) {
                         ROS2Messages.sensorChannels(
                             header, names: layout.otherNames,
                             values: layout.others.map { sample.values[$0] ?? .nan }, into: &$0)
                     }
                 }
-                if let json, let text = sample.channelsJSON {
+                if let json = topics.json, let text = sample.channelsJSON {
                     try add(json, ns) { $0.append(contentsOf: text.utf8) }
+                }
+                if let fix = topics.fix, let text = sample.channelsJSON,
+                    let channels = JSONValue.parse(Array(text.utf8))
+                {
+                    try add(fix, ns) { ROS2Messages.navSatFix(header, gpsd: channels, into: &$0) }
                 }
             default: preconditionFailure("a record of the wrong kind for its stream")
             }
@@ -236,14 +248,22 @@ enum MCAPExport {
         return name
     }
 
+    /// A sensor stream's channels in the file, each nil when the stream has none of its kind.
+    struct SensorTopics {
+        var imu: UInt16?
+        var channels: UInt16?
+        var json: UInt16?
+        var fix: UInt16?
+    }
+
     enum Source {
         case camera(CameraReader, format: VideoFormat, depth: Bool, image: UInt16, info: UInt16?)
-        case sensor(SensorReader, layout: IMULayout, imu: UInt16?, channels: UInt16?, json: UInt16?)
+        case sensor(SensorReader, layout: IMULayout, topics: SensorTopics)
 
         var id: String {
             switch self {
             case .camera(let reader, _, _, _, _): reader.stream.id
-            case .sensor(let reader, _, _, _, _): reader.stream.id
+            case .sensor(let reader, _, _): reader.stream.id
             }
         }
     }

@@ -37,6 +37,11 @@ struct CDRWriter {
     mutating func u8(_ value: UInt8) { bytes.append(value) }
     mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
+    mutating func u16(_ value: UInt16) {
+        align(2)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
     mutating func u32(_ value: UInt32) {
         align(4)
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }

@@ -1,3 +1,5 @@
+import FieldcapCore
+
 /// The CDR payloads of the messages an MCAP export writes, field by field in the order
 /// `ROS2Schema` gives them.
 enum ROS2Messages {
@@ -56,6 +58,32 @@ enum ROS2Messages {
             cdr.f64Array(angularVelocity == nil ? unknown : zero)
             cdr.f64Array(linearAcceleration ?? [0, 0, 0])
             cdr.f64Array(linearAcceleration == nil ? unknown : zero)
+        }
+    }
+
+    /// `sensor_msgs/NavSatFix` from a fix as gpsd reported it (`TPV`): no fix (mode below 2) is
+    /// `STATUS_NO_FIX` with NaN position; DGPS and RTK (gpsd's status 2 to 4) are ground-based
+    /// augmentation; the altitude is above the WGS 84 ellipsoid (gpsd's `altHAE`, NaN without
+    /// it); the covariance is diagonal, east, north and up (`epx`², `epy`², `epv`², gpsd's 95%
+    /// errors), known when gpsd gave all three.
+    static func navSatFix(_ header: Header, gpsd fix: JSONValue, into buffer: inout [UInt8]) {
+        let mode = fix["mode"]?.intValue ?? 0
+        let status: Int8 = mode < 2 ? -1 : ((2...4).contains(fix["status"]?.intValue ?? 1) ? 2 : 0)
+        let errors = ["epx", "epy", "epv"].compactMap { fix[$0]?.doubleValue }
+        CDRWriter.append(to: &buffer) { cdr in
+            header.write(&cdr)
+            cdr.u8(UInt8(bitPattern: status))
+            cdr.u16(1)  // SERVICE_GPS: gpsd's TPV does not say which constellations
+            cdr.f64(mode < 2 ? .nan : fix["lat"]?.doubleValue ?? .nan)
+            cdr.f64(mode < 2 ? .nan : fix["lon"]?.doubleValue ?? .nan)
+            cdr.f64(mode < 3 ? .nan : fix["altHAE"]?.doubleValue ?? .nan)
+            if errors.count == 3 {
+                cdr.f64Array([errors[0] * errors[0], 0, 0, 0, errors[1] * errors[1], 0, 0, 0, errors[2] * errors[2]])
+                cdr.u8(2)  // COVARIANCE_TYPE_DIAGONAL_KNOWN
+            } else {
+                cdr.f64Array([Double](repeating: 0, count: 9))
+                cdr.u8(0)  // COVARIANCE_TYPE_UNKNOWN
+            }
         }
     }
 

@@ -7,6 +7,7 @@ public enum ROS2Schema: String, CaseIterable, Sendable {
     case compressedImage = "sensor_msgs/msg/CompressedImage"
     case cameraInfo = "sensor_msgs/msg/CameraInfo"
     case imu = "sensor_msgs/msg/Imu"
+    case navSatFix = "sensor_msgs/msg/NavSatFix"
     /// fieldcap's own, for a sensor stream's channels that no ROS message has a field for
     /// (an IMU's magnetometer and temperature, an ADC's voltages): a header, and one name and
     /// one value per channel, in the stream's order.
@@ -59,6 +60,10 @@ public enum ROS2Schema: String, CaseIterable, Sendable {
             "std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\n"
             + "geometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\n"
             + "geometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n",
+        "sensor_msgs/msg/NavSatFix":
+            "std_msgs/Header header\nsensor_msgs/NavSatStatus status\nfloat64 latitude\nfloat64 longitude\n"
+            + "float64 altitude\nfloat64[9] position_covariance\nuint8 position_covariance_type\n",
+        "sensor_msgs/msg/NavSatStatus": "int8 status\nuint16 service\n",
         "fieldcap_msgs/msg/SensorChannels": "std_msgs/Header header\nstring[] names\nfloat64[] values\n",
     ]
 }

@@ -21,13 +21,17 @@ public struct ExportSession {
         public var device: String
         /// A camera that recorded nothing in this session: the manifest links its video (the
         /// track, no frame) and lists no timestamps file, as a segment that closed while the
-        /// device was away. Its exports hold no frame.
+        /// device was away; or a sensor with no file (away all along, a feed no program fed).
+        /// Its exports hold nothing of it.
         public var recordedNothing = false
         /// Why the exports cannot read this camera's frames (a hardware encoder's H.264 or HEVC),
         /// for a session opened `keepingUnreadableCameras`; nil when they can.
         public var unreadable: String?
-        /// A sensor a local program fed (`--sensor feed:NAME`): its channels have any shape.
+        /// A sensor a local program fed (`--sensor feed:NAME`), or gpsd (`--sensor gpsd`): its
+        /// records' channels have any shape (the sidecar's `kind` is `feed`).
         public var isFeed = false
+        /// A GNSS receiver's fixes, as gpsd reported them (`--sensor gpsd`: a `gnss` section).
+        public var isGNSS = false
 
         public var isCamera: Bool { format != nil }
     }
@@ -105,8 +109,11 @@ public struct ExportSession {
                     id: stream.id, format: format, decodesFFV1: ffv1,
                     channels: entry["channels"]?.arrayValue(of: \.stringValue) ?? [], nominalRate: stream.nominalRate,
                     device: entry["device"]?.stringValue ?? "",
-                    recordedNothing: format != nil && AbsentStream.recordedNothing(directory: directory, id: stream.id),
-                    unreadable: unreadable, isFeed: entry["kind"]?.stringValue == "feed")
+                    recordedNothing: format != nil
+                        ? AbsentStream.recordedNothing(directory: directory, id: stream.id)
+                        : AbsentStream.sensorRecordedNothing(layout, id: stream.id),
+                    unreadable: unreadable, isFeed: entry["kind"]?.stringValue == "feed",
+                    isGNSS: entry["gnss"]?.objectValue != nil)
             )
         }
         self.streams = streams

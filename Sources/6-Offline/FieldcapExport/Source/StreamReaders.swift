@@ -131,13 +131,14 @@ package final class SensorReader {
     /// SyncField writes them) for a stream recorded without a list; nested values are named by
     /// their path (`gyro[0]`, `joints.wrist[1]`).
     package private(set) var channels: [String]
-    private let lines: LineReader
+    /// nil for a stream that recorded nothing (no file).
+    private let lines: LineReader?
     private var peeked: Sample?
 
     package init(session: ExportSession, stream: ExportSession.Stream, keepingJSON: Bool = false) throws(ExportError) {
         self.stream = stream
         keepsJSON = keepingJSON
-        lines = try LineReader(path: session.layout.sensor(stream.id))
+        lines = stream.recordedNothing ? nil : try LineReader(path: session.layout.sensor(stream.id))
         channels = stream.channels
         if channels.isEmpty, let first = try next() {
             peeked = first
@@ -149,7 +150,7 @@ package final class SensorReader {
             self.peeked = nil
             return peeked
         }
-        guard let line = try lines.next() else { return nil }
+        guard let lines, let line = try lines.next() else { return nil }
         // The SDK's own parse, not JSONValue's: the channels in the line's order (a stream's
         // channel order when the sidecar lists none), and each value as Double reads its
         // spelling (`-0` is -0.0, which JSONValue reads as the integer 0).

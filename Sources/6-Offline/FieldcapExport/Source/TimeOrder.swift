@@ -45,7 +45,7 @@ struct TimeOrder {
     private static func read(_ source: MCAPExport.Source) throws(ExportError) -> Record? {
         switch source {
         case .camera(let reader, _, _, _, _): return try reader.next().map(Record.frame)
-        case .sensor(let reader, _, _, _, _): return try reader.next().map(Record.sample)
+        case .sensor(let reader, _, _): return try reader.next().map(Record.sample)
         }
     }
 }

@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapCore
 import FieldcapRig
 import FieldcapSegments
 import FieldcapSession

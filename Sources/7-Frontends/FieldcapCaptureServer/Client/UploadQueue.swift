@@ -1,4 +1,5 @@
 import FieldcapArchive
+import FieldcapCore
 import FieldcapFaces
 import FieldcapRig
 import FieldcapSegments

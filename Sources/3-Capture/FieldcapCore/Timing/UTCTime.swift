@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// Times as the sidecar, the index and the command line spell them, read without

@@ -4,11 +4,11 @@ import CFieldcapLinux
     import Glibc
 #endif
 
-/// A Unix-domain stream socket (`AF_UNIX`, `SOCK_STREAM`): the calls a local feed makes, each
-/// with its errno as a value, interrupts retried by `SystemCall`'s policy.
+/// A stream socket: a Unix-domain one (`AF_UNIX`, a local feed's) or a TCP connection (gpsd's),
+/// the calls each makes with its errno as a value, interrupts retried by `SystemCall`'s policy.
 ///
 /// Owns its descriptor: `close` once. Thread-bound (the thread that reads or accepts on it).
-public struct LocalSocket: Sendable {
+public struct StreamSocket: Sendable {
     public let descriptor: Int32
 
     public init(descriptor: Int32) { self.descriptor = descriptor }
@@ -17,12 +17,12 @@ public struct LocalSocket: Sendable {
     public static let maximumPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// A socket listening at `path`, non-blocking, closed on exec. The path must not exist.
-    public static func listen(at path: String, backlog: Int32 = 4) -> Result<LocalSocket, Errno> {
+    public static func listen(at path: String, backlog: Int32 = 4) -> Result<StreamSocket, Errno> {
         let made = SystemCall.valueOrErrno {
             Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         }
-        guard case .success(let descriptor) = made else { return made.map { LocalSocket(descriptor: $0) } }
-        let socket = LocalSocket(descriptor: descriptor)
+        guard case .success(let descriptor) = made else { return made.map { StreamSocket(descriptor: $0) } }
+        let socket = StreamSocket(descriptor: descriptor)
         let bound = withAddress(path) { address, length in Glibc.bind(descriptor, address, length) }
         if bound != 0 {
             let error = bound == -2 ? Errno(ENAMETOOLONG) : Errno.current
@@ -32,18 +32,19 @@ public struct LocalSocket: Sendable {
         if Glibc.listen(descriptor, backlog) != 0 {
             let error = Errno.current
             socket.close()
+            _ = Glibc.unlink(path)
             return .failure(error)
         }
         return .success(socket)
     }
 
     /// A socket connected to the one listening at `path`, blocking, closed on exec.
-    public static func connect(to path: String) -> Result<LocalSocket, Errno> {
+    public static func connect(to path: String) -> Result<StreamSocket, Errno> {
         let made = SystemCall.valueOrErrno {
             Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         }
-        guard case .success(let descriptor) = made else { return made.map { LocalSocket(descriptor: $0) } }
-        let socket = LocalSocket(descriptor: descriptor)
+        guard case .success(let descriptor) = made else { return made.map { StreamSocket(descriptor: $0) } }
+        let socket = StreamSocket(descriptor: descriptor)
         // A connect interrupted goes on in the kernel: not retried (connect(2)), reported.
         let connected = withAddress(path) { address, length in Glibc.connect(descriptor, address, length) }
         if connected != 0 {
@@ -54,10 +55,54 @@ public struct LocalSocket: Sendable {
         return .success(socket)
     }
 
+    /// A non-blocking TCP connection to `host` (a name or an address) at `port`, closed on exec,
+    /// made within `timeoutMs`; each of the host's addresses tried in turn.
+    public static func connect(host: String, port: UInt16, timeoutMs: Int32) -> Result<StreamSocket, Errno> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
+            return .failure(Errno(EHOSTUNREACH))
+        }
+        defer { freeaddrinfo(first) }
+        var lastError = Errno(ECONNREFUSED)
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            entry = address.pointee.ai_next
+            let made = SystemCall.valueOrErrno {
+                Glibc.socket(
+                    address.pointee.ai_family,
+                    Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+            }
+            guard case .success(let descriptor) = made else { continue }
+            let socket = StreamSocket(descriptor: descriptor)
+            if Glibc.connect(descriptor, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
+                return .success(socket)
+            }
+            lastError = .current
+            if lastError.rawValue == EINPROGRESS {
+                // Connecting: writable once it is done, one way or the other (connect(2)).
+                var descriptors = [pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)]
+                if case .success(let ready) = poll(&descriptors, timeoutMs: timeoutMs), ready > 0 {
+                    var failure: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length)
+                    if failure == 0 { return .success(socket) }
+                    lastError = Errno(failure)
+                } else {
+                    lastError = Errno(ETIMEDOUT)
+                }
+            }
+            socket.close()
+        }
+        return .failure(lastError)
+    }
+
     /// The next connection waiting, non-blocking and closed on exec; `.wouldBlock` when none.
-    public func accept() -> Result<LocalSocket, Errno> {
+    public func accept() -> Result<StreamSocket, Errno> {
         SystemCall.valueOrErrno { CFieldcapLinux_accept_nonblocking(descriptor) }
-            .map { LocalSocket(descriptor: $0) }
+            .map { StreamSocket(descriptor: $0) }
     }
 
     /// Reads what has arrived, up to `buffer`'s size: the count, 0 at the peer's end, or the errno
@@ -115,7 +160,7 @@ public struct LocalSocket: Sendable {
     }
 }
 
-extension LocalSocket {
+extension StreamSocket {
     /// Waits until one of `descriptors` is ready as its `events` ask, up to `timeoutMs` (-1:
     /// without limit); sets each `revents`. Returns how many are ready, 0 at the time-out.
     public static func poll(_ descriptors: inout [pollfd], timeoutMs: Int32) -> Result<Int32, Errno> {
@@ -124,13 +169,6 @@ extension LocalSocket {
         }
     }
 
-    /// Whether a socket at `path` has a listener: true when a connection is taken, false when
-    /// refused (a socket file left by a process that ended).
-    public static func isListening(at path: String) -> Bool {
-        guard case .success(let probe) = connect(to: path) else { return false }
-        probe.close()
-        return true
-    }
 }
 
 /// The directory a local socket lives in, and the socket file's own permissions: calls on paths
@@ -170,6 +208,30 @@ public enum SocketFiles {
     public static func setGroup(_ path: String, _ group: String) -> Result<String?, Errno> {
         guard let entry = getgrnam(group) else { return .success(nil) }
         return chown(path, UInt32.max, entry.pointee.gr_gid) == 0 ? .success(group) : .failure(.current)
+    }
+
+    /// Takes an exclusive `flock` on the file at `path` (made, mode 0600, if missing; a link is
+    /// not followed): the descriptor holding it, `.wouldBlock` while another process holds it.
+    /// The lock goes with the descriptor (`close`) or the process.
+    public static func lock(_ path: String) -> Result<Int32, Errno> {
+        let opened = SystemCall.valueOrErrno { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+        guard case .success(let descriptor) = opened else { return opened }
+        if case .failure(let error) = SystemCall.valueOrErrno({ flock(descriptor, LOCK_EX | LOCK_NB) }) {
+            Glibc.close(descriptor)
+            return .failure(error == Errno(EWOULDBLOCK) ? .wouldBlock : error)
+        }
+        return .success(descriptor)
+    }
+
+    /// Releases a lock `lock` took.
+    public static func unlock(_ descriptor: Int32) { Glibc.close(descriptor) }
+
+    /// The device and inode at `path` (a link not followed), to know later whether it is still
+    /// the same file.
+    public static func identity(_ path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
     }
 
     public static func remove(_ path: String) -> Errno? {
