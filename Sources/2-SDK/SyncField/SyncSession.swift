@@ -141,6 +141,14 @@ public final class SyncSession: @unchecked Sendable {
     /// streams whose records must not wait.
     package var writerHasRoom: Bool { queue.holdsFewer(than: queue.capacity / 2) }
 
+    /// Wakes the writer if it sleeps, to drain the queue now: for a caller waiting for room.
+    package func wakeWriter() {
+        lock.lock()
+        let writer = locked.writer
+        lock.unlock()
+        writer?.nudge.ring()
+    }
+
     /// The writer queue's positions: claimed by callers so far, and drained by the writer. An
     /// entry enqueued before `claimed` was read is out of the queue once `drained` reaches it.
     package var writerQueuePositions: (claimed: Int, drained: Int) { (queue.claimedPosition, queue.drainedPosition) }

@@ -45,6 +45,9 @@ final class SessionWriter: @unchecked Sendable {
     private let finalPosition = Atomic<Int>(-1)
     /// Opened by `finish`, so that an idle writer ends at once rather than after its sleep.
     private let finishing = Latch()
+    /// Rung by a caller that would rather the writer drained now than after its sleep (a fed
+    /// stream waiting for room in the queue).
+    let nudge = Doorbell()
     /// Raised once a file fails, so callers learn of it on their next call.
     private let failureFlag: SyncSession.FailureFlag
 
@@ -99,7 +102,12 @@ final class SessionWriter: @unchecked Sendable {
                 if final >= 0 && queue.head >= final { break }
                 // Never past the next sync: `syncIntervalNs` is a promise.
                 let untilSync = options.syncIntervalNs &- min(options.syncIntervalNs, MonotonicClock.now() &- lastSync)
-                finishing.idle(nanoseconds: min(options.idlePollNs, untilSync))
+                let sleepNs = min(options.idlePollNs, untilSync)
+                if finishing.isOpen {
+                    finishing.idle(nanoseconds: sleepNs)
+                } else {
+                    _ = nudge.wait(milliseconds: Int32(max(1, sleepNs / 1_000_000)), orUntil: finishing)
+                }
             }
         }
         // No sync runs once the sync thread is joined: the files are synced and closed here.

@@ -127,7 +127,8 @@ public final class DiscardingSink: RecordSink {
     public func close() throws -> [String: Int] { [:] }
 }
 
-/// How much of a fed stream the session's writer queue may hold: records go in while the queue is
+/// How much of a fed stream the session's writer queue may hold (a record that finds no room wakes
+/// the session's writer, which may be asleep for its idle poll): records go in while the queue is
 /// less than half full (the other half is the cameras' and IMUs') and the stream's lines in it
 /// are under `bytesInFlight` (a bound on the memory its parsed records hold, and on how long
 /// other streams' lines wait behind them to be encoded). A record that finds no room waits, the
@@ -152,6 +153,8 @@ final class FeedAdmission {
                 refusing = true
                 return false
             }
+            // The session's writer may be asleep for its idle poll: what is queued can go now.
+            if waitedNs == 0 { session.wakeWriter() }
             var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
             nanosleep(&pause, nil)
             waitedNs += 1_000_000
