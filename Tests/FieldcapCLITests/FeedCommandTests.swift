@@ -272,6 +272,56 @@ struct FeedCommandTests {
             none.output.contains("cannot connect") && none.output.contains("--sensor feed:\(name)"), "\(none.output)")
     }
 
+    @Test(
+        """
+        hostile programs (NUL bytes, invalid UTF-8, a 10 MB line, half a line held, 300 connections \
+        with 1 MB lines): counted and refused, the IMU loses nothing, and SIGTERM ends the recording \
+        at once while they still hold their connections
+        """
+    )
+    func hostilePrograms() throws {
+        let work = freshPath("feed-hostile")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let out = work + "/s"
+        let socket = work + "/h.sock"
+        var report = ""
+        var stopSeconds = 0.0
+        let result = try FieldcapProcess.run([
+            "--imu", "synthetic:1000", "--sensor", "feed:h,socket=\(socket)", "--out", out,
+        ]) { process in
+            waitForSocket(socket)
+            let hostile = Process()
+            hostile.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            hostile.arguments = ["python3", ServeCommandTests.script("Clients/hostile_feed.py"), socket, "3"]
+            let pipe = Pipe()
+            hostile.standardOutput = pipe
+            guard (try? hostile.run()) != nil else { return }
+            // Its report comes once every connection is made; then it holds them.
+            report = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+            let asked = Date()
+            process.terminate()
+            process.waitUntilExit()
+            stopSeconds = Date().timeIntervalSince(asked)
+            hostile.terminate()
+            hostile.waitUntilExit()
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(stopSeconds < 5, "SIGTERM took \(stopSeconds) s")
+        let counts = try #require(
+            try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Int], "\(report)")
+        #expect(counts["ready"] == 2, "\(counts)")
+        #expect((counts["refused"] ?? 0) >= 250, "\(counts)")
+        #expect(SessionValidator.validate(directory: out).problems.isEmpty)
+        let imu = try streamEntry(out, "imu0")
+        #expect((imu["drops"] as? [String: Any])?["count"] as? Int == 0, "\(imu)")
+        let feed = try #require(try streamEntry(out, "h")["feed"] as? [String: Any])
+        let rejected = try #require(feed["rejected"] as? [String: Int])
+        #expect((rejected["not_json"] ?? 0) >= 2, "\(feed)")
+        #expect(feed["records"] as? Int == 0)
+        #expect(!FileManager.default.fileExists(atPath: socket))
+    }
+
     @Test("a rig config's sensors: a feed with its socket, rate and pinned channels, as --sensor gives them")
     func rigConfigSensors() throws {
         let work = freshPath("feed-config")
