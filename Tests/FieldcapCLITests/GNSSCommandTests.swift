@@ -3,7 +3,7 @@ import SyncField
 import TestSupport
 import Testing
 
-/// An NMEA 0183 log a receiver moving north-east would send: GGA and RMC each epoch, a second
+/// An NMEA 0183 log a receiver moving north-east would send: GGA, GSA, GSV and RMC each epoch, a second
 /// apart from 12:00:00 UTC on 2026-11-29, without a fix in the epochs of `noFix`. Returns the log and each epoch's truth: its UTC ns, latitude, longitude, fix.
 private func nmeaLog(epochs: Range<Int>, noFix: Set<Int>) -> (text: String, truth: [UInt64: (Double, Double, Bool)]) {
     func sentence(_ body: String) -> String {
@@ -20,11 +20,16 @@ private func nmeaLog(epochs: Range<Int>, noFix: Set<Int>) -> (text: String, trut
         let lat = String(format: "%02d%07.4f", Int(latitude), (latitude - Double(Int(latitude))) * 60)
         let lon = String(format: "%03d%07.4f", Int(longitude), (longitude - Double(Int(longitude))) * 60)
         // Without a fix a receiver leaves the position empty, as gpsd then reports mode 1.
+        // Four satellites in view (GSV), all used while there is a fix (GSA): gpsd's SKY.
         if fix {
             text += sentence("GPGGA,\(time),\(lat),N,\(lon),E,1,08,0.9,545.4,M,46.9,M,,")
+            text += sentence("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
+            text += sentence("GPGSV,1,1,04,04,45,120,40,05,30,200,35,09,60,300,42,12,15,050,30")
             text += sentence("GPRMC,\(time),A,\(lat),N,\(lon),E,001.9,045.0,291126,,")
         } else {
             text += sentence("GPGGA,\(time),,,,,0,00,,,M,,M,,")
+            text += sentence("GPGSA,A,1,,,,,,,,,,,,,,,")
+            text += sentence("GPGSV,1,1,04,04,45,120,,05,30,200,,09,60,300,,12,15,050,")
             text += sentence("GPRMC,\(time),V,,,,,,,291126,,")
         }
         // 2026-11-29T12:00:00Z
@@ -60,12 +65,12 @@ struct GNSSCommandTests {
             usleep(1_500_000)
             for (log, seconds) in [("first", 6.5), ("second", 4.5)] {
                 // gpsfake starts its own gpsd on the port, which waits for a client (fieldcap tries
-                // each second) and replays the log once, 100 ms a sentence (gpsd takes the first two
+                // each second) and replays the log once, 50 ms a sentence (gpsd takes the first two
                 // seconds' to know the receiver); it keeps gpsd up while a
                 // client is connected, so it is stopped here, gpsd with it.
                 let replay = Process()
                 replay.executableURL = URL(fileURLWithPath: "/usr/bin/gpsfake")
-                replay.arguments = ["-q", "-P", "\(port)", "-1", "-c", "0.1", "\(work)/\(log).nmea"]
+                replay.arguments = ["-q", "-P", "\(port)", "-1", "-c", "0.05", "\(work)/\(log).nmea"]
                 replay.standardOutput = FileHandle.nullDevice
                 replay.standardError = FileHandle.nullDevice
                 guard (try? replay.run()) != nil else { continue }
@@ -99,6 +104,7 @@ struct GNSSCommandTests {
         let lines = try String(contentsOfFile: "\(out)/gnss.jsonl", encoding: .utf8).split(separator: "\n")
         var timed = 0
         var sawLostFix = false
+        var sawSky: Set<String> = []
         var epochs: Set<UInt64> = []
         for line in lines {
             let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -114,10 +120,16 @@ struct GNSSCommandTests {
                 sawLostFix = true
                 #expect(channels["lat"] == nil, "\(line)")
             }
+            // The satellites of the last SKY: four in view, all used with a fix, none without.
+            if let sky = channels["sky"] as? [String: Any], sky["nSat"] as? Int == 4 {
+                if fix && mode == 3 && sky["uSat"] as? Int == 4 { sawSky.insert("used") }
+                if !fix && mode == 1 && sky["uSat"] as? Int == 0 { sawSky.insert("unused") }
+            }
             timed += 1
             epochs.insert(time)
         }
         #expect(sawLostFix, "no record without a fix")
+        #expect(sawSky == ["used", "unused"], "\(sawSky)")
         #expect(epochs.contains { first.truth[$0] != nil } && epochs.contains { second.truth[$0] != nil })
         #expect(timed >= 12, "\(timed) fixes with a time")
         // TOFF: GNSS time (the log's 12:00) minus this host's clock, beside the sync point.
