@@ -2,7 +2,7 @@ import ArgumentParser
 import FieldcapCore
 import FieldcapFeeds
 import FieldcapSystem
-import Foundation
+import FoundationEssentials
 import Glibc
 import SyncField
 
@@ -85,7 +85,7 @@ struct Feed: ParsableCommand {
                 }
                 say(
                     "Error: \(path.printable): cannot connect (\(error)); is a recording with --sensor "
-                        + "feed:\(PathName.base(of: path).replacingOccurrences(of: ".sock", with: "")) running? "
+                        + "feed:\(Self.feedName(path)) running? "
                         + "(--wait SECONDS waits for it)")
                 throw ExitCode(69)
             }
@@ -110,7 +110,7 @@ struct Feed: ParsableCommand {
             guard case .success(let got) = read, got > 0 else { break }
             count += got
         }
-        let line = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = Self.trimmed(bytes[..<count])
         guard line.hasPrefix(FeedSource.readyLine) else {
             say("Error: \(feed.printable): " + (line.isEmpty ? "the recording closed the feed" : line.printable))
             throw ExitCode(1)
@@ -129,8 +129,22 @@ struct Feed: ParsableCommand {
             if case .success(let count) = socket.receive(into: raw) { return count }
             return 0
         }
-        let note = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let note = Self.trimmed(bytes[..<count])
         say("Error: \(feed.printable): " + (note.isEmpty ? "the recording closed the feed" : note.printable))
         throw ExitCode(1)
+    }
+
+    /// A socket's feed name: `gripper` for `.../gripper.sock`.
+    static func feedName(_ path: String) -> String {
+        let base = PathName.base(of: path)
+        return base.hasSuffix(".sock") ? String(base.dropLast(".sock".count)) : base
+    }
+
+    /// A line the recording sent, as text without its surrounding whitespace.
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> String {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? start
+        return String(decoding: bytes[start..<max(start, end)], as: UTF8.self)
     }
 }

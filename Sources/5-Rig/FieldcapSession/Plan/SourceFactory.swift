@@ -6,7 +6,7 @@ import FieldcapHotplug
 import FieldcapIIO
 import FieldcapSystem
 import FieldcapV4L2
-import Foundation
+import FoundationEssentials
 import Logging
 import SyncField
 
