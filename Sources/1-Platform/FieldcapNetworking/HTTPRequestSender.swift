@@ -203,7 +203,12 @@ public struct HTTPRequestSender: Sendable {
                         }
                     }
             } catch {
-                lastError = error
+                // The last try has what time is left, which on a busy machine can run out before
+                // a refusal comes back: a refusal seen earlier says more than that time-out.
+                if let timeout = error as? ChannelError, case .connectTimeout = timeout, !(lastError is ChannelError) {
+                } else {
+                    lastError = error
+                }
                 // A service starting up refuses for a moment; anything else is tried again too,
                 // in case it is as passing.
                 try? await Task.sleep(for: .milliseconds(100))
