@@ -138,11 +138,14 @@ public final class MQTTClient: @unchecked Sendable {
         started.store(true, ordering: .releasing)
         let code = mosquitto_connect_async(
             handle, options.broker.host, options.broker.port, options.keepAliveSeconds)
-        // Refused now (nobody listening yet): the thread reconnects by itself.
-        if code != MOSQ_ERR_SUCCESS.rawValue && code != MOSQ_ERR_ERRNO.rawValue {
+        // Refused now (nobody listening yet), or a TLS handshake that failed at once (on a busy
+        // machine one can, with the broker up): the thread connects again by itself, and a
+        // handshake that keeps failing (a wrong CA) is told each time, as a refusal is.
+        if code != MOSQ_ERR_SUCCESS.rawValue && code != MOSQ_ERR_ERRNO.rawValue && code != MOSQ_ERR_TLS.rawValue {
             throw MQTTError(operation: "connect to \(options.broker)", code: code)
         }
         if code == MOSQ_ERR_ERRNO.rawValue { events(.disconnected(String(cString: strerror(errno)))) }
+        if code == MOSQ_ERR_TLS.rawValue { events(.disconnected("the TLS handshake failed")) }
     }
 
     /// Subscribes now if connected, and after every reconnection.
