@@ -185,8 +185,8 @@ let package = Package(
         .target(
             name: "FieldcapRig",
             dependencies: [
-                "CFieldcapLinux", "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapPreview",
-                "FieldcapFaces", .product(name: "Logging", package: "swift-log"),
+                "CFieldcapLinux", "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapSegments",
+                "FieldcapPreview", "FieldcapFaces", .product(name: "Logging", package: "swift-log"),
             ]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
         // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).

@@ -1,5 +1,6 @@
 import Dispatch
 import FieldcapCore
+import FieldcapSegments
 import FieldcapSession
 import FieldcapSystem
 import SyncField
@@ -84,6 +85,8 @@ public final class RecordingRunner: Sendable {
         var stopped: StoppedEvent?
         var waiters: [CheckedContinuation<StoppedEvent, Never>] = []
         var stopping = false
+        /// Why `fieldcap mark` cannot reach the recording, if its socket could not be made.
+        var marksProblem: String?
     }
 
     let controller: Controller
@@ -136,11 +139,42 @@ public final class RecordingRunner: Sendable {
                 started(.failure(error))
                 return
             }
+            let listener = listenForMarks()
             hooks.started()
             started(.success(controller.value.directory ?? ""))
-            drive(hooks)
+            drive(hooks, listener: listener)
         }
     }
+
+    /// The recording's marks socket (`MarkListener`), in its directory; nil when it could not be
+    /// made (`marksProblem` says why).
+    private func listenForMarks() -> MarkListener? {
+        guard let directory = controller.value.directory else { return nil }
+        let controller = controller
+        switch MarkListener.open(
+            directory: directory,
+            mark: { request in
+                Result { () throws(MarkRefusal) in try controller.value.mark(request) }
+            })
+        {
+        case .success(let listener): return listener
+        case .failure(let error):
+            state.withLock { $0.marksProblem = error.description }
+            return nil
+        }
+    }
+
+    /// Why `fieldcap mark` cannot reach this recording, if its marks socket could not be made.
+    public var marksProblem: String? { state.withLock { $0.marksProblem } }
+
+    /// Takes a mark on the recording (`RecordingController.mark`). Any thread.
+    public func mark(_ request: MarkRequest) throws(MarkRefusal) -> (mark: Mark, warnings: [String]) {
+        if isStopping { throw MarkRefusal(.conflict, "the recording is stopping: no more marks") }
+        return try controller.value.mark(request)
+    }
+
+    /// The recording's marks so far.
+    public var marks: [Mark] { controller.value.marks }
 
     /// The latest status (at most `statusEvery` old), nil before the first.
     public var status: RecordingStatus? { state.withLock { $0.status } }
@@ -179,7 +213,7 @@ public final class RecordingRunner: Sendable {
         }
     }
 
-    private func drive(_ hooks: Hooks) {
+    private func drive(_ hooks: Hooks, listener: MarkListener?) {
         let controller = controller.value
         let meter = RecordingStatusMeter(controller: controller)
         let directory = controller.directory ?? ""
@@ -210,6 +244,7 @@ public final class RecordingRunner: Sendable {
             _ = wake.wait(timeout: .now() + max(0.001, wait))
         }
         state.withLock { $0.stopping = true }
+        listener?.close()
         gate?.close()
         hooks.stopping(reason)
         // A stop on a disk that stopped answering is given up: the front end answers, says why,

@@ -1,4 +1,5 @@
 import FieldcapCore
+import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
 import Synchronization
@@ -26,6 +27,10 @@ public enum RigEvent: Sendable {
     case previewUnavailable(error: String)
     /// The camera–IMU offset check after a recording (`StartRequest.checkSync`) finished.
     case syncChecked(SyncCheckedEvent)
+    /// A mark was taken on the recording; `warnings`: the budget cannot keep every marked window.
+    case marked(Mark, warnings: [String])
+    /// The storage budget gave up a mark and deleted its segments.
+    case markGivenUp(Mark, reason: String)
 }
 
 extension RigEvent {
@@ -38,6 +43,8 @@ extension RigEvent {
             self = .streamReturned(stream: stream, node: node, awaySeconds: seconds)
         case .segmentRotated(let segment): self = .segmentRotated(segment: segment)
         case .diskLow(let free, let minFree): self = .diskLow(freeBytes: free, minFreeBytes: minFree)
+        case .marked(let mark, let warnings): self = .marked(mark, warnings: warnings)
+        case .markGivenUp(let mark, let reason): self = .markGivenUp(mark, reason: reason)
         }
     }
 }

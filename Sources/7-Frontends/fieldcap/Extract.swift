@@ -35,6 +35,11 @@ struct Extract: ParsableCommand {
             95), FFV1 coded again as FFV1; a camera coded across frames (H.264, HEVC,
             FWHT) is refused before anything is written.
 
+              fieldcap extract sessions/rig-20261123T140000Z --mark near-miss --out near-miss-1
+
+            --mark takes the window around a mark (`fieldcap mark`): by its id (m3), or by
+            its label when one mark has it; in a root, the recording holding it is found.
+
               fieldcap extract sessions/rig-20261123T140000Z --blur-faces \\
                   --from 2026-11-23T14:02:00Z --to 2026-11-23T14:04:00Z --out clip-covered
 
@@ -48,10 +53,16 @@ struct Extract: ParsableCommand {
     var source: String
 
     @Option(help: ArgumentHelp("The range's start, included: 2026-11-23T14:02:00Z.", valueName: "TIME"))
-    var from: String
+    var from: String?
 
     @Option(help: ArgumentHelp("The range's end, not included: 2026-11-23T14:04:00Z.", valueName: "TIME"))
-    var to: String
+    var to: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Instead of --from/--to: the window around a mark (`fieldcap mark`), by its id (m3) or label.",
+            valueName: "LABEL|ID"))
+    var mark: String?
 
     @Option(help: ArgumentHelp("The session directory to create (must not exist).", valueName: "DIR"))
     var out: String
@@ -68,12 +79,42 @@ struct Extract: ParsableCommand {
         return ns
     }
 
-    func run() throws {
+    func validate() throws {
+        if mark != nil && (from != nil || to != nil) {
+            throw ValidationError("--mark names the range itself: give either --mark or --from and --to, not both")
+        }
+        if mark == nil && (from == nil || to == nil) {
+            throw ValidationError("give the range: --from TIME and --to TIME, or --mark LABEL|ID")
+        }
+    }
+
+    /// The range asked for, UTC nanoseconds [from, to), and where to take it from (a mark's own
+    /// recording).
+    func range() throws -> (fromNs: UInt64, toNs: UInt64, source: String) {
+        if let mark {
+            do throws(MarkLookup.Failure) {
+                let found = try MarkLookup.find(mark, in: source)
+                print(
+                    "mark \(found.mark.id) \"\(found.mark.label)\" at \(found.mark.utc) in \(found.directory): "
+                        + "\(SyncPoint.isoDatetime(wallClockNs: found.fromNs)) to "
+                        + "\(SyncPoint.isoDatetime(wallClockNs: found.toNs))")
+                return (found.fromNs, found.toNs, found.directory)
+            } catch {
+                say("Error: \(error.message)")
+                throw ExitCode(1)
+            }
+        }
+        let (from, to) = (from ?? "", to ?? "")
         let fromNs = try Self.time(from, option: "--from", example: "2026-11-23T14:02:00Z")
         let toNs = try Self.time(to, option: "--to", example: "2026-11-23T14:04:00Z")
         guard toNs > fromNs else {
             throw PlanError("--to \(to) is not after --from \(from): nothing written").exitForCommand()
         }
+        return (fromNs, toNs, source)
+    }
+
+    func run() throws {
+        let (fromNs, toNs, source) = try range()
         let settings = try faces.settings()
         let outcome: RangeExtractor.Outcome
         do {

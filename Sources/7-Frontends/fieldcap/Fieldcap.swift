@@ -27,7 +27,7 @@ struct Fieldcap: ParsableCommand {
             Record.self, Serve.self, Check.self, Validate.self, Recover.self, Sessions.self, Extract.self, Export.self,
             CheckSync.self,
             Request.self,
-            Upload.self, Fleet.self, List.self, Feed.self,
+            Upload.self, Fleet.self, List.self, Feed.self, MarkCommand.self,
             Bench.self, InstallUdev.self,
         ],
         defaultSubcommand: Record.self

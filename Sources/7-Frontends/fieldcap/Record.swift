@@ -4,6 +4,7 @@ import FieldcapCore
 import FieldcapRig
 import FieldcapSegments
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Glibc
 import Logging
@@ -283,12 +284,15 @@ struct Record: ParsableCommand {
             throw ExitCode(64)
         }
         logger.info("recording", metadata: ["session.path": "\(directory)", "streams": "\(sources.count)"])
+        if let problem = runner.marksProblem, !quiet { say("warning: \(problem)") }
+        let keys = quiet || json ? nil : KeyMarks(runner: runner)
         while !runner.isStopping {
             if let signal = signals.wait(seconds: 0.5) {
                 runner.requestStop(signal == SIGINT ? "SIGINT" : "SIGTERM")
                 break
             }
         }
+        keys?.finish()
         // A disk that stopped answering (a share gone, a card that hangs) must not keep the
         // process from ending: past the watchdog's limit it exits, the session left for recover.
         let outcome: RecordingController.Outcome

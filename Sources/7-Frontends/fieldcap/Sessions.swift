@@ -108,6 +108,12 @@ enum CatalogTable {
         if let check = entry.syncCheck, !check.pairs.isEmpty {
             parts[parts.count - 1] += "; sync " + check.pairs.map(syncText).joined(separator: ", ")
         }
+        if let marks = entry.marks, !marks.isEmpty {
+            let shown = marks.suffix(3).map { "\($0.id) \($0.label)" + ($0.evicted == nil ? "" : " (given up)") }
+            parts[parts.count - 1] +=
+                "; \(marks.count) mark\(marks.count == 1 ? "" : "s"): " + (marks.count > 3 ? "..., " : "")
+                + shown.joined(separator: ", ")
+        }
         return parts.joined(separator: " ")
     }
 

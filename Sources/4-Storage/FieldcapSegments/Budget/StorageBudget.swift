@@ -7,6 +7,11 @@
 /// far (what the current one grows to) fit, so the directory stays within the budget while
 /// segments are alike, and exceeds it by less than one segment when one grows larger than any
 /// before it.
+///
+/// Marks: a segment a mark's window touches is kept past `keepNs`, and the size rule deletes every
+/// segment no window touches before it deletes one a window does. When the marked segments alone
+/// do not fit, the oldest mark is given up (its window no longer keeps anything) and its
+/// segments go, oldest first; then the next oldest, and so on.
 public struct StorageBudget: Sendable, Equatable {
     public var maxBytes: UInt64?
     public var keepNs: UInt64?
@@ -21,8 +26,11 @@ public struct StorageBudget: Sendable, Equatable {
     /// A deletion the budget asks for.
     public struct Deletion: Equatable, Sendable {
         public var number: Int
-        /// `--max-storage 16G` or `--keep 2h`, as the index records it.
+        /// `--max-storage 16G` or `--keep 2h`, as the index records it; with the mark given up
+        /// for it, when one was.
         public var reason: String
+        /// The mark whose window held the segment, given up to keep the budget.
+        public var droppedMark: String?
     }
 
     /// The finished segments to delete now, oldest first.
@@ -30,6 +38,7 @@ public struct StorageBudget: Sendable, Equatable {
     /// - Parameters:
     ///   - index: the recording's segments; `complete` and `recovered` ones with a size may go,
     ///     except those marked `kept` (their files are not all fieldcap's).
+    ///   - marks: the recording's marks; those already `evicted` keep nothing.
     ///   - openBytes: what the segments being written hold now.
     ///   - ownBytes: what the recording's directory holds beside its segments (the index, and the
     ///     disk reserve while recording). It comes on top of the room kept for the segment being
@@ -38,16 +47,22 @@ public struct StorageBudget: Sendable, Equatable {
     ///   - nowNs: `CLOCK_MONOTONIC_RAW` now, for `keepNs`.
     ///   - maxLabel, keepLabel: how the user wrote the limits, for the reason.
     public func deletions(
-        in index: RecordingIndex, openBytes: UInt64, ownBytes: UInt64 = 0, nowNs: UInt64, maxLabel: String,
-        keepLabel: String
+        in index: RecordingIndex, marks: [Mark] = [], openBytes: UInt64, ownBytes: UInt64 = 0, nowNs: UInt64,
+        maxLabel: String, keepLabel: String
     ) -> [Deletion] {
         let finished = index.segments.filter {
             ($0.state == .complete || $0.state == .recovered) && $0.bytes != nil
         }
+        // Counted in the total, never deleted.
+        let deletable = finished.filter { $0.kept == nil }
+        var live = marks.filter { $0.evicted == nil }.sorted { $0.captureNs < $1.captureNs }
+        func held(_ segment: RecordingIndex.Segment) -> Bool {
+            live.contains { $0.windowTouches(startNs: segment.startMonotonicRawNs, endNs: segment.endMonotonicRawNs) }
+        }
         var deletions: [Deletion] = []
         var gone = Set<Int>()
         if let keepNs {
-            for segment in finished where segment.kept == nil && nowNs > segment.endMonotonicRawNs &+ keepNs {
+            for segment in deletable where nowNs > segment.endMonotonicRawNs &+ keepNs && !held(segment) {
                 deletions.append(Deletion(number: segment.number, reason: keepLabel))
                 gone.insert(segment.number)
             }
@@ -56,12 +71,63 @@ public struct StorageBudget: Sendable, Equatable {
             let largest = finished.map { $0.bytes ?? 0 }.max() ?? 0
             var total = finished.filter { !gone.contains($0.number) }.reduce(UInt64(0)) { $0 + ($1.bytes ?? 0) }
             total += ownBytes + max(openBytes, largest)
-            for segment in finished where total > maxBytes && segment.kept == nil && !gone.contains(segment.number) {
-                deletions.append(Deletion(number: segment.number, reason: maxLabel))
-                gone.insert(segment.number)
-                total -= segment.bytes ?? 0
+            func deleteUnheld(reason: String, dropped: String?) {
+                for segment in deletable where total > maxBytes && !gone.contains(segment.number) && !held(segment) {
+                    deletions.append(Deletion(number: segment.number, reason: reason, droppedMark: dropped))
+                    gone.insert(segment.number)
+                    total -= segment.bytes ?? 0
+                }
+            }
+            deleteUnheld(reason: maxLabel, dropped: nil)
+            // Over still: give up the oldest mark that holds a finished segment (one whose window
+            // holds only segments being written frees nothing now, and keeps its place).
+            while total > maxBytes {
+                guard
+                    let oldest = live.firstIndex(where: { mark in
+                        deletable.contains {
+                            !gone.contains($0.number)
+                                && mark.windowTouches(startNs: $0.startMonotonicRawNs, endNs: $0.endMonotonicRawNs)
+                        }
+                    })
+                else { break }
+                let mark = live.remove(at: oldest)
+                deleteUnheld(reason: "\(maxLabel), mark \(mark.id) \"\(mark.label)\" given up", dropped: mark.id)
             }
         }
         return deletions.sorted { $0.number < $1.number }
+    }
+
+    /// About how many bytes the segments the live marks' windows touch take, with the room
+    /// `deletions` keeps for the segment being written (`openBytes`) and the recording's own
+    /// files (`ownBytes`) on top: what the budget must hold for every mark to keep its window. A
+    /// segment not written yet (a window reaching into the future) counts as `segmentBytes`.
+    public static func bytesForMarkedWindows(
+        marks: [Mark], index: RecordingIndex, schedule: SegmentSchedule, segmentBytes: UInt64, openBytes: UInt64,
+        ownBytes: UInt64
+    ) -> UInt64 {
+        let written = Dictionary(index.segments.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
+        var numbers = Set<Int>()
+        for mark in marks where mark.evicted == nil {
+            let from = schedule.number(containing: max(mark.windowStartNs, schedule.startNs))
+            let to = schedule.number(containing: max(mark.windowEndNs, schedule.startNs + 1) - 1)
+            guard from <= to else { continue }
+            // A window of years is refused before it gets here; a bound keeps this loop short.
+            for number in from...min(to, from + 1_000_000) { numbers.insert(number) }
+        }
+        var total = openBytes + ownBytes
+        for number in numbers {
+            let segment = written[number]
+            if segment?.state == .deleted { continue }
+            total += segment?.bytes ?? segmentBytes
+        }
+        return total
+    }
+}
+
+extension SegmentSchedule {
+    /// The segment `ns` falls in (1 for the first; 1 for a time before the start).
+    public func number(containing ns: UInt64) -> Int {
+        guard ns >= startNs else { return 1 }
+        return Int(clamping: (ns - startNs) / lengthNs) + 1
     }
 }

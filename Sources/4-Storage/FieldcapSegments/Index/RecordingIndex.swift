@@ -24,6 +24,9 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
     public var keepSeconds: Double?
     public var streams: [Stream]
     public var segments: [Segment]
+    /// The moments marked on the recording, in the order taken (nil: none yet; an index written
+    /// before marks existed).
+    public var marks: [Mark]?
 
     public struct Stream: Codable, Sendable, Equatable {
         public var id: String
@@ -163,7 +166,7 @@ public struct RecordingIndex: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case format, fieldcapVersion = "fieldcap_version", hostId = "host_id", state, stopReason = "stop_reason"
         case segmentSeconds = "segment_seconds", maxStorageBytes = "max_storage_bytes", keepSeconds = "keep_seconds"
-        case streams, segments
+        case streams, segments, marks
     }
 
     /// The index of the recording in `directory`, or nil when there is none or it is not one.

@@ -23,6 +23,7 @@ public enum SessionFiles {
         var expected: Set<String> = [
             SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
             SessionLayout.sidecarName + ".tmp", SessionLayout.reserveName, SessionCalibration.fileName,
+            MarkLine.fileName,
         ]
         for id in streams {
             expected.formUnion([

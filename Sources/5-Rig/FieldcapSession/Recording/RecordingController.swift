@@ -6,6 +6,7 @@ import FieldcapSystem
 import FoundationEssentials
 import Logging
 import SyncField
+import Synchronization
 
 /// One recording's lifecycle, for any front end: `start` makes the session directory and starts
 /// capture and writing; `checkStop` says when the recording should end by itself (its duration,
@@ -45,6 +46,8 @@ public final class RecordingController {
         /// else is ready by then, and `start` waits for it by this host's own clock, unless it is
         /// called off meanwhile (then `start` throws `StartError.cancelled` and leaves nothing).
         public var startAt: ScheduledStart?
+        /// The window around a mark that names none (`marks:` in the rig config).
+        public var markWindows = MarkWindows()
         /// What happens while recording, told as it happens on the thread it happens on: a
         /// capture thread that ended, the rotation thread (or the stopping one, for the segment
         /// the stop finishes), the disk gauge's (or the one calling `start`, for its first
@@ -83,6 +86,12 @@ public final class RecordingController {
         /// The free space fell below twice the minimum (once a recording): the recording stops by
         /// itself at the minimum.
         case diskLow(freeBytes: UInt64, minFreeBytes: UInt64)
+        /// A mark was taken (`mark`); `warnings`: what the user should hear about it (the budget
+        /// cannot keep every marked window).
+        case marked(Mark, warnings: [String])
+        /// The storage budget gave up a mark: its window no longer fits, and its segments were
+        /// deleted (`reason`: the limit).
+        case markGivenUp(Mark, reason: String)
     }
 
     /// Why a recording stopped. Its description is the sidecar's `stop_reason`.
@@ -168,6 +177,8 @@ public final class RecordingController {
     /// `checkStop` or a status): from just before capture to the stop.
     public private(set) var diskGauge: DiskGauge?
     private var startedNs: UInt64 = 0
+    /// The recording's marks, once capture runs: from any thread (`mark`).
+    private let markBook = Mutex<MarkBook?>(nil)
 
     /// What the user should hear about while recording (a segment deleted by the storage
     /// budget): the front end's logger, used from a recording thread. Silent unless handed one.
@@ -316,8 +327,10 @@ public final class RecordingController {
             segmenting.wallClock = settings.wallClock
             segmenting.captureId = settings.captureId
             segmenting.previewTaps = jpegPreviews
+            segmenting.markWindows = settings.markWindows
             if let tell = settings.onEvent {
                 segmenting.rotated = { next in tell(.segmentRotated(segment: next)) }
+                segmenting.markGivenUp = { mark, reason in tell(.markGivenUp(mark, reason: reason)) }
             }
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
@@ -344,6 +357,7 @@ public final class RecordingController {
             self.recorder = recorder
             try recorder.start()
             startedNs = origin
+            markBook.withLock { $0 = MarkBook(keeper: segments, windows: settings.markWindows) }
             return
         }
         let session = SyncSession(hostId: settings.hostId, outputDir: directory, options: sessionOptions)
@@ -370,7 +384,29 @@ public final class RecordingController {
         try beforeCapture(layout)
         try recorder.start()
         startedNs = MonotonicClock.now()
+        let marks = SessionMarks(directory: directory, syncPoint: syncPoint, startNs: syncPoint.monotonicNs)
+        markBook.withLock { $0 = MarkBook(keeper: marks, windows: settings.markWindows) }
     }
+
+    /// Takes a mark on the recording (`MarkBook.mark`) and tells it (`Event.marked`). Any thread;
+    /// refused before capture runs and once the stop began.
+    public func mark(_ request: MarkRequest) throws(MarkRefusal) -> (mark: Mark, warnings: [String]) {
+        guard let book = markBook.withLock({ $0 }) else {
+            throw MarkRefusal(.conflict, "no recording is running: start one first")
+        }
+        let (mark, warnings) = try book.mark(request)
+        logger.notice(
+            """
+            marked \(mark.id) "\(mark.label)" (\(mark.source)) at \(mark.utc): window \(mark.beforeSeconds) s before, \
+            \(mark.afterSeconds) s after
+            """)
+        for warning in warnings { logger.warning("\(warning)") }
+        settings.onEvent?(.marked(mark, warnings: warnings))
+        return (mark, warnings)
+    }
+
+    /// The recording's marks so far (none before capture runs).
+    public var marks: [Mark] { markBook.withLock { $0 }?.marks ?? [] }
 
     /// The gauge of the disk under `directory`; a free space below twice the minimum is told as
     /// `diskLow`, in time to hear of it before the recording stops by itself.
@@ -472,6 +508,8 @@ public final class RecordingController {
     /// stops the recorder; a write that fails while stopping becomes the reason.
     private func stopRecorder(reason: StopReason) -> Outcome {
         guard let recorder, let layout else { preconditionFailure("stop() before start()") }
+        // A mark now would land in files being finished.
+        markBook.withLock { $0 = nil }
         diskGauge?.stop()
         reserve?.release()
         do {

@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// `SegmentingSink` calls it from its rotation thread (open, close, discard) and, at the start
 /// and the end, from the controlling thread; never from two at once (the rotation thread is
-/// joined before the end). The index is this type's alone.
+/// joined before the end). The index is this type's alone; marks (`MarkKeeper`) come from any
+/// thread, so every change to it and every write of it holds `indexLock`.
 public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     public struct Settings: Sendable {
         public var lengthNs: UInt64
@@ -39,6 +40,11 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         /// is being written, with the next one's directory name: on the rotation thread, or on
         /// the stopping thread for a segment the stop finishes.
         public var rotated: (@Sendable (_ next: String) -> Void)?
+        /// Told when the budget gives up a mark (its window no longer fits), with the limit: on
+        /// the rotation thread.
+        public var markGivenUp: (@Sendable (Mark, _ reason: String) -> Void)?
+        /// The windows of marks that name none.
+        public var markWindows = MarkWindows()
 
         public init(lengthNs: UInt64, budget: StorageBudget, maxStorageLabel: String = "", keepLabel: String = "") {
             self.lengthNs = lengthNs
@@ -67,14 +73,16 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     public let directory: String
     public let settings: Settings
     private let hostId: String
-    private let sources: [CaptureSource]
+    let sources: [CaptureSource]
     private let sessionOptions: SyncSession.Options
     private let directIO: Bool
     /// Each source's report as capture started (`Sidecar.reports`).
     private var startReports: [SourceReport] = []
     private var open: [Int: Open] = [:]
     private var stopped: [Stopped] = []
-    private(set) var index: RecordingIndex
+    var index: RecordingIndex
+    /// Held while the index changes or is written: by the rotation thread, and by marks.
+    let indexLock = Lock()
     /// Bytes of the finished segments still on disk, and the directories of the segments being
     /// written: for `bytesNow`, from any thread.
     private let finishedBytes = Atomic<UInt64>(0)
@@ -83,6 +91,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// those finished since a status line last looked, and the stalls of every finished one.
     private let watches = Mutex<Watches>(Watches())
     private let firstSyncPointTaken = Mutex<SyncPoint?>(nil)
+    /// The newest segment's sync point: a mark's UTC is taken through it, as an extract of the
+    /// mark's window maps it back (each segment through its own).
+    let latestSyncPoint = Mutex<SyncPoint?>(nil)
     /// The wall clock's discipline as last read, for the next segments (rotation thread only).
     private var lastWallClock: ClockQuality?
     /// How long one reading serves: chronyd's and ptp4l's figures move over minutes, and a
@@ -110,7 +121,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     }
     /// What happened that the user should hear about (a deletion, a segment kept): the front
     /// end's logger. From the rotation thread.
-    private let logger: Logger
+    let logger: Logger
 
     public init(
         directory: String, hostId: String, sources: [CaptureSource], settings: Settings,
@@ -196,6 +207,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         let session = SyncSession(hostId: hostId, outputDir: path, options: sessionOptions)
         let syncPoint = try session.start()
         firstSyncPointTaken.withLock { if $0 == nil { $0 = syncPoint } }
+        latestSyncPoint.withLock { $0 = syncPoint }
         // On the rotation thread, which capture does not wait for; read again once a minute
         // (the sidecar says how long after its sync point each reading was taken: negative
         // for one taken before it).
@@ -221,6 +233,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             startedWall: Date())
         openDirectories.withLock { $0.append(path) }
         watches.withLock { $0.open.append((name, session.diskWatch)) }
+        indexLock.lock()
+        defer { indexLock.unlock() }
         index.segments.append(
             RecordingIndex.Segment(
                 number: number, directory: name, state: .recording, startMonotonicRawNs: startNs,
@@ -243,9 +257,16 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         try writeSidecar(
             open, segment, reason: "segment", stoppedWall: Self.wall(segment.endNs, open.syncPoint),
             stoppedMonotonicNs: segment.endNs)
+        indexLock.lock()
         record(segment, open: open, state: .complete, untilNs: segment.endNs)
         enforceBudget()
-        try index.write(directory: directory)
+        do {
+            try index.write(directory: directory)
+            indexLock.unlock()
+        } catch {
+            indexLock.unlock()
+            throw error
+        }
         if let rotated = settings.rotated, let next = self.open[segment.number + 1] {
             rotated(PathName.base(of: next.layout.directory))
         }
@@ -258,7 +279,9 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         openDirectories.withLock { $0.removeAll { $0 == open.layout.directory } }
         watches.withLock { $0.open.removeAll { $0.watch === open.session.diskWatch } }
         try? FileManager.default.removeItem(atPath: open.layout.directory)
+        indexLock.lock()
         index.segments.removeAll { $0.number == number }
+        indexLock.unlock()
     }
 
     /// Writes the sidecars of the segments the stop finished (the last one with the sources'
@@ -266,6 +289,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     public func finish(reason: String, summary: [Recorder.StreamSummary]) throws {
         var firstError: Error?
         let stoppedNs = MonotonicClock.now()
+        indexLock.lock()
+        defer { indexLock.unlock() }
         for (position, stop) in stopped.enumerated() {
             let last = position == stopped.count - 1
             do {
@@ -383,7 +408,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
         guard settings.budget.isLimited else { return }
         let openBytes = open.values.reduce(UInt64(0)) { $0 + SessionFiles.bytesOnDisk($1.layout.directory) }
         let deletions = settings.budget.deletions(
-            in: index, openBytes: openBytes, ownBytes: SessionFiles.bytesOnDisk(directory), nowNs: MonotonicClock.now(),
+            in: index, marks: index.marks ?? [], openBytes: openBytes, ownBytes: SessionFiles.bytesOnDisk(directory),
+            nowNs: MonotonicClock.now(),
             maxLabel: settings.maxStorageLabel, keepLabel: settings.keepLabel)
         for deletion in deletions {
             guard let position = index.segments.firstIndex(where: { $0.number == deletion.number }) else { continue }
@@ -409,6 +435,7 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
             finishedBytes.subtract(entry.bytes ?? 0, ordering: .relaxed)
             index.segments[position].deleted = RecordingIndex.Deletion(
                 utc: Sidecar.utc(Date()), reason: deletion.reason)
+            if let dropped = deletion.droppedMark { giveUp(mark: dropped, reason: deletion.reason) }
             logger.notice("deleted segment \(entry.directory) (\(deletion.reason))")
         }
     }

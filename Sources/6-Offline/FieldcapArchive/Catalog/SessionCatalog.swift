@@ -76,6 +76,8 @@ public enum SessionCatalog {
                 records: counts?[stream.id])
         }
         entry.syncCheck = syncCheck(sidecar)
+        let marks = MarkLine.marks(inDirectory: directory)
+        entry.marks = marks.isEmpty ? nil : marks
         return entry
     }
 
@@ -116,6 +118,7 @@ public enum SessionCatalog {
         {
             entry.syncCheck = syncCheck(sidecar)
         }
+        entry.marks = index.marks
         return entry
     }
 
@@ -194,6 +197,8 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     /// The camera–IMU offsets measured in it (`check-sync --save`; a recording's first segment).
     /// Written, not read back by `init(from:)`.
     public var syncCheck: SyncCheckEntry?
+    /// The moments marked on it (`fieldcap mark`), in the order taken.
+    public var marks: [Mark]?
 
     public var startUtc: String? { startNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } }
     public var endUtc: String? { endNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } }
@@ -215,6 +220,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         case durationSeconds = "duration_seconds", bytes, streams, segments
         case segmentsDeleted = "segments_deleted"
         case syncCheck = "sync_check"
+        case marks
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -232,6 +238,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         try container.encodeIfPresent(segments, forKey: .segments)
         try container.encodeIfPresent(segmentsDeleted, forKey: .segmentsDeleted)
         try container.encodeIfPresent(syncCheck?.json, forKey: .syncCheck)
+        try container.encodeIfPresent(marks, forKey: .marks)
     }
 
     public init(from decoder: Decoder) throws {
@@ -247,5 +254,6 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         streams = try container.decode([Stream].self, forKey: .streams)
         segments = try container.decodeIfPresent(Int.self, forKey: .segments)
         segmentsDeleted = try container.decodeIfPresent(Int.self, forKey: .segmentsDeleted)
+        marks = try container.decodeIfPresent([Mark].self, forKey: .marks)
     }
 }

@@ -260,7 +260,7 @@ struct EventBody: Encodable {
 
     enum Keys: String, CodingKey {
         case event, directory, name, stream, error, freeBytes, minFreeBytes, segment, reason, node, awaySeconds
-        case session, syncCheck
+        case session, syncCheck, mark, warnings
     }
 
     func encode(to encoder: Encoder) throws {
@@ -306,6 +306,14 @@ struct EventBody: Encodable {
             try container.encodeIfPresent(checked.session, forKey: .session)
             try container.encodeIfPresent(checked.entry?.json, forKey: .syncCheck)
             try container.encodeIfPresent(checked.error, forKey: .error)
+        case .marked(let mark, let warnings):
+            try container.encode("marked", forKey: .event)
+            try container.encode(mark, forKey: .mark)
+            try container.encode(warnings, forKey: .warnings)
+        case .markGivenUp(let mark, let reason):
+            try container.encode("mark_given_up", forKey: .event)
+            try container.encode(mark, forKey: .mark)
+            try container.encode(reason, forKey: .reason)
         }
     }
 }

@@ -1,0 +1,134 @@
+import FieldcapCore
+import FieldcapSegments
+import FieldcapSession
+import FieldcapSystem
+import Glibc
+import SyncField
+
+/// A recording's marks socket, `marks.sock` in the recording's directory, for as long as it
+/// records: `fieldcap mark` finds it under the sessions root and sends one request line
+/// (`MarkWire`), answered with the mark as taken or why not.
+///
+/// One thread (`fc-marks`) serves one connection at a time, each given `connectionLimitMs` to send
+/// its line: a client that connects and says nothing holds no one else for longer than that.
+/// Thread-bound: opened and closed by the recording's thread.
+final class MarkListener {
+    static let fileName = "marks.sock"
+    static let connectionLimitMs: Int32 = 2_000
+
+    let path: String
+    private let socket: StreamSocket
+    private let identity: (device: UInt64, inode: UInt64)?
+    private let stop = StopSignal()
+    private var thread: DedicatedThread?
+
+    /// Listens at `directory/marks.sock`, each request handed to `mark`; why not, when it cannot
+    /// (a path too long for a socket address, a read-only directory).
+    static func open(
+        directory: String,
+        mark: @escaping @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>
+    ) -> Result<MarkListener, MarkListenerError> {
+        let path = "\(directory)/\(fileName)"
+        switch StreamSocket.listen(at: path, backlog: 16) {
+        case .failure(let error):
+            return .failure(MarkListenerError(path: path, errno: error))
+        case .success(let socket):
+            _ = SocketFiles.setMode(path, 0o660)
+            let listener = MarkListener(path: path, socket: socket)
+            listener.thread = DedicatedThread(name: "fc-marks") { [listener] in listener.serve(mark) }
+            return .success(listener)
+        }
+    }
+
+    private init(path: String, socket: StreamSocket) {
+        self.path = path
+        self.socket = socket
+        identity = SocketFiles.identity(path)
+    }
+
+    /// Stops serving, waits for the thread, and removes the socket (if it is still this one).
+    func close() {
+        stop.request()
+        thread?.join()
+        thread = nil
+        socket.close()
+        if let identity, let now = SocketFiles.identity(path), now == identity { _ = SocketFiles.remove(path) }
+    }
+
+    private func serve(_ mark: @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>) {
+        var descriptors = [
+            pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while !stop.isRequested {
+            guard case .success = StreamSocket.poll(&descriptors, timeoutMs: -1) else { continue }
+            if stop.isRequested { break }
+            // A bounded turn: the stop is looked at between connections.
+            accepting: for _ in 0..<16 {
+                switch socket.accept() {
+                case .success(let connection):
+                    answer(connection, mark)
+                    connection.close()
+                case .failure(let error) where error == .wouldBlock:
+                    break accepting
+                case .failure:
+                    // Out of descriptors (EMFILE) and the like: a moment, then again.
+                    _ = stop.wait(milliseconds: 100)
+                }
+                if stop.isRequested { break accepting }
+            }
+        }
+    }
+
+    /// Reads one request line within the limit and answers it.
+    private func answer(
+        _ connection: StreamSocket,
+        _ mark: @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>
+    ) {
+        let deadline = MonotonicClock.now() + UInt64(Self.connectionLimitMs) * 1_000_000
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var ended = false
+        var descriptors = [
+            pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stop.wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while !line.contains(UInt8(ascii: "\n")) && !ended && line.count <= MarkWire.maxRequestBytes {
+            let now = MonotonicClock.now()
+            guard now < deadline, !stop.isRequested else { return }
+            let waitMs = Int32(clamping: (deadline - now) / 1_000_000 + 1)
+            guard case .success(let ready) = StreamSocket.poll(&descriptors, timeoutMs: waitMs), ready > 0 else {
+                continue
+            }
+            let received = buffer.withUnsafeMutableBytes { connection.receive(into: $0) }
+            switch received {
+            case .success(0): ended = true
+            case .success(let count): line += buffer[0..<count]
+            case .failure(let error) where error == .wouldBlock: continue
+            case .failure: return
+            }
+        }
+        let result: Result<(mark: Mark, warnings: [String]), MarkRefusal>
+        if line.count > MarkWire.maxRequestBytes && !line.prefix(MarkWire.maxRequestBytes).contains(10) {
+            result = .failure(MarkRefusal(.badRequest, "a request line longer than \(MarkWire.maxRequestBytes) bytes"))
+        } else {
+            let request = Array(line.prefix { $0 != UInt8(ascii: "\n") })
+            do throws(MarkRefusal) {
+                result = mark(try MarkWire.request(from: request, source: "command"))
+            } catch {
+                result = .failure(error)
+            }
+        }
+        connection.sendWithoutWaiting(MarkWire.answerLine(result))
+    }
+}
+
+/// The marks socket could not be made: marks from `fieldcap mark` do not reach this recording
+/// (the API's, a fleet's, a GPIO line's and the terminal's still do).
+struct MarkListenerError: Error, CustomStringConvertible {
+    var path: String
+    var errno: Errno
+    var description: String {
+        "\(path): cannot listen for marks (\(errno)); `fieldcap mark` cannot reach this recording"
+    }
+}

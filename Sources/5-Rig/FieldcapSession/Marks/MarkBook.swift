@@ -1,0 +1,113 @@
+import FieldcapCore
+import FieldcapSegments
+import Glibc
+import SyncField
+import Synchronization
+
+/// What keeps a recording's marks on disk: each one's line in the `events.jsonl` where its
+/// instant falls, and the recording's own list (a segmented recording's index; a session's
+/// `events.jsonl` alone). `SegmentedSessions` and `SessionMarks`.
+public protocol MarkKeeper: AnyObject, Sendable {
+    /// The marks so far, in the order taken; those the budget gave up included.
+    var marks: [Mark] { get }
+    /// `CLOCK_MONOTONIC_RAW` where the recording's data begins; nil before it does.
+    var startNs: UInt64? { get }
+    /// The wall-clock time (UTC nanoseconds) of a `CLOCK_MONOTONIC_RAW` instant, through the
+    /// recording's sync point (a segmented recording's first).
+    func wallClockNs(ofMonotonicRawNs ns: UInt64) -> UInt64?
+    /// Writes a stamped mark, durably; what the user should hear about it (the budget cannot
+    /// keep every marked window) comes back. Throws a refusal when the mark cannot be kept.
+    func keep(_ mark: Mark) throws(MarkRefusal) -> [String]
+}
+
+/// A recording's marks: each request checked, stamped on `CLOCK_MONOTONIC_RAW`, numbered and
+/// handed to the recording's `MarkKeeper`, one at a time. Thread-safe: marks come from a socket's
+/// thread, the API's tasks, a GPIO line's thread, the terminal's.
+public final class MarkBook: Sendable {
+    public let windows: MarkWindows
+    private let keeper: any MarkKeeper
+    /// The last mark's number; held while a mark is kept, so ids follow the order on disk.
+    private let last: Mutex<Int>
+
+    public init(keeper: any MarkKeeper, windows: MarkWindows) {
+        self.keeper = keeper
+        self.windows = windows
+        last = Mutex(keeper.marks.count)
+    }
+
+    public var marks: [Mark] { keeper.marks }
+
+    /// How far in the future an instant may be (a fleet's, from a host whose clock runs ahead).
+    static let futureSlackNs: UInt64 = 2_000_000_000
+
+    /// Takes a mark: checks it, stamps it (now, unless it names its instant), keeps it. Returns
+    /// the mark as kept and what the user should hear (`MarkKeeper.keep`).
+    public func mark(
+        _ request: MarkRequest, nowNs: UInt64 = MonotonicClock.now()
+    ) throws(MarkRefusal) -> (
+        mark: Mark, warnings: [String]
+    ) {
+        try request.validate()
+        guard let startNs = keeper.startNs else {
+            throw MarkRefusal(.conflict, "the recording has not begun yet: mark again once it has")
+        }
+        let atNs: UInt64
+        if let at = request.atMonotonicRawNs {
+            atNs = at
+        } else if let wall = request.atWallClockNs {
+            // The wall clock against RAW now: a clock stepped since the sync point counts as it
+            // reads now, the same instant every rig of a fleet means.
+            let offset = ClockPairReader.host(CLOCK_REALTIME).sample().offsetNs
+            let raw = Int64(clamping: wall) &+ offset
+            atNs = raw > 0 ? UInt64(raw) : 0
+        } else {
+            atNs = nowNs
+        }
+        if atNs < startNs {
+            throw MarkRefusal(
+                .conflict,
+                "the instant is \(Self.seconds(startNs - atNs)) before the recording began: nothing was recorded then")
+        }
+        if atNs > nowNs &+ Self.futureSlackNs {
+            throw MarkRefusal(
+                .conflict, "the instant is \(Self.seconds(atNs - nowNs)) in the future: mark it when it comes")
+        }
+        let wallNs = keeper.wallClockNs(ofMonotonicRawNs: atNs)
+        let utc = wallNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } ?? ""
+        return try last.withLock { last throws(MarkRefusal) in
+            var mark = Mark(
+                id: "m\(last + 1)", label: request.label.trimmingSpaces, note: request.note, source: request.source,
+                captureNs: atNs, utc: utc, beforeSeconds: request.beforeSeconds ?? windows.beforeSeconds,
+                afterSeconds: request.afterSeconds ?? windows.afterSeconds)
+            mark.wallClockNs = wallNs
+            let warnings = try keeper.keep(mark)
+            last += 1
+            return (mark, warnings)
+        }
+    }
+
+    static func seconds(_ ns: UInt64) -> String {
+        let seconds = Double(ns) / 1e9
+        return seconds < 10 ? "\((seconds * 1000).rounded() / 1000) s" : "\(Int(seconds.rounded())) s"
+    }
+}
+
+extension String {
+    /// Without the spaces (and tabs, line breaks) at either end.
+    var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
+        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+        return String(scalars)
+    }
+}
+
+extension SyncPoint {
+    /// The wall-clock time (UTC nanoseconds) of a `CLOCK_MONOTONIC_RAW` instant, through this
+    /// sync point.
+    public func wallClockNs(ofMonotonicRawNs ns: UInt64) -> UInt64 {
+        let offset = Int64(bitPattern: ns &- monotonicNs)
+        let wall = Int64(clamping: wallClockNs) &+ offset
+        return wall > 0 ? UInt64(wall) : 0
+    }
+}
