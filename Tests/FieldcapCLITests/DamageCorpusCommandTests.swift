@@ -29,14 +29,19 @@ struct DamageCorpusCommandTests {
         let out = freshPath("damage-base-\(kind)")
         let extra = kind == "segmented" ? ["--segment", "500ms"] : kind == "complete" ? ["--duration", "1s"] : []
         let recorded = try FieldcapProcess.run(cameras + extra + ["--out", out, "-q"]) { process in
-            guard kind != "complete" else { return }
-            let marker = kind == "segmented" ? "/recording.json" : "/fieldcap.json"
+            // A mark in every base: its line (events.ndjson) and the index's marks get damaged too.
             let deadline = Date().addingTimeInterval(30)
-            while !FileManager.default.fileExists(atPath: out + marker) && Date() < deadline { usleep(10_000) }
+            while !FileManager.default.fileExists(atPath: out + "/marks.sock") && Date() < deadline { usleep(10_000) }
+            let marked = try? FieldcapProcess.run(["mark", out, "damage", "--note", "a note", "--before", "1s"])
+            #expect(marked?.status == 0, "\(marked?.stderr ?? "")")
+            guard kind != "complete" else { return }
             usleep(kind == "segmented" ? 1_800_000 : 1_200_000)
             kill(process.processIdentifier, SIGKILL)
         }
         if kind == "complete" { #expect(recorded.status == 0, "\(recorded.stderr)") }
+        // The killed recorder's marks socket: FileManager cannot copy a socket, and recover's
+        // removing it is MarkCommandTests' to check.
+        try? FileManager.default.removeItem(atPath: out + "/marks.sock")
         // A kill between the index's write and its rename leaves the new index beside the old as
         // recording.json.tmp (a busy machine's run caught it): every segmented base has one, and
         // half the damaged copies keep it.
@@ -93,8 +98,8 @@ struct DamageCorpusCommandTests {
 
     @Test(
         """
-        30 seeded damages to complete, killed and segmented recordings: validate, sessions, request, \
-        export, extract, check-sync and recover never crash, hang, fail unclearly, or change what they must not
+        30 seeded damages to complete, killed and segmented recordings, each with a mark: validate, sessions, \
+        request, export, extract (by time and by mark), check-sync and recover never crash, hang, fail unclearly, or change what they must not
         """
     )
     func corpus() throws {
@@ -131,6 +136,7 @@ struct DamageCorpusCommandTests {
                     "\(out)/clip",
                 ],
                 ["check-sync", path, "--max-offset", "50"],
+                ["extract", path, "--mark", "damage", "--out", "\(out)/marked"],
             ] {
                 let run = try Self.run(arguments)
                 Self.expectSane(run, "\(what): \(arguments[0])", command: arguments[0])
@@ -147,7 +153,8 @@ struct DamageCorpusCommandTests {
                 let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
                 #expect(changed.isEmpty, "\(what): recover refused (\(recovered.output)) but changed \(changed)")
             } else {
-                for name in before.keys where after[name] == nil && !name.hasSuffix(".fieldcap-reserve") {
+                for name in before.keys
+                where after[name] == nil && !name.hasSuffix(".fieldcap-reserve") && !name.hasSuffix("/marks.sock") {
                     // An interrupted atomic write's temporary file: recover wrote the index anew
                     // through the same name (fieldcap's own, rebuilt from the segments).
                     if name.hasSuffix("/recording.json.tmp") && after[String(name.dropLast(4))] != nil { continue }

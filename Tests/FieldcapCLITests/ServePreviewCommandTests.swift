@@ -245,7 +245,7 @@ struct ServePreviewCommandTests: ServeSuite {
         #expect(serve.terminate() == 0)
     }
 
-    @Test("the web page in headless Chromium: token from the link, live preview that moves, start, stop, delete")
+    @Test("the web page in headless Chromium: token from the link, live preview that moves, start, mark, stop, delete")
     func webPage() throws {
         let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
@@ -264,8 +264,10 @@ struct ServePreviewCommandTests: ServeSuite {
             try JSONSerialization.jsonObject(with: Data(browser.output.utf8)) as? [String: Any], "\(browser.output)")
         #expect(seen["error"] == nil, "\(seen)")
         #expect(
-            seen["steps"] as? [String] == ["idle", "preview", "recording", "screenshot", "stopped", "deleted"],
-            "\(seen)")
+            seen["steps"] as? [String] == [
+                "idle", "preview", "recording", "marked", "screenshot", "stopped", "deleted",
+            ], "\(seen)")
+        #expect(seen["session_marks"] as? String == "m1 page-mark", "\(seen)")
         #expect(seen["token_form_shown"] as? Bool == false, "\(seen)")
         #expect(seen["preview_size"] as? [Int] == [320, 240], "\(seen)")
         #expect(seen["preview_changed"] as? Bool == true, "\(seen)")

@@ -7,7 +7,7 @@ import Testing
 
 @testable import FieldcapSession
 
-/// Marks as the rig takes them: checked, stamped, numbered, kept; their lines in `events.jsonl`.
+/// Marks as the rig takes them: checked, stamped, numbered, kept; their lines in `events.ndjson`.
 @Suite struct MarkBookTests {
     /// A keeper that keeps in memory, and can refuse.
     final class Keeper: MarkKeeper, @unchecked Sendable {
@@ -60,6 +60,20 @@ import Testing
         }
         keeper.refuse = nil
         #expect(try book.mark(MarkRequest(label: "b", source: "api"), nowNs: 5_000).mark.id == "m1")
+    }
+
+    @Test func marksInALoopAreHeldToTwentyAtOnceAndFiveASecond() throws {
+        let book = MarkBook(keeper: Keeper(), windows: MarkWindows())
+        let start = MonotonicClock.now()
+        for _ in 0..<20 { _ = try book.mark(MarkRequest(label: "loop", source: "api"), nowNs: start) }
+        #expect(
+            refusal { try book.mark(MarkRequest(label: "loop", source: "api"), nowNs: start) }?.message
+                == "too many marks: at most 20 at once and 5 a second after")
+        // A second later, five more.
+        for _ in 0..<5 { _ = try book.mark(MarkRequest(label: "loop", source: "api"), nowNs: start + 1_000_000_000) }
+        #expect(
+            refusal { try book.mark(MarkRequest(label: "loop", source: "api"), nowNs: start + 1_000_000_000) } != nil)
+        #expect(book.marks.count == 25)
     }
 
     @Test func instantsOutsideTheRecordingAreRefusedWithWhy() {

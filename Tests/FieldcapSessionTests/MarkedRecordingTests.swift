@@ -74,7 +74,7 @@ struct MarkedRecordingTests {
             _ = try recording.mark(MarkRequest(label: "wide", source: "test", beforeSeconds: 20, afterSeconds: 0))
             Issue.record("a 20 s window in a budget of about 8 segments was taken")
         } catch {
-            #expect(error.kind == .badRequest)
+            #expect(error.kind == .conflict)
             #expect(error.message.contains("more than the budget (--max-storage B) holds"), "\(error.message)")
         }
         var reason: RecordingController.StopReason?

@@ -150,11 +150,10 @@ public final class RecordingRunner: Sendable {
     /// made (`marksProblem` says why).
     private func listenForMarks() -> MarkListener? {
         guard let directory = controller.value.directory else { return nil }
-        let controller = controller
         switch MarkListener.open(
             directory: directory,
-            mark: { request in
-                Result { () throws(MarkRefusal) in try controller.value.mark(request) }
+            mark: { [self] request in
+                Result { () throws(MarkRefusal) in try mark(request) }
             })
         {
         case .success(let listener): return listener

@@ -124,6 +124,10 @@ public struct RigStatus: Sendable {
     public var server: ServerLink.Snapshot?
     /// A start waiting for its instant (a fleet's), while idle.
     public var scheduled: Scheduled?
+    /// The recording's marks so far, and what the user last had to hear about them (the budget
+    /// cannot keep every marked window).
+    public var marks = 0
+    public var marksWarning: String?
 
     public struct Scheduled: Sendable {
         public var atNs: UInt64

@@ -2,6 +2,7 @@ import Dispatch
 import FieldcapCore
 import FieldcapFaces
 import FieldcapPreview
+import FieldcapSegments
 import FieldcapSession
 import FoundationEssentials
 import Logging
@@ -215,9 +216,29 @@ public final class RigService: Sendable {
             status.scheduled = scheduled.map { .init(atNs: $0.start.atNs, captureId: $0.captureId) }
             return status
         }
-        return RigStatus(
+        var status = RigStatus(
             recording: runner.controller.value.directory, status: runner.status, stopping: runner.isStopping,
             last: nil, server: server)
+        status.marks = runner.marks.count
+        status.marksWarning = runner.controller.value.marksWarning
+        return status
+    }
+
+    /// Takes a mark on the recording running (`RecordingController.mark`): the API's, a fleet's, a
+    /// capture server's. Any thread.
+    public func mark(_ request: MarkRequest) throws(MarkRefusal) -> (mark: Mark, warnings: [String]) {
+        guard let runner = state.withLock({ $0.runner }) else {
+            throw MarkRefusal(.conflict, "no recording is running: start one first (POST /api/v1/recording/start)")
+        }
+        return try runner.mark(request)
+    }
+
+    /// The marks of the recording running, with its directory; nil when idle.
+    public var marks: (directory: String, marks: [Mark])? {
+        guard let runner = state.withLock({ $0.runner }), let directory = runner.controller.value.directory else {
+            return nil
+        }
+        return (directory, runner.marks)
     }
 
     /// Starts a recording with the request's values over the service's; refuses a second one.

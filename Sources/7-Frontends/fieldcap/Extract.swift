@@ -95,7 +95,8 @@ struct Extract: ParsableCommand {
             do throws(MarkLookup.Failure) {
                 let found = try MarkLookup.find(mark, in: source)
                 print(
-                    "mark \(found.mark.id) \"\(found.mark.label)\" at \(found.mark.utc) in \(found.directory): "
+                    "mark \(found.mark.id.printable) \"\(found.mark.label.printable)\" at \(found.mark.utc.printable) "
+                        + "in \(found.directory.printable): "
                         + "\(SyncPoint.isoDatetime(wallClockNs: found.fromNs)) to "
                         + "\(SyncPoint.isoDatetime(wallClockNs: found.toNs))")
                 return (found.fromNs, found.toNs, found.directory)

@@ -9,7 +9,7 @@ import SyncField
 /// `fieldcap fleet start|stop|status`: the rigs of a fleet (`fieldcap serve --mqtt`), as one.
 struct Fleet: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Start and stop every rig of a fleet at one instant, and show them as one table (MQTT).",
+        abstract: "Start, stop and mark every rig of a fleet at one instant, and show them as one table (MQTT).",
         discussion: """
             The rigs are `fieldcap serve --mqtt mqtt://BROKER:1883 --fleet NAME` processes. \
             `fleet start` sends one start to all of them: a capture id (--capture-id, or one \
@@ -17,7 +17,8 @@ struct Fleet: ParsableCommand {
             sync point by its own wall clock. It waits for every online rig's answer and prints \
             them: started (with how late its sync point was against the instant), missed (the \
             command came after the instant: that rig stays out, the others go on), failed. \
-            `fleet stop` stops the rigs recording that capture the same way; `fleet status` \
+            `fleet stop` stops the rigs recording that capture the same way; `fleet mark LABEL` \
+            marks one instant on every rig's recording (`fieldcap mark --help`); `fleet status` \
             prints each rig's presence and status. Any MQTT client can send the same commands \
             (a start with "at_wall_clock_ns"; a stop without it stops at once):
 
@@ -30,7 +31,7 @@ struct Fleet: ParsableCommand {
             Exit status: 0 when every online rig answered as asked; 3 when one missed, failed \
             or did not answer; 1 when the broker cannot be reached; 64 for a usage error.
             """,
-        subcommands: [FleetStart.self, FleetStop.self, FleetStatusCommand.self])
+        subcommands: [FleetStart.self, FleetStop.self, FleetMark.self, FleetStatusCommand.self])
 }
 
 /// What the fleet subcommands share: connecting and waiting for the retained state.
@@ -74,8 +75,17 @@ func runFleetCommand(_ command: FleetCommand, controller: FleetController, deadl
             continue
         }
         let late = reply.lateByNs.map { cFormat("%.3f ms", Double($0) / 1e6) } ?? ""
-        rows.append([host, reply.result.rawValue, late, reply.session ?? reply.detail ?? ""])
-        if reply.result != (command.command == .start ? .started : .stopped) { allWell = false }
+        let what =
+            reply.result == .marked
+            ? "\(reply.detail ?? "") in \(reply.session ?? "")" : reply.session ?? reply.detail ?? ""
+        rows.append([host, reply.result.rawValue, late, what])
+        let wanted: FleetReply.Result =
+            switch command.command {
+            case .start: .started
+            case .stop: .stopped
+            case .mark: .marked
+            }
+        if reply.result != wanted { allWell = false }
     }
     print(FleetTable.render(rows))
     controller.close()

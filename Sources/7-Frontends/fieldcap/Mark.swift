@@ -15,7 +15,7 @@ struct MarkCommand: ParsableCommand {
             A mark is an instant (now), a label, an optional note and a window before and \
             after it (the recording's defaults, 30 s each unless its config's marks: says \
             otherwise). It goes into the recording's index (recording.json, marks) and into \
-            events.jsonl of the segment it falls in. The storage budget deletes segments no \
+            events.ndjson of the segment it falls in. The storage budget deletes segments no \
             mark's window touches first; when the marked windows alone outgrow it, the \
             oldest mark is given up first, and that is said as it happens.
 
@@ -43,18 +43,30 @@ struct MarkCommand: ParsableCommand {
     var note: String?
 
     @Option(
-        help: ArgumentHelp("How much before the instant to keep (default: the recording's).", valueName: "DURATION"))
-    var before: Duration?
+        help: ArgumentHelp("How much before the instant to keep (default: the recording's).", valueName: "DURATION"),
+        transform: MarkCommand.window)
+    var before: Double?
 
-    @Option(help: ArgumentHelp("How much after the instant to keep (default: the recording's).", valueName: "DURATION"))
-    var after: Duration?
+    @Option(
+        help: ArgumentHelp("How much after the instant to keep (default: the recording's).", valueName: "DURATION"),
+        transform: MarkCommand.window)
+    var after: Double?
+
+    /// A window's seconds: `0`, or a duration (`30s`, `2m`, `1h`) of at most a day.
+    static func window(_ text: String) throws -> Double {
+        if ["0", "0s", "0ms", "0m", "0h"].contains(text) { return 0 }
+        guard let span = TimeSpan(text, maximumSeconds: MarkRequest.maxWindowSeconds) else {
+            throw ValidationError("'\(text)' is not a window: give 0 or a duration up to a day (30s, 2m, 1h)")
+        }
+        return span.seconds
+    }
 
     var root: String { second == nil ? "sessions" : first }
     var label: String { second ?? first }
 
     var request: MarkRequest {
         MarkRequest(
-            label: label, note: note, source: "command", beforeSeconds: before?.seconds, afterSeconds: after?.seconds)
+            label: label, note: note, source: "command", beforeSeconds: before, afterSeconds: after)
     }
 
     func validate() throws {

@@ -109,7 +109,10 @@ enum CatalogTable {
             parts[parts.count - 1] += "; sync " + check.pairs.map(syncText).joined(separator: ", ")
         }
         if let marks = entry.marks, !marks.isEmpty {
-            let shown = marks.suffix(3).map { "\($0.id) \($0.label)" + ($0.evicted == nil ? "" : " (given up)") }
+            // Labels as a damaged index may hold them: shown, never sent to the terminal raw.
+            let shown = marks.suffix(3).map {
+                "\($0.id.printable) \($0.label.printable)" + ($0.evicted == nil ? "" : " (given up)")
+            }
             parts[parts.count - 1] +=
                 "; \(marks.count) mark\(marks.count == 1 ? "" : "s"): " + (marks.count > 3 ? "..., " : "")
                 + shown.joined(separator: ", ")

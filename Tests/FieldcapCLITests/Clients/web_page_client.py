@@ -2,7 +2,7 @@
 """Drives fieldcap serve's web page in a real headless Chromium (Debian's chromium and
 chromium-driver, through Selenium), as a person would: opens it with ?token= (as a link from the
 rig would), waits for the live preview, checks that the image changes, starts a recording with
-the page's button, stops it, and deletes the session from the sessions table. Saves a
+the page's button, marks a moment with its Mark button, stops it, and deletes the session from the sessions table. Saves a
 screenshot taken while recording. Prints one JSON object with what it saw.
 """
 import argparse
@@ -66,6 +66,13 @@ def main():
             cells = [r.find_elements(By.TAG_NAME, "td") for r in rows]
             return [c[3].text for c in cells if c and c[0].text == arguments.camera and c[3].text not in ("", "0")]
         wait.until(written)
+        # A mark from the page's button: said in the message and counted in the status.
+        driver.find_element(By.ID, "mark-label").send_keys("page-mark")
+        driver.find_element(By.ID, "mark").click()
+        wait.until(lambda d: d.find_element(By.ID, "message").text.startswith('marked m1 "page-mark"'))
+        wait.until(lambda d: d.find_element(By.ID, "marks").text.startswith("1 mark"))
+        result["mark_message"] = driver.find_element(By.ID, "message").text
+        step("marked")
         time.sleep(1)
         driver.save_screenshot(arguments.screenshot)
         step("screenshot")
@@ -84,6 +91,7 @@ def main():
             rows = finished_rows(d)
             return rows and ([r.get_attribute("data-name") for r in rows], rows[0].find_elements(By.TAG_NAME, "td")[1].text)
         result["sessions"], result["session_state"] = wait.until(finished)
+        result["session_marks"] = finished_rows(driver)[0].find_elements(By.TAG_NAME, "td")[6].text
         driver.execute_script("window.confirm = () => true")
 
         def delete(d):

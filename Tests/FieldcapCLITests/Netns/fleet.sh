@@ -6,6 +6,8 @@
 #   1. A start whose instant has passed when it comes: every rig says missed, none records.
 #   2. `fleet start`: three sessions of one capture id; each sync point's wall clock against the
 #      shared instant is printed (the scheduling bound, measured).
+#   2b. `fleet mark`: each rig marks the fleet's instant (its UTC within 1 ms of it); marks with a
+#      control character, no label or an instant an hour ahead are refused by every rig.
 #   3. rig3 killed mid-capture: shown offline (its will), the others record on.
 #   4. The broker killed and started again mid-capture: the rigs reconnect, nothing is lost.
 #   5. `fleet stop` ends the online rigs; every session validates (rig3's after `fieldcap recover`),
@@ -94,6 +96,40 @@ for session in "${sessions[@]}"; do
 	# Taken by the rig's own clock at the instant: after it, and within the scheduling bound.
 	[ "$wall" -ge "$at" ] && [ $((wall - at)) -lt 100000000 ]
 done
+wait_status '^rig[123] +online +recording +lab-1' 3
+
+echo "== 2b. fleet mark: one instant on every rig; hostile marks refused, the rigs record on"
+fleet mark near-miss --note "from the fleet" --before 1s --after 1s 2>&1 | tee "$work/mark.txt"
+[ "$(grep -cE '^rig[123] +marked +m1 in rig[123]-' "$work/mark.txt")" = 3 ]
+mark_at=$(sed -n 's/.*(at_wall_clock_ns \([0-9]*\);.*/\1/p' "$work/mark.txt")
+for session in "${sessions[@]}"; do
+	python3 - "$session" "$mark_at" <<'PY'
+import json, sys
+session, at = sys.argv[1], int(sys.argv[2])
+marks = [json.loads(line) for line in open(f"{session}/events.ndjson")]
+assert [m["label"] for m in marks] == ["near-miss"], marks
+mark = marks[0]
+assert mark["source"] == "fleet" and mark["note"] == "from the fleet", mark
+# The rig took the fleet's instant through its own clocks: its UTC is the instant.
+off = mark["wall_clock_ns"] - at
+print(f"mark on {session.split('/')[-1]}: {off / 1000:+.1f} µs from the fleet's instant")
+assert abs(off) < 1_000_000, off
+PY
+done
+mosquitto_sub -h 10.78.0.1 -t 'fieldcap/fleet/lab/rigs/+/reply' -C 9 -W 20 >"$work/hostile-marks.txt" &
+sub=$!
+sleep 0.5
+for payload in '{"command":"mark","capture_id":"bad-1","label":"bell\u0007"}' \
+	'{"command":"mark","capture_id":"bad-2"}' \
+	"{\"command\":\"mark\",\"capture_id\":\"bad-3\",\"label\":\"x\",\"at_wall_clock_ns\":$(($(date +%s%N) + 3600000000000))}"; do
+	mosquitto_pub -h 10.78.0.1 -t fieldcap/fleet/lab/command -q 1 -m "$payload"
+done
+wait "$sub"
+cat "$work/hostile-marks.txt"
+[ "$(grep -c '"result":"failed"' "$work/hostile-marks.txt")" = 9 ]
+grep -q 'control character U+0007' "$work/hostile-marks.txt"
+grep -q 'needs a label' "$work/hostile-marks.txt"
+grep -q 'in the future' "$work/hostile-marks.txt"
 wait_status '^rig[123] +online +recording +lab-1' 3
 
 echo "== 3. rig3 killed mid-capture"

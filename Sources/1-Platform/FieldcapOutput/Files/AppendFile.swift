@@ -7,7 +7,7 @@ import FieldcapSystem
 #endif
 
 /// A small log that only grows, a line at a time, each line durable before the call returns: a
-/// segment's `events.jsonl`. Rare lines (a mark) from any thread, not a stream's.
+/// segment's `events.ndjson`. Rare lines (a mark) from any thread, not a stream's.
 public enum AppendFile {
     /// Appends `line` (which ends in a newline) to `path`, created 0644 if missing, then
     /// fdatasyncs it (and, for a new file, its directory). A file whose last line was cut off (a

@@ -1,7 +1,7 @@
 /// A moment someone marked on a recording (`fieldcap mark`, the API, a fleet, a GPIO line, a
 /// key): its instant, a label, and the window around it that the storage budget keeps longest.
 ///
-/// In the recording index (`recording.json`, `marks`) and, one line each, in the `events.jsonl` of
+/// In the recording index (`recording.json`, `marks`) and, one line each, in the `events.ndjson` of
 /// the segment its instant falls in.
 public struct Mark: Codable, Sendable, Equatable {
     /// `m1`, `m2`... in the order the recording took them.

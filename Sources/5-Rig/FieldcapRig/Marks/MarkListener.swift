@@ -13,7 +13,7 @@ import SyncField
 /// its line: a client that connects and says nothing holds no one else for longer than that.
 /// Thread-bound: opened and closed by the recording's thread.
 final class MarkListener {
-    static let fileName = "marks.sock"
+    static let fileName = SessionLayout.marksSocketName
     static let connectionLimitMs: Int32 = 2_000
 
     let path: String

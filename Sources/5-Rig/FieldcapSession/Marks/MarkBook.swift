@@ -4,9 +4,9 @@ import Glibc
 import SyncField
 import Synchronization
 
-/// What keeps a recording's marks on disk: each one's line in the `events.jsonl` where its
+/// What keeps a recording's marks on disk: each one's line in the `events.ndjson` where its
 /// instant falls, and the recording's own list (a segmented recording's index; a session's
-/// `events.jsonl` alone). `SegmentedSessions` and `SessionMarks`.
+/// `events.ndjson` alone). `SegmentedSessions` and `SessionMarks`.
 public protocol MarkKeeper: AnyObject, Sendable {
     /// The marks so far, in the order taken; those the budget gave up included.
     var marks: [Mark] { get }
@@ -26,13 +26,28 @@ public protocol MarkKeeper: AnyObject, Sendable {
 public final class MarkBook: Sendable {
     public let windows: MarkWindows
     private let keeper: any MarkKeeper
-    /// The last mark's number; held while a mark is kept, so ids follow the order on disk.
-    private let last: Mutex<Int>
+    /// Held while a mark is kept, so ids follow the order on disk.
+    private let state: Mutex<State>
+
+    struct State {
+        /// The last mark's number.
+        var last: Int
+        /// Marks that may come at once (`burst`, refilled at `perSecond`): a script or a hostile
+        /// peer sending marks in a loop must not keep the disk busy with index rewrites.
+        var allowance: Double
+        var refilledNs: UInt64
+    }
+
+    /// At most this many marks a recording.
+    public static let maxMarks = 5_000
+    /// Marks at once, and a second after that.
+    static let burst = 20.0
+    static let perSecond = 5.0
 
     public init(keeper: any MarkKeeper, windows: MarkWindows) {
         self.keeper = keeper
         self.windows = windows
-        last = Mutex(keeper.marks.count)
+        state = Mutex(State(last: keeper.marks.count, allowance: Self.burst, refilledNs: MonotonicClock.now()))
     }
 
     public var marks: [Mark] { keeper.marks }
@@ -74,14 +89,29 @@ public final class MarkBook: Sendable {
         }
         let wallNs = keeper.wallClockNs(ofMonotonicRawNs: atNs)
         let utc = wallNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } ?? ""
-        return try last.withLock { last throws(MarkRefusal) in
+        return try state.withLock { state throws(MarkRefusal) in
+            if state.last >= Self.maxMarks {
+                throw MarkRefusal(.conflict, "the recording holds \(Self.maxMarks) marks, the most it takes")
+            }
+            let elapsed = Double(nowNs &- state.refilledNs) / 1e9
+            if nowNs > state.refilledNs {
+                state.allowance = min(Self.burst, state.allowance + elapsed * Self.perSecond)
+                state.refilledNs = nowNs
+            }
+            guard state.allowance >= 1 else {
+                throw MarkRefusal(
+                    .conflict,
+                    "too many marks: at most \(Int(Self.burst)) at once and \(Int(Self.perSecond)) a second after")
+            }
             var mark = Mark(
-                id: "m\(last + 1)", label: request.label.trimmingSpaces, note: request.note, source: request.source,
+                id: "m\(state.last + 1)", label: request.label.trimmingSpaces, note: request.note,
+                source: request.source,
                 captureNs: atNs, utc: utc, beforeSeconds: request.beforeSeconds ?? windows.beforeSeconds,
                 afterSeconds: request.afterSeconds ?? windows.afterSeconds)
             mark.wallClockNs = wallNs
             let warnings = try keeper.keep(mark)
-            last += 1
+            state.last += 1
+            state.allowance -= 1
             return (mark, warnings)
         }
     }

@@ -1,10 +1,10 @@
 import FieldcapSegments
 import FoundationEssentials
 
-/// A mark's line in an `events.jsonl`: one JSON object a line, keys sorted, `"event": "mark"`
+/// A mark's line in an `events.ndjson`: one JSON object a line, keys sorted, `"event": "mark"`
 /// (so other kinds of events may join it), the mark's fields as the index has them.
 public enum MarkLine {
-    public static let fileName = "events.jsonl"
+    public static let fileName = "events.ndjson"
 
     public static func bytes(_ mark: Mark) -> [UInt8] {
         struct Line: Encodable {
@@ -31,7 +31,7 @@ public enum MarkLine {
         return bytes
     }
 
-    /// The marks in an `events.jsonl`'s bytes, in order; a line that is not one (cut off by a
+    /// The marks in an `events.ndjson`'s bytes, in order; a line that is not one (cut off by a
     /// crash, another kind of event) is passed over.
     public static func marks(in data: Data) -> [Mark] {
         let decoder = JSONDecoder()
@@ -41,7 +41,7 @@ public enum MarkLine {
         }
     }
 
-    /// The marks in `directory/events.jsonl` (none without one).
+    /// The marks in `directory/events.ndjson` (none without one).
     public static func marks(inDirectory directory: String) -> [Mark] {
         guard let data = FileManager.default.contents(atPath: "\(directory)/\(fileName)") else { return [] }
         return marks(in: data)

@@ -5,7 +5,7 @@ import SyncField
 import Synchronization
 
 /// The marks of a recording in one session (not segmented): each a line of the session's
-/// `events.jsonl`. No budget deletes a session's data, so every mark keeps its window.
+/// `events.ndjson`. No budget deletes a session's data, so every mark keeps its window.
 public final class SessionMarks: MarkKeeper, Sendable {
     public let directory: String
     private let syncPoint: SyncPoint

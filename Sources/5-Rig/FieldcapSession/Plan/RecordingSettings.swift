@@ -82,6 +82,8 @@ public struct RecordingSettings: Sendable {
     /// Where the wall clock's discipline is read at each sync point.
     public var wallClock = ClockQualityReader.Source.auto
     public var captureId: String?
+    /// The window of a mark that names none (`mark_before`, `mark_after` in the config).
+    public var markWindows = MarkWindows()
 
     /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
     /// ./sessions.
@@ -118,6 +120,9 @@ public struct RecordingSettings: Sendable {
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
         settings.wallClock = overrides.wallClock ?? .auto
         settings.captureId = overrides.captureId
+        settings.markWindows = MarkWindows(
+            beforeSeconds: config?.markBefore ?? MarkWindows().beforeSeconds,
+            afterSeconds: config?.markAfter ?? MarkWindows().afterSeconds)
         if let id = overrides.captureId, let problem = StreamID.problem(with: id) {
             throw PlanError("--capture-id '\(id.printable)' cannot be used: \(problem)")
         }
@@ -193,6 +198,7 @@ public struct RecordingSettings: Sendable {
         settings.encoderThreads = try plan.encoderThreads(for: sources)
         settings.wallClock = ClockQualityReader(source: wallClock)
         settings.captureId = captureId
+        settings.markWindows = markWindows
         return settings
     }
 }

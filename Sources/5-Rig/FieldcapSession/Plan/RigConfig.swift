@@ -44,11 +44,14 @@ public struct RigConfig: Sendable {
     public var previewBlurFaces: Bool?
     /// Cover the faces in what `serve --server` uploads to a capture server (`--blur-faces`).
     public var uploadBlurFaces: Bool?
+    /// The window a mark gets when its maker names none (`fieldcap mark`): seconds before and after.
+    public var markBefore: Double?
+    public var markAfter: Double?
     public var devices: [DeviceSpec]
 
     static let topKeys = [
         "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
-        "preview_blur_faces", "upload_blur_faces", "cameras", "imus", "sensors",
+        "preview_blur_faces", "upload_blur_faces", "mark_before", "mark_after", "cameras", "imus", "sensors",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -96,6 +99,12 @@ public struct RigConfig: Sendable {
         config.uploadBlurFaces = try top.value("upload_blur_faces", example: "true") {
             ["true": true, "false": false][$0]
         }
+        // A mark's window may be 0 on one side: only what came after, or before.
+        func window(_ text: String) -> Double? {
+            ["0", "0s"].contains(text) ? 0 : TimeSpan(text, maximumSeconds: MarkRequest.maxWindowSeconds)?.seconds
+        }
+        config.markBefore = try top.value("mark_before", example: "30s", window)
+        config.markAfter = try top.value("mark_after", example: "30s", window)
         if config.segment == nil {
             for key in ["max_storage", "keep"] where top.fields[key] != nil {
                 throw RigConfigError(

@@ -179,6 +179,12 @@ public final class RecordingController {
     private var startedNs: UInt64 = 0
     /// The recording's marks, once capture runs: from any thread (`mark`).
     private let markBook = Mutex<MarkBook?>(nil)
+    /// What the user last had to hear about the marks (the budget cannot keep them all, one was
+    /// given up), for a status.
+    private let lastMarkWarning = WarningBox()
+    final class WarningBox: Sendable {
+        let text = Mutex<String?>(nil)
+    }
 
     /// What the user should hear about while recording (a segment deleted by the storage
     /// budget): the front end's logger, used from a recording thread. Silent unless handed one.
@@ -330,7 +336,12 @@ public final class RecordingController {
             segmenting.markWindows = settings.markWindows
             if let tell = settings.onEvent {
                 segmenting.rotated = { next in tell(.segmentRotated(segment: next)) }
-                segmenting.markGivenUp = { mark, reason in tell(.markGivenUp(mark, reason: reason)) }
+            }
+            segmenting.markGivenUp = { [lastMarkWarning, tell = settings.onEvent] mark, reason in
+                lastMarkWarning.text.withLock {
+                    $0 = "mark \(mark.id) \"\(mark.label)\" given up: its window no longer fits (\(reason))"
+                }
+                tell?(.markGivenUp(mark, reason: reason))
             }
             let segments = SegmentedSessions(
                 directory: directory, hostId: settings.hostId, sources: sources, settings: segmenting,
@@ -401,12 +412,17 @@ public final class RecordingController {
             \(mark.afterSeconds) s after
             """)
         for warning in warnings { logger.warning("\(warning)") }
+        if let last = warnings.last { lastMarkWarning.text.withLock { $0 = last } }
         settings.onEvent?(.marked(mark, warnings: warnings))
         return (mark, warnings)
     }
 
     /// The recording's marks so far (none before capture runs).
     public var marks: [Mark] { markBook.withLock { $0 }?.marks ?? [] }
+
+    /// What the user last had to hear about the marks, if anything: the budget cannot keep every
+    /// marked window, or gave one up. Any thread.
+    public var marksWarning: String? { lastMarkWarning.text.withLock { $0 } }
 
     /// The gauge of the disk under `directory`; a free space below twice the minimum is told as
     /// `diskLow`, in time to hear of it before the recording stops by itself.

@@ -4,7 +4,7 @@ import FieldcapSegments
 import FoundationEssentials
 import SyncField
 
-/// A segmented recording keeps its marks in its index, and each one's line in the `events.jsonl`
+/// A segmented recording keeps its marks in its index, and each one's line in the `events.ndjson`
 /// of the segment its instant falls in; the budget keeps their windows longest.
 extension SegmentedSessions: MarkKeeper {
     public var marks: [Mark] {
@@ -45,8 +45,10 @@ extension SegmentedSessions: MarkKeeper {
                 marks: [alone], index: RecordingIndex.empty(like: index), schedule: schedule,
                 segmentBytes: segmentBytes, openBytes: openBytes, ownBytes: ownBytes)
             if needed > maxBytes {
+                // The rig's budget, not the request, is what refuses it: a conflict (409), as a
+                // recording that is not running is.
                 throw MarkRefusal(
-                    .badRequest,
+                    .conflict,
                     "a window of \(Self.seconds(mark.beforeSeconds)) before and \(Self.seconds(mark.afterSeconds)) "
                         + "after takes about \(ByteSize(bytes: needed)), more than the budget "
                         + "(\(settings.maxStorageLabel)) holds: ask for a shorter window (--before, --after), "
@@ -55,7 +57,8 @@ extension SegmentedSessions: MarkKeeper {
         }
         // The segment the instant falls in; an instant past the newest (a fleet's, a little ahead)
         // goes into the newest.
-        let number = schedule.number(containing: mark.captureNs)
+        // Never the segment made ready ahead (a recover would remove it as never written into).
+        let number = schedule.number(containing: min(mark.captureNs, MonotonicClock.now()))
         guard let segment = index.segments.last(where: { $0.number <= number }) else {
             throw MarkRefusal(.conflict, "the instant is before the recording's first segment")
         }

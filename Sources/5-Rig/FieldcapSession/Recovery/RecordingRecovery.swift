@@ -90,6 +90,16 @@ public enum RecordingRecovery {
             removed.append(name)
             say("\(name): made ready but not yet in the index, never written into: removed")
         }
+        // A mark whose line reached its segment but not the index (the recorder killed between
+        // the two writes) goes into the index; the socket the recorder listened on goes.
+        let known = Set((index.marks ?? []).map(\.id))
+        let found = index.presentSegments.flatMap { MarkLine.marks(inDirectory: "\(directory)/\($0.directory)") }
+        let missing = found.filter { !known.contains($0.id) }
+        if !missing.isEmpty {
+            index.marks = ((index.marks ?? []) + missing).sorted { ($0.id.count, $0.id) < ($1.id.count, $1.id) }
+            say("marks \(missing.map(\.id).joined(separator: ", ")): taken from the segments into the index")
+        }
+        SessionFiles.removeLeftSocket(in: directory)
         if index.state == "recording" { index.state = "recovered" }
         try index.write(directory: directory)
         return .recovered(
@@ -106,10 +116,11 @@ public enum RecordingRecovery {
             var info = stat()
             return stat(path, &info) != 0 || info.st_size == 0
         }
-        let noLines = streams.allSatisfy { stream in
-            isEmpty(layout.timestamps(stream.id)) && isEmpty(layout.sensor(stream.id))
-                && isEmpty(layout.frameLog(stream.id))
-        }
+        let noLines =
+            streams.allSatisfy { stream in
+                isEmpty(layout.timestamps(stream.id)) && isEmpty(layout.sensor(stream.id))
+                    && isEmpty(layout.frameLog(stream.id))
+            } && isEmpty(layout.path(MarkLine.fileName))
         // Nor a frame in a video, nor a file the recorder does not make there: recover removes
         // only what the recorder made ready itself; a video or a file put there stays (#42).
         let made = SessionFiles.names(streams: streams.map(\.id)).subtracting([

@@ -41,21 +41,26 @@ public enum MarkLookup {
         guard let (entry, mark) = matches.first else {
             let known = entries.flatMap { $0.marks ?? [] }
             throw Failure(
-                message: "\(source): no mark \"\(key)\""
+                message: "\(source): no mark \"\(key.printable)\""
                     + (known.isEmpty
                         ? " (it holds no marks)"
-                        : "; its marks: " + known.suffix(10).map { "\($0.id) \($0.label)" }.joined(separator: ", ")))
+                        : "; its marks: "
+                            + known.suffix(10).map { "\($0.id.printable) \($0.label.printable)" }.joined(
+                                separator: ", ")))
         }
         if matches.count > 1 {
-            let named = matches.map { entries.count > 1 ? "\($0.0.name) \($0.1.id)" : $0.1.id }
+            let named = matches.map {
+                entries.count > 1 ? "\($0.0.name.printable) \($0.1.id.printable)" : $0.1.id.printable
+            }
             throw Failure(
                 message:
-                    "\(source): \(matches.count) marks are labelled \"\(key)\" (\(named.joined(separator: ", "))): "
+                    "\(source): \(matches.count) marks are labelled \"\(key.printable)\" (\(named.joined(separator: ", "))): "
                     + "name one by its id" + (entries.count > 1 ? " and its recording" : ""))
         }
         if let evicted = mark.evicted {
             throw Failure(
-                message: "\(entry.path): mark \(mark.id) \"\(mark.label)\" was given up at \(evicted.utc) "
+                message:
+                    "\(entry.path): mark \(mark.id.printable) \"\(mark.label.printable)\" was given up at \(evicted.utc) "
                     + "(\(evicted.reason)): its window's segments were deleted")
         }
         guard let utc = mark.wallClockNs ?? UTCTime.parse(mark.utc) else {

@@ -86,4 +86,6 @@ public final class FleetController: Sendable {
 
 public struct FleetError: Error, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) { self.description = description }
 }

@@ -33,6 +33,17 @@ extension FleetMember.Rig {
                             away: $0.away)
                     },
                     freeBytes: status.status?.diskFree)
+            },
+            mark: { command in
+                guard let label = command.label else {
+                    throw MarkRefusal(.badRequest, "a mark command needs a label")
+                }
+                var request = MarkRequest(
+                    label: label, note: command.note, source: "fleet", beforeSeconds: command.before,
+                    afterSeconds: command.after)
+                request.atWallClockNs = command.atWallClockNs
+                let taken = try rig.mark(request)
+                return (taken.mark.id, PathName.base(of: rig.recordingDirectory ?? ""))
             })
     }
 }

@@ -21,14 +21,21 @@ public final class FleetMember: Sendable {
         public var stop: @Sendable (_ why: String) async throws -> String
         /// The status to publish now.
         public var status: @Sendable () -> FleetStatus
+        /// Marks the instant of a `mark` command on the recording; returns the mark's id and
+        /// where it went, or throws why not.
+        public var mark: @Sendable (FleetCommand) throws -> (id: String, session: String)
 
         public init(
             start: @escaping @Sendable (String, UInt64?) async throws -> (String, UInt64),
-            stop: @escaping @Sendable (String) async throws -> String, status: @escaping @Sendable () -> FleetStatus
+            stop: @escaping @Sendable (String) async throws -> String, status: @escaping @Sendable () -> FleetStatus,
+            mark: @escaping @Sendable (FleetCommand) throws -> (id: String, session: String) = { _ in
+                throw FleetError(description: "this rig takes no marks")
+            }
         ) {
             self.start = start
             self.stop = stop
             self.status = status
+            self.mark = mark
         }
     }
 
@@ -157,7 +164,25 @@ public final class FleetMember: Sendable {
             switch command.command {
             case .start: await start(command)
             case .stop: await stop(command)
+            case .mark: mark(command)
             }
+        }
+    }
+
+    /// A mark at the command's instant (or now), on whatever this rig records.
+    private func mark(_ command: FleetCommand) {
+        do {
+            let (id, session) = try rig.mark(command)
+            log("fleet: marked \(id) \"\(command.label ?? "")\" (\(command.captureId)) on \(session)")
+            reply(
+                FleetReply(
+                    host: host, command: .mark, captureId: command.captureId, result: .marked, detail: id,
+                    session: session))
+        } catch {
+            log("fleet: mark \(command.captureId) not taken: \(error)", .warning)
+            reply(
+                FleetReply(
+                    host: host, command: .mark, captureId: command.captureId, result: .failed, detail: "\(error)"))
         }
     }
 

@@ -36,13 +36,21 @@ public struct FleetTopics: Sendable, Equatable {
 
 /// `{"command": "start", "capture_id": "lab-0412", "at_wall_clock_ns": 1795737600000000000}`:
 /// every rig starts recording at that instant of its own wall clock; `stop` stops them the same
-/// way (`at_wall_clock_ns` may be omitted: at once).
+/// way (`at_wall_clock_ns` may be omitted: at once). `{"command": "mark", "capture_id":
+/// "mark-...", "label": "near-miss", "at_wall_clock_ns": ...}` marks that instant on every rig's
+/// recording (`note`, `before` and `after` seconds optional); its capture id only names the
+/// command in the replies.
 public struct FleetCommand: Codable, Equatable, Sendable {
-    public enum Kind: String, Codable, Sendable { case start, stop }
+    public enum Kind: String, Codable, Sendable { case start, stop, mark }
 
     public var command: Kind
     public var captureId: String
     public var atWallClockNs: UInt64?
+    /// A mark's.
+    public var label: String?
+    public var note: String?
+    public var before: Double?
+    public var after: Double?
 
     public init(command: Kind, captureId: String, atWallClockNs: UInt64?) {
         self.command = command
@@ -54,6 +62,7 @@ public struct FleetCommand: Codable, Equatable, Sendable {
         case command
         case captureId = "capture_id"
         case atWallClockNs = "at_wall_clock_ns"
+        case label, note, before, after
     }
 }
 
@@ -61,7 +70,7 @@ public struct FleetCommand: Codable, Equatable, Sendable {
 /// its sync point was against the instant), `stopped`, `missed` (the instant had passed when the
 /// command came: the capture goes on without this rig), or `failed` (with why).
 public struct FleetReply: Codable, Equatable, Sendable {
-    public enum Result: String, Codable, Sendable { case started, stopped, missed, failed }
+    public enum Result: String, Codable, Sendable { case started, stopped, missed, failed, marked }
 
     public var host: String
     public var command: FleetCommand.Kind

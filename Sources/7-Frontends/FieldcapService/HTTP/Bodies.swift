@@ -111,6 +111,9 @@ struct StatusBody: Encodable {
         var bytes: UInt64?
         var diskFreeBytes: UInt64?
         var diskStalls: [StallBody]
+        /// Marks taken on it, and what the user last had to hear about them.
+        var marks: Int
+        var marksWarning: String?
     }
 
     /// `serve --server`: the capture server connection.
@@ -159,7 +162,8 @@ struct StatusBody: Encodable {
                 name: PathName.base(of: directory), directory: directory,
                 elapsedS: status.status?.elapsed, streams: status.status?.streams.map(StreamBody.init) ?? [],
                 bytes: status.status?.bytes, diskFreeBytes: status.status?.diskFree,
-                diskStalls: status.status?.stalls.map(StallBody.init) ?? [])
+                diskStalls: status.status?.stalls.map(StallBody.init) ?? [], marks: status.marks,
+                marksWarning: status.marksWarning)
         }
     }
 }

@@ -56,6 +56,24 @@ public struct ServiceRoutes: Sendable {
                 throw APIError(refusal)
             }
         }
+        router.post("/api/v1/marks") { request, _ in
+            let body = try await request.body.collect(upTo: 64 << 10)
+            let asked = try MarkBody.parse(Data(buffer: body))
+            do throws(MarkRefusal) {
+                let taken = try rig.mark(asked)
+                return JSONBody.response(
+                    MarkedBody(
+                        recording: PathName.base(of: rig.recordingDirectory ?? ""), mark: taken.mark,
+                        warnings: taken.warnings), status: .created)
+            } catch {
+                throw APIError(error)
+            }
+        }
+        router.get("/api/v1/marks") { _, _ in
+            let current = rig.marks
+            return JSONBody.response(
+                MarksBody(recording: current.map { PathName.base(of: $0.directory) }, marks: current?.marks ?? []))
+        }
         router.get("/api/v1/sessions") { _, _ in
             JSONBody.response(["sessions": try SessionCatalog.entries(root: root)])
         }
@@ -106,6 +124,7 @@ public struct ServiceRoutes: Sendable {
         case 1: return parts[0] == "index.html" ? get : nil
         case 2: return parts == ["api", "health"] ? get : nil
         case 3 where parts[0] == "api" && parts[1] == "v1":
+            if parts[2] == "marks" { return [.get, .post] }
             return ["openapi.yaml", "rig", "status", "sessions", "extract", "events"].contains(parts[2]) ? get : nil
         case 4 where parts[0] == "api" && parts[1] == "v1":
             switch parts[2] {

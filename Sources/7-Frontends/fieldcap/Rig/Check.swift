@@ -31,6 +31,8 @@ struct Check: ParsableCommand {
               segment: 30s               # segments this long (default: one session)
               max_storage: 16G           # with segment: keep the newest within this
               keep: 2h                   # with segment: delete segments older than this
+              mark_before: 30s           # fieldcap mark: keep this before a mark (30s)
+              mark_after: 30s            # and this after it (30s)
               intrinsics: camchain.yaml  # cameras' calibration (Kalibr, OpenCV, ROS) by
                                          # id; camchain.yaml,match=order by order
               preview_blur_faces: true   # serve: faces covered in the live previews
