@@ -93,6 +93,9 @@ let package = Package(
         .target(name: "FieldcapClockQuality", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // Streams other programs feed over a local socket (JSON lines): no C dependencies.
         .target(name: "FieldcapFeeds", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
+        // Marks from GPIO lines (a button, another system's trigger): the kernel's GPIO character
+        // device (uAPI v2) through CFieldcapLinux, each edge's kernel time mapped into RAW.
+        .target(name: "FieldcapGPIO", dependencies: ["FieldcapSystem", "FieldcapCore", "SyncField"]),
         // libmosquitto (Debian: libmosquitto-dev): the MQTT client of Eclipse Mosquitto, the
         // reference broker; no Swift MQTT client is among the offline packages, and libmosquitto
         // is what the field's C and Python tools (mosquitto_pub, paho's peers) are measured against.
@@ -112,6 +115,7 @@ let package = Package(
                 "FieldcapOutput",
                 "FieldcapSystem",
                 "SyncField", "FieldcapCore", "FieldcapMedia", "FieldcapV4L2", "FieldcapIIO", "FieldcapFeeds",
+                "FieldcapGPIO",
                 "FieldcapSegments",
                 "FieldcapHotplug", "FieldcapCalibration", "FieldcapEncode", "FieldcapYAML", "FieldcapClockQuality",
                 "CPNG",
@@ -186,7 +190,7 @@ let package = Package(
             name: "FieldcapRig",
             dependencies: [
                 "CFieldcapLinux", "FieldcapSystem", "SyncField", "FieldcapCore", "FieldcapSession", "FieldcapSegments",
-                "FieldcapPreview", "FieldcapFaces", .product(name: "Logging", package: "swift-log"),
+                "FieldcapGPIO", "FieldcapPreview", "FieldcapFaces", .product(name: "Logging", package: "swift-log"),
             ]),
         // What the network clients share: a failed connection in a user's words, and one HTTP/1.1
         // request with a streamed body (SwiftNIO's HTTP/1 codec, NIOSSL for https).
@@ -334,7 +338,8 @@ let package = Package(
         .testTarget(
             name: "FieldcapSessionTests",
             dependencies: [
-                "FieldcapSession", "FieldcapMedia", "FieldcapEncode", "FieldcapCore", "SyncField", "TestSupport",
+                "FieldcapSession", "FieldcapGPIO", "FieldcapMedia", "FieldcapEncode", "FieldcapCore", "SyncField",
+                "TestSupport",
                 // A segment a camera was away for, read by request, export and extract.
                 "FieldcapSyncService", "FieldcapExport", "FieldcapArchive",
                 .product(name: "Logging", package: "swift-log"),
@@ -413,8 +418,12 @@ let layers: [(folder: String, targets: [String])] = [
     ),
     // SyncField: the SDK's API, its writer and its validator
     ("2-SDK", ["SyncField"]),
-    // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, programs' feeds, the clocks
-    ("3-Capture", ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapFeeds", "FieldcapClockQuality"]),
+    // devices to records: the ring, the recorder, V4L2 cameras, IIO IMUs, programs' feeds, GPIO
+    // lines' edges, the clocks
+    (
+        "3-Capture",
+        ["FieldcapCore", "FieldcapV4L2", "FieldcapIIO", "FieldcapFeeds", "FieldcapGPIO", "FieldcapClockQuality"]
+    ),
     // records to files: segments, Matroska videos, encoders, faces covered before frames are encoded
     ("4-Storage", ["FieldcapSegments", "FieldcapMedia", "FieldcapEncode", "FieldcapFaces"]),
     // the application layer every front end drives: plans, the recording, recovery, previews, the rig

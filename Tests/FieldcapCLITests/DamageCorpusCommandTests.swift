@@ -30,18 +30,13 @@ struct DamageCorpusCommandTests {
         let extra = kind == "segmented" ? ["--segment", "500ms"] : kind == "complete" ? ["--duration", "1s"] : []
         let recorded = try FieldcapProcess.run(cameras + extra + ["--out", out, "-q"]) { process in
             // A mark in every base: its line (events.ndjson) and the index's marks get damaged too.
-            let deadline = Date().addingTimeInterval(30)
-            while !FileManager.default.fileExists(atPath: out + "/marks.sock") && Date() < deadline { usleep(10_000) }
-            let marked = try? FieldcapProcess.run(["mark", out, "damage", "--note", "a note", "--before", "1s"])
+            let marked = markWhenRunning([out, "damage", "--note", "a note", "--before", "1s"])
             #expect(marked?.status == 0, "\(marked?.stderr ?? "")")
             guard kind != "complete" else { return }
             usleep(kind == "segmented" ? 1_800_000 : 1_200_000)
             kill(process.processIdentifier, SIGKILL)
         }
         if kind == "complete" { #expect(recorded.status == 0, "\(recorded.stderr)") }
-        // The killed recorder's marks socket: FileManager cannot copy a socket, and recover's
-        // removing it is MarkCommandTests' to check.
-        try? FileManager.default.removeItem(atPath: out + "/marks.sock")
         // A kill between the index's write and its rename leaves the new index beside the old as
         // recording.json.tmp (a busy machine's run caught it): every segmented base has one, and
         // half the damaged copies keep it.
@@ -154,7 +149,7 @@ struct DamageCorpusCommandTests {
                 #expect(changed.isEmpty, "\(what): recover refused (\(recovered.output)) but changed \(changed)")
             } else {
                 for name in before.keys
-                where after[name] == nil && !name.hasSuffix(".fieldcap-reserve") && !name.hasSuffix("/marks.sock") {
+                where after[name] == nil && !name.hasSuffix(".fieldcap-reserve") {
                     // An interrupted atomic write's temporary file: recover wrote the index anew
                     // through the same name (fieldcap's own, rebuilt from the segments).
                     if name.hasSuffix("/recording.json.tmp") && after[String(name.dropLast(4))] != nil { continue }

@@ -1,14 +1,25 @@
 import Foundation
+import TestSupport
 import Testing
 
-/// The directories under `root` holding a live marks socket, once one appears (up to 10 s).
-private func waitForMarksSocket(under root: String) -> String? {
-    for _ in 0..<400 {
+/// `fieldcap mark ARGUMENTS` once a recording runs there: tried again while none does (exit 69),
+/// for up to 15 s; the last run.
+func markWhenRunning(_ arguments: [String]) -> FieldcapProcess? {
+    var last: FieldcapProcess?
+    for _ in 0..<300 {
+        last = try? FieldcapProcess.run(["mark"] + arguments)
+        if last?.status != 69 { return last }
+        usleep(50_000)
+    }
+    return last
+}
+
+/// The recording directory directly under `root`, once there is one (up to 15 s).
+private func firstDirectory(under root: String) -> String? {
+    for _ in 0..<300 {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        if let name = names.first(where: { FileManager.default.fileExists(atPath: "\(root)/\($0)/marks.sock") }) {
-            return "\(root)/\(name)"
-        }
-        usleep(25_000)
+        if let name = names.first { return "\(root)/\(name)" }
+        usleep(50_000)
     }
     return nil
 }
@@ -48,11 +59,9 @@ struct MarkCommandTests: ServeSuite {
             "record", "--root", root, "--cam", "synthetic:160x120@30", "--imu", "synthetic:200", "--segment", "1s",
             "--max-storage", "12M", "--duration", "6s", "-q",
         ]) { _ in
-            directory = waitForMarksSocket(under: root)
+            directory = firstDirectory(under: root)
             usleep(1_500_000)
-            marked = try? FieldcapProcess.run([
-                "mark", root, "near-miss", "--note", "cup slipped", "--before", "1s", "--after", "1s",
-            ])
+            marked = markWhenRunning([root, "near-miss", "--note", "cup slipped", "--before", "1s", "--after", "1s"])
             wide = try? FieldcapProcess.run(["mark", directory ?? root, "wide", "--before", "1h"])
         }
         #expect(recording.status == 0, "\(recording.stderr)")
@@ -64,8 +73,8 @@ struct MarkCommandTests: ServeSuite {
         let refused = try #require(wide)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("more than the budget (--max-storage 12.0M) holds"), "\(refused.stderr)")
-        // The socket goes with the recording.
-        #expect(!FileManager.default.fileExists(atPath: recordingDirectory + "/marks.sock"))
+        // Nothing is left that a mark could reach.
+        #expect(try FieldcapProcess.run(["mark", recordingDirectory, "late"]).status == 69)
 
         let index = try jsonObject(try Data(contentsOf: URL(fileURLWithPath: recordingDirectory + "/recording.json")))
         let marks = try #require(index["marks"] as? [[String: Any]])
@@ -124,8 +133,8 @@ struct MarkCommandTests: ServeSuite {
 
     @Test(
         """
-        a recorder killed after a mark: recover removes its marks socket, keeps the mark's line, and \
-        puts a mark the index missed back into it
+        a recorder killed after a mark: recover keeps the mark's line and puts a mark the index missed \
+        back into it; a mark from another user is refused
         """
     )
     func recoverKeepsMarks() throws {
@@ -138,13 +147,24 @@ struct MarkCommandTests: ServeSuite {
                 ["record", "--out", out, "--cam", "synthetic:64x48@30", "--imu", "synthetic:200", "-q"]
                     + (segmented ? ["--segment", "1s"] : [])
             ) { process in
-                for _ in 0..<400 where !FileManager.default.fileExists(atPath: out + "/marks.sock") { usleep(25_000) }
-                let marked = try? FieldcapProcess.run(["mark", out, "before-the-crash"])
+                let marked = markWhenRunning([out, "before-the-crash"])
                 #expect(marked?.status == 0, "\(marked?.stderr ?? "")")
+                if !segmented {
+                    // Another user reaches the recording's socket (it is in no file) and is refused.
+                    let stranger = try? runExecutable(
+                        "/usr/bin/setpriv",
+                        [
+                            "--reuid=65534", "--regid=65534", "--clear-groups", FieldcapProcess.executable.path,
+                            "mark", out, "not-yours",
+                        ])
+                    #expect(stranger?.status == 1, "\(stranger?.output ?? "")")
+                    #expect(
+                        stranger?.output.contains("only the user recording (uid 0) or root may mark this recording")
+                            == true, "\(stranger?.output ?? "")")
+                }
                 usleep(300_000)
                 kill(process.processIdentifier, SIGKILL)
             }
-            #expect(FileManager.default.fileExists(atPath: out + "/marks.sock"))
             if segmented {
                 // As if killed between the mark's line and the index's write.
                 let path = out + "/recording.json"
@@ -155,7 +175,6 @@ struct MarkCommandTests: ServeSuite {
             }
             let recovered = try FieldcapProcess.run(["recover", out])
             #expect(recovered.status == 0, "\(recovered.stdout)\(recovered.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: out + "/marks.sock"))
             let listed = try FieldcapProcess.run(["sessions", root])
             #expect(listed.stdout.contains("1 mark: m1 before-the-crash"), "\(listed.stdout)")
             if segmented {

@@ -30,8 +30,8 @@ struct MarkListenerTests {
 
     /// Connects, sends `bytes` (then closes its sending side unless `holdOpen`), and reads the
     /// answer line.
-    func exchange(_ path: String, _ bytes: [UInt8]) throws -> String {
-        let socket = try StreamSocket.connect(to: path).get()
+    func exchange(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let socket = try StreamSocket.connect(abstract: name).get()
         defer { socket.close() }
         _ = bytes.withUnsafeBytes { socket.send($0) }
         socket.shutdownWriting()
@@ -56,7 +56,7 @@ struct MarkListenerTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let taken = Taken()
         let listener = try listener(in: directory, taken: taken)
-        let path = directory + "/marks.sock"
+        let path = listener.name
 
         #expect(try exchange(path, Array(#"{"label":"near-miss","before":5}"#.utf8) + [10]).contains(#""id":"m1""#))
         #expect(try exchange(path, Array("not json\n".utf8)).contains(#""refusal":"bad_request""#))
@@ -68,7 +68,7 @@ struct MarkListenerTests {
         #expect(long.contains("longer than 16384 bytes"), "\(long.prefix(200))")
         // A client that connects and says nothing is cut off after the limit; the one after it is
         // answered.
-        let silent = try StreamSocket.connect(to: path).get()
+        let silent = try StreamSocket.connect(abstract: path).get()
         let started = Date()
         #expect(try exchange(path, Array(#"{"label":"after-the-silent-one"}"#.utf8)).contains("after-the-silent-one"))
         let waited = Date().timeIntervalSince(started)
@@ -80,18 +80,21 @@ struct MarkListenerTests {
         #expect(taken.requests.withLock { $0.first?.beforeSeconds } == 5)
 
         listener.close()
-        #expect(!FileManager.default.fileExists(atPath: path))
+        // Gone with it: nothing to connect to, nothing left on disk.
+        #expect(throws: Errno.self) { try StreamSocket.connect(abstract: path).get() }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
-    @Test func aSocketReplacedByAnotherFileIsLeftAlone() throws {
-        let directory = NSTemporaryDirectory() + "marks-\(UUID().uuidString)"
+    @Test func aRecordingDeeperThanASocketAddressHoldsIsReachedByItsName() throws {
+        let top = NSTemporaryDirectory() + "marks-\(UUID().uuidString)"
+        let directory = top + "/" + String(repeating: "d", count: 80) + "/" + String(repeating: "e", count: 80)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { try? FileManager.default.removeItem(atPath: top) }
         let listener = try listener(in: directory, taken: Taken())
-        let path = directory + "/marks.sock"
-        try FileManager.default.removeItem(atPath: path)
-        try Data("a file of someone else's".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(listener.name == MarkListener.name(of: directory))
+        #expect(try exchange(listener.name, Array(#"{"label":"deep"}"#.utf8)).contains(#""label":"deep""#))
+        // A second recorder into the same directory cannot take its name.
+        #expect(throws: MarkListenerError.self) { try self.listener(in: directory, taken: Taken()) }
         listener.close()
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == "a file of someone else's")
     }
 }

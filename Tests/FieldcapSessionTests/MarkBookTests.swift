@@ -1,3 +1,4 @@
+import FieldcapGPIO
 import FieldcapOutput
 import FieldcapSegments
 import Foundation
@@ -152,5 +153,27 @@ import Testing
         #expect(MarkLine.marks(in: bytes) == [first, second])
         #expect(String(decoding: lines[0], as: UTF8.self).hasPrefix("{\"after_seconds\":30.5,"))
         #expect(String(decoding: lines[0], as: UTF8.self).contains("\"event\":\"mark\""))
+    }
+
+    @Test func gpioLinesAreWrittenChipColonLineWithOptions() throws {
+        let spec = try GPIOMarkSpec.parse("gpiochip0:mark-in,label=button,before=10s,after=0,debounce=20ms")
+        #expect(spec.chipPath == "/dev/gpiochip0" && spec.line == "mark-in" && spec.label == "button")
+        #expect(spec.beforeSeconds == 10 && spec.afterSeconds == 0 && spec.debounceNs == 20_000_000)
+        #expect(spec.source == "gpio:gpiochip0:mark-in")
+        let bare = try GPIOMarkSpec.parse("/dev/gpiochip2:17")
+        #expect(bare.chipPath == "/dev/gpiochip2" && bare.line == "17" && bare.label == "gpio")
+        #expect(bare.debounceNs == 50_000_000 && bare.beforeSeconds == nil)
+        for (text, says) in [
+            ("gpiochip0", "give CHIP:LINE"), ("gpiochip0:", "give CHIP:LINE"), (":3", "give CHIP:LINE"),
+            ("/etc/passwd:3", "is not a GPIO chip"), ("/dev/gpiochip0/../sda:1", "is not a GPIO chip"),
+            ("gpiochip0:3,colour=red", "'colour=red' is not an option"),
+            ("gpiochip0:3,before=2d", "before=2d: give 0 or a duration"),
+            ("gpiochip0:3,debounce=1m", "debounce=1m: give 0 or a duration up to 10s"),
+        ] {
+            #expect(throws: GPIOError.self, "\(text)") { try GPIOMarkSpec.parse(text) }
+            do { _ = try GPIOMarkSpec.parse(text) } catch {
+                #expect(error.message.contains(says), "\(text): \(error.message)")
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import FieldcapCore
+import FieldcapGPIO
 import FieldcapSegments
 import FieldcapSession
 import FieldcapSystem
@@ -140,13 +141,14 @@ public final class RecordingRunner: Sendable {
                 return
             }
             let listener = listenForMarks()
+            let lines = watchMarkLines()
             hooks.started()
             started(.success(controller.value.directory ?? ""))
-            drive(hooks, listener: listener)
+            drive(hooks, listener: listener, lines: lines)
         }
     }
 
-    /// The recording's marks socket (`MarkListener`), in its directory; nil when it could not be
+    /// The recording's marks socket (`MarkListener`); nil when it could not be
     /// made (`marksProblem` says why).
     private func listenForMarks() -> MarkListener? {
         guard let directory = controller.value.directory else { return nil }
@@ -163,8 +165,39 @@ public final class RecordingRunner: Sendable {
         }
     }
 
-    /// Why `fieldcap mark` cannot reach this recording, if its marks socket could not be made.
+    /// Why marks did not reach this recording, if something kept them: its marks socket could not
+    /// be made, a GPIO line could not be watched, or lost edges.
     public var marksProblem: String? { state.withLock { $0.marksProblem } }
+
+    /// The GPIO lines whose rising edges mark the recording (`--mark-gpio`), watched from now
+    /// until the stop begins: each edge a mark at the kernel's time of the edge.
+    private func watchMarkLines() -> [GPIOEdgeWatcher] {
+        controller.value.settings.markLines.compactMap { spec in
+            let watcher: GPIOEdgeWatcher
+            do throws(GPIOError) { watcher = try GPIOEdgeWatcher(spec) } catch {
+                state.withLock { $0.marksProblem = error.message }
+                return nil
+            }
+            watcher.start { [self] edge in
+                var request = MarkRequest(
+                    label: spec.label, source: spec.source, beforeSeconds: spec.beforeSeconds,
+                    afterSeconds: spec.afterSeconds)
+                request.atMonotonicRawNs = edge.rawNs
+                request.uncertaintyNs = edge.uncertaintyNs
+                if edge.dropped > 0 {
+                    let problem = "\(spec.source): \(edge.dropped) edges lost (the kernel's buffer was full)"
+                    state.withLock { $0.marksProblem = problem }
+                    controller.value.warn(problem)
+                }
+                do throws(MarkRefusal) { _ = try mark(request) } catch {
+                    let problem = "\(spec.source): an edge not marked: \(error.message)"
+                    state.withLock { $0.marksProblem = problem }
+                    controller.value.warn(problem)
+                }
+            }
+            return watcher
+        }
+    }
 
     /// Takes a mark on the recording (`RecordingController.mark`). Any thread.
     public func mark(_ request: MarkRequest) throws(MarkRefusal) -> (mark: Mark, warnings: [String]) {
@@ -212,7 +245,7 @@ public final class RecordingRunner: Sendable {
         }
     }
 
-    private func drive(_ hooks: Hooks, listener: MarkListener?) {
+    private func drive(_ hooks: Hooks, listener: MarkListener?, lines: [GPIOEdgeWatcher]) {
         let controller = controller.value
         let meter = RecordingStatusMeter(controller: controller)
         let directory = controller.directory ?? ""
@@ -242,6 +275,8 @@ public final class RecordingRunner: Sendable {
             let wait = min(nextStatus - controller.elapsed, controller.remaining, 0.25)
             _ = wake.wait(timeout: .now() + max(0.001, wait))
         }
+        // The lines' last edges are marked before marks are refused for the stop.
+        for line in lines { line.stop() }
         state.withLock { $0.stopping = true }
         listener?.close()
         gate?.close()

@@ -74,17 +74,17 @@ struct MarkCommand: ParsableCommand {
     }
 
     func run() throws {
-        let sockets = MarkClient.sockets(at: root)
-        guard !sockets.isEmpty else {
+        let recordings = MarkClient.recordings(at: root)
+        guard !recordings.isEmpty else {
             say(
                 "Error: no recording is running in \(root.printable) (fieldcap record or serve, recording there): "
                     + "start one, or name its sessions root or directory")
             throw ExitCode(69)
         }
         var refused = false
-        for socket in sockets {
-            let directory = PathName.directory(of: socket)
-            switch MarkClient.send(request, to: socket) {
+        for recording in recordings {
+            let directory = recording.directory
+            switch MarkClient.send(request, to: recording) {
             case .failure(let failure):
                 say("Error: \(failure.message)")
                 refused = true

@@ -66,6 +66,8 @@ in_root modprobe vivid n_devs=2 node_types=0x1,0x1 input_types=0x0,0x0 \
 in_root modprobe vicodec || rig_error "modprobe vicodec failed"
 in_root modprobe -a iio_dummy industrialio-sw-device iio-trig-hrtimer \
 	|| rig_error "modprobe iio_dummy industrialio-sw-device iio-trig-hrtimer failed"
+# gpio-sim (built by the rig): GPIO chips made through configfs, whose lines a test pulls up.
+in_root modprobe gpio-sim || rig_error "modprobe gpio-sim failed"
 in_root modprobe -a virtio_blk crc32c ext4 \
 	|| rig_error "modprobe virtio_blk crc32c ext4 failed"
 rig_stage modules-loaded

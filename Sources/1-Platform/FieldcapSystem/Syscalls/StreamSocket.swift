@@ -38,6 +38,68 @@ public struct StreamSocket: Sendable {
         return .success(socket)
     }
 
+    /// A socket listening at `name` in the abstract namespace (Linux: no file, gone with the
+    /// process, seen by the processes of this network namespace), non-blocking, closed on exec.
+    /// `name` must not be in use.
+    public static func listen(abstract name: String, backlog: Int32 = 4) -> Result<StreamSocket, Errno> {
+        let made = SystemCall.valueOrErrno {
+            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard case .success(let descriptor) = made else { return made.map { StreamSocket(descriptor: $0) } }
+        let socket = StreamSocket(descriptor: descriptor)
+        let bound = withAbstractAddress(name) { address, length in Glibc.bind(descriptor, address, length) }
+        if bound != 0 || Glibc.listen(descriptor, backlog) != 0 {
+            let error = bound == -2 ? Errno(ENAMETOOLONG) : Errno.current
+            socket.close()
+            return .failure(error)
+        }
+        return .success(socket)
+    }
+
+    /// A socket connected to the one listening at `name` in the abstract namespace, blocking.
+    public static func connect(abstract name: String) -> Result<StreamSocket, Errno> {
+        let made = SystemCall.valueOrErrno {
+            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard case .success(let descriptor) = made else { return made.map { StreamSocket(descriptor: $0) } }
+        let socket = StreamSocket(descriptor: descriptor)
+        let connected = withAbstractAddress(name) { address, length in Glibc.connect(descriptor, address, length) }
+        if connected != 0 {
+            let error = connected == -2 ? Errno(ENAMETOOLONG) : Errno.current
+            socket.close()
+            return .failure(error)
+        }
+        return .success(socket)
+    }
+
+    /// The user id of the process at the other end (`SO_PEERCRED`).
+    public var peerUserID: UInt32? {
+        let uid = CFieldcapLinux_peer_uid(descriptor)
+        return uid < 0 ? nil : UInt32(uid)
+    }
+
+    /// This process's effective user id.
+    public static var userID: UInt32 { geteuid() }
+
+    /// Calls `body` with `name` as an abstract socket address (a zero byte, then the name); -2 when
+    /// the name does not fit.
+    private static func withAbstractAddress(
+        _ name: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(name.utf8)
+        guard bytes.count < maximumPathBytes else { return -2 }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw[0] = 0
+            for (index, byte) in bytes.enumerated() { raw[index + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+
     /// A socket connected to the one listening at `path`, blocking, closed on exec.
     public static func connect(to path: String) -> Result<StreamSocket, Errno> {
         let made = SystemCall.valueOrErrno {
@@ -141,8 +203,23 @@ public struct StreamSocket: Sendable {
     /// Never retried (`SystemCall`).
     public func close() { _ = Glibc.close(descriptor) }
 
-    /// Calls `body` with `path` as a socket address; -2 when the path does not fit.
+    /// Calls `body` with `path` as a socket address; -2 when the path does not fit. A path longer
+    /// than a socket address holds (a recording deep in a file system) is reached through its
+    /// directory, opened for the call: `/proc/self/fd/N/NAME`, which the kernel resolves as it does
+    /// the path itself.
     private static func withAddress(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
+        if path.utf8.count > maximumPathBytes, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            let directory = Glibc.open(String(path[..<slash]), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard directory >= 0 else { return -1 }
+            defer { Glibc.close(directory) }
+            return withShortAddress("/proc/self/fd/\(directory)" + path[slash...], body)
+        }
+        return withShortAddress(path, body)
+    }
+
+    private static func withShortAddress(
         _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
     ) -> Int32 {
         var address = sockaddr_un()

@@ -19,6 +19,9 @@ public struct Mark: Codable, Sendable, Equatable {
     public var wallClockNs: UInt64?
     public var beforeSeconds: Double
     public var afterSeconds: Double
+    /// How far `captureNs` may be from the true instant, when it is known: a GPIO edge's, from
+    /// the kernel's time mapped into RAW.
+    public var uncertaintyNs: UInt64?
     /// Set when the storage budget could not keep its window and deleted it, oldest marks first:
     /// when, and the limit.
     public var evicted: RecordingIndex.Deletion?
@@ -62,6 +65,6 @@ public struct Mark: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id, label, note, source, captureNs = "capture_ns", utc, wallClockNs = "wall_clock_ns"
         case beforeSeconds = "before_seconds"
-        case afterSeconds = "after_seconds", evicted
+        case afterSeconds = "after_seconds", uncertaintyNs = "uncertainty_ns", evicted
     }
 }

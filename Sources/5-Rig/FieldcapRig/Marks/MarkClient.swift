@@ -14,40 +14,58 @@ public enum MarkClient {
         public var description: String { message }
     }
 
-    /// The marks sockets at `place`: a recording's own directory, or, in a sessions root, those of
-    /// each recording running there (the directory locked by its recorder), sorted by name. A
-    /// socket left by a recorder that was killed is not one.
-    public static func sockets(at place: String) -> [String] {
-        if let own = liveSocket(in: place) { return [own] }
+    /// A recording running, and its marks socket's name.
+    public struct Recording: Sendable, Equatable {
+        public var directory: String
+        public var socket: String
+    }
+
+    /// The recordings running at `place`: its own (a recording's directory), or each one directly
+    /// in it (a sessions root), sorted by name. Running: its recorder holds the directory's lock.
+    public static func recordings(at place: String) -> [Recording] {
+        if let own = running(place) { return [own] }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: place) else { return [] }
         return names.sorted().compactMap { name in
-            name.hasPrefix(".") ? nil : liveSocket(in: "\(place)/\(name)")
+            name.hasPrefix(".") || PathName.isSymbolicLink("\(place)/\(name)") ? nil : running("\(place)/\(name)")
         }
     }
 
-    private static func liveSocket(in directory: String) -> String? {
-        let path = "\(directory)/\(MarkListener.fileName)"
-        guard case .success(.socket) = SocketFiles.entry(at: path), RecordingLock.isHeld(directory: directory) else {
+    private static func running(_ directory: String) -> Recording? {
+        guard RecordingLock.isHeld(directory: directory), let name = MarkListener.name(of: directory) else {
             return nil
         }
-        return path
+        return Recording(directory: directory, socket: name)
     }
 
-    /// Sends `request` to the socket at `path` and waits (up to `timeoutMs`) for the answer.
+    /// Sends `request` to `recording` and waits (up to `timeoutMs`) for the answer.
     public static func send(
-        _ request: MarkRequest, to path: String, timeoutMs: Int32 = 5_000
+        _ request: MarkRequest, to recording: Recording, timeoutMs: Int32 = 5_000
     ) -> Result<
         MarkWire.Answer, Failure
     > {
+        var connection = StreamSocket.connect(abstract: recording.socket)
+        // A recording that holds its directory and is not listening yet is starting (its devices
+        // opening): it listens once capture runs.
+        let startingDeadline = MonotonicClock.now() + 3_000_000_000
+        while case .failure(let error) = connection, error.rawValue == ECONNREFUSED,
+            MonotonicClock.now() < startingDeadline, RecordingLock.isHeld(directory: recording.directory)
+        {
+            usleep(50_000)
+            connection = StreamSocket.connect(abstract: recording.socket)
+        }
         let socket: StreamSocket
-        switch StreamSocket.connect(to: path) {
+        switch connection {
         case .success(let connected): socket = connected
         case .failure(let error):
-            return .failure(Failure(message: "\(path): cannot connect (\(error)); has the recording stopped?"))
+            return .failure(
+                Failure(
+                    message:
+                        "\(recording.directory): cannot reach its recorder (\(error)); is it recorded in another "
+                        + "network namespace or container, or stopping?"))
         }
         defer { socket.close() }
         if let error = MarkWire.requestLine(request).withUnsafeBytes({ socket.send($0) }) {
-            return .failure(Failure(message: "\(path): cannot send the mark (\(error))"))
+            return .failure(Failure(message: "\(recording.directory): cannot send the mark (\(error))"))
         }
         socket.shutdownWriting()
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
@@ -57,7 +75,9 @@ public enum MarkClient {
         while !line.contains(UInt8(ascii: "\n")) && line.count < 1 << 20 {
             let now = MonotonicClock.now()
             guard now < deadline else {
-                return .failure(Failure(message: "\(path): the recording did not answer within \(timeoutMs / 1000) s"))
+                return .failure(
+                    Failure(
+                        message: "\(recording.directory): the recording did not answer within \(timeoutMs / 1000) s"))
             }
             let waitMs = Int32(clamping: (deadline - now) / 1_000_000 + 1)
             guard case .success(let ready) = StreamSocket.poll(&descriptors, timeoutMs: waitMs), ready > 0 else {
@@ -68,7 +88,8 @@ public enum MarkClient {
             line += buffer[0..<count]
         }
         guard let answer = MarkWire.answer(from: Array(line.prefix { $0 != UInt8(ascii: "\n") })) else {
-            return .failure(Failure(message: "\(path): the recording closed the connection without an answer"))
+            return .failure(
+                Failure(message: "\(recording.directory): the recording closed the connection without an answer"))
         }
         return .success(answer)
     }

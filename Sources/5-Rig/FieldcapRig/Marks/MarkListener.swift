@@ -5,54 +5,62 @@ import FieldcapSystem
 import Glibc
 import SyncField
 
-/// A recording's marks socket, `marks.sock` in the recording's directory, for as long as it
-/// records: `fieldcap mark` finds it under the sessions root and sends one request line
-/// (`MarkWire`), answered with the mark as taken or why not.
+/// A recording's marks socket, for as long as it records: `fieldcap mark` finds the recordings
+/// running under a sessions root and sends each one request line (`MarkWire`), answered with the
+/// mark as taken or why not.
+///
+/// The socket is in Linux's abstract namespace, named after the recording directory's device and
+/// inode (`MarkListener.name`): no file, so it works on any file system the recording is on (a
+/// FAT card, a 9p or FUSE share takes no socket file), however deep, and goes with the process
+/// however it ends. Anyone on the host may connect, so each connection's peer is checked
+/// (`SO_PEERCRED`): only the user recording, or root, marks.
 ///
 /// One thread (`fc-marks`) serves one connection at a time, each given `connectionLimitMs` to send
 /// its line: a client that connects and says nothing holds no one else for longer than that.
 /// Thread-bound: opened and closed by the recording's thread.
 final class MarkListener {
-    static let fileName = SessionLayout.marksSocketName
     static let connectionLimitMs: Int32 = 2_000
 
-    let path: String
+    let name: String
     private let socket: StreamSocket
-    private let identity: (device: UInt64, inode: UInt64)?
     private let stop = StopSignal()
     private var thread: DedicatedThread?
 
-    /// Listens at `directory/marks.sock`, each request handed to `mark`; why not, when it cannot
-    /// (a path too long for a socket address, a read-only directory).
+    /// The socket's name for the recording in `directory` (nil when it cannot be looked at).
+    static func name(of directory: String) -> String? {
+        SocketFiles.identity(directory).map { "fieldcap/marks/\($0.device):\($0.inode)" }
+    }
+
+    /// Listens for the recording in `directory`, each request handed to `mark`; why not, when it
+    /// cannot (the name in use: another process records into the same directory).
     static func open(
         directory: String,
         mark: @escaping @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>
     ) -> Result<MarkListener, MarkListenerError> {
-        let path = "\(directory)/\(fileName)"
-        switch StreamSocket.listen(at: path, backlog: 16) {
+        guard let name = name(of: directory) else {
+            return .failure(MarkListenerError(path: directory, errno: .current))
+        }
+        switch StreamSocket.listen(abstract: name, backlog: 16) {
         case .failure(let error):
-            return .failure(MarkListenerError(path: path, errno: error))
+            return .failure(MarkListenerError(path: directory, errno: error))
         case .success(let socket):
-            _ = SocketFiles.setMode(path, 0o660)
-            let listener = MarkListener(path: path, socket: socket)
+            let listener = MarkListener(name: name, socket: socket)
             listener.thread = DedicatedThread(name: "fc-marks") { [listener] in listener.serve(mark) }
             return .success(listener)
         }
     }
 
-    private init(path: String, socket: StreamSocket) {
-        self.path = path
+    private init(name: String, socket: StreamSocket) {
+        self.name = name
         self.socket = socket
-        identity = SocketFiles.identity(path)
     }
 
-    /// Stops serving, waits for the thread, and removes the socket (if it is still this one).
+    /// Stops serving and waits for the thread; the name goes with the socket.
     func close() {
         stop.request()
         thread?.join()
         thread = nil
         socket.close()
-        if let identity, let now = SocketFiles.identity(path), now == identity { _ = SocketFiles.remove(path) }
     }
 
     private func serve(_ mark: @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>) {
@@ -109,7 +117,14 @@ final class MarkListener {
             }
         }
         let result: Result<(mark: Mark, warnings: [String]), MarkRefusal>
-        if line.count > MarkWire.maxRequestBytes && !line.prefix(MarkWire.maxRequestBytes).contains(10) {
+        let peer = connection.peerUserID
+        if peer != StreamSocket.userID && peer != 0 {
+            result = .failure(
+                MarkRefusal(
+                    .conflict,
+                    "only the user recording (uid \(StreamSocket.userID)) or root may mark this recording, "
+                        + "not uid \(peer.map(String.init) ?? "unknown")"))
+        } else if line.count > MarkWire.maxRequestBytes && !line.prefix(MarkWire.maxRequestBytes).contains(10) {
             result = .failure(MarkRefusal(.badRequest, "a request line longer than \(MarkWire.maxRequestBytes) bytes"))
         } else {
             let request = Array(line.prefix { $0 != UInt8(ascii: "\n") })

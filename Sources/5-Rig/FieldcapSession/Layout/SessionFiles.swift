@@ -23,7 +23,7 @@ public enum SessionFiles {
         var expected: Set<String> = [
             SessionLayout.manifestName, SessionLayout.syncPointName, SessionLayout.sidecarName,
             SessionLayout.sidecarName + ".tmp", SessionLayout.reserveName, SessionCalibration.fileName,
-            MarkLine.fileName, SessionLayout.marksSocketName,
+            MarkLine.fileName,
         ]
         for id in streams {
             expected.formUnion([
@@ -32,14 +32,6 @@ public enum SessionFiles {
             ])
         }
         return expected
-    }
-
-    /// Removes the marks socket a killed recorder left in `directory` (a socket, nothing else by
-    /// that name).
-    public static func removeLeftSocket(in directory: String) {
-        let path = "\(directory)/\(SessionLayout.marksSocketName)"
-        var info = stat()
-        if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
     }
 
     /// Bytes the files directly in `path` take on disk (allocated blocks).

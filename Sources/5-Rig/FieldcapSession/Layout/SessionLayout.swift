@@ -15,9 +15,6 @@ public struct SessionLayout: Sendable, Equatable {
     public static let sidecarName = "fieldcap.json"
     /// Space held while recording, so a full disk leaves room to finish (`DiskReserve`).
     public static let reserveName = ".fieldcap-reserve"
-    /// The socket `fieldcap mark` reaches a recording through, in its directory while it records
-    /// (a killed recorder's is removed by `recover`).
-    public static let marksSocketName = "marks.sock"
 
     /// `{id}.mkv`: a camera's frames (Matroska).
     public static func videoName(_ id: String) -> String { "\(id).mkv" }

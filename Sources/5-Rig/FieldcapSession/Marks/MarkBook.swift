@@ -109,6 +109,7 @@ public final class MarkBook: Sendable {
                 captureNs: atNs, utc: utc, beforeSeconds: request.beforeSeconds ?? windows.beforeSeconds,
                 afterSeconds: request.afterSeconds ?? windows.afterSeconds)
             mark.wallClockNs = wallNs
+            mark.uncertaintyNs = request.uncertaintyNs
             let warnings = try keeper.keep(mark)
             state.last += 1
             state.allowance -= 1

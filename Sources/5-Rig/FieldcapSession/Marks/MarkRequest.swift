@@ -16,6 +16,8 @@ public struct MarkRequest: Sendable, Equatable {
     /// ... or a wall-clock instant, UTC nanoseconds (a fleet's mark, the same instant on every
     /// rig), taken through this host's clocks as they read now.
     public var atWallClockNs: UInt64?
+    /// The bound on `atMonotonicRawNs`, when it is known (a GPIO edge's).
+    public var uncertaintyNs: UInt64?
 
     public init(
         label: String, note: String? = nil, source: String, beforeSeconds: Double? = nil, afterSeconds: Double? = nil

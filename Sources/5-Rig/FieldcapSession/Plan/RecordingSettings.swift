@@ -1,5 +1,6 @@
 import FieldcapClockQuality
 import FieldcapCore
+import FieldcapGPIO
 import FieldcapSegments
 import FoundationEssentials
 import SyncField
@@ -24,6 +25,8 @@ public struct RecordingSettings: Sendable {
         public var wallClock: ClockQualityReader.Source?
         /// The capture across rigs (`--capture-id`); checked like a host id.
         public var captureId: String?
+        /// GPIO lines that mark the recording (`--mark-gpio`), as written; over the config's.
+        public var markGPIO: [String] = []
         /// How errors and the index name a directly given value: `--segment` on the command line,
         /// `segment` in an API request.
         public var names = Names.commandLine
@@ -84,6 +87,8 @@ public struct RecordingSettings: Sendable {
     public var captureId: String?
     /// The window of a mark that names none (`mark_before`, `mark_after` in the config).
     public var markWindows = MarkWindows()
+    /// The GPIO lines whose rising edges mark the recording (`--mark-gpio`, `mark_gpio`).
+    public var markLines: [GPIOMarkSpec] = []
 
     /// Where sessions go when neither the front end nor a config says: $FIELDCAP_ROOT, else
     /// ./sessions.
@@ -120,6 +125,12 @@ public struct RecordingSettings: Sendable {
                 ?? config?.keep.map { "keep \($0) (\(configName))" })
         settings.wallClock = overrides.wallClock ?? .auto
         settings.captureId = overrides.captureId
+        let lines = overrides.markGPIO.isEmpty ? config?.markGPIO ?? [] : overrides.markGPIO
+        do throws(GPIOError) {
+            settings.markLines = try lines.map { text throws(GPIOError) in try GPIOMarkSpec.parse(text) }
+        } catch {
+            throw PlanError("--mark-gpio \(error.message)")
+        }
         settings.markWindows = MarkWindows(
             beforeSeconds: config?.markBefore ?? MarkWindows().beforeSeconds,
             afterSeconds: config?.markAfter ?? MarkWindows().afterSeconds)
@@ -199,6 +210,12 @@ public struct RecordingSettings: Sendable {
         settings.wallClock = ClockQualityReader(source: wallClock)
         settings.captureId = captureId
         settings.markWindows = markWindows
+        // A line that does not exist, or that another program holds, is refused before anything is
+        // recorded.
+        for line in markLines {
+            do throws(GPIOError) { try GPIOEdgeWatcher.check(line) } catch { throw PlanError(error.message) }
+        }
+        settings.markLines = markLines
         return settings
     }
 }

@@ -47,11 +47,14 @@ public struct RigConfig: Sendable {
     /// The window a mark gets when its maker names none (`fieldcap mark`): seconds before and after.
     public var markBefore: Double?
     public var markAfter: Double?
+    /// GPIO lines that mark the recording, as `--mark-gpio` takes them.
+    public var markGPIO: [String] = []
     public var devices: [DeviceSpec]
 
     static let topKeys = [
         "host_id", "output", "min_free", "sync_every", "duration", "segment", "max_storage", "keep", "intrinsics",
-        "preview_blur_faces", "upload_blur_faces", "mark_before", "mark_after", "cameras", "imus", "sensors",
+        "preview_blur_faces", "upload_blur_faces", "mark_before", "mark_after", "mark_gpio", "cameras", "imus",
+        "sensors",
     ]
 
     /// Reads and checks `path`. Devices are not opened.
@@ -105,6 +108,7 @@ public struct RigConfig: Sendable {
         }
         config.markBefore = try top.value("mark_before", example: "30s", window)
         config.markAfter = try top.value("mark_after", example: "30s", window)
+        if let text = try top.text("mark_gpio") { config.markGPIO = [text] }
         if config.segment == nil {
             for key in ["max_storage", "keep"] where top.fields[key] != nil {
                 throw RigConfigError(

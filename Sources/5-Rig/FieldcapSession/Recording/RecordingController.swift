@@ -1,5 +1,6 @@
 import FieldcapClockQuality
 import FieldcapCore
+import FieldcapGPIO
 import FieldcapMedia
 import FieldcapSegments
 import FieldcapSystem
@@ -46,8 +47,10 @@ public final class RecordingController {
         /// else is ready by then, and `start` waits for it by this host's own clock, unless it is
         /// called off meanwhile (then `start` throws `StartError.cancelled` and leaves nothing).
         public var startAt: ScheduledStart?
-        /// The window around a mark that names none (`marks:` in the rig config).
+        /// The window around a mark that names none (`mark_before`, `mark_after` in the config).
         public var markWindows = MarkWindows()
+        /// The GPIO lines whose rising edges mark the recording (the rig layer watches them).
+        public var markLines: [GPIOMarkSpec] = []
         /// What happens while recording, told as it happens on the thread it happens on: a
         /// capture thread that ended, the rotation thread (or the stopping one, for the segment
         /// the stop finishes), the disk gauge's (or the one calling `start`, for its first
@@ -416,6 +419,10 @@ public final class RecordingController {
         settings.onEvent?(.marked(mark, warnings: warnings))
         return (mark, warnings)
     }
+
+    /// Tells the user something the recording's marks met (a GPIO line's lost edges), through the
+    /// front end's logger. Any thread.
+    public func warn(_ text: String) { logger.warning("\(text)") }
 
     /// The recording's marks so far (none before capture runs).
     public var marks: [Mark] { markBook.withLock { $0 }?.marks ?? [] }

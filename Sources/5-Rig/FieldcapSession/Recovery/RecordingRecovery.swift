@@ -91,7 +91,7 @@ public enum RecordingRecovery {
             say("\(name): made ready but not yet in the index, never written into: removed")
         }
         // A mark whose line reached its segment but not the index (the recorder killed between
-        // the two writes) goes into the index; the socket the recorder listened on goes.
+        // the two writes) goes into the index.
         let known = Set((index.marks ?? []).map(\.id))
         let found = index.presentSegments.flatMap { MarkLine.marks(inDirectory: "\(directory)/\($0.directory)") }
         let missing = found.filter { !known.contains($0.id) }
@@ -99,7 +99,6 @@ public enum RecordingRecovery {
             index.marks = ((index.marks ?? []) + missing).sorted { ($0.id.count, $0.id) < ($1.id.count, $1.id) }
             say("marks \(missing.map(\.id).joined(separator: ", ")): taken from the segments into the index")
         }
-        SessionFiles.removeLeftSocket(in: directory)
         if index.state == "recording" { index.state = "recovered" }
         try index.write(directory: directory)
         return .recovered(

@@ -121,10 +121,8 @@ public enum SessionFinisher {
         }
         try SessionRecovery.finish(
             directory: directory, syncPoint: start.syncPoint, timestampCounts: counts, recorded: recorded, links: links)
-        // The space a killed recorder held in reserve (see the recorder's DiskReserve), and its
-        // marks socket.
+        // The space a killed recorder held in reserve (see the recorder's DiskReserve).
         unlink(layout.reserve)
-        SessionFiles.removeLeftSocket(in: directory)
         // The sidecar as it stands now (the end's, when the recorder got to write it).
         var document = Sidecar.Contents(layout: layout)?.document ?? start.document
         document["state"] = .string(state)

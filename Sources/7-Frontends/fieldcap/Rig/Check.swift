@@ -33,6 +33,7 @@ struct Check: ParsableCommand {
               keep: 2h                   # with segment: delete segments older than this
               mark_before: 30s           # fieldcap mark: keep this before a mark (30s)
               mark_after: 30s            # and this after it (30s)
+              mark_gpio: gpiochip0:17,label=button  # a line whose edges mark
               intrinsics: camchain.yaml  # cameras' calibration (Kalibr, OpenCV, ROS) by
                                          # id; camchain.yaml,match=order by order
               preview_blur_faces: true   # serve: faces covered in the live previews

@@ -64,7 +64,11 @@ struct InstallUdev: ParsableCommand {
         do {
             try step("udevadm", ["control", "--reload"], required: false)
             try step(
-                "udevadm", ["trigger", "--action=add", "--subsystem-match=video4linux", "--subsystem-match=iio"],
+                "udevadm",
+                [
+                    "trigger", "--action=add", "--subsystem-match=video4linux", "--subsystem-match=iio",
+                    "--subsystem-match=gpio",
+                ],
                 required: false)
             try step("udevadm", ["settle", "--timeout=10"], required: false)
             Swift.print("applied to the cameras and IMUs present; add users with: usermod -aG \(Self.group) USER")
