@@ -57,6 +57,31 @@ import Testing
         #expect(deletions.filter { $0.droppedMark != nil }.count == 1)
     }
 
+    @Test func aWindowInsideAnotherIsGivenUpWhenItsOwnSegmentsCanGoAndEveryMarkGivenUpIsNamed() {
+        // m1 (older) at 2.5 s holds segment 3; m2 at 2.6 s with 0.9 s each side holds 2 to 4,
+        // segment 3 among them. No room for a finished one: the unmarked 1 and 5 go; giving up
+        // m1 would free nothing (m2 holds its segment), so m2 goes first (2 and 4), then m1 (3),
+        // each deletion naming the mark it gave up.
+        let deletions = StorageBudget(maxBytes: 100).deletions(
+            in: index(5), marks: [mark("m1", at: 2.5), mark("m2", at: 2.6, window: 0.9)], openBytes: 0, nowNs: 0,
+            maxLabel: "max", keepLabel: "")
+        #expect(deletions.map(\.number) == [1, 2, 3, 4, 5])
+        #expect(deletions.first { $0.number == 2 }?.droppedMark == "m2")
+        #expect(deletions.first { $0.number == 3 }?.droppedMark == "m1")
+        #expect(Set(deletions.compactMap(\.droppedMark)) == ["m1", "m2"])
+    }
+
+    @Test func theMarkedWindowsOfADayInSmallSegmentsAreCountedAsRanges() {
+        // 5,000 marks of a day each side in 1 s segments: ranges, not numbers (this was 10^9 set
+        // insertions once).
+        let schedule = SegmentSchedule(startNs: 0, lengthNs: 1_000_000_000)
+        let marks = (0..<5_000).map { mark("m\($0)", at: Double($0), window: 86_400) }
+        let needed = StorageBudget.bytesForMarkedWindows(
+            marks: marks, index: index(0), schedule: schedule, segmentBytes: 1, openBytes: 0, ownBytes: 0)
+        // Segments 1 to 4,999 + 86,400 + 1 (the window's end, one past).
+        #expect(needed == UInt64(4_999 + 86_400 + 1))
+    }
+
     @Test func aMarkGivenUpBeforeHoldsNothing() {
         var given = mark("m1", at: 0.5)
         given.evicted = RecordingIndex.Deletion(utc: "", reason: "max")

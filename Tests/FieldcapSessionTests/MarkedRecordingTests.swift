@@ -62,10 +62,14 @@ struct MarkedRecordingTests {
         ]
         var taken: [Mark] = []
         var warnings: [[String]] = []
+        let startNs = try #require(recording.segments?.startNs)
         for (at, label, before, after) in plan {
-            while recording.elapsed < at { usleep(5_000) }
-            let result = try recording.mark(
-                MarkRequest(label: label, source: "test", beforeSeconds: before, afterSeconds: after))
+            // Each at its planned instant of the recording, however late this thread wakes on a
+            // busy machine (a mark names its instant, as a GPIO edge's does).
+            while recording.elapsed < at + 0.05 { usleep(5_000) }
+            var request = MarkRequest(label: label, source: "test", beforeSeconds: before, afterSeconds: after)
+            request.atMonotonicRawNs = startNs + UInt64(at * 1e9)
+            let result = try recording.mark(request)
             taken.append(result.mark)
             warnings.append(result.warnings)
         }

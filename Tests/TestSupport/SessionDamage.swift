@@ -114,7 +114,7 @@ public enum SessionDamage {
             let full = "\(path)/\(relative)"
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
-                !relative.hasSuffix(".fieldcap-reserve"), !isSocket(full)
+                !relative.hasSuffix(".fieldcap-reserve")
             else { continue }
             found.append(full)
         }
@@ -132,18 +132,11 @@ public enum SessionDamage {
                 continue
             }
             var isDirectory: ObjCBool = false
-            if isSocket(full) {
-                // A killed recorder's marks socket: there, with nothing to read.
-                files[relative] = Data("socket".utf8)
-            } else if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue {
                 files[relative] = try Data(contentsOf: URL(fileURLWithPath: full))
             }
         }
         return files
-    }
-
-    static func isSocket(_ path: String) -> Bool {
-        (try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType) == .typeSocket
     }
 
     static func offsets(of pattern: [UInt8], in bytes: Data) -> [Int] {

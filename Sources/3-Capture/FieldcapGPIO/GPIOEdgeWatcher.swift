@@ -31,6 +31,8 @@ public final class GPIOEdgeWatcher: @unchecked Sendable {
     private var line: Int32 = -1
     private let stopSignal = StopSignal()
     private var thread: DedicatedThread?
+    /// Opened as the thread ends (its last edges handed over).
+    private let ended = Latch()
 
     /// Checks that `spec`'s chip and line exist and that no other program holds the line, without
     /// taking it: for refusing a recording before it starts.
@@ -99,7 +101,19 @@ public final class GPIOEdgeWatcher: @unchecked Sendable {
 
     /// Watches on a thread of its own, each rising edge handed to `edge` there.
     public func start(_ edge: @escaping @Sendable (Edge) -> Void) {
-        thread = DedicatedThread(name: "fc-gpio") { [self] in watch(edge) }
+        thread = DedicatedThread(name: "fc-gpio") { [self] in
+            watch(edge)
+            ended.open()
+        }
+    }
+
+    /// Asks the thread to stop: it hands over the edges waiting (mapped as well as can be), then
+    /// ends. Returns at once.
+    public func requestStop() { stopSignal.request() }
+
+    /// Waits up to `milliseconds` for the thread to end; whether it did.
+    public func waitUntilStopped(milliseconds: Int32) -> Bool {
+        thread == nil || ended.wait(milliseconds: milliseconds)
     }
 
     /// Stops watching (edges waiting are mapped as well as can be and handed over first), and
@@ -123,6 +137,7 @@ public final class GPIOEdgeWatcher: @unchecked Sendable {
         var lastSequence: UInt32 = 0
         var lastHandedNs: UInt64?
         var bounced = 0
+        var droppedCarried = 0
         var descriptors = [
             pollfd(fd: line, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stopSignal.wakeDescriptor, events: Int16(POLLIN), revents: 0),
@@ -147,14 +162,18 @@ public final class GPIOEdgeWatcher: @unchecked Sendable {
                 let rawNs = UInt64(mapped.rawNs)
                 if let last = lastHandedNs, rawNs >= last, rawNs - last < spec.debounceNs {
                     bounced += 1
+                    // Edges the kernel lost are told with the next edge handed over.
+                    droppedCarried += dropped
                     continue
                 }
                 lastHandedNs = rawNs
                 hand(
                     Edge(
-                        rawNs: rawNs, uncertaintyNs: UInt64(max(0, mapped.uncertaintyNs)), dropped: dropped,
+                        rawNs: rawNs, uncertaintyNs: UInt64(max(0, mapped.uncertaintyNs)),
+                        dropped: dropped + droppedCarried,
                         bounced: bounced))
                 bounced = 0
+                droppedCarried = 0
             }
             waiting = kept
         }

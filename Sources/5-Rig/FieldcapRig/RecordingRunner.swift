@@ -275,10 +275,14 @@ public final class RecordingRunner: Sendable {
             let wait = min(nextStatus - controller.elapsed, controller.remaining, 0.25)
             _ = wake.wait(timeout: .now() + max(0.001, wait))
         }
-        // The lines' last edges are marked before marks are refused for the stop.
-        for line in lines { line.stop() }
+        // The lines' last edges are marked before marks are refused for the stop, if their threads
+        // answer within a second: a thread held by a disk that stopped answering must not hold the
+        // stop (the watchdog below is what ends a recording on such a disk). They, and the marks
+        // socket's, are joined once the stop is done.
+        for line in lines { line.requestStop() }
+        for line in lines { _ = line.waitUntilStopped(milliseconds: 1_000) }
         state.withLock { $0.stopping = true }
-        listener?.close()
+        listener?.requestStop()
         gate?.close()
         hooks.stopping(reason)
         // A stop on a disk that stopped answering is given up: the front end answers, says why,
@@ -292,6 +296,8 @@ public final class RecordingRunner: Sendable {
         }
         let outcome = Result { try controller.stop(reason: reason) }
         watchdog.finished()
+        for line in lines { line.stop() }
+        listener?.close()
         settle(.stopped(outcome), directory: directory)
     }
 

@@ -4,6 +4,7 @@ import FieldcapFaces
 import FieldcapPreview
 import FieldcapSegments
 import FieldcapSession
+import FieldcapSystem
 import FoundationEssentials
 import Logging
 import SyncField
@@ -231,6 +232,16 @@ public final class RigService: Sendable {
             throw MarkRefusal(.conflict, "no recording is running: start one first (POST /api/v1/recording/start)")
         }
         return try runner.mark(request)
+    }
+
+    /// `mark` on a thread of its own: for async callers (the API, a fleet), whose threads must not
+    /// wait for a mark's fsyncs on a slow disk.
+    public func markOffThePool(_ request: MarkRequest) async -> Result<(mark: Mark, warnings: [String]), MarkRefusal> {
+        await withCheckedContinuation { done in
+            detachThread(named: "fc-mark") { [self] in
+                done.resume(returning: Result { () throws(MarkRefusal) in try mark(request) })
+            }
+        }
     }
 
     /// The marks of the recording running, with its directory; nil when idle.

@@ -13,8 +13,8 @@ struct MarkCommand: ParsableCommand {
         usage: "fieldcap mark [ROOT] LABEL [--note TEXT] [--before DURATION] [--after DURATION]",
         discussion: """
             A mark is an instant (now), a label, an optional note and a window before and \
-            after it (the recording's defaults, 30 s each unless its config's marks: says \
-            otherwise). It goes into the recording's index (recording.json, marks) and into \
+            after it (the recording's defaults: 30 s each, or the config's mark_before and \
+            mark_after). It goes into the recording's index (recording.json, marks) and into \
             events.ndjson of the segment it falls in. The storage budget deletes segments no \
             mark's window touches first; when the marked windows alone outgrow it, the \
             oldest mark is given up first, and that is said as it happens.

@@ -301,13 +301,17 @@ struct Record: ParsableCommand {
                 break
             }
         }
-        keys?.finish()
+        keys?.requestStop()
         // A disk that stopped answering (a share gone, a card that hangs) must not keep the
         // process from ending: past the watchdog's limit it exits, the session left for recover.
         let outcome: RecordingController.Outcome
         switch runner.waitForEnd() {
-        case .gaveUp(let why): exitGivingUp(saying: "\nError: \(why): \(directory)")
-        case .stopped(let result): outcome = try result.get()
+        case .gaveUp(let why):
+            keys?.restoreTerminal()
+            exitGivingUp(saying: "\nError: \(why): \(directory)")
+        case .stopped(let result):
+            keys?.finish()
+            outcome = try result.get()
         }
         guard let status = reporter.current else { preconditionFailure("start() calls beforeCapture") }
         status.printSummary(outcome.summary, elapsed: outcome.elapsed, reason: outcome.reason.description)

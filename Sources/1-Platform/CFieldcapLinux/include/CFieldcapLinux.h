@@ -39,8 +39,36 @@ struct CFieldcapLinux_ucred { int32_t pid; uint32_t uid; uint32_t gid; };
 static inline int64_t CFieldcapLinux_peer_uid(int fd) {
     struct CFieldcapLinux_ucred credentials;
     socklen_t length = sizeof credentials;
-    if (getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, &credentials, &length) != 0) return -1;
+#ifdef SO_PEERCRED
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+#else
+    if (getsockopt(fd, SOL_SOCKET, 17 /* asm-generic SO_PEERCRED */, &credentials, &length) != 0) return -1;
+#endif
     return credentials.uid;
+}
+
+/// Whether the process at the other end of a Unix socket is in group `gid`: its primary group
+/// (`SO_PEERCRED`) or one of its supplementary groups (`SO_PEERGROUPS`, Linux 4.13); 1, 0, or -1
+/// with errno.
+static inline int CFieldcapLinux_peer_in_group(int fd, uint32_t gid) {
+    struct CFieldcapLinux_ucred credentials;
+    socklen_t length = sizeof credentials;
+#ifdef SO_PEERCRED
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+#else
+    if (getsockopt(fd, SOL_SOCKET, 17, &credentials, &length) != 0) return -1;
+#endif
+    if (credentials.gid == gid) return 1;
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+    uint32_t groups[256];
+    socklen_t size = sizeof groups;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &size) != 0) return errno == ERANGE ? 0 : -1;
+    for (socklen_t i = 0; i < size / sizeof groups[0]; i++) {
+        if (groups[i] == gid) return 1;
+    }
+    return 0;
 }
 
 /// Requests line `offset` of the GPIO chip open at `chip_fd` as an input reporting rising edges

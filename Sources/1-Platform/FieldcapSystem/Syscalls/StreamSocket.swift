@@ -78,8 +78,12 @@ public struct StreamSocket: Sendable {
         return uid < 0 ? nil : UInt32(uid)
     }
 
-    /// This process's effective user id.
+    /// This process's effective user id and group id.
     public static var userID: UInt32 { geteuid() }
+    public static var groupID: UInt32 { getegid() }
+
+    /// Whether the process at the other end is in group `gid` (its primary group or another).
+    public func peerIsInGroup(_ gid: UInt32) -> Bool { CFieldcapLinux_peer_in_group(descriptor, gid) == 1 }
 
     /// Calls `body` with `name` as an abstract socket address (a zero byte, then the name); -2 when
     /// the name does not fit.

@@ -56,9 +56,15 @@ public struct StorageBudget: Sendable, Equatable {
         // Counted in the total, never deleted.
         let deletable = finished.filter { $0.kept == nil }
         var live = marks.filter { $0.evicted == nil }.sorted { $0.captureNs < $1.captureNs }
-        func held(_ segment: RecordingIndex.Segment) -> Bool {
-            live.contains { $0.windowTouches(startNs: segment.startMonotonicRawNs, endNs: segment.endMonotonicRawNs) }
+        func touches(_ mark: Mark, _ segment: RecordingIndex.Segment) -> Bool {
+            mark.windowTouches(startNs: segment.startMonotonicRawNs, endNs: segment.endMonotonicRawNs)
         }
+        // How many live marks' windows touch each segment that may go.
+        var holders: [Int: Int] = [:]
+        for segment in deletable {
+            holders[segment.number] = live.reduce(0) { $0 + (touches($1, segment) ? 1 : 0) }
+        }
+        func held(_ segment: RecordingIndex.Segment) -> Bool { (holders[segment.number] ?? 0) > 0 }
         var deletions: [Deletion] = []
         var gone = Set<Int>()
         if let keepNs {
@@ -79,18 +85,20 @@ public struct StorageBudget: Sendable, Equatable {
                 }
             }
             deleteUnheld(reason: maxLabel, dropped: nil)
-            // Over still: give up the oldest mark that holds a finished segment (one whose window
-            // holds only segments being written frees nothing now, and keeps its place).
+            // Over still: give up the oldest mark whose giving up frees a segment now, one its
+            // window alone holds. A mark whose segments another window holds too (a window inside
+            // another), or that holds only segments being written, frees nothing and keeps its
+            // place; every mark given up is named by a deletion.
             while total > maxBytes {
                 guard
                     let oldest = live.firstIndex(where: { mark in
                         deletable.contains {
-                            !gone.contains($0.number)
-                                && mark.windowTouches(startNs: $0.startMonotonicRawNs, endNs: $0.endMonotonicRawNs)
+                            !gone.contains($0.number) && holders[$0.number] == 1 && touches(mark, $0)
                         }
                     })
                 else { break }
                 let mark = live.remove(at: oldest)
+                for segment in deletable where touches(mark, segment) { holders[segment.number, default: 1] -= 1 }
                 deleteUnheld(reason: "\(maxLabel), mark \(mark.id) \"\(mark.label)\" given up", dropped: mark.id)
             }
         }
@@ -105,21 +113,42 @@ public struct StorageBudget: Sendable, Equatable {
         marks: [Mark], index: RecordingIndex, schedule: SegmentSchedule, segmentBytes: UInt64, openBytes: UInt64,
         ownBytes: UInt64
     ) -> UInt64 {
-        let written = Dictionary(index.segments.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
-        var numbers = Set<Int>()
+        // Each window as a range of segment numbers, the ranges merged: a window of a day in 1 s
+        // segments is one range, not 86,400 numbers.
+        var ranges: [ClosedRange<Int>] = []
         for mark in marks where mark.evicted == nil {
             let from = schedule.number(containing: max(mark.windowStartNs, schedule.startNs))
             let to = schedule.number(containing: max(mark.windowEndNs, schedule.startNs + 1) - 1)
-            guard from <= to else { continue }
-            // A window of years is refused before it gets here; a bound keeps this loop short.
-            for number in from...min(to, from + 1_000_000) { numbers.insert(number) }
+            if from <= to { ranges.append(from...to) }
+        }
+        ranges.sort { $0.lowerBound < $1.lowerBound }
+        var merged: [ClosedRange<Int>] = []
+        for range in ranges {
+            if let last = merged.last, range.lowerBound <= last.upperBound + 1 {
+                merged[merged.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        func inside(_ number: Int) -> Bool {
+            var low = 0
+            var high = merged.count
+            while low < high {
+                let middle = (low + high) / 2
+                if merged[middle].upperBound < number { low = middle + 1 } else { high = middle }
+            }
+            return low < merged.count && merged[low].contains(number)
         }
         var total = openBytes + ownBytes
-        for number in numbers {
-            let segment = written[number]
-            if segment?.state == .deleted { continue }
-            total += segment?.bytes ?? segmentBytes
+        var counted = 0
+        var seen = Set<Int>()
+        for segment in index.segments where inside(segment.number) && seen.insert(segment.number).inserted {
+            counted += 1
+            if segment.state != .deleted { total += segment.bytes ?? segmentBytes }
         }
+        // Segments not written yet (or not in the index) at the typical size.
+        let numbers = merged.reduce(0) { $0 + $1.count }
+        total += UInt64(max(0, numbers - counted)) &* segmentBytes
         return total
     }
 }

@@ -64,9 +64,19 @@ public enum MarkClient {
                         + "network namespace or container, or stopping?"))
         }
         defer { socket.close() }
-        if let error = MarkWire.requestLine(request).withUnsafeBytes({ socket.send($0) }) {
-            return .failure(Failure(message: "\(recording.directory): cannot send the mark (\(error))"))
+        // The name is anyone's to take: only the recording directory's owner (who made it by
+        // recording) or root is its recorder. Another user's listener gets no label or note.
+        var info = stat()
+        if stat(recording.directory, &info) == 0, let peer = socket.peerUserID, peer != info.st_uid, peer != 0 {
+            return .failure(
+                Failure(
+                    message:
+                        "\(recording.directory): its marks socket is held by uid \(peer), not by the recording's "
+                        + "owner (uid \(info.st_uid)): nothing sent"))
         }
+        // A refusal (another user's) comes before the request is read: the answer is read even
+        // when sending failed.
+        let sendError = MarkWire.requestLine(request).withUnsafeBytes({ socket.send($0) })
         socket.shutdownWriting()
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         var line: [UInt8] = []
@@ -88,6 +98,9 @@ public enum MarkClient {
             line += buffer[0..<count]
         }
         guard let answer = MarkWire.answer(from: Array(line.prefix { $0 != UInt8(ascii: "\n") })) else {
+            if let sendError {
+                return .failure(Failure(message: "\(recording.directory): cannot send the mark (\(sendError))"))
+            }
             return .failure(
                 Failure(message: "\(recording.directory): the recording closed the connection without an answer"))
         }

@@ -13,7 +13,8 @@ import SyncField
 /// inode (`MarkListener.name`): no file, so it works on any file system the recording is on (a
 /// FAT card, a 9p or FUSE share takes no socket file), however deep, and goes with the process
 /// however it ends. Anyone on the host may connect, so each connection's peer is checked
-/// (`SO_PEERCRED`): only the user recording, or root, marks.
+/// (`SO_PEERCRED`, `SO_PEERGROUPS`): the user recording, a member of its group (the `fieldcap`
+/// group, for a rig's service) or root marks; anyone else is told so before anything is read.
 ///
 /// One thread (`fc-marks`) serves one connection at a time, each given `connectionLimitMs` to send
 /// its line: a client that connects and says nothing holds no one else for longer than that.
@@ -55,6 +56,9 @@ final class MarkListener {
         self.socket = socket
     }
 
+    /// Stops taking connections; the one being answered finishes.
+    func requestStop() { stop.request() }
+
     /// Stops serving and waits for the thread; the name goes with the socket.
     func close() {
         stop.request()
@@ -93,6 +97,20 @@ final class MarkListener {
         _ connection: StreamSocket,
         _ mark: @Sendable (MarkRequest) -> Result<(mark: Mark, warnings: [String]), MarkRefusal>
     ) {
+        // Who connected, before anything is read: another user is told so at once, and holds
+        // the thread for no time.
+        let peer = connection.peerUserID
+        if peer != StreamSocket.userID && peer != 0 && !connection.peerIsInGroup(StreamSocket.groupID) {
+            connection.sendWithoutWaiting(
+                MarkWire.answerLine(
+                    .failure(
+                        MarkRefusal(
+                            .conflict,
+                            "only the user recording (uid \(StreamSocket.userID)), its group (gid "
+                                + "\(StreamSocket.groupID), as the fieldcap group of a rig's service) or root may "
+                                + "mark this recording, not uid \(peer.map(String.init) ?? "unknown")"))))
+            return
+        }
         let deadline = MonotonicClock.now() + UInt64(Self.connectionLimitMs) * 1_000_000
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -117,14 +135,7 @@ final class MarkListener {
             }
         }
         let result: Result<(mark: Mark, warnings: [String]), MarkRefusal>
-        let peer = connection.peerUserID
-        if peer != StreamSocket.userID && peer != 0 {
-            result = .failure(
-                MarkRefusal(
-                    .conflict,
-                    "only the user recording (uid \(StreamSocket.userID)) or root may mark this recording, "
-                        + "not uid \(peer.map(String.init) ?? "unknown")"))
-        } else if line.count > MarkWire.maxRequestBytes && !line.prefix(MarkWire.maxRequestBytes).contains(10) {
+        if line.count > MarkWire.maxRequestBytes && !line.prefix(MarkWire.maxRequestBytes).contains(10) {
             result = .failure(MarkRefusal(.badRequest, "a request line longer than \(MarkWire.maxRequestBytes) bytes"))
         } else {
             let request = Array(line.prefix { $0 != UInt8(ascii: "\n") })

@@ -36,6 +36,8 @@ public final class MarkBook: Sendable {
         /// peer sending marks in a loop must not keep the disk busy with index rewrites.
         var allowance: Double
         var refilledNs: UInt64
+        /// The recording is stopping: its files are being finished.
+        var closed = false
     }
 
     /// At most this many marks a recording.
@@ -90,6 +92,7 @@ public final class MarkBook: Sendable {
         let wallNs = keeper.wallClockNs(ofMonotonicRawNs: atNs)
         let utc = wallNs.map { SyncPoint.isoDatetime(wallClockNs: $0) } ?? ""
         return try state.withLock { state throws(MarkRefusal) in
+            if state.closed { throw MarkRefusal(.conflict, "the recording is stopping: no more marks") }
             if state.last >= Self.maxMarks {
                 throw MarkRefusal(.conflict, "the recording holds \(Self.maxMarks) marks, the most it takes")
             }
@@ -116,6 +119,9 @@ public final class MarkBook: Sendable {
             return (mark, warnings)
         }
     }
+
+    /// Takes no more marks; waits for one being kept (its line and the index written) to finish.
+    public func close() { state.withLock { $0.closed = true } }
 
     static func seconds(_ ns: UInt64) -> String {
         let seconds = Double(ns) / 1e9

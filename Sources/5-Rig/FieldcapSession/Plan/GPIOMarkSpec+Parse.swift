@@ -46,6 +46,11 @@ extension GPIOMarkSpec {
                 if pair[0] == "before" { spec.beforeSeconds = seconds } else { spec.afterSeconds = seconds }
             }
         }
+        let request = MarkRequest(
+            label: spec.label, source: spec.source, beforeSeconds: spec.beforeSeconds, afterSeconds: spec.afterSeconds)
+        do throws(MarkRefusal) { try request.validate() } catch {
+            throw GPIOError("'\(text.printable)': \(error.message)")
+        }
         return spec
     }
 

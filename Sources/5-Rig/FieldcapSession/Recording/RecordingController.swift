@@ -531,8 +531,13 @@ public final class RecordingController {
     /// stops the recorder; a write that fails while stopping becomes the reason.
     private func stopRecorder(reason: StopReason) -> Outcome {
         guard let recorder, let layout else { preconditionFailure("stop() before start()") }
-        // A mark now would land in files being finished.
-        markBook.withLock { $0 = nil }
+        // A mark now would land in files being finished: one being kept finishes first (under the
+        // stop's watchdog, should the disk hold it).
+        let book = markBook.withLock { book in
+            defer { book = nil }
+            return book
+        }
+        book?.close()
         diskGauge?.stop()
         reserve?.release()
         do {

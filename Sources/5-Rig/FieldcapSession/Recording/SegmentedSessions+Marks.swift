@@ -7,11 +7,9 @@ import SyncField
 /// A segmented recording keeps its marks in its index, and each one's line in the `events.ndjson`
 /// of the segment its instant falls in; the budget keeps their windows longest.
 extension SegmentedSessions: MarkKeeper {
-    public var marks: [Mark] {
-        indexLock.lock()
-        defer { indexLock.unlock() }
-        return index.marks ?? []
-    }
+    /// As last published: never waits for the index's lock, which an index write or a segment's
+    /// deletion holds on a slow disk (a status reads this every second).
+    public var marks: [Mark] { publishedMarks.withLock { $0 } }
 
     public var startNs: UInt64? {
         indexLock.lock()
@@ -76,6 +74,7 @@ extension SegmentedSessions: MarkKeeper {
         var marks = index.marks ?? []
         marks.append(mark)
         index.marks = marks
+        publishedMarks.withLock { $0 = marks }
         var warnings: [String] = []
         let gone = index.segments.filter {
             $0.state == .deleted && mark.windowTouches(startNs: $0.startMonotonicRawNs, endNs: $0.endMonotonicRawNs)
@@ -122,6 +121,7 @@ extension SegmentedSessions: MarkKeeper {
         else { return }
         marks[position].evicted = RecordingIndex.Deletion(utc: Sidecar.utc(Date()), reason: reason)
         index.marks = marks
+        publishedMarks.withLock { $0 = marks }
         let mark = marks[position]
         logger.warning(
             "mark \(mark.id) \"\(mark.label)\" (\(mark.utc)) given up: its window no longer fits (\(reason))")

@@ -94,6 +94,8 @@ public final class SegmentedSessions: SegmentStore, @unchecked Sendable {
     /// The newest segment's sync point: a mark's UTC is taken through it, as an extract of the
     /// mark's window maps it back (each segment through its own).
     let latestSyncPoint = Mutex<SyncPoint?>(nil)
+    /// The index's marks as last changed, for readers that must not wait for `indexLock`.
+    let publishedMarks = Mutex<[Mark]>([])
     /// The wall clock's discipline as last read, for the next segments (rotation thread only).
     private var lastWallClock: ClockQuality?
     /// How long one reading serves: chronyd's and ptp4l's figures move over minutes, and a

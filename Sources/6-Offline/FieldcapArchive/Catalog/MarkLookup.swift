@@ -66,9 +66,14 @@ public enum MarkLookup {
         guard let utc = mark.wallClockNs ?? UTCTime.parse(mark.utc) else {
             throw Failure(message: "\(entry.path): mark \(mark.id) has no time fieldcap reads (\(mark.utc))")
         }
-        let before = UInt64(min(mark.beforeSeconds, MarkRequest.maxWindowSeconds) * 1e9)
-        let after = UInt64(min(mark.afterSeconds, MarkRequest.maxWindowSeconds) * 1e9)
+        // As a damaged index may hold them: windows clamped to 0 to a day, no sum past the end.
+        func nanoseconds(_ seconds: Double) -> UInt64 {
+            seconds.isFinite && seconds > 0 ? UInt64(min(seconds, MarkRequest.maxWindowSeconds) * 1e9) : 0
+        }
+        let before = nanoseconds(mark.beforeSeconds)
+        let (end, overflow) = utc.addingReportingOverflow(nanoseconds(mark.afterSeconds) + 1)
         return Found(
-            directory: entry.path, mark: mark, fromNs: utc > before ? utc - before : 0, toNs: utc + after + 1)
+            directory: entry.path, mark: mark, fromNs: utc > before ? utc - before : 0,
+            toNs: overflow ? .max : end)
     }
 }

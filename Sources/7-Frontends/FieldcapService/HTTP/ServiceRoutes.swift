@@ -59,14 +59,14 @@ public struct ServiceRoutes: Sendable {
         router.post("/api/v1/marks") { request, _ in
             let body = try await request.body.collect(upTo: 64 << 10)
             let asked = try MarkBody.parse(Data(buffer: body))
-            do throws(MarkRefusal) {
-                let taken = try rig.mark(asked)
+            switch await rig.markOffThePool(asked) {
+            case .success(let taken):
                 return JSONBody.response(
                     MarkedBody(
                         recording: PathName.base(of: rig.recordingDirectory ?? ""), mark: taken.mark,
                         warnings: taken.warnings), status: .created)
-            } catch {
-                throw APIError(error)
+            case .failure(let refusal):
+                throw APIError(refusal)
             }
         }
         router.get("/api/v1/marks") { _, _ in
