@@ -84,13 +84,16 @@ struct FeedCommandTests {
                 "--cam", "synthetic:320x240@30", "--cam", "synthetic:320x240@30", "--imu", "synthetic:1000",
                 "--sensor", "feed:grip_py,socket=\(pythonSocket),rate=100",
                 "--sensor", "feed:grip_c,socket=\(cSocket),rate=100,channels=width+force",
-                "--duration", "4s", "--out", out,
+                "--duration", "60s", "--out", out,
             ]
-        ) { _ in
+        ) { process in
             waitForSocket(pythonSocket)
             waitForSocket(cSocket)
             clients = runTogether([("/usr/bin/env", ["python3", work + "/client.py"]), (work + "/client", [])])
                 .compactMap { $0 }
+            // Stopped once both clients are done: a fixed duration cut a client off on a busy
+            // machine (its 10 ms sleeps took twice as long; CI lost the C client's last 5 lines).
+            kill(process.processIdentifier, SIGINT)
         }
         #expect(result.status == 0, "\(result.stderr)")
         #expect(clients.count == 2 && clients.allSatisfy { $0.status == 0 }, "\(clients.map(\.output))")

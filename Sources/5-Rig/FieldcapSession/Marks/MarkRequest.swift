@@ -81,7 +81,7 @@ public struct MarkRequest: Sendable, Equatable {
     }
 }
 
-/// The windows a mark gets when its maker names none (`marks:` in the rig config).
+/// The windows a mark gets when its maker names none (`mark_before`, `mark_after` in the rig config).
 public struct MarkWindows: Sendable, Equatable {
     public var beforeSeconds: Double
     public var afterSeconds: Double
