@@ -186,13 +186,7 @@ struct Record: ParsableCommand {
     )
     var noDirectIO = false
 
-    @Option(
-        name: .customLong("mark-gpio"),
-        help: ArgumentHelp(
-            "A GPIO line whose rising edge marks the recording (repeatable; `fieldcap mark --help`): "
-                + "CHIP:LINE with the line's offset or name, and label=, before=, after=, debounce= (50ms).",
-            valueName: "CHIP:LINE[,label=L]"))
-    var markGPIO: [String] = []
+    @OptionGroup var markGPIO: MarkGPIOOption
 
     @Flag(name: .shortAndLong, help: "No status line and no summary; errors only.")
     var quiet = false
@@ -216,7 +210,7 @@ struct Record: ParsableCommand {
         overrides.intrinsics = intrinsics
         overrides.wallClock = wallClock
         overrides.captureId = captureId
-        overrides.markGPIO = markGPIO
+        overrides.markGPIO = markGPIO.lines
         let specs = rig == nil ? try devices.specs : []
         do throws(PlanError) {
             return try RecordingSettings.resolve(config: rig, devices: specs, overrides: overrides)

@@ -92,13 +92,7 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var devices: DeviceArguments
 
-    @Option(
-        name: .customLong("mark-gpio"),
-        help: ArgumentHelp(
-            "A GPIO line whose rising edge marks the recording (repeatable; `fieldcap mark --help`): "
-                + "CHIP:LINE with the line's offset or name, and label=, before=, after=, debounce= (50ms).",
-            valueName: "CHIP:LINE[,label=L]"))
-    var markGPIO: [String] = []
+    @OptionGroup var markGPIO: MarkGPIOOption
 
     @Option(
         help: ArgumentHelp(
@@ -324,7 +318,7 @@ struct Serve: ParsableCommand {
         var overrides = RecordingSettings.Overrides(
             hostId: hostId, root: root, minFree: minFree, segment: segment, maxStorage: maxStorage, keep: keep)
         overrides.wallClock = wallClock
-        overrides.markGPIO = markGPIO
+        overrides.markGPIO = markGPIO.lines
         let coverPreviews = previewBlurFaces ?? rigConfig?.previewBlurFaces ?? false
         let coverUploads = server != nil && (blurFaces ?? rigConfig?.uploadBlurFaces ?? false)
         // Checked now: a rig that should cover faces and cannot says so at its start, not at its
