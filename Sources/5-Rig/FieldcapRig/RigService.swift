@@ -101,6 +101,8 @@ public final class RigService: Sendable {
     public let startedAt = Date()
     /// Each camera's live preview, fed by the recording when one runs, else by `PreviewCapture`.
     public let previews: Previews
+    /// Each sensor's live samples, fed as the previews are.
+    public let live: LiveSensors
     private let state = Mutex<State>(State())
     private let link = Mutex<ServerLink?>(nil)
     /// Opens and closes the cameras for the preview, one change at a time, off the server's
@@ -143,31 +145,51 @@ public final class RigService: Sendable {
         previews = Previews(
             cameras: sources.map(\.descriptor), maxRate: base.previewRate, quality: base.previewQuality,
             faces: base.previewFaces)
-        previews.onViewersChanged { [weak self] viewers in self?.previewViewersChanged(viewers) }
+        live = LiveSensors(sensors: sources.map(\.descriptor))
+        previews.onViewersChanged { [weak self] _ in self?.viewersChanged() }
+        live.onViewersChanged { [weak self] _ in self?.viewersChanged() }
     }
 
     /// Why the previews show nothing while idle, if opening the cameras for them failed.
     public var previewProblem: String? { state.withLock { $0.previewProblem } }
 
-    private func previewViewersChanged(_ viewers: Int) {
-        if viewers > 0 {
+    /// What live viewers watch now: the cameras (a preview has a viewer), the sensors (a live
+    /// sample stream has one).
+    private var watched: PreviewCapture.Watched {
+        PreviewCapture.Watched(
+            cameras: previews.viewerCount > 0 && !previews.streams.isEmpty,
+            sensors: live.viewerCount > 0 && !live.taps.isEmpty)
+    }
+
+    private func viewersChanged() {
+        if watched.any {
             cameraQueue.async { [self] in openPreviewCapture() }
         } else {
             cameraQueue.asyncAfter(deadline: .now() + Self.previewLinger) { [self] in
-                if previews.viewerCount == 0 { closePreviewCapture() }
+                if !watched.any { closePreviewCapture() }
             }
         }
     }
 
-    /// Camera queue: opens the cameras for the preview, unless a recording has them, is about to,
-    /// or nobody watches any more.
+    /// Camera queue: opens the devices live viewers watch, unless a recording has them, is about
+    /// to, or nobody watches any more; a capture of other devices than those watched now (a
+    /// sensor viewer came to a camera's) is opened anew. One that captures more than is watched
+    /// stays until the last viewer has gone.
     private func openPreviewCapture() {
-        let wanted = state.withLock { state in
-            state.previewCapture == nil && state.runner == nil && !state.starting && !state.shutDown
+        var wanted = watched
+        let open = state.withLock { state -> Bool in
+            guard state.runner == nil && !state.starting && !state.shutDown else { return false }
+            guard let current = state.previewCapture?.watched else { return true }
+            defer {
+                wanted.cameras = wanted.cameras || current.cameras
+                wanted.sensors = wanted.sensors || current.sensors
+            }
+            return (wanted.cameras && !current.cameras) || (wanted.sensors && !current.sensors)
         }
-        guard wanted, previews.viewerCount > 0, !previews.streams.isEmpty else { return }
+        guard open, wanted.any else { return }
+        closePreviewCapture()
         do {
-            let capture = try PreviewCapture(plan: settings.plan, previews: previews)
+            let capture = try PreviewCapture(plan: settings.plan, previews: previews, live: live, watched: wanted)
             state.withLock {
                 $0.previewCapture = capture
                 $0.previewProblem = nil
@@ -311,6 +333,7 @@ public final class RigService: Sendable {
             }
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
+            controllerSettings.sampleTaps = live.taps(for: sources.map(\.descriptor))
             controllerSettings.startAt = scheduled
             controllerSettings.onEvent = { [gate] event in gate.send(event) }
             controller = RecordingController(sources: sources, settings: controllerSettings, logger: logger)
@@ -397,6 +420,7 @@ public final class RigService: Sendable {
         }
         let stopped = try? await stop(why)
         previews.close()
+        live.close()
         return stopped
     }
 }

@@ -175,6 +175,14 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The camera SCMF sends (default: the first with a preview).", valueName: "ID"))
     var scmfStream: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve the rig live to Foxglove (its Foxglove WebSocket connection: each camera's preview, each IMU's "
+                + "samples, the status) on ADDR:PORT, e.g. 127.0.0.1:8765; beyond loopback it needs the token, "
+                + "which Foxglove gives as ws://HOST:PORT/?token=TOKEN. Off unless given.",
+            valueName: "ADDR:PORT"))
+    var foxglove: String?
+
     @Flag(
         help:
             """
@@ -282,6 +290,10 @@ struct Serve: ParsableCommand {
         if scmf != "off" && Self.parseListen(scmf) == nil {
             throw ValidationError("--scmf '\(scmf)' is not ADDR:PORT: give 127.0.0.1:9876, 0.0.0.0:9876 or off")
         }
+        if let foxglove, Self.parseListen(foxglove) == nil {
+            throw ValidationError(
+                "--foxglove '\(foxglove)' is not ADDR:PORT: give 127.0.0.1:8765, or 0.0.0.0:8765 with the token")
+        }
         guard previewRate > 0 && previewRate <= 120 else {
             throw ValidationError("--preview-rate \(previewRate) is out of range: give 0.1 to 120 frames a second")
         }
@@ -351,7 +363,8 @@ struct Serve: ParsableCommand {
         try FileManager.default.createDirectory(atPath: rig.settings.root, withIntermediateDirectories: true)
 
         var token: BearerToken?
-        if tokenFile != nil || !Self.isLoopback(host) {
+        let foxgloveAddress = foxglove.flatMap(Self.parseListen)
+        if tokenFile != nil || !Self.isLoopback(host) || foxgloveAddress.map({ !Self.isLoopback($0.host) }) == true {
             let path = tokenFile ?? Self.defaultTokenFile
             do {
                 let loaded = try BearerToken.load(path: path)
@@ -377,6 +390,7 @@ struct Serve: ParsableCommand {
                     faces: coverUploads ? FaceCover.Settings() : nil),
                 logger: logger, notices: .lines(label: "fieldcap.capture-server") { say($0) })
         }
+        let foxgloveServer = try await foxgloveService(rig: rig, token: token, at: foxgloveAddress, logger: logger)
         let member = try fleetMember(rig: rig)
         do {
             try member?.start()
@@ -388,7 +402,7 @@ struct Serve: ParsableCommand {
         do {
             try await ServiceServer.run(
                 rig: rig, host: host, port: port, token: token, scmf: scmfServer,
-                services: captureServer.map { [$0] } ?? [],
+                services: captureServer.map { [$0] } ?? [], foxglove: foxgloveServer,
                 announce: !noAnnounce && !Self.isLoopback(host),
                 limits: ServiceServer.Limits(
                     idleTimeout: .nanoseconds(Int64(idleTimeout.nanoseconds)),
@@ -429,6 +443,28 @@ struct Serve: ParsableCommand {
             say("stopped: the recording is finished; a connection did not close within \(seconds) s, so fieldcap exits")
             fflush(nil)
             _exit(0)
+        }
+    }
+
+    /// The Foxglove server, or nil when it is off. Its address is tried first (then let go for
+    /// the server to take), so an address in use is its own error, not the API's.
+    func foxgloveService(
+        rig: RigService, token: BearerToken?, at address: (host: String, port: Int)?, logger: Logger
+    )
+        async throws -> FoxgloveService?
+    {
+        guard let (host, port) = address else { return nil }
+        if port != 0 {
+            do { try await FoxgloveServer.probe(host: host, port: port) } catch {
+                say("Error: --foxglove \(foxglove ?? ""): \(error); give another ADDR:PORT")
+                throw ExitCode(1)
+            }
+        }
+        let server = FoxgloveServer(rig: rig, token: token)
+        return server.service(host: host, port: port, logger: logger) { host, port in
+            say(
+                "Foxglove WebSocket on ws://\(Self.address(host, port))/ (\(server.channelCount) channels"
+                    + "\(token != nil ? "; add ?token=TOKEN" : ""))")
         }
     }
 

@@ -44,6 +44,9 @@ public final class Recorder: @unchecked Sendable {
         /// Live previews, by stream id: each video stream's writer offers every frame it wrote
         /// to its tap (`FrameTap.offer`: one atomic load unless a preview is waiting).
         public var frameTaps: [String: FrameTap] = [:]
+        /// Live sensor viewers, by stream id: the sensors' writer offers every sample it wrote to
+        /// its tap (`SampleTap.offer`: one atomic load while nobody watches).
+        public var sampleTaps: [String: SampleTap] = [:]
         /// Told on the capture thread as it ends early (its source threw): the stream's id, why,
         /// and when (`CLOCK_MONOTONIC_RAW`, as the stream's summary gives it). The others go on.
         public var captureEnded: (@Sendable (_ stream: String, _ error: String, _ atNs: UInt64) -> Void)?
@@ -154,14 +157,17 @@ public final class Recorder: @unchecked Sendable {
         var lastCaptureNs: [UInt64]
         /// Each stream's preview tap, if it has one.
         let taps: [FrameTap?]
+        /// Each stream's live sensor tap, if it has one.
+        let sampleTaps: [SampleTap?]
         var writeError: Error?
         var thread: DedicatedThread?
 
-        init(threadName: String, streams: [Int], idlePollNs: UInt64, taps: [FrameTap?]) {
+        init(threadName: String, streams: [Int], idlePollNs: UInt64, taps: [FrameTap?], sampleTaps: [SampleTap?]) {
             self.threadName = threadName
             self.streams = streams
             self.idlePollNs = idlePollNs
             self.taps = taps
+            self.sampleTaps = sampleTaps
             written = Array(repeating: 0, count: streams.count)
             firstCaptureNs = Array(repeating: 0, count: streams.count)
             lastCaptureNs = Array(repeating: 0, count: streams.count)
@@ -207,20 +213,23 @@ public final class Recorder: @unchecked Sendable {
         writtenSoFar = sources.map { _ in Counter() }
         encoderDrops = sources.map { _ in DropCounter() }
         lanes = Self.lanes(
-            for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps)
+            for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps,
+            sampleTaps: options.sampleTaps)
     }
 
     /// Which writer thread writes which stream: the sensor streams together, each video stream
     /// and each fed stream on its own (a program's flood waits for the session's writer on its
     /// own thread, never in the IMUs' turn).
     static func lanes(
-        for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:]
+        for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:],
+        sampleTaps: [String: SampleTap] = [:]
     ) -> [WriterLane] {
         func lane(_ name: String, _ indices: [Int]) -> WriterLane {
             WriterLane(
                 threadName: name, streams: indices,
                 idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })),
-                taps: indices.map { streams[$0].kind == .video ? taps[streams[$0].id] : nil })
+                taps: indices.map { streams[$0].kind == .video ? taps[streams[$0].id] : nil },
+                sampleTaps: indices.map { streams[$0].kind == .sensor ? sampleTaps[streams[$0].id] : nil })
         }
         let sensors = streams.indices.filter { streams[$0].kind == .sensor }
         let others = streams.indices.filter { streams[$0].kind != .sensor }
@@ -340,12 +349,14 @@ public final class Recorder: @unchecked Sendable {
                 let index = lane.streams[slot]
                 let source = sources[index]
                 let tap = lane.taps[slot]
+                let sampleTap = lane.sampleTaps[slot]
                 taken += rings[index].consume(limit: options.batchLimit) { run in
                     for record in run where lane.writeError == nil {
                         do {
                             let frame = source.frameBytes(of: record)
                             if try sink.write(record, frame: frame, stream: index, frameNumber: lane.written[slot]) {
                                 tap?.offer(record, bytes: frame)
+                                sampleTap?.offer(record)
                                 if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
                                 lane.lastCaptureNs[slot] = record.captureNs
                                 lane.written[slot] += 1

@@ -33,6 +33,8 @@ public final class RecordingController {
         public var segments: SegmentedSessions.Settings?
         /// Live previews, by stream id (`Recorder.Options.frameTaps`).
         public var frameTaps: [String: FrameTap] = [:]
+        /// Live sensor viewers, by stream id (`Recorder.Options.sampleTaps`).
+        public var sampleTaps: [String: SampleTap] = [:]
         /// The cameras' calibration (`--intrinsics`), copied into the session and its sidecar.
         public var calibration: SessionCalibration?
         /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
@@ -304,6 +306,7 @@ public final class RecordingController {
             return encoding.encodes(tap.format)
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
+        recorderOptions.sampleTaps = settings.sampleTaps
         if let tell = settings.onEvent {
             recorderOptions.captureEnded = { stream, error, _ in tell(.streamEnded(stream: stream, error: error)) }
             recorderOptions.presenceChanged = { stream, absence in

@@ -81,6 +81,17 @@ public struct BearerToken: Sendable {
         )
     }
 
+    /// The same, for a WebSocket upgrade as Hummingbird hands it over before routing (the
+    /// Foxglove server's).
+    func accepts(_ request: HTTPRequest) -> Bool {
+        let authorization = request.headerFields[values: .authorization]
+        return accepts(
+            authorization: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
+            safeMethod: request.method == .get || request.method == .head,
+            queryToken: URI(request.path ?? "").queryParameters["token"].map(String.init),
+            cookies: request.headerFields[values: .cookie])
+    }
+
     /// The same, for a request head as NIO decodes it (a WebSocket request, before Hummingbird
     /// sees it: `RefusedUpgradesAnswered`). The open paths pass, as `RequireToken` lets them.
     func admits(_ head: HTTPRequestHead) -> Bool {

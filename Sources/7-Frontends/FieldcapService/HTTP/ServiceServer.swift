@@ -47,7 +47,7 @@ public enum ServiceServer {
     }
 
     /// Serves until a signal. `listening` gets the bound address (a port of 0 picks a free one).
-    /// `scmf`, bound beforehand (so its address's error is its own), serves beside the API;
+    /// `scmf`, bound beforehand (so its address's error is its own), and `foxglove` serve beside the API;
     /// `services` (a capture server's connection) run beside it and end with it.
     /// With `announce`, the service is announced with DNS-SD once it listens (`announcement`),
     /// and `notices` (a logger whose notices are the user's lines) hears what the announcer has
@@ -56,7 +56,8 @@ public enum ServiceServer {
     /// `stopTimeout` later is cancelled.
     public static func run(
         rig: RigService, host: String, port: Int, token: BearerToken?, scmf: SCMFServer? = nil,
-        services: [any Service] = [], announce: Bool = false, limits: Limits = Limits(),
+        services: [any Service] = [], foxglove: FoxgloveService? = nil, announce: Bool = false,
+        limits: Limits = Limits(),
         stopTimeout: Duration = .seconds(3),
         logger: Logger, notices: Logger = .silent(label: "fieldcap.service"),
         recordingFinished: @escaping @Sendable (StoppedEvent?) -> Void = { _ in },
@@ -86,7 +87,7 @@ public enum ServiceServer {
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "fieldcap",
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
-            services: (scmf.map { [$0] } ?? []) + services,
+            services: (scmf.map { [$0] } ?? []) + (foxglove.map { [$0] } ?? []) + services,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 listening(host, bound)

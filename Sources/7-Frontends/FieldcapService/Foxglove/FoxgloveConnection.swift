@@ -1,0 +1,136 @@
+import FieldcapCore
+import FieldcapPreview
+import FieldcapRig
+import FoundationEssentials
+import Glibc
+import HummingbirdWebSocket
+import NIOCore
+import SyncField
+import Synchronization
+
+/// One Foxglove client: server info and the channels first, then a task for each subscription
+/// that sends its channel's messages as they come. Every source keeps what a client has not yet
+/// taken to a bound (a preview its newest frame, a sensor its newest 128 batches, the status its
+/// newest), so a client that reads slowly loses whole messages, the oldest first, and holds no
+/// more memory however far behind it falls; the rig's capture never waits for it.
+struct FoxgloveConnection {
+    let rig: RigService
+    let catalog: FoxgloveCatalog
+    let clock: LiveUTCClock
+    let sessionId: String
+
+    /// A client's text message is a subscribe or an unsubscribe of a few hundred bytes; one
+    /// bigger than this ends the connection.
+    static let maxClientMessage = 64 << 10
+
+    func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        try await outbound.write(
+            .text(
+                FoxgloveProtocol.serverInfo(
+                    name: "fieldcap \(rig.settings.hostId)", sessionId: sessionId,
+                    metadata: ["host_id": rig.settings.hostId, "api": "v1"])))
+        try await outbound.write(.text(FoxgloveProtocol.advertise(catalog.channels)))
+        let subscriptions = Mutex<[UInt32: Task<Void, Never>]>([:])
+        defer {
+            for task in subscriptions.withLock({ $0.values }) { task.cancel() }
+        }
+        for try await message in inbound.messages(maxSize: Self.maxClientMessage) {
+            guard case .text(let text) = message else {
+                try await outbound.write(
+                    .text(
+                        FoxgloveProtocol.status(
+                            .warning, "this server takes no client publishing: binary message ignored")))
+                continue
+            }
+            switch FoxgloveProtocol.parse(Array(text.utf8)) {
+            case .subscribe(let asked):
+                for (id, channelId) in asked {
+                    guard let entry = catalog.entries[channelId] else {
+                        try await outbound.write(
+                            .text(
+                                FoxgloveProtocol.status(.warning, "subscribe: no channel \(channelId) (see advertise)"))
+                        )
+                        continue
+                    }
+                    let taken = subscriptions.withLock { tasks -> Bool in
+                        guard tasks[id] == nil else { return false }
+                        tasks[id] = Task { await send(entry, as: id, to: outbound) }
+                        return true
+                    }
+                    if !taken {
+                        try await outbound.write(
+                            .text(FoxgloveProtocol.status(.error, "subscribe: subscription \(id) is already in use")))
+                    }
+                }
+            case .unsubscribe(let ids):
+                for id in ids { subscriptions.withLock { $0.removeValue(forKey: id) }?.cancel() }
+            case .unsupported(let op):
+                try await outbound.write(
+                    .text(
+                        FoxgloveProtocol.status(
+                            .warning, "\"\(op)\" is not served here (see serverInfo's capabilities)")))
+            case .invalid(let why):
+                try await outbound.write(.text(FoxgloveProtocol.status(.error, why)))
+            }
+        }
+    }
+
+    /// Sends `entry`'s messages as subscription `id` until cancelled or a write fails.
+    private func send(_ entry: FoxgloveCatalog.Entry, as id: UInt32, to outbound: WebSocketOutboundWriter) async {
+        do {
+            switch entry.source {
+            case .preview(let stream):
+                for await frame in stream.frames() {
+                    let utc = clock.utcNs(raw: frame.captureNs)
+                    let payload = FoxgloveMessages.compressedImage(frame, camera: stream.id, utcNs: utc)
+                    try await outbound.write(
+                        .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
+                }
+            case .sensor(let sensor):
+                guard let batches = rig.live.samples(of: sensor.id) else { return }
+                let keys = FoxgloveMessages.sampleKeys(sensor.channels)
+                for await batch in batches {
+                    for sample in batch {
+                        let utc = clock.utcNs(raw: sample.captureNs)
+                        let payload = FoxgloveMessages.sample(sample, keys: keys, utcNs: utc)
+                        try await outbound.write(
+                            .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
+                    }
+                }
+            case .status:
+                while !Task.isCancelled {
+                    let payload = JSONBody.encode(StatusBody(rig.status))
+                    let utc = clock.utcNs(raw: MonotonicClock.now())
+                    try await outbound.write(
+                        .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
+                    try await Task.sleep(for: .seconds(1))
+                }
+            }
+        } catch {
+            // The client left, or unsubscribed: nothing to tell.
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC_RAW` instants as UTC, through a clock pair read at most a second ago: a
+/// live view's times (Foxglove shows dates), not a session's (whose sync point says how its
+/// times map).
+final class LiveUTCClock: Sendable {
+    private struct Pair {
+        var rawNs: Int64
+        var offsetNs: Int64
+    }
+
+    private let pair = Mutex<Pair?>(nil)
+
+    func utcNs(raw: UInt64) -> UInt64 {
+        let now = MonotonicClock.now()
+        let offset = pair.withLock { pair -> Int64 in
+            if let current = pair, Int64(bitPattern: now) - current.rawNs < 1_000_000_000 { return current.offsetNs }
+            let sample = ClockPairReader.host(CLOCK_REALTIME, burst: 3).sample()
+            pair = Pair(rawNs: sample.rawNs, offsetNs: sample.offsetNs)
+            return sample.offsetNs
+        }
+        return UInt64(clamping: Int64(bitPattern: raw) &- offset)
+    }
+}

@@ -1,0 +1,130 @@
+import FieldcapRig
+import FoundationEssentials
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SyncField
+import Synchronization
+
+/// `fieldcap serve --foxglove ADDR:PORT`: the rig live in Foxglove (its "Foxglove WebSocket"
+/// connection), on a port of its own. With a token, a client gives it as the API takes it
+/// (`Authorization: Bearer`, or `?token=` in the URL Foxglove opens); without one the server is
+/// on loopback and, as the API, answers only to a loopback `Host`, and to pages of its own
+/// origin or Foxglove's web app (`https://app.foxglove.dev`): any other site open in the rig's
+/// browser could otherwise watch its cameras.
+public struct FoxgloveServer: Sendable {
+    /// Clients served at once; the next is refused until one leaves.
+    public static let maxClients = 16
+    public static let defaultPort = 8765
+    /// The origins of web pages allowed without a token, besides the rig's own.
+    static let webApps: Set<String> = ["https://app.foxglove.dev"]
+
+    let rig: RigService
+    let token: BearerToken?
+    let catalog: FoxgloveCatalog
+    let clock = LiveUTCClock()
+    /// A new value at each start of the process: a client tells a reconnection from a new rig.
+    let sessionId = String(MonotonicClock.now())
+    private let clients = ClientCount()
+
+    public init(rig: RigService, token: BearerToken?) {
+        self.rig = rig
+        self.token = token
+        catalog = FoxgloveCatalog(previews: rig.previews, sensors: rig.live.streams)
+    }
+
+    /// The channels advertised to each client.
+    public var channelCount: Int { catalog.channels.count }
+
+    final class ClientCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    /// Binds `host:port` and lets it go: an address in use or not this machine's throws NIO's
+    /// error before the service starts.
+    public static func probe(host: String, port: Int) async throws {
+        let probe = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: host, port: port).get()
+        try await probe.close()
+    }
+
+    /// The server, to run beside the API (`ServiceServer.run`'s `foxglove`); `listening` gets
+    /// the bound port.
+    public func service(
+        host: String, port: Int, logger: Logger, listening: @escaping @Sendable (String, Int) -> Void
+    ) -> FoxgloveService {
+        FoxgloveService(application: application(host: host, port: port, logger: logger, listening: listening))
+    }
+
+    func application(
+        host: String, port: Int, logger: Logger, listening: @escaping @Sendable (String, Int) -> Void
+    ) -> some Service {
+        let router = Router()
+        router.get("/") { _, _ -> Response in
+            Response(
+                status: .upgradeRequired, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(
+                    byteBuffer: ByteBuffer(
+                        string: "This is fieldcap's Foxglove WebSocket (\(FoxgloveProtocol.subprotocol)): "
+                            + "open it in Foxglove, Open connection, Foxglove WebSocket, ws://HOST:PORT\n")))
+        }
+        let server = self
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                // A client's frames are its subscriptions, a few hundred bytes; the messages sent are
+                // single frames whatever their size.
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(15)),
+                    ws: .init(maxFrameSize: FoxgloveConnection.maxClientMessage))
+            ) { request, _, _ in
+                guard server.admits(request) else { return .dontUpgrade }
+                return .upgrade([.secWebSocketProtocol: FoxgloveProtocol.subprotocol]) { inbound, outbound, _ in
+                    guard server.clients.value.add(1, ordering: .relaxed).newValue <= Self.maxClients else {
+                        server.clients.value.subtract(1, ordering: .relaxed)
+                        try await outbound.write(
+                            .text(
+                                FoxgloveProtocol.status(
+                                    .error,
+                                    "fieldcap serves \(Self.maxClients) Foxglove clients at once: try again later")))
+                        return
+                    }
+                    defer { server.clients.value.subtract(1, ordering: .relaxed) }
+                    try await FoxgloveConnection(
+                        rig: server.rig, catalog: server.catalog, clock: server.clock, sessionId: server.sessionId
+                    ).serve(inbound: inbound, outbound: outbound)
+                }
+            },
+            configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap-foxglove"),
+            onServerRunning: { channel in listening(host, channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    /// Whether an upgrade request may connect: it asks for the protocol's subprotocol, and
+    /// carries the token or (without one) comes as a loopback client would.
+    func admits(_ request: HTTPRequest) -> Bool {
+        let offered = request.headerFields[values: .secWebSocketProtocol]
+            .flatMap { $0.split(separator: ",") }.map { String($0.filter { !$0.isWhitespace }) }
+        guard offered.contains(FoxgloveProtocol.subprotocol) else { return false }
+        if let token { return token.accepts(request) }
+        let loopback = LoopbackGuard<BasicRequestContext>()
+        // HTTP/1's first Host becomes the request's authority; a second one stays a header.
+        guard let host = request.authority, !request.headerFields.contains(where: { $0.name.canonicalName == "host" }),
+            loopback.allows(authority: host)
+        else { return false }
+        guard let origin = request.headerFields[.origin] else { return true }
+        return Self.webApps.contains(origin.lowercased()) || loopback.sameOrigin(origin, host: host)
+    }
+}
+
+/// `FoxgloveServer`'s listener, a service of the API's group.
+public struct FoxgloveService: Service {
+    let application: any Service
+
+    public func run() async throws { try await application.run() }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `fieldcap serve --foxglove`, spoken to by a Foxglove WebSocket client written from the
+/// protocol's specification (Clients/foxglove_client.py, with the `websockets` library).
+@Suite("fieldcap serve --foxglove: the rig live in Foxglove", .serialized)
+struct FoxgloveCommandTests {
+    static let devices = [
+        "--cam", "synthetic:320x240@30,id=cam", "--imu", "synthetic:1000,id=imu", "--foxglove", "127.0.0.1:0",
+    ]
+
+    /// "Foxglove WebSocket on ws://127.0.0.1:PORT/ (...)", once the server listens.
+    static func url(_ serve: ServeProcess) throws -> String {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let line = serve.stderr.split(separator: "\n").first(where: { $0.hasPrefix("Foxglove WebSocket on ") }),
+                let url = line.split(separator: " ").first(where: { $0.hasPrefix("ws://") })
+            {
+                return String(url)
+            }
+            usleep(50_000)
+        }
+        throw ServeProcess.ServeFailure(description: "no Foxglove listener: \(serve.stderr)")
+    }
+
+    static func client(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try runTool("env", ["python3", ServePreviewCommandTests.script("Clients/foxglove_client.py")] + arguments)
+    }
+
+    static func json(_ path: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))) as? [String: Any] ?? [:]
+    }
+
+    @Test(
+        """
+        a client written from the specification: server info, the channels, a camera's JPEGs, every IMU \
+        sample (the recorded values for the same capture_ns) and the status, idle and while recording; \
+        unsubscribe, reconnect
+        """
+    )
+    func specificationClient() throws {
+        let serve = try ServeProcess(Self.devices)
+        let url = try Self.url(serve)
+        let result = NSTemporaryDirectory() + "/foxglove-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: result) }
+        let run = try Self.client(["check", url, serve.base, result])
+        #expect(run.status == 0, "\(run.output)")
+        let found = Self.json(result)
+        #expect(found["channels"] as? [String] == ["/cam/preview", "/imu", "/fieldcap/status"])
+        let compared = found["imu_compared"] as? [String: Int] ?? [:]
+        #expect(compared["values_differ"] == 0 && compared["missing"] == 0, "\(compared)")
+        // A 3 s recording of a 1 kHz IMU: nearly every sample reached the client.
+        #expect((compared["received_during"] ?? 0) >= (compared["recorded"] ?? 1) * 9 / 10, "\(compared)")
+        for phase in ["idle", "recording"] {
+            let seen = found[phase] as? [String: Any] ?? [:]
+            #expect((seen["image_sizes"] as? [[Int]]) == [[320, 240]], "\(phase): \(seen)")
+            #expect((seen["images"] as? Int ?? 0) >= 10, "\(phase): \(seen)")
+        }
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+    }
+
+    @Test(
+        """
+        hostile messages get a status and end nothing; a client reading one message a second costs a fast one \
+        nothing and the rig no memory growth; no token, no foreign page
+        """
+    )
+    func hostileAndSlowClients() throws {
+        let serve = try ServeProcess(Self.devices)
+        let url = try Self.url(serve)
+        let hostile = try Self.client(["hostile", url])
+        #expect(hostile.status == 0, "\(hostile.output)")
+        let slowResult = NSTemporaryDirectory() + "/foxglove-slow-\(UUID().uuidString).json"
+        let fastResult = NSTemporaryDirectory() + "/foxglove-fast-\(UUID().uuidString).json"
+        defer { for path in [slowResult, fastResult] { try? FileManager.default.removeItem(atPath: path) } }
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        slow.arguments = [
+            "python3", ServePreviewCommandTests.script("Clients/foxglove_client.py"), "slow", url, "8", slowResult,
+        ]
+        slow.standardOutput = FileHandle.nullDevice
+        try slow.run()
+        sleep(2)
+        let before = Self.residentBytes(serve.process.processIdentifier)
+        let fast = try Self.client(["watch", url, "5", fastResult])
+        let after = Self.residentBytes(serve.process.processIdentifier)
+        slow.waitUntilExit()
+        #expect(fast.status == 0 && slow.terminationStatus == 0, "\(fast.output)")
+        let counts = Self.json(fastResult)["counts"] as? [String: Int] ?? [:]
+        // 5 s of a 1 kHz IMU beside the slow client; the preview at its 10 frames a second.
+        #expect((counts["/imu"] ?? 0) >= 4_500, "\(counts)")
+        #expect((counts["/cam/preview"] ?? 0) >= 25, "\(counts)")
+        let slowCounts = Self.json(slowResult)["counts"] as? [String: Int] ?? [:]
+        #expect(slowCounts.values.reduce(0, +) <= 12, "the slow client read one a second: \(slowCounts)")
+        // What the slow client has not read is held to a bound: a few MB, not 1,000 samples a second.
+        #expect(after - before < 24 << 20, "the rig grew by \((after - before) >> 20) MB while a client was slow")
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+    }
+
+    @Test("with a token, a client without it is refused and one with ?token= is served")
+    func token() throws {
+        let tokenFile = NSTemporaryDirectory() + "/foxglove-token-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        let serve = try ServeProcess(Self.devices + ["--token-file", tokenFile])
+        let url = try Self.url(serve)
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let refused = try Self.client(["hello", url])
+        #expect(refused.status != 0, "\(refused.output)")
+        let served = try Self.client(["hello", url + "?token=" + token])
+        #expect(served.status == 0, "\(served.output)")
+        #expect(served.output.contains("3 channels"), "\(served.output)")
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+    }
+
+    @Test("a bad --foxglove address is one line naming it, exit 64; one in use, exit 1")
+    func badAddress() throws {
+        let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--foxglove", "8765"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("--foxglove '8765' is not ADDR:PORT"), "\(bad.stderr)")
+        let first = try ServeProcess(Self.devices)
+        let address = try Self.url(first).dropFirst("ws://".count).dropLast()
+        let taken = try FieldcapProcess.run(
+            ["serve", "--cam", "synthetic", "--listen", "127.0.0.1:0", "--scmf", "off", "--foxglove", String(address)])
+        #expect(taken.status == 1)
+        #expect(taken.stderr.contains("Error: --foxglove \(address):"), "\(taken.stderr)")
+        #expect(first.terminate() == 0)
+    }
+
+    static func residentBytes(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+}
