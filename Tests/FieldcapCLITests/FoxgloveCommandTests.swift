@@ -47,7 +47,9 @@ struct FoxgloveCommandTests {
         let run = try Self.client(["check", url, serve.base, result])
         #expect(run.status == 0, "\(run.output)")
         let found = Self.json(result)
-        #expect(found["channels"] as? [String] == ["/cam/preview", "/imu", "/fieldcap/status"])
+        #expect(found["channels"] as? [String] == ["/cam/preview", "/imu", "/fieldcap/status", "/fieldcap/clock"])
+        // Synthetic devices are stamped in RAW: the clock channel says so with no stream in it.
+        #expect(found["clock_streams"] as? [String] == [], "\(found)")
         let compared = found["imu_compared"] as? [String: Int] ?? [:]
         #expect(compared["values_differ"] == 0 && compared["missing"] == 0, "\(compared)")
         // A 3 s recording of a 1 kHz IMU: nearly every sample reached the client.
@@ -110,7 +112,23 @@ struct FoxgloveCommandTests {
         #expect(refused.status != 0, "\(refused.output)")
         let served = try Self.client(["hello", url + "?token=" + token])
         #expect(served.status == 0, "\(served.output)")
-        #expect(served.output.contains("3 channels"), "\(served.output)")
+        #expect(served.output.contains("4 channels"), "\(served.output)")
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+    }
+
+    @Test("--foxglove-max-rate caps each IMU channel's messages; a rate out of range is refused")
+    func rateCap() throws {
+        let serve = try ServeProcess(Self.devices + ["--foxglove-max-rate", "100"])
+        let url = try Self.url(serve)
+        let result = NSTemporaryDirectory() + "/foxglove-cap-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: result) }
+        let watch = try Self.client(["watch", url, "3", result])
+        #expect(watch.status == 0, "\(watch.output)")
+        let counts = Self.json(result)["counts"] as? [String: Int] ?? [:]
+        // 100 a second of the 1 kHz IMU for 3 s (the first batch may come late).
+        #expect((200...330).contains(counts["/imu"] ?? 0), "\(counts)")
+        let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--foxglove-max-rate", "0"])
+        #expect(bad.status == 64 && bad.stderr.contains("--foxglove-max-rate 0.0 is out of range"), "\(bad.stderr)")
         #expect(serve.terminate() == 0, "\(serve.stderr)")
     }
 

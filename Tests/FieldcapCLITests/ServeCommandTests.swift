@@ -456,7 +456,8 @@ struct ServeCommandTests: ServeSuite {
         let called = Set(checks.compactMap { ($0["path"] as? String)?.split(separator: "?").first.map(String.init) })
         for path in paths where path != "/api/v1/events" && path != "/api/v1/openapi.yaml" {
             let pattern = path.replacingOccurrences(of: "{name}", with: "[^/]+")
-                .replacingOccurrences(of: "{camera}", with: "[^/.]+")
+                .replacingOccurrences(of: "{camera}", with: "[^/.]+").replacingOccurrences(
+                    of: "{stream}", with: "[^/]+")
             #expect(
                 called.contains { $0.range(of: "^\(pattern)$", options: .regularExpression) != nil },
                 "\(path) was not checked")

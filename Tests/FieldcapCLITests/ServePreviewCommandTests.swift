@@ -245,7 +245,12 @@ struct ServePreviewCommandTests: ServeSuite {
         #expect(serve.terminate() == 0)
     }
 
-    @Test("the web page in headless Chromium: token from the link, live preview that moves, start, mark, stop, delete")
+    @Test(
+        """
+        the web page in headless Chromium: token from the link, live preview that moves, the IMU's plot that \
+        moves, start, mark, stop, delete
+        """
+    )
     func webPage() throws {
         let tokenFile = NSTemporaryDirectory() + "/token-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
@@ -265,8 +270,14 @@ struct ServePreviewCommandTests: ServeSuite {
         #expect(seen["error"] == nil, "\(seen)")
         #expect(
             seen["steps"] as? [String] == [
-                "idle", "preview", "recording", "marked", "screenshot", "stopped", "deleted",
+                "idle", "preview", "plots", "recording", "marked", "screenshot", "stopped", "deleted",
             ], "\(seen)")
+        // 100 Hz for 10 s at most in the plot; its trace moved; kept: serve-web-page-plots.png.
+        #expect((seen["plot_samples"] as? Int ?? 0) > 100, "\(seen)")
+        #expect(seen["plot_moved"] as? Bool == true, "\(seen)")
+        #expect((seen["plot_caption"] as? String)?.hasPrefix("imu0 accel: accel_x ") == true, "\(seen)")
+        let plots = try Data(contentsOf: URL(fileURLWithPath: artefacts + "/serve-web-page-plots.png"))
+        #expect(plots.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
         #expect(seen["session_marks"] as? String == "m1 page-mark", "\(seen)")
         #expect(seen["token_form_shown"] as? Bool == false, "\(seen)")
         #expect(seen["preview_size"] as? [Int] == [320, 240], "\(seen)")

@@ -39,6 +39,9 @@ final class PreviewCapture: @unchecked Sendable {
         try recorder.start()
     }
 
+    /// What it captures.
+    var sources: [CaptureSource] { recorder.sources }
+
     /// Stops capture; the devices close when this is released.
     func stop() {
         _ = try? recorder.stop()

@@ -128,6 +128,8 @@ public struct RigStatus: Sendable {
     /// cannot keep every marked window).
     public var marks = 0
     public var marksWarning: String?
+    /// Each captured stream's device clock mapping (`RigService.clockHealth`).
+    public var clocks: [(id: String, health: ClockHealth)] = []
 
     public struct Scheduled: Sendable {
         public var atNs: UInt64

@@ -237,6 +237,7 @@ public final class RigService: Sendable {
         guard let runner else {
             var status = RigStatus(recording: nil, status: nil, stopping: false, last: last, server: server)
             status.scheduled = scheduled.map { .init(atNs: $0.start.atNs, captureId: $0.captureId) }
+            status.clocks = clockHealth
             return status
         }
         var status = RigStatus(
@@ -244,7 +245,18 @@ public final class RigService: Sendable {
             last: nil, server: server)
         status.marks = runner.marks.count
         status.marksWarning = runner.controller.value.marksWarning
+        status.clocks = clockHealth
         return status
+    }
+
+    /// Each captured stream's mapping of its device clock into RAW, as it stood within the last
+    /// second: the recording's streams, or while idle those the live viewers opened; a stream
+    /// stamped in RAW itself has none.
+    public var clockHealth: [(id: String, health: ClockHealth)] {
+        let sources = state.withLock { state in
+            state.runner?.controller.value.sources ?? state.previewCapture?.sources ?? []
+        }
+        return sources.compactMap { source in source.clockHealth?.current.map { (source.descriptor.id, $0) } }
     }
 
     /// Takes a mark on the recording running (`RecordingController.mark`): the API's, a fleet's, a

@@ -38,14 +38,22 @@ struct Serve: ParsableCommand {
               GET  /api/v1/preview/CAM.jpg      a camera's latest frame as a JPEG
               GET  /api/v1/preview/CAM.mjpg     its live preview (MJPEG: a browser's
                                                 <img>, VLC, ffplay)
+              GET  /api/v1/live/IMU             WebSocket: an IMU's samples, live
 
             The previews cost nothing while nobody watches; watched, each encodes at most \
             --preview-rate frames a second, from the recording's frames when one runs, else \
             from the cameras opened for it. SCMF v1 (the SimulatorCamera protocol) sends one \
             camera's preview over TCP, on 127.0.0.1:9876 unless --scmf says otherwise.
 
-            The web page is at http://127.0.0.1:8080/: previews, status, start and stop, \
-            the sessions with download and delete.
+            The web page is at http://127.0.0.1:8080/: previews, each IMU's live plot, status, \
+            start and stop, the sessions with download and delete.
+
+            With --foxglove 127.0.0.1:8765 the rig is live in Foxglove (Open connection, \
+            Foxglove WebSocket, ws://HOST:8765): each camera's preview \
+            (foxglove.CompressedImage), each IMU's samples at full rate (or \
+            --foxglove-max-rate), the status and each device clock's mapping once a second, \
+            whether or not a recording runs. A client that cannot keep up loses whole \
+            messages; the capture never waits for it.
 
             With --check-sync (or a start's "check_sync":true) each recording is checked once \
             it has stopped, as `fieldcap check-sync --save` does (a segmented one: its first \
@@ -183,6 +191,13 @@ struct Serve: ParsableCommand {
             valueName: "ADDR:PORT"))
     var foxglove: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Messages a second each IMU sends a Foxglove client at most (default: every sample). "
+                + "The recording keeps every sample whatever this says.",
+            valueName: "HZ"))
+    var foxgloveMaxRate: Double?
+
     @Flag(
         help:
             """
@@ -289,6 +304,13 @@ struct Serve: ParsableCommand {
         }
         if scmf != "off" && Self.parseListen(scmf) == nil {
             throw ValidationError("--scmf '\(scmf)' is not ADDR:PORT: give 127.0.0.1:9876, 0.0.0.0:9876 or off")
+        }
+        if let foxgloveMaxRate, !(foxgloveMaxRate > 0 && foxgloveMaxRate <= 100_000) {
+            throw ValidationError(
+                "--foxglove-max-rate \(foxgloveMaxRate) is out of range: give 0.1 to 100000 messages a second")
+        }
+        if foxgloveMaxRate != nil && foxglove == nil {
+            throw ValidationError("--foxglove-max-rate is for the Foxglove server: give --foxglove ADDR:PORT too")
         }
         if let foxglove, Self.parseListen(foxglove) == nil {
             throw ValidationError(
@@ -460,7 +482,7 @@ struct Serve: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let server = FoxgloveServer(rig: rig, token: token)
+        let server = FoxgloveServer(rig: rig, token: token, maxSensorRate: foxgloveMaxRate)
         return server.service(host: host, port: port, logger: logger) { host, port in
             say(
                 "Foxglove WebSocket on ws://\(Self.address(host, port))/ (\(server.channelCount) channels"

@@ -149,10 +149,11 @@ async def check(ws_url, api_url, result_path):
     camera = (by_schema.get("foxglove.CompressedImage") or [None])[0]
     imu = (by_schema.get("fieldcap.Sample") or [None])[0]
     status = (by_schema.get("fieldcap.Status") or [None])[0]
-    if not (camera and imu and status):
+    clock = (by_schema.get("fieldcap.ClockHealth") or [None])[0]
+    if not (camera and imu and status and clock):
         fail(f"advertise lacks a camera, a sensor or the status: {[c['topic'] for c in channels]}")
         return {}
-    subscriptions = {10: camera, 11: imu, 12: status}
+    subscriptions = {10: camera, 11: imu, 12: status, 13: clock}
     await socket.send(json.dumps({"op": "subscribe", "subscriptions": [
         {"id": sub, "channelId": channel["id"]} for sub, channel in subscriptions.items()]}))
     idle = Collector()
@@ -188,7 +189,11 @@ async def check(ws_url, api_url, result_path):
         fail("no IMU sample after reconnecting")
     await again.close()
 
+    clocks = idle.by_sub.get(13, []) + recording.by_sub.get(13, [])
+    if not clocks or not all(isinstance(p.get("streams"), dict) for _, _, p in clocks):
+        fail(f"no clock health message, or one without streams: {clocks[:1]}")
     result = {"channels": [c["topic"] for c in channels], "session_id": info.get("sessionId"),
+              "clock_streams": sorted({name for _, _, p in clocks for name in p.get("streams", {})}),
               "directory": started.get("directory"), "late_camera_messages": len(late)}
     for name, collector in (("idle", idle), ("recording", recording)):
         images = collector.by_sub.get(10, [])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Drives fieldcap serve's web page in a real headless Chromium (Debian's chromium and
 chromium-driver, through Selenium), as a person would: opens it with ?token= (as a link from the
-rig would), waits for the live preview, checks that the image changes, starts a recording with
+rig would), waits for the live preview, checks that the image changes and that the IMU's live plot
+fills and moves (a screenshot of the plots kept beside the page's), starts a recording with
 the page's button, marks a moment with its Mark button, stops it, and deletes the session from the sessions table. Saves a
 screenshot taken while recording. Prints one JSON object with what it saw.
 """
@@ -23,6 +24,7 @@ def main():
     parser.add_argument("screenshot")
     parser.add_argument("--token", default="")
     parser.add_argument("--camera", default="cam0")
+    parser.add_argument("--sensor", default="imu0")
     arguments = parser.parse_args()
 
     options = webdriver.ChromeOptions()
@@ -55,6 +57,21 @@ def main():
         second = image.screenshot_as_png
         result["preview_changed"] = first != second
         step("preview")
+
+        # The sensor's live plot: its accelerometer trace fills and moves (the canvas keeps how
+        # many samples it holds and its newest values), and a screenshot of the plots is kept.
+        canvas_id = f"plot-{arguments.sensor}-accel"
+        canvas = wait.until(lambda d: d.find_element(By.ID, canvas_id))
+        wait.until(lambda d: int(d.find_element(By.ID, canvas_id).get_attribute("data-samples") or 0) > 100)
+        before = driver.find_element(By.ID, canvas_id).get_attribute("data-last")
+        picture = canvas.screenshot_as_png
+        time.sleep(1.5)
+        result["plot_samples"] = int(driver.find_element(By.ID, canvas_id).get_attribute("data-samples"))
+        result["plot_moved"] = before != driver.find_element(By.ID, canvas_id).get_attribute("data-last") \
+            and picture != driver.find_element(By.ID, canvas_id).screenshot_as_png
+        result["plot_caption"] = driver.find_element(By.ID, f"{canvas_id}-caption").text
+        driver.find_element(By.ID, "sensors-section").screenshot(arguments.screenshot.replace(".png", "-plots.png"))
+        step("plots")
 
         driver.find_element(By.ID, "duration").send_keys("60s")
         driver.find_element(By.ID, "start").click()

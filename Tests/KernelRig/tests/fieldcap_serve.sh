@@ -5,7 +5,8 @@
 # and stopped over HTTP (curl), the status shows both streams moving, the session validates and
 # comes back as a tar; SIGTERM during a second recording finishes it. The camera's preview: a
 # JPEG while idle (vivid opened for the preview alone), MJPEG on through the recording's start
-# with nothing dropped.
+# with nothing dropped. The status gives each device clock's mapping into RAW (#51): vivid's
+# CLOCK_MONOTONIC, as the kernel stamps V4L2 buffers, a few µs read together.
 set -euo pipefail
 dev=${FIELDCAP_VIDEO_DEVICE:?not in the kernel rig guest}
 imu=${FIELDCAP_IIO_DEVICE:?}
@@ -70,6 +71,11 @@ status = json.load(sys.stdin)
 streams = status["recording"]["streams"]
 for s in streams: print(s["id"], s["written"], "written,", round(s["rate"], 1), "/s,", s["dropped"], "dropped")
 ok = status["state"] == "recording" and all(s["written"] > 0 and s["dropped"] == 0 for s in streams)
+clock = status.get("clocks", {}).get("cam")
+print("clocks:", status.get("clocks"))
+if not clock or clock["from"] != "CLOCK_MONOTONIC" or clock["pairs"] < 10 or not 0 < clock["bracket_ns"] < 1_000_000:
+    print("FAIL: the status has no plausible clock mapping for vivid:", clock)
+    ok = False
 sys.exit(0 if ok else 1)'
 wait "$viewer" || true # curl's time limit ends it
 api -X POST http://127.0.0.1:18080/api/v1/recording/stop

@@ -110,6 +110,10 @@ public protocol CaptureSource: AnyObject, Sendable {
     /// The times the source's device was away and came back (a source that rejoins its device
     /// after an unplug); nil (the default) for sources that end with their device.
     var presence: StreamPresence? { get }
+
+    /// The mapping of the device's clock into `CLOCK_MONOTONIC_RAW` as it stands, for live
+    /// viewers; nil for a source stamped in RAW itself (at dequeue, or synthetic).
+    var clockHealth: ClockHealthBoard? { get }
 }
 
 extension CaptureSource {
@@ -138,6 +142,7 @@ extension CaptureSource {
 
     public var deviceGaps: DropCounter? { nil }
     public var presence: StreamPresence? { nil }
+    public var clockHealth: ClockHealthBoard? { nil }
 }
 
 extension Double {

@@ -101,6 +101,8 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
     /// would have had; room for the runs of a jittery trigger over a long recording (64 KiB).
     public let timelineGaps = DropCounter(runCapacity: 4096)
     public var deviceGaps: DropCounter? { timelineGaps }
+    public var clockHealth: ClockHealthBoard? { clockBoard }
+    private let clockBoard: ClockHealthBoard?
     /// Gaps seen (each may miss several samples). Read after capture ended.
     public var gapEvents: Int { emitter.gapEvents }
     /// Samples whose time was not after the previous one's (moved just past it, counted).
@@ -164,6 +166,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         rateDeclared = setup.rateDeclared
         timeSource = setup.timeSource
         mappedClock = setup.mappedClock
+        clockBoard = setup.mappedClock.map { ClockHealthBoard(clock: $0) }
         restoreSetup = setup.restore
         timestampClockSet = setup.restore.clock != nil
         periodNs = 1e9 / grantedRate
@@ -265,6 +268,7 @@ public final class IIOIMU: CaptureSource, @unchecked Sendable {
         var loop = IIOReadLoop(
             label: descriptor.device, decoders: decoders, timestampOffset: nil, mappedClock: mappedClock,
             periodNs: periodNs, stallTimeoutNs: stallTimeoutNs, samplesPerRead: samplesPerRead)
+        loop.clockBoard = clockBoard
         defer {
             samplesRead = loop.samplesRead
             samplesBeforeStart = loop.samplesBeforeStart

@@ -36,6 +36,8 @@ struct IIOReadLoop {
     static let readsAtStop = 8
 
     var tracker = ClockTracker()
+    /// Where live viewers read the mapping's state (`mappedClock` only).
+    var clockBoard: ClockHealthBoard?
     var emitter = SampleEmitter()
     /// Samples read from the buffer, `samplesBeforeStart` among them.
     private(set) var samplesRead = 0
@@ -164,6 +166,7 @@ struct IIOReadLoop {
                     paired = tracker.add(
                         ClockPairReader.hostSample(mappedClock, after: Int64(MonotonicClock.now()), burst: 3))
                 }
+                clockBoard?.offer(tracker, nowNs: dequeued)
                 var sent = 0
                 while sent < staged, let mapped = mappedNow(staging[sent].deviceNs) {
                     emitter.emit(

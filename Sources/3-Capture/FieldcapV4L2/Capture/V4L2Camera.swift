@@ -123,6 +123,9 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
     /// Frames the kernel skipped (sequence gaps), counted by the capture thread.
     public let sequenceGaps = DropCounter(runCapacity: 1024)
     public var deviceGaps: DropCounter? { sequenceGaps }
+    public var clockHealth: ClockHealthBoard? { clockBoard }
+    /// The MONOTONIC→RAW mapping's state for live viewers, offered at each dequeue.
+    private let clockBoard = ClockHealthBoard(clock: CLOCK_MONOTONIC)
     /// Buffers whose frame is with the writer: pushed by the capture thread, back at `releaseBuffer`.
     private let buffersAtWriter = Atomic<Int>(0)
     /// Why a frame's kernel timestamp was not used, and it got its dequeue time instead.
@@ -489,6 +492,7 @@ public final class V4L2Camera: CaptureSource, @unchecked Sendable {
                     ClockPairReader.hostSample(
                         CLOCK_MONOTONIC, after: Int64(MonotonicClock.now()), burst: Self.pairBurst))
             }
+            clockBoard.offer(tracker, nowNs: dequeued)
             if var waiting = held, case .mapped(let mapped)? = tracker.map(waiting.deviceNs) {
                 held = nil
                 pushMapped(&waiting, mapped, into: ring)

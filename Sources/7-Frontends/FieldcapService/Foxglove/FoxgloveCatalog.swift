@@ -13,6 +13,7 @@ struct FoxgloveCatalog: Sendable {
         case preview(PreviewStream)
         case sensor(LiveSensors.Stream)
         case status
+        case clock
     }
 
     struct Entry: Sendable {
@@ -39,6 +40,7 @@ struct FoxgloveCatalog: Sendable {
             add("/\(sensor.id)", "fieldcap.Sample", Self.sampleSchema(sensor), .sensor(sensor))
         }
         add("/fieldcap/status", "fieldcap.Status", Self.statusSchema, .status)
+        add("/fieldcap/clock", "fieldcap.ClockHealth", Self.clockSchema, .clock)
         entries = Dictionary(uniqueKeysWithValues: list.map { ($0.channel.id, $0) })
         channels = list.map(\.channel)
     }
@@ -79,6 +81,33 @@ struct FoxgloveCatalog: Sendable {
                 ]),
             ]))
     }
+
+    /// Each captured stream's device clock mapping into CLOCK_MONOTONIC_RAW (`ClockBody`), by id.
+    static let clockSchema = FoxgloveProtocol.text(
+        .object([
+            "title": "fieldcap.ClockHealth", "type": "object",
+            "properties": .object([
+                "timestamp": timeSchema,
+                "streams": .object([
+                    "type": "object",
+                    "additionalProperties": .object([
+                        "type": "object",
+                        "properties": .object([
+                            "from": .object(["type": "string"]),
+                            "offset_ns": .object(["type": "integer"]),
+                            "bracket_ns": .object(["type": "integer"]),
+                            "drift_ppm": .object(["type": .array(["number", "null"])]),
+                            "worst_uncertainty_ns": .object(["type": "integer"]),
+                            "pairs": .object(["type": "integer"]),
+                            "pairs_refused": .object(["type": "integer"]),
+                            "steps": .object(["type": "integer"]),
+                            "rate_changes": .object(["type": "integer"]),
+                            "age_s": .object(["type": "number"]),
+                        ]),
+                    ]),
+                ]),
+            ]),
+        ]))
 
     /// The status as `GET /api/v1/status` answers it (openapi.yaml's `Status`).
     static let statusSchema = FoxgloveProtocol.text(

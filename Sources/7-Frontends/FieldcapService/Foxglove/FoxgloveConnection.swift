@@ -18,6 +18,8 @@ struct FoxgloveConnection {
     let catalog: FoxgloveCatalog
     let clock: LiveUTCClock
     let sessionId: String
+    /// Messages a second each sensor channel sends at most (nil: every sample).
+    let maxSensorRate: Double?
 
     /// A client's text message is a subscribe or an unsubscribe of a few hundred bytes; one
     /// bigger than this ends the connection.
@@ -89,13 +91,35 @@ struct FoxgloveConnection {
             case .sensor(let sensor):
                 guard let batches = rig.live.samples(of: sensor.id) else { return }
                 let keys = FoxgloveMessages.sampleKeys(sensor.channels)
+                let spacingNs = maxSensorRate.map { UInt64(1e9 / $0) } ?? 0
+                var lastSentNs: UInt64 = 0
                 for await batch in batches {
                     for sample in batch {
+                        if spacingNs > 0 {
+                            // Within a few µs of the spacing counts: a 1 kHz IMU capped at 500 sends every other.
+                            guard lastSentNs == 0 || sample.captureNs &+ 50_000 &- lastSentNs >= spacingNs else {
+                                continue
+                            }
+                            lastSentNs = sample.captureNs
+                        }
                         let utc = clock.utcNs(raw: sample.captureNs)
                         let payload = FoxgloveMessages.sample(sample, keys: keys, utcNs: utc)
                         try await outbound.write(
                             .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
                     }
+                }
+            case .clock:
+                while !Task.isCancelled {
+                    let utc = clock.utcNs(raw: MonotonicClock.now())
+                    let payload = JSONBody.encode(
+                        ClockHealthBody(
+                            timestamp: .init(utcNs: utc),
+                            streams: Dictionary(
+                                rig.clockHealth.map { ($0.id, ClockBody($0.health)) }, uniquingKeysWith: { a, _ in a }))
+                    )
+                    try await outbound.write(
+                        .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
+                    try await Task.sleep(for: .seconds(1))
                 }
             case .status:
                 while !Task.isCancelled {
@@ -110,6 +134,21 @@ struct FoxgloveConnection {
             // The client left, or unsubscribed: nothing to tell.
         }
     }
+}
+
+/// `/fieldcap/clock`'s message.
+struct ClockHealthBody: Encodable {
+    struct Time: Encodable {
+        var sec: UInt64
+        var nsec: UInt64
+        init(utcNs: UInt64) {
+            sec = utcNs / 1_000_000_000
+            nsec = utcNs % 1_000_000_000
+        }
+    }
+
+    var timestamp: Time
+    var streams: [String: ClockBody]
 }
 
 /// `CLOCK_MONOTONIC_RAW` instants as UTC, through a clock pair read at most a second ago: a

@@ -25,15 +25,18 @@ public struct FoxgloveServer: Sendable {
 
     let rig: RigService
     let token: BearerToken?
+    let maxSensorRate: Double?
     let catalog: FoxgloveCatalog
     let clock = LiveUTCClock()
     /// A new value at each start of the process: a client tells a reconnection from a new rig.
     let sessionId = String(MonotonicClock.now())
     private let clients = ClientCount()
 
-    public init(rig: RigService, token: BearerToken?) {
+    /// `maxSensorRate`: messages a second each sensor channel sends at most (nil: every sample).
+    public init(rig: RigService, token: BearerToken?, maxSensorRate: Double? = nil) {
         self.rig = rig
         self.token = token
+        self.maxSensorRate = maxSensorRate
         catalog = FoxgloveCatalog(previews: rig.previews, sensors: rig.live.streams)
     }
 
@@ -96,7 +99,8 @@ public struct FoxgloveServer: Sendable {
                     }
                     defer { server.clients.value.subtract(1, ordering: .relaxed) }
                     try await FoxgloveConnection(
-                        rig: server.rig, catalog: server.catalog, clock: server.clock, sessionId: server.sessionId
+                        rig: server.rig, catalog: server.catalog, clock: server.clock, sessionId: server.sessionId,
+                        maxSensorRate: server.maxSensorRate
                     ).serve(inbound: inbound, outbound: outbound)
                 }
             },

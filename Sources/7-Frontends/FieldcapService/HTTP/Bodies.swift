@@ -143,9 +143,15 @@ struct StatusBody: Encodable {
     var scheduled: Scheduled?
     var last: StoppedBody?
     var server: Server?
+    /// Each captured stream's device clock mapping into CLOCK_MONOTONIC_RAW, by stream id:
+    /// absent when nothing is captured, or every stream is stamped in RAW itself.
+    var clocks: [String: ClockBody]?
 
     init(_ status: RigStatus) {
         state = status.state
+        if !status.clocks.isEmpty {
+            clocks = Dictionary(status.clocks.map { ($0.id, ClockBody($0.health)) }, uniquingKeysWith: { a, _ in a })
+        }
         scheduled = status.scheduled.map {
             Scheduled(atUtc: SyncPoint.isoDatetime(wallClockNs: $0.atNs), captureId: $0.captureId)
         }
@@ -192,6 +198,34 @@ struct StreamBody: Encodable {
         deviceGaps = stream.deviceGaps
         away = stream.away
         timesAway = stream.timesAway
+    }
+}
+
+/// A `ClockHealth` as the status (`clocks`) and Foxglove's `/fieldcap/clock` give it.
+struct ClockBody: Encodable {
+    var from: String
+    var offsetNs: Int64
+    var bracketNs: Int64
+    var driftPpm: Double?
+    var worstUncertaintyNs: Int64
+    var pairs: Int
+    var pairsRefused: Int
+    var steps: Int
+    var rateChanges: Int
+    /// Seconds since it was taken (it is taken at most once a second, at a dequeue).
+    var ageS: Double
+
+    init(_ health: ClockHealth) {
+        from = health.from
+        offsetNs = health.offsetNs
+        bracketNs = health.bracketNs
+        driftPpm = health.driftPPM.flatMap { $0.isFinite ? $0 : nil }
+        worstUncertaintyNs = health.worstUncertaintyNs
+        pairs = health.pairs
+        pairsRefused = health.pairsRefused
+        steps = health.steps
+        rateChanges = health.rateChanges
+        ageS = Double(MonotonicClock.now() &- health.atNs) / 1e9
     }
 }
 

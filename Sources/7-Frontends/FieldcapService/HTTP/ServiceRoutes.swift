@@ -103,6 +103,23 @@ public struct ServiceRoutes: Sendable {
                     + "client (Upgrade: websocket), as the web page does"
             )
         }
+        // The WebSocket is LiveSamplesSocket's; a plain GET, an unknown stream or a bad rate
+        // lands here.
+        router.get("/api/v1/live/{stream}") { (request: Request, context: ServiceRequestContext) -> Response in
+            let id = context.parameters.get("stream") ?? ""
+            guard rig.live.taps[id] != nil else {
+                throw APIError(
+                    .notFound,
+                    "no sensor stream '\(id.printable)': the rig's are \(rig.live.streams.map(\.id)) (GET /api/v1/rig)")
+            }
+            guard LiveSamplesSocket.rate(request.uri.queryParameters["max_rate"].map(String.init)) != nil else {
+                throw APIError(.badRequest, "max_rate must be a number of samples a second from 1 to 10000")
+            }
+            throw APIError(
+                .upgradeRequired,
+                "/api/v1/live/\(id) is a WebSocket: connect with a WebSocket client (Upgrade: websocket), as the web page does"
+            )
+        }
         router.get("/api/v1/preview/{file}") { _, context in
             let (stream, kind) = try PreviewResponses.resolve(context.parameters.get("file") ?? "", in: rig.previews)
             switch kind {
@@ -130,7 +147,7 @@ public struct ServiceRoutes: Sendable {
             switch parts[2] {
             case "recording": return ["start", "stop"].contains(parts[3]) ? [.post] : nil
             case "sessions": return [.get, .delete]
-            case "preview": return get
+            case "preview", "live": return get
             default: return nil
             }
         case 5 where parts[0] == "api" && parts[1] == "v1" && parts[2] == "sessions" && parts[4] == "archive":

@@ -68,6 +68,7 @@ public enum ServiceServer {
         let routes = ServiceRoutes(rig: rig, token: token)
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         EventsSocket.add(to: webSocketRouter, rig: rig, token: token)
+        LiveSamplesSocket.add(to: webSocketRouter, rig: rig)
         let webSocketResponder = webSocketRouter.buildResponder()
         let loopbackGuard = LoopbackGuard<BasicRequestContext>()
         let admits: @Sendable (HTTPRequestHead) -> Bool = { head in
