@@ -132,6 +132,45 @@ struct FoxgloveCommandTests {
         #expect(serve.terminate() == 0, "\(serve.stderr)")
     }
 
+    @Test("a fed stream is a channel of its records while a recording runs, as the program sent them")
+    func feed() throws {
+        let socket = NSTemporaryDirectory() + "/fox-feed-\(UUID().uuidString.prefix(8)).sock"
+        let serve = try ServeProcess([
+            "--cam", "synthetic:160x120@10,id=cam", "--sensor", "feed:grip,socket=\(socket),rate=100",
+            "--foxglove", "127.0.0.1:0",
+        ])
+        let url = try Self.url(serve)
+        let result = NSTemporaryDirectory() + "/foxglove-feed-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: result) }
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        watcher.arguments = [
+            "python3", ServePreviewCommandTests.script("Clients/foxglove_client.py"), "watch", url, "5", result,
+        ]
+        watcher.standardOutput = FileHandle.nullDevice
+        try watcher.run()
+        sleep(1)
+        let started = try serve.request("POST", "/api/v1/recording/start", body: #"{"duration":"4s"}"#)
+        #expect(started.status == 201, "\(started.text)")
+        let fed = try runTool(
+            "env",
+            [
+                "python3", ServePreviewCommandTests.script("Clients/feeder.py"), socket, "--rate", "100", "--seconds",
+                "2",
+            ])
+        #expect(fed.status == 0, "\(fed.output)")
+        watcher.waitUntilExit()
+        let found = Self.json(result)
+        let counts = found["counts"] as? [String: Int] ?? [:]
+        let sent = Int(fed.output.split(separator: "\n").last ?? "") ?? 0
+        // Every record the program sent reached the client (it read as fast as they came).
+        #expect(sent >= 150 && counts["/grip"] == sent, "sent \(sent), \(counts)")
+        let example = (found["examples"] as? [String: Any])?["/grip"] as? [String: Any]
+        let channels = example?["channels"] as? [String: Any]
+        #expect(channels?["xyz"] as? [Double] == [0.5, -1.25, Double(channels?["i"] as? Int ?? -1) * 1e-3], "\(found)")
+        #expect(serve.terminate() == 0, "\(serve.stderr)")
+    }
+
     @Test("a bad --foxglove address is one line naming it, exit 64; one in use, exit 1")
     func badAddress() throws {
         let bad = try FieldcapProcess.run(["serve", "--cam", "synthetic", "--foxglove", "8765"])

@@ -158,7 +158,7 @@ public final class RigService: Sendable {
     private var watched: PreviewCapture.Watched {
         PreviewCapture.Watched(
             cameras: previews.viewerCount > 0 && !previews.streams.isEmpty,
-            sensors: live.viewerCount > 0 && !live.taps.isEmpty)
+            sensors: live.sensorViewerCount > 0)
     }
 
     private func viewersChanged() {
@@ -346,6 +346,7 @@ public final class RigService: Sendable {
             var controllerSettings = try settings.controllerSettings(for: sources, directIO: base.directIO)
             controllerSettings.frameTaps = previews.taps(for: sources.map(\.descriptor))
             controllerSettings.sampleTaps = live.taps(for: sources.map(\.descriptor))
+            controllerSettings.feedTaps = live.feedTaps(for: sources.map(\.descriptor))
             controllerSettings.startAt = scheduled
             controllerSettings.onEvent = { [gate] event in gate.send(event) }
             controller = RecordingController(sources: sources, settings: controllerSettings, logger: logger)

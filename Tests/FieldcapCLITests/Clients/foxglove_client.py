@@ -315,7 +315,7 @@ async def watch(ws_url, seconds, result_path, pace):
     subscriptions = {index + 1: channel for index, channel in enumerate(channels)}
     await socket.send(json.dumps({"op": "subscribe", "subscriptions": [
         {"id": sub, "channelId": channel["id"]} for sub, channel in subscriptions.items()]}))
-    counts, delays = {}, {}
+    counts, delays, examples = {}, {}, {}
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -324,14 +324,16 @@ async def watch(ws_url, seconds, result_path, pace):
             break
         decoded = decode(message, subscriptions)
         if decoded:
-            sub, log_time, _ = decoded
+            sub, log_time, payload = decoded
             topic = subscriptions[sub]["topic"]
+            if subscriptions[sub]["schemaName"] == "fieldcap.FeedRecord":
+                examples[topic] = payload
             counts[topic] = counts.get(topic, 0) + 1
             delays.setdefault(topic, []).append((time.time_ns() - log_time) / 1e6)
         if pace:
             await asyncio.sleep(pace)
     await socket.close()
-    result = {"counts": counts, "seconds": seconds,
+    result = {"counts": counts, "seconds": seconds, "examples": examples,
               "delay_ms_median": {t: sorted(d)[len(d) // 2] for t, d in delays.items()}}
     with open(result_path, "w") as out:
         json.dump(result, out)

@@ -50,6 +50,12 @@ public final class FeedValues: @unchecked Sendable {
         return channels
     }
 
+    /// The channels in `slot`, left there (a live viewer's copy, before `take`). Writer-bound.
+    public func peek(_ slot: Int32) -> [String: ChannelValue]? {
+        guard slot >= 0 && Int(slot) < slots else { return nil }
+        return values[Int(slot)]
+    }
+
     /// Hands `slot` back to the reader. Writer-bound.
     public func release(_ slot: Int32) {
         let pushed = free.tryPush(slot)

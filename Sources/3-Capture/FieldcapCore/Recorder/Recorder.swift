@@ -47,6 +47,9 @@ public final class Recorder: @unchecked Sendable {
         /// Live sensor viewers, by stream id: the sensors' writer offers every sample it wrote to
         /// its tap (`SampleTap.offer`: one atomic load while nobody watches).
         public var sampleTaps: [String: SampleTap] = [:]
+        /// Live viewers of fed streams, by stream id: each fed stream's writer offers every
+        /// record it wrote (`FeedTap.offer`: one atomic load while nobody watches).
+        public var feedTaps: [String: FeedTap] = [:]
         /// Told on the capture thread as it ends early (its source threw): the stream's id, why,
         /// and when (`CLOCK_MONOTONIC_RAW`, as the stream's summary gives it). The others go on.
         public var captureEnded: (@Sendable (_ stream: String, _ error: String, _ atNs: UInt64) -> Void)?
@@ -157,17 +160,22 @@ public final class Recorder: @unchecked Sendable {
         var lastCaptureNs: [UInt64]
         /// Each stream's preview tap, if it has one.
         let taps: [FrameTap?]
-        /// Each stream's live sensor tap, if it has one.
+        /// Each stream's live sensor tap, or fed stream's, if it has one.
         let sampleTaps: [SampleTap?]
+        let feedTaps: [FeedTap?]
         var writeError: Error?
         var thread: DedicatedThread?
 
-        init(threadName: String, streams: [Int], idlePollNs: UInt64, taps: [FrameTap?], sampleTaps: [SampleTap?]) {
+        init(
+            threadName: String, streams: [Int], idlePollNs: UInt64, taps: [FrameTap?], sampleTaps: [SampleTap?],
+            feedTaps: [FeedTap?] = []
+        ) {
             self.threadName = threadName
             self.streams = streams
             self.idlePollNs = idlePollNs
             self.taps = taps
             self.sampleTaps = sampleTaps
+            self.feedTaps = feedTaps.isEmpty ? Array(repeating: nil, count: streams.count) : feedTaps
             written = Array(repeating: 0, count: streams.count)
             firstCaptureNs = Array(repeating: 0, count: streams.count)
             lastCaptureNs = Array(repeating: 0, count: streams.count)
@@ -214,7 +222,7 @@ public final class Recorder: @unchecked Sendable {
         encoderDrops = sources.map { _ in DropCounter() }
         lanes = Self.lanes(
             for: sources.map(\.descriptor), maximumIdlePollNs: options.idlePollNs, taps: options.frameTaps,
-            sampleTaps: options.sampleTaps)
+            sampleTaps: options.sampleTaps, feedTaps: options.feedTaps)
     }
 
     /// Which writer thread writes which stream: the sensor streams together, each video stream
@@ -222,14 +230,15 @@ public final class Recorder: @unchecked Sendable {
     /// own thread, never in the IMUs' turn).
     static func lanes(
         for streams: [StreamDescriptor], maximumIdlePollNs: UInt64, taps: [String: FrameTap] = [:],
-        sampleTaps: [String: SampleTap] = [:]
+        sampleTaps: [String: SampleTap] = [:], feedTaps: [String: FeedTap] = [:]
     ) -> [WriterLane] {
         func lane(_ name: String, _ indices: [Int]) -> WriterLane {
             WriterLane(
                 threadName: name, streams: indices,
                 idlePollNs: min(maximumIdlePollNs, Options.idlePollNs(for: indices.map { streams[$0] })),
                 taps: indices.map { streams[$0].kind == .video ? taps[streams[$0].id] : nil },
-                sampleTaps: indices.map { streams[$0].kind == .sensor ? sampleTaps[streams[$0].id] : nil })
+                sampleTaps: indices.map { streams[$0].kind == .sensor ? sampleTaps[streams[$0].id] : nil },
+                feedTaps: indices.map { streams[$0].kind == .feed ? feedTaps[streams[$0].id] : nil })
         }
         let sensors = streams.indices.filter { streams[$0].kind == .sensor }
         let others = streams.indices.filter { streams[$0].kind != .sensor }
@@ -350,13 +359,18 @@ public final class Recorder: @unchecked Sendable {
                 let source = sources[index]
                 let tap = lane.taps[slot]
                 let sampleTap = lane.sampleTaps[slot]
+                let feedTap = lane.feedTaps[slot]
+                let feedValues = feedTap == nil ? nil : source.descriptor.feedValues
                 taken += rings[index].consume(limit: options.batchLimit) { run in
                     for record in run where lane.writeError == nil {
                         do {
                             let frame = source.frameBytes(of: record)
+                            // A fed record's values are the sink's once written: a viewer's copy first.
+                            let live = feedTap?.watched == true ? feedValues?.peek(record.bufferIndex) : nil
                             if try sink.write(record, frame: frame, stream: index, frameNumber: lane.written[slot]) {
                                 tap?.offer(record, bytes: frame)
                                 sampleTap?.offer(record)
+                                if let live { feedTap?.offer(record, channels: live) }
                                 if lane.written[slot] == 0 { lane.firstCaptureNs[slot] = record.captureNs }
                                 lane.lastCaptureNs[slot] = record.captureNs
                                 lane.written[slot] += 1

@@ -3,22 +3,27 @@ import FieldcapCore
 import FieldcapSystem
 import Synchronization
 
-/// One sample as live viewers get it: the values of the stream's channels, in their order.
+/// One sample as live viewers get it: a sensor's values of its channels, in their order; a fed
+/// stream's record, its channels as the program sent them (`fields`).
 public struct LiveSample: Sendable, Equatable {
     public var captureNs: UInt64
     public var sequence: UInt64
     public var values: [Double]
+    public var fields: JSONValue?
 
-    public init(captureNs: UInt64, sequence: UInt64, values: [Double]) {
+    public init(captureNs: UInt64, sequence: UInt64, values: [Double], fields: JSONValue? = nil) {
         self.captureNs = captureNs
         self.sequence = sequence
         self.values = values
+        self.fields = fields
     }
 }
 
-/// The live samples of a rig's sensor streams (IMUs), for viewers that watch them as they are
-/// captured: a Foxglove client, the web page's plots. Each stream has a `SampleTap` the recording
-/// (or the preview's capture, while idle) offers its samples to; while anyone watches, a thread
+/// The live samples of a rig's sensor streams (IMUs) and fed streams (`--sensor feed:`, gpsd),
+/// for viewers that watch them as they are captured: a Foxglove client, the web page's plots.
+/// Each sensor has a `SampleTap` the recording (or the preview's capture, while idle) offers its
+/// samples to, each fed stream a `FeedTap` (a recording's only: a feed's socket is open while
+/// one runs); while anyone watches, a thread
 /// takes them from the taps every 20 ms and hands each viewer its streams' samples in batches.
 /// A viewer that does not keep up loses whole batches, the oldest first (it holds at most
 /// `viewerBatches`): capture never waits for a viewer, and a slow one costs its own memory only.
@@ -28,8 +33,10 @@ public final class LiveSensors: Sendable {
     /// A sensor stream as viewers see it.
     public struct Stream: Sendable, Equatable {
         public var id: String
+        /// A sensor's channels; empty for a fed stream, whose records carry their own.
         public var channels: [String]
         public var rate: Double
+        public var isFeed: Bool
     }
 
     /// Batches a viewer may fall behind by before it loses the oldest (about 2.5 s).
@@ -40,6 +47,7 @@ public final class LiveSensors: Sendable {
     /// The sensor streams, in the rig's order.
     public let streams: [Stream]
     public let taps: [String: SampleTap]
+    public let feedTaps: [String: FeedTap]
 
     private struct Viewer {
         var streamId: String
@@ -56,11 +64,23 @@ public final class LiveSensors: Sendable {
     /// - Parameter sensors: the rig's streams; those of kind `.sensor` are served.
     public init(sensors: [StreamDescriptor], periodMs: Int32 = 20) {
         self.periodMs = periodMs
-        let served = sensors.filter { $0.kind == .sensor }
-        streams = served.map { Stream(id: $0.id, channels: $0.channels, rate: $0.nominalRate) }
+        let served = sensors.filter { $0.kind == .sensor || $0.kind == .feed }
+        streams = served.map {
+            Stream(
+                id: $0.id, channels: $0.kind == .feed ? [] : $0.channels, rate: $0.nominalRate,
+                isFeed: $0.kind == .feed)
+        }
         var taps: [String: SampleTap] = [:]
-        for stream in served { taps[stream.id] = SampleTap(streamId: stream.id, channels: stream.channels) }
+        var feedTaps: [String: FeedTap] = [:]
+        for stream in served {
+            if stream.kind == .feed {
+                feedTaps[stream.id] = FeedTap(streamId: stream.id)
+            } else {
+                taps[stream.id] = SampleTap(streamId: stream.id, channels: stream.channels)
+            }
+        }
         self.taps = taps
+        self.feedTaps = feedTaps
         onViewers = Mutex(nil)
         guard !served.isEmpty else { return }
         thread.withLock {
@@ -81,12 +101,23 @@ public final class LiveSensors: Sendable {
 
     public var viewerCount: Int { viewers.withLock { $0.count } }
 
-    /// Samples the viewers lost because this hub's thread was behind the taps, by stream id.
-    public var tapDrops: [String: Int] { taps.mapValues(\.dropped) }
+    /// Viewers of sensor streams (those the preview's idle capture opens devices for).
+    public var sensorViewerCount: Int { viewers.withLock { $0.values.filter { taps[$0.streamId] != nil }.count } }
 
-    /// Every sample of stream `id` from now on, in batches; nil for a stream that is not a sensor.
+    /// Samples the viewers lost because this hub's thread was behind the taps, by stream id.
+    public var tapDrops: [String: Int] {
+        taps.mapValues(\.dropped).merging(feedTaps.mapValues(\.dropped)) { a, _ in a }
+    }
+
+    /// The fed streams' taps for a recording of `streams`.
+    public func feedTaps(for streams: [StreamDescriptor]) -> [String: FeedTap] {
+        feedTaps.filter { id, _ in streams.contains { $0.id == id && $0.kind == .feed } }
+    }
+
+    /// Every sample of stream `id` from now on, in batches; nil for a stream that is neither a
+    /// sensor nor fed.
     public func samples(of id: String) -> AsyncStream<[LiveSample]>? {
-        guard let tap = taps[id] else { return nil }
+        guard taps[id] != nil || feedTaps[id] != nil else { return nil }
         let (stream, continuation) = AsyncStream.makeStream(
             of: [LiveSample].self, bufferingPolicy: .bufferingNewest(Self.viewerBatches))
         if closing.isOpen {
@@ -98,7 +129,8 @@ public final class LiveSensors: Sendable {
             viewers[key] = Viewer(streamId: id, continuation: continuation)
             return viewers.count
         }
-        tap.watched = true
+        taps[id]?.watched = true
+        feedTaps[id]?.watched = true
         continuation.onTermination = { [weak self] _ in self?.remove(key) }
         viewerArrived.ring()
         if count == 1 { onViewers.withLock { $0 }?(count) }
@@ -127,6 +159,7 @@ public final class LiveSensors: Sendable {
         }
         for viewer in ended { viewer.continuation.finish() }
         for tap in taps.values { tap.watched = false }
+        for tap in feedTaps.values { tap.watched = false }
     }
 
     /// The hub's thread: while anyone watches, takes every tap's samples each period and hands
@@ -135,14 +168,23 @@ public final class LiveSensors: Sendable {
         // Below the capture and writer threads: on a small CPU the viewers are what wait.
         _ = CFieldcapLinux_nice_thread(10)
         let ordered = streams.compactMap { taps[$0.id] }
+        let fed = streams.compactMap { feedTaps[$0.id] }
         while !closing.isOpen {
             let watching = viewers.withLock { Set($0.values.map(\.streamId)) }
             for tap in ordered { tap.watched = watching.contains(tap.streamId) }
+            for tap in fed { tap.watched = watching.contains(tap.streamId) }
             if watching.isEmpty {
                 // What a tap held when its last viewer left is stale for the next.
                 for tap in ordered { tap.drain { _ in } }
+                for tap in fed { _ = tap.drain() }
                 _ = viewerArrived.wait(milliseconds: 1000, orUntil: closing)
                 continue
+            }
+            for tap in fed where watching.contains(tap.streamId) {
+                let batch = tap.drain().map {
+                    LiveSample(captureNs: $0.captureNs, sequence: $0.sequence, values: [], fields: $0.channels)
+                }
+                if !batch.isEmpty { hand(batch, of: tap.streamId) }
             }
             for tap in ordered where watching.contains(tap.streamId) {
                 var batch: [LiveSample] = []
@@ -155,13 +197,16 @@ public final class LiveSensors: Sendable {
                         batch.append(LiveSample(captureNs: record.captureNs, sequence: record.sequence, values: values))
                     }
                 }
-                guard !batch.isEmpty else { continue }
-                let targets = viewers.withLock { viewers in
-                    viewers.values.filter { $0.streamId == tap.streamId }.map(\.continuation)
-                }
-                for target in targets { target.yield(batch) }
+                if !batch.isEmpty { hand(batch, of: tap.streamId) }
             }
             _ = closing.wait(milliseconds: periodMs)
         }
+    }
+
+    private func hand(_ batch: [LiveSample], of streamId: String) {
+        let targets = viewers.withLock { viewers in
+            viewers.values.filter { $0.streamId == streamId }.map(\.continuation)
+        }
+        for target in targets { target.yield(batch) }
     }
 }

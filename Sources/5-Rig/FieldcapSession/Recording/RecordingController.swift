@@ -35,6 +35,8 @@ public final class RecordingController {
         public var frameTaps: [String: FrameTap] = [:]
         /// Live sensor viewers, by stream id (`Recorder.Options.sampleTaps`).
         public var sampleTaps: [String: SampleTap] = [:]
+        /// Live viewers of fed streams, by stream id (`Recorder.Options.feedTaps`).
+        public var feedTaps: [String: FeedTap] = [:]
         /// The cameras' calibration (`--intrinsics`), copied into the session and its sidecar.
         public var calibration: SessionCalibration?
         /// How each camera's frames are stored, by stream id (`encode=`); raw when not named.
@@ -307,6 +309,7 @@ public final class RecordingController {
         }
         recorderOptions.frameTaps = settings.frameTaps.filter { jpegPreviews[$0.key] == nil }
         recorderOptions.sampleTaps = settings.sampleTaps
+        recorderOptions.feedTaps = settings.feedTaps
         if let tell = settings.onEvent {
             recorderOptions.captureEnded = { stream, error, _ in tell(.streamEnded(stream: stream, error: error)) }
             recorderOptions.presenceChanged = { stream, absence in

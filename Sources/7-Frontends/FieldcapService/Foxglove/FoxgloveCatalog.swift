@@ -37,7 +37,11 @@ struct FoxgloveCatalog: Sendable {
             add("/\(id)/preview", "foxglove.CompressedImage", Self.compressedImageSchema, .preview(stream))
         }
         for sensor in sensors {
-            add("/\(sensor.id)", "fieldcap.Sample", Self.sampleSchema(sensor), .sensor(sensor))
+            if sensor.isFeed {
+                add("/\(sensor.id)", "fieldcap.FeedRecord", Self.feedSchema, .sensor(sensor))
+            } else {
+                add("/\(sensor.id)", "fieldcap.Sample", Self.sampleSchema(sensor), .sensor(sensor))
+            }
         }
         add("/fieldcap/status", "fieldcap.Status", Self.statusSchema, .status)
         add("/fieldcap/clock", "fieldcap.ClockHealth", Self.clockSchema, .clock)
@@ -81,6 +85,19 @@ struct FoxgloveCatalog: Sendable {
                 ]),
             ]))
     }
+
+    /// A fed stream's record: its UTC time, `capture_ns`, the count, and its channels as the
+    /// program sent them (while a recording runs: a feed's socket is open only then).
+    static let feedSchema = FoxgloveProtocol.text(
+        .object([
+            "title": "fieldcap.FeedRecord", "type": "object",
+            "properties": .object([
+                "timestamp": timeSchema,
+                "capture_ns": .object(["type": "integer"]),
+                "sequence": .object(["type": "integer"]),
+                "channels": .object(["type": "object"]),
+            ]),
+        ]))
 
     /// Each captured stream's device clock mapping into CLOCK_MONOTONIC_RAW (`ClockBody`), by id.
     static let clockSchema = FoxgloveProtocol.text(
@@ -146,6 +163,16 @@ enum FoxgloveMessages {
             text += value.isFinite ? "\(value)" : "null"
         }
         text += "}}"
+        return Array(text.utf8)
+    }
+
+    /// A fed stream's record.
+    static func feedRecord(_ sample: LiveSample, utcNs: UInt64) -> [UInt8] {
+        var text = "{\"timestamp\":"
+        appendTime(utcNs, to: &text)
+        text += ",\"capture_ns\":\(sample.captureNs),\"sequence\":\(sample.sequence),\"channels\":"
+        text += sample.fields.flatMap { $0.compactText(escapingSlashes: false) } ?? "{}"
+        text += "}"
         return Array(text.utf8)
     }
 

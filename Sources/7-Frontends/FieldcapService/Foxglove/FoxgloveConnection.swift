@@ -103,7 +103,10 @@ struct FoxgloveConnection {
                             lastSentNs = sample.captureNs
                         }
                         let utc = clock.utcNs(raw: sample.captureNs)
-                        let payload = FoxgloveMessages.sample(sample, keys: keys, utcNs: utc)
+                        let payload =
+                            sensor.isFeed
+                            ? FoxgloveMessages.feedRecord(sample, utcNs: utc)
+                            : FoxgloveMessages.sample(sample, keys: keys, utcNs: utc)
                         try await outbound.write(
                             .binary(FoxgloveProtocol.messageData(subscription: id, logTimeNs: utc, payload: payload)))
                     }

@@ -110,7 +110,8 @@ public struct ServiceRoutes: Sendable {
             guard rig.live.taps[id] != nil else {
                 throw APIError(
                     .notFound,
-                    "no sensor stream '\(id.printable)': the rig's are \(rig.live.streams.map(\.id)) (GET /api/v1/rig)")
+                    "no sensor stream '\(id.printable)': the rig's are \(rig.live.streams.filter { !$0.isFeed }.map(\.id)) (GET /api/v1/rig)"
+                )
             }
             guard LiveSamplesSocket.rate(request.uri.queryParameters["max_rate"].map(String.init)) != nil else {
                 throw APIError(.badRequest, "max_rate must be a number of samples a second from 1 to 10000")
