@@ -5,7 +5,7 @@ import Testing
 
 @testable import FieldcapPreview
 
-@Suite("Live sensor samples")
+@Suite("Live sensor samples", .timeLimit(.minutes(1)))
 struct LiveSensorsTests {
     static let imu = StreamDescriptor(
         id: "imu", kind: .sensor, channels: ["accel_x", "gyro_z"], nominalRate: 1000, device: "synthetic")
@@ -47,6 +47,8 @@ struct LiveSensorsTests {
         let tap = try #require(live.taps["imu"])
         tap.offer(Self.sample(0))  // before anyone watches: never seen
         let stream = try #require(live.samples(of: "imu"))
+        // The hub turns the tap on when it wakes for the viewer.
+        for _ in 0..<200 where !tap.watched { try await Task.sleep(for: .milliseconds(5)) }
         #expect(tap.watched)
         for sequence in 1...300 { tap.offer(Self.sample(UInt64(sequence))) }
         var seen: [LiveSample] = []
@@ -66,6 +68,7 @@ struct LiveSensorsTests {
         let tap = try #require(live.taps["imu"])
         let slow = try #require(live.samples(of: "imu"))
         let fast = try #require(live.samples(of: "imu"))
+        for _ in 0..<200 where !tap.watched { try await Task.sleep(for: .milliseconds(5)) }
         let batches = LiveSensors.viewerBatches * 2
         var fastSeen = 0
         var iterator = fast.makeAsyncIterator()

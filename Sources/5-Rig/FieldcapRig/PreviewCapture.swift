@@ -20,6 +20,10 @@ final class PreviewCapture: @unchecked Sendable {
 
     private let recorder: Recorder
     let watched: Watched
+    /// Each source's clock mapping, for the status (not the sources: those must go with this).
+    let clockBoards: [(id: String, board: ClockHealthBoard)]
+    /// Sensors that could not be opened, and why: the cameras' preview goes on without them.
+    let sensorProblems: [String]
 
     /// Opens the cameras among `plan`'s devices that have a preview (when `watched.cameras`) and
     /// the sensors that have a live tap (when `watched.sensors`), and starts capturing.
@@ -27,9 +31,16 @@ final class PreviewCapture: @unchecked Sendable {
         let wanted = Set(watched.cameras ? Array(previews.streams.keys) : [])
             .union(watched.sensors ? Array(live.taps.keys) : [])
         var sources: [CaptureSource] = []
+        var problems: [String] = []
         for (spec, id) in zip(plan.specs, plan.streamIds) where wanted.contains(id) {
-            sources.append(try plan.makeSource(spec, id: id))
+            do {
+                sources.append(try plan.makeSource(spec, id: id))
+            } catch  where previews.streams[id] == nil {
+                problems.append("\(id): \(error)")
+            }
         }
+        sensorProblems = problems
+        clockBoards = sources.compactMap { source in source.clockHealth.map { (source.descriptor.id, $0) } }
         var options = Recorder.Options()
         options.frameTaps = previews.taps(for: sources.map(\.descriptor))
         options.sampleTaps = live.taps(for: sources.map(\.descriptor))
@@ -38,9 +49,6 @@ final class PreviewCapture: @unchecked Sendable {
         recorder = Recorder(sources: sources, sink: DiscardingSink(), options: options)
         try recorder.start()
     }
-
-    /// What it captures.
-    var sources: [CaptureSource] { recorder.sources }
 
     /// Stops capture; the devices close when this is released.
     func stop() {

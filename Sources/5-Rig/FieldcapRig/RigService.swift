@@ -190,6 +190,7 @@ public final class RigService: Sendable {
         closePreviewCapture()
         do {
             let capture = try PreviewCapture(plan: settings.plan, previews: previews, live: live, watched: wanted)
+            for problem in capture.sensorProblems { events.send(.previewUnavailable(error: problem)) }
             state.withLock {
                 $0.previewCapture = capture
                 $0.previewProblem = nil
@@ -253,10 +254,14 @@ public final class RigService: Sendable {
     /// second: the recording's streams, or while idle those the live viewers opened; a stream
     /// stamped in RAW itself has none.
     public var clockHealth: [(id: String, health: ClockHealth)] {
-        let sources = state.withLock { state in
-            state.runner?.controller.value.sources ?? state.previewCapture?.sources ?? []
+        let boards = state.withLock { state in
+            state.runner.map { runner in
+                runner.controller.value.sources.compactMap { source in
+                    source.clockHealth.map { (id: source.descriptor.id, board: $0) }
+                }
+            } ?? state.previewCapture?.clockBoards ?? []
         }
-        return sources.compactMap { source in source.clockHealth?.current.map { (source.descriptor.id, $0) } }
+        return boards.compactMap { entry in entry.board.current.map { (entry.id, $0) } }
     }
 
     /// Takes a mark on the recording running (`RecordingController.mark`): the API's, a fleet's, a

@@ -305,7 +305,7 @@ struct Serve: ParsableCommand {
         if scmf != "off" && Self.parseListen(scmf) == nil {
             throw ValidationError("--scmf '\(scmf)' is not ADDR:PORT: give 127.0.0.1:9876, 0.0.0.0:9876 or off")
         }
-        if let foxgloveMaxRate, !(foxgloveMaxRate > 0 && foxgloveMaxRate <= 100_000) {
+        if let foxgloveMaxRate, !(foxgloveMaxRate >= 0.1 && foxgloveMaxRate <= 100_000) {
             throw ValidationError(
                 "--foxglove-max-rate \(foxgloveMaxRate) is out of range: give 0.1 to 100000 messages a second")
         }

@@ -14,12 +14,18 @@ Usage:
       imu.jsonl with the same values. Then it unsubscribes from the camera (no camera message may
       come 0.5 s after), closes, and reconnects (serverInfo's sessionId unchanged, the same
       channels). Writes what it found to RESULT.json; exits 1 with FAIL lines.
-  foxglove_client.py hello WS_URL
-      Connects and prints how many channels were advertised; exits 1 when refused.
+  foxglove_client.py hello WS_URL [TOKEN]
+      Connects (with TOKEN as Authorization: Bearer) and prints how many channels were
+      advertised; exits 1 when refused.
   foxglove_client.py hostile WS_URL
       Sends what a broken or hostile client might: no subprotocol, a binary message, text that is
-      not JSON, an unknown op, subscriptions to no channel, a reused subscription id, ids past
-      2^32, a 1 MB message; each must be refused or answered with a status, never end the server.
+      not JSON, an unknown op, subscriptions to no channel, a reused subscription id, a channel
+      subscribed twice, ids past 2^32, a 1 MB message; each must be refused or answered with a
+      status, never end the server.
+  foxglove_client.py stuck WS_URL RESULT.json
+      Upgrades by hand (a socket with a 4 kB receive buffer), subscribes to every channel and
+      never reads again: prints, and writes, how long until the server closed the connection
+      (at most 50 s).
   foxglove_client.py slow WS_URL SECONDS RESULT.json
       Subscribes to every channel and reads one message a second for SECONDS.
   foxglove_client.py watch WS_URL SECONDS RESULT.json
@@ -31,6 +37,7 @@ import base64
 import glob
 import json
 import os
+import socket
 import struct
 import sys
 import time
@@ -281,6 +288,7 @@ async def hostile(ws_url):
         json.dumps({"op": "subscribe", "subscriptions": [{"id": -1, "channelId": first}]}),
         json.dumps({"op": "subscribe", "subscriptions": [{"id": 5, "channelId": first}]}),
         json.dumps({"op": "subscribe", "subscriptions": [{"id": 5, "channelId": first}]}),
+        json.dumps({"op": "subscribe", "subscriptions": [{"id": 6, "channelId": first}]}),
         json.dumps({"op": "unsubscribe", "subscriptionIds": [77, "x"]}),
         json.dumps({"op": "subscribe", "subscriptions": [{"id": i, "channelId": first} for i in range(1500)]}),
     ]
@@ -296,7 +304,9 @@ async def hostile(ws_url):
         if isinstance(message, str) and json.loads(message).get("op") == "status":
             answered += 1
     print(f"statuses for {len(bad)} bad messages: {answered}", flush=True)
-    if answered < len(bad) - 2:  # the reused id answers once; the garbage binary once
+    # Every one answered but the first subscription of id 5; "x" among the unsubscribed ids makes
+    # that message invalid as a whole (one status).
+    if answered < len(bad) - 1:
         fail(f"only {answered} of {len(bad)} bad messages were answered with a status")
     # A message over the server's limit ends this connection, and only it.
     try:
@@ -340,22 +350,61 @@ async def watch(ws_url, seconds, result_path, pace):
     print(json.dumps(result), flush=True)
 
 
+def stuck(ws_url, result_path):
+    host, port = ws_url[len("ws://"):].split("/")[0].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                  f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
+    head = sock.recv(64)
+    if not head.startswith(b"HTTP/1.1 101"):
+        fail(f"the upgrade was answered {head!r}")
+
+    def frame(text):  # a masked text frame, as a client sends
+        data, mask = text.encode(), os.urandom(4)
+        size = bytes([0x80 | len(data)]) if len(data) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(data))
+        return bytes([0x81]) + size + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+    sock.sendall(frame(json.dumps({"op": "subscribe", "subscriptions": [
+        {"id": i, "channelId": i} for i in range(1, 9)]})))
+    start, closed = time.monotonic(), None
+    sock.setblocking(False)
+    while time.monotonic() - start < 50:
+        time.sleep(0.5)
+        try:
+            sock.send(frame('{"op":"unsubscribe","subscriptionIds":[999]}'))
+        except (BrokenPipeError, ConnectionResetError):
+            closed = time.monotonic() - start
+            break
+        except BlockingIOError:
+            pass
+    sock.close()
+    result = {"closed_after_s": closed}
+    with open(result_path, "w") as out:
+        json.dump(result, out)
+    print(json.dumps(result), flush=True)
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "check":
         print(json.dumps(asyncio.run(check(*sys.argv[2:5]))), flush=True)
     elif command == "hello":
-        async def hello_only(url):
+        async def hello_only(url, token):
             try:
-                socket, _, channels = await hello(url)
+                socket, _, channels = await hello(url, {"Authorization": f"Bearer {token}"} if token else None)
             except (websockets.exceptions.InvalidStatusCode, websockets.exceptions.InvalidHandshake) as refused:
                 fail(f"refused: {refused}")
                 return
             print(f"{len(channels)} channels", flush=True)
             await socket.close()
-        asyncio.run(hello_only(sys.argv[2]))
+        asyncio.run(hello_only(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
     elif command == "hostile":
         asyncio.run(hostile(sys.argv[2]))
+    elif command == "stuck":
+        stuck(sys.argv[2], sys.argv[3])
     elif command == "slow":
         asyncio.run(watch(sys.argv[2], float(sys.argv[3]), sys.argv[4], pace=1.0))
     elif command == "watch":

@@ -58,7 +58,7 @@ def main():
         return finish(same_document, checks)
 
     call("GET", "/api/health", 200, authorised=False)
-    for path in ("/api/v1/rig", "/api/v1/status", "/api/v1/sessions", "/api/v1/preview/cam0.jpg"):
+    for path in ("/api/v1/rig", "/api/v1/status", "/api/v1/sessions", "/api/v1/preview/cam0.jpg", "/api/v1/live/imu0"):
         call("GET", path, 401, authorised=False)
     call("POST", "/api/v1/recording/start", 401, authorised=False)
     call("GET", "/api/v1/rig", 200)

@@ -129,8 +129,14 @@ public final class LiveSensors: Sendable {
             viewers[key] = Viewer(streamId: id, continuation: continuation)
             return viewers.count
         }
-        taps[id]?.watched = true
-        feedTaps[id]?.watched = true
+        // A close that began before the viewer was added may have finished the others already.
+        if closing.isOpen {
+            remove(key)
+            continuation.finish()
+            return stream
+        }
+        // The hub turns the tap on (it alone sets `watched`: a viewer's own set could be undone
+        // by the hub's older view of who watches).
         continuation.onTermination = { [weak self] _ in self?.remove(key) }
         viewerArrived.ring()
         if count == 1 { onViewers.withLock { $0 }?(count) }
@@ -173,10 +179,10 @@ public final class LiveSensors: Sendable {
             let watching = viewers.withLock { Set($0.values.map(\.streamId)) }
             for tap in ordered { tap.watched = watching.contains(tap.streamId) }
             for tap in fed { tap.watched = watching.contains(tap.streamId) }
+            // What a tap holds once its last viewer left is stale for the next: let go.
+            for tap in ordered where !watching.contains(tap.streamId) { tap.drain { _ in } }
+            for tap in fed where !watching.contains(tap.streamId) { _ = tap.drain() }
             if watching.isEmpty {
-                // What a tap held when its last viewer left is stale for the next.
-                for tap in ordered { tap.drain { _ in } }
-                for tap in fed { _ = tap.drain() }
                 _ = viewerArrived.wait(milliseconds: 1000, orUntil: closing)
                 continue
             }

@@ -25,60 +25,89 @@ struct FoxgloveConnection {
     /// bigger than this ends the connection.
     static let maxClientMessage = 64 << 10
 
-    func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        try await outbound.write(
+    /// A write that has not finished within this long (the client stopped reading, or left
+    /// without closing: a laptop off the Wi-Fi) ends the connection, so a stuck client does not
+    /// hold one of the server's places for good.
+    static let writeDeadline = Duration.seconds(10)
+
+    /// `closeNow` drops the connection's socket: called when a write has stalled.
+    func serve(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, closeNow: @escaping @Sendable () -> Void
+    ) async throws {
+        let writer = WatchedWriter(outbound: outbound)
+        try await writer.write(
             .text(
                 FoxgloveProtocol.serverInfo(
                     name: "fieldcap \(rig.settings.hostId)", sessionId: sessionId,
                     metadata: ["host_id": rig.settings.hostId, "api": "v1"])))
-        try await outbound.write(.text(FoxgloveProtocol.advertise(catalog.channels)))
-        let subscriptions = Mutex<[UInt32: Task<Void, Never>]>([:])
-        defer {
-            for task in subscriptions.withLock({ $0.values }) { task.cancel() }
+        try await writer.write(.text(FoxgloveProtocol.advertise(catalog.channels)))
+        let subscriptions = Subscriptions()
+        defer { subscriptions.cancelAll() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await read(inbound, into: subscriptions, writer: writer)
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .seconds(1))
+                    if writer.stalled(longerThan: Self.writeDeadline) {
+                        closeNow()
+                        throw WatchedWriter.Stalled()
+                    }
+                }
+            }
+            _ = try await group.next()
+            group.cancelAll()
         }
+    }
+
+    /// The client's messages, until it closes: subscriptions (one per channel: a channel asked
+    /// for again is refused, so a client cannot multiply the work done for it) and
+    /// unsubscriptions.
+    private func read(
+        _ inbound: WebSocketInboundStream,
+        into subscriptions: Subscriptions, writer: WatchedWriter
+    ) async throws {
         for try await message in inbound.messages(maxSize: Self.maxClientMessage) {
             guard case .text(let text) = message else {
-                try await outbound.write(
-                    .text(
-                        FoxgloveProtocol.status(
-                            .warning, "this server takes no client publishing: binary message ignored")))
+                try await writer.status(.warning, "this server takes no client publishing: binary message ignored")
                 continue
             }
             switch FoxgloveProtocol.parse(Array(text.utf8)) {
             case .subscribe(let asked):
                 for (id, channelId) in asked {
                     guard let entry = catalog.entries[channelId] else {
-                        try await outbound.write(
-                            .text(
-                                FoxgloveProtocol.status(.warning, "subscribe: no channel \(channelId) (see advertise)"))
-                        )
+                        try await writer.status(.error, "subscribe: no channel \(channelId) (see advertise)")
                         continue
                     }
-                    let taken = subscriptions.withLock { tasks -> Bool in
-                        guard tasks[id] == nil else { return false }
-                        tasks[id] = Task { await send(entry, as: id, to: outbound) }
-                        return true
+                    let refusal = subscriptions.taken.withLock { taken -> String? in
+                        if taken[id] != nil { return "subscribe: subscription \(id) is already in use" }
+                        if let other = taken.first(where: { $0.value.channelId == channelId }) {
+                            return "subscribe: channel \(channelId) is already subscribed (subscription \(other.key))"
+                        }
+                        taken[id] = (channelId, Task { await send(entry, as: id, to: writer) })
+                        return nil
                     }
-                    if !taken {
-                        try await outbound.write(
-                            .text(FoxgloveProtocol.status(.error, "subscribe: subscription \(id) is already in use")))
-                    }
+                    if let refusal { try await writer.status(.error, refusal) }
                 }
             case .unsubscribe(let ids):
-                for id in ids { subscriptions.withLock { $0.removeValue(forKey: id) }?.cancel() }
+                for id in ids {
+                    if let gone = subscriptions.taken.withLock({ $0.removeValue(forKey: id) }) {
+                        gone.task.cancel()
+                    } else {
+                        try await writer.status(.warning, "unsubscribe: no subscription \(id)")
+                    }
+                }
             case .unsupported(let op):
-                try await outbound.write(
-                    .text(
-                        FoxgloveProtocol.status(
-                            .warning, "\"\(op)\" is not served here (see serverInfo's capabilities)")))
+                try await writer.status(.warning, "\"\(op)\" is not served here (see serverInfo's capabilities)")
             case .invalid(let why):
-                try await outbound.write(.text(FoxgloveProtocol.status(.error, why)))
+                try await writer.status(.error, why)
             }
         }
     }
 
     /// Sends `entry`'s messages as subscription `id` until cancelled or a write fails.
-    private func send(_ entry: FoxgloveCatalog.Entry, as id: UInt32, to outbound: WebSocketOutboundWriter) async {
+    private func send(_ entry: FoxgloveCatalog.Entry, as id: UInt32, to outbound: WatchedWriter) async {
         do {
             switch entry.source {
             case .preview(let stream):
@@ -136,6 +165,47 @@ struct FoxgloveConnection {
         } catch {
             // The client left, or unsubscribed: nothing to tell.
         }
+    }
+}
+
+/// A connection's subscriptions, by the client's id: the channel and the task sending it.
+final class Subscriptions: Sendable {
+    let taken = Mutex<[UInt32: (channelId: UInt32, task: Task<Void, Never>)]>([:])
+
+    func cancelAll() {
+        for subscription in taken.withLock({ $0.values }) { subscription.task.cancel() }
+    }
+}
+
+/// The connection's writes, watched: how many are waiting for the client's socket, and when
+/// one last finished.
+final class WatchedWriter: Sendable {
+    struct Stalled: Error {}
+
+    let outbound: WebSocketOutboundWriter
+    private let waiting = Atomic<Int>(0)
+    private let progressNs = Atomic<UInt64>(MonotonicClock.now())
+
+    init(outbound: WebSocketOutboundWriter) { self.outbound = outbound }
+
+    func write(_ frame: WebSocketOutboundWriter.OutboundFrame) async throws {
+        waiting.add(1, ordering: .relaxed)
+        defer {
+            waiting.subtract(1, ordering: .relaxed)
+            progressNs.store(MonotonicClock.now(), ordering: .relaxed)
+        }
+        try await outbound.write(frame)
+    }
+
+    func status(_ level: FoxgloveProtocol.Level, _ message: String) async throws {
+        try await write(.text(FoxgloveProtocol.status(level, message)))
+    }
+
+    /// A write has waited, and none finished, for longer than `limit`.
+    func stalled(longerThan limit: Duration) -> Bool {
+        let limitNs = UInt64(limit.components.seconds) * 1_000_000_000
+        return waiting.load(ordering: .relaxed) > 0
+            && MonotonicClock.now() &- progressNs.load(ordering: .relaxed) > limitNs
     }
 }
 

@@ -1,7 +1,9 @@
 import FieldcapRig
 import FoundationEssentials
+import Glibc
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -19,6 +21,8 @@ import Synchronization
 public struct FoxgloveServer: Sendable {
     /// Clients served at once; the next is refused until one leaves.
     public static let maxClients = 16
+    /// TCP connections at once, upgraded or not: the next wait in the listen backlog.
+    public static let maxConnections = 32
     public static let defaultPort = 8765
     /// The origins of web pages allowed without a token, besides the rig's own.
     static let webApps: Set<String> = ["https://app.foxglove.dev"]
@@ -77,15 +81,14 @@ public struct FoxgloveServer: Sendable {
                             + "open it in Foxglove, Open connection, Foxglove WebSocket, ws://HOST:PORT\n")))
         }
         let server = self
-        return Application(
-            router: router,
-            server: .http1WebSocketUpgrade(
-                // A client's frames are its subscriptions, a few hundred bytes; the messages sent are
-                // single frames whatever their size.
-                configuration: .init(
-                    http1: .init(idleTimeout: .seconds(15)),
-                    ws: .init(maxFrameSize: FoxgloveConnection.maxClientMessage))
-            ) { request, _, _ in
+        // A client's frames are its subscriptions, a few hundred bytes; the messages sent are
+        // single frames whatever their size.
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: .seconds(15)), ws: .init(maxFrameSize: FoxgloveConnection.maxClientMessage))
+        let shouldUpgrade:
+            @Sendable (HTTPRequest, any Channel, Logger) throws -> ShouldUpgradeResult<
+                WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
+            > = { request, channel, _ in
                 guard server.admits(request) else { return .dontUpgrade }
                 return .upgrade([.secWebSocketProtocol: FoxgloveProtocol.subprotocol]) { inbound, outbound, _ in
                     guard server.clients.value.add(1, ordering: .relaxed).newValue <= Self.maxClients else {
@@ -101,10 +104,32 @@ public struct FoxgloveServer: Sendable {
                     try await FoxgloveConnection(
                         rig: server.rig, catalog: server.catalog, clock: server.clock, sessionId: server.sessionId,
                         maxSensorRate: server.maxSensorRate
-                    ).serve(inbound: inbound, outbound: outbound)
+                    ).serve(inbound: inbound, outbound: outbound) {
+                        // A stalled client's socket, reset at once (SO_LINGER 0): no close
+                        // handshake, and no megabytes it never read left queued in the kernel.
+                        if let socket = channel as? SocketOptionProvider {
+                            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+                                .whenComplete { _ in channel.close(promise: nil) }
+                        } else {
+                            channel.close(promise: nil)
+                        }
+                    }
                 }
+            }
+        return Application(
+            router: router,
+            // As the API's: a connection that sends no request head within the idle time is
+            // closed (Hummingbird's idle timeout starts only after one), and connections past
+            // `maxConnections` wait in the listen backlog, holding none of the rig's descriptors.
+            server: HTTPServerBuilder { responder in
+                FirstRequestDeadline(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade),
+                    timeout: .seconds(15))
             },
-            configuration: .init(address: .hostname(host, port: port), serverName: "fieldcap-foxglove"),
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "fieldcap-foxglove",
+                availableConnectionsDelegate: MaximumAvailableConnections(Self.maxConnections)),
             onServerRunning: { channel in listening(host, channel.localAddress?.port ?? port) },
             logger: logger)
     }
