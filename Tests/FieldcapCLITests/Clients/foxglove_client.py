@@ -8,7 +8,8 @@ Usage:
       Connects (the subprotocol must be chosen), reads serverInfo then advertise, subscribes to
       the first foxglove.CompressedImage channel, the first fieldcap.Sample channel and the
       fieldcap.Status channel, and decodes every message (opcode 0x01, subscription id, log time,
-      JSON payload; each image's base64 JPEG must be a whole JPEG of the size its SOF says).
+      JSON payload; each image's base64 JPEG must be a whole JPEG Pillow decodes, of the size its
+      SOF says).
       First while the rig is idle, then while a 3 s recording started over API_URL runs; after it,
       every IMU sample received whose capture_ns falls in the session must be in the session's
       imu.jsonl with the same values. Then it unsubscribes from the camera (no camera message may
@@ -35,6 +36,7 @@ Usage:
 import asyncio
 import base64
 import glob
+import io
 import json
 import os
 import socket
@@ -44,6 +46,7 @@ import time
 import urllib.request
 
 import websockets
+from PIL import Image
 
 SUBPROTOCOL = "foxglove.websocket.v1"
 fails = []
@@ -212,6 +215,12 @@ async def check(ws_url, api_url, result_path):
             size = jpeg_size(data)
             if size is None:
                 fail(f"{name}: an image is not a whole JPEG ({len(data)} bytes)")
+            else:
+                # Pillow (PyPI) decodes it whole: its pixels, not only its markers.
+                picture = Image.open(io.BytesIO(data))
+                picture.load()
+                if picture.size != size:
+                    fail(f"{name}: Pillow reads {picture.size}, the SOF says {size}")
             sizes.add(size)
             if payload.get("format") != "jpeg":
                 fail(f"{name}: image format {payload.get('format')!r}")
