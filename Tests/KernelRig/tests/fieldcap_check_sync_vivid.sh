@@ -15,8 +15,12 @@
 # quarter frame (10 ms) of their mean, not refuse; its peer method is printed beside it. On a host
 # so busy that the emulated vivid never keeps up that long (seen beside a CPU hog: frames held for
 # 300 ms, the scene rendered ahead with gaps), there is no one true offset: check-sync must refuse
-# or give one among the lags, and the run says it could check only that. vivid is reloaded as the
-# other tests have it afterwards.
+# or give one among the lags, and the run says it could check only that. "Among the lags" allows
+# the method's own error, 5 ms past the lowest or highest lag: check-sync estimates one offset
+# for the stretch, and its error on this loopback is a few ms (−0.3 to −2.2 ms in quiet runs),
+# while the lowest lag of a stretch can lie within that of the true offset (a fresh-clone run:
+# +10.47 ms against lags of +11.4 to +52.0 ms, median +11.9). vivid is reloaded as the other
+# tests have it afterwards.
 set -euo pipefail
 fieldcap=${FIELDCAP_BIN:?run through Tests/KernelRig/rig, which picks the build}
 [ -x "$fieldcap" ] || { echo "no $fieldcap: build it on the host first (scripts/build-release, or swift build)"; exit 1; }
@@ -69,6 +73,8 @@ set -- $stretch
 /usr/bin/python3 - "$work/truth.json" "$work/check.json" "$work/played.json" "$1" <<'PY'
 import json, sys
 truth, check, played = (json.load(open(p)) for p in sys.argv[1:4])
+# The method's own error beside the spread of the true lags (see the header).
+MARGIN_NS = 5_000_000
 part = sys.argv[4]
 fails = []
 if played["recorder_status"] != 0:
@@ -90,7 +96,8 @@ if part == "steady":
               f"{lags['seconds']} s, the true lag {lags['lag_mean_ns'] / 1e6:+.2f} ms mean "
               f"({lags['lag_min_ns'] / 1e6:+.1f} to {lags['lag_max_ns'] / 1e6:+.1f}): error {error / 1e6:+.2f} ms; "
               f"difference-energy peer: {pair['difference_energy']}")
-        if abs(error) > 10_000_000 or not lags["lag_min_ns"] <= found["offset_ns"] <= lags["lag_max_ns"]:
+        if abs(error) > 10_000_000 or not (
+                lags["lag_min_ns"] - MARGIN_NS <= found["offset_ns"] <= lags["lag_max_ns"] + MARGIN_NS):
             fails.append(f"check-sync's offset is {error / 1e6:+.2f} ms from the true mean lag")
 elif part == "whole":
     # The host starved the emulated driver: vivid held frames for several periods (the scene
@@ -101,8 +108,9 @@ elif part == "whole":
           f"{truth.get('steady', {}).get('seconds', 0)} s; lags {lags['lag_min_ns'] / 1e6:+.1f} to "
           f"{lags['lag_max_ns'] / 1e6:+.1f} ms): a host too busy for the emulated driver's real time, so "
           f"only that check-sync does not claim a wrong offset is checked")
-    if "offset_ns" in found and not lags["lag_min_ns"] <= found["offset_ns"] <= lags["lag_max_ns"]:
-        fails.append(f"check-sync claimed {found['offset_ns'] / 1e6:+.2f} ms, outside every true lag")
+    if "offset_ns" in found and not (
+            lags["lag_min_ns"] - MARGIN_NS <= found["offset_ns"] <= lags["lag_max_ns"] + MARGIN_NS):
+        fails.append(f"check-sync claimed {found['offset_ns'] / 1e6:+.2f} ms, more than 5 ms outside every true lag")
     print(f"check-sync on the whole stretch: {found}")
 for fail in fails:
     print("FAIL:", fail)
