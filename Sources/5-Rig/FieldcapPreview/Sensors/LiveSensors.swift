@@ -19,6 +19,26 @@ public struct LiveSample: Sendable, Equatable {
     }
 }
 
+/// At most `rate` samples a second of a stream, by their capture times: what a viewer that asked
+/// for fewer than the stream has is sent (a Foxglove client's `--foxglove-max-rate`, the page's
+/// `max_rate`). A sample within 50 µs of the spacing counts, so a 1 kHz IMU capped at 500 a
+/// second sends every other one despite its jitter.
+public struct LiveRateCap: Sendable {
+    private let spacingNs: UInt64
+    private var lastNs: UInt64 = 0
+
+    /// `rate` nil: every sample.
+    public init(rate: Double?) { spacingNs = rate.map { UInt64(1e9 / $0) } ?? 0 }
+
+    /// Whether the sample at `captureNs` is sent; if so, it starts the next spacing.
+    public mutating func admits(_ captureNs: UInt64) -> Bool {
+        guard spacingNs > 0 else { return true }
+        guard lastNs == 0 || captureNs &+ 50_000 &- lastNs >= spacingNs else { return false }
+        lastNs = captureNs
+        return true
+    }
+}
+
 /// The live samples of a rig's sensor streams (IMUs) and fed streams (`--sensor feed:`, gpsd),
 /// for viewers that watch them as they are captured: a Foxglove client, the web page's plots.
 /// Each sensor has a `SampleTap` the recording (or the preview's capture, while idle) offers its

@@ -27,7 +27,6 @@ enum LiveSamplesSocket {
                 let sensor = rig.live.streams.first(where: { $0.id == id }), let batches = rig.live.samples(of: id),
                 let maxRate = rate(context.request.uri.queryParameters["max_rate"].map(String.init))
             else { return }
-            let spacingNs = UInt64(1e9 / maxRate)
             let head =
                 "{\"stream\":\(FoxgloveProtocol.text(.string(id))),\"channels\":"
                 + FoxgloveProtocol.text(.array(sensor.channels.map { .string($0) })) + ",\"samples\":["
@@ -35,12 +34,11 @@ enum LiveSamplesSocket {
                 // Reading is how a close is noticed; what a client sends is ignored.
                 group.addTask { for try await _ in inbound {} }
                 group.addTask {
-                    var lastNs: UInt64 = 0
+                    var cap = LiveRateCap(rate: maxRate)
                     for await batch in batches {
                         var text = head
                         var first = true
-                        for sample in batch where lastNs == 0 || sample.captureNs &+ 50_000 &- lastNs >= spacingNs {
-                            lastNs = sample.captureNs
+                        for sample in batch where cap.admits(sample.captureNs) {
                             text += first ? "[" : ",["
                             first = false
                             text += String(sample.captureNs)

@@ -120,17 +120,9 @@ struct FoxgloveConnection {
             case .sensor(let sensor):
                 guard let batches = rig.live.samples(of: sensor.id) else { return }
                 let keys = FoxgloveMessages.sampleKeys(sensor.channels)
-                let spacingNs = maxSensorRate.map { UInt64(1e9 / $0) } ?? 0
-                var lastSentNs: UInt64 = 0
+                var cap = LiveRateCap(rate: maxSensorRate)
                 for await batch in batches {
-                    for sample in batch {
-                        if spacingNs > 0 {
-                            // Within a few µs of the spacing counts: a 1 kHz IMU capped at 500 sends every other.
-                            guard lastSentNs == 0 || sample.captureNs &+ 50_000 &- lastSentNs >= spacingNs else {
-                                continue
-                            }
-                            lastSentNs = sample.captureNs
-                        }
+                    for sample in batch where cap.admits(sample.captureNs) {
                         let utc = clock.utcNs(raw: sample.captureNs)
                         let payload =
                             sensor.isFeed
